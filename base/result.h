@@ -1,0 +1,109 @@
+// Defines Result<T>: a value or an error (errno + a kernel-worded message).
+//
+// Errors are values in resctrlfs. Every layer returns Result<T>; exceptions
+// never cross a layer boundary. The message of an Error is what resctrl would
+// put into info/last_cmd_status for the failing command; it is written
+// exactly as the kernel words it, including the trailing "\n" where the
+// kernel has one (see shared/reference/resctrl-behaviour.md §3).
+#pragma once
+
+#include <cassert>
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace resctrlfs {
+
+// An errno value plus the last_cmd_status text the command leaves behind.
+// `message` may be empty: the kernel fails some commands without a message
+// (for example an unknown domain id in a schemata write).
+struct Error {
+  int code = EINVAL;
+  std::string message;
+
+  static Error make(int code, std::string message = {}) {
+    return Error{code, std::move(message)};
+  }
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error e) : v_(std::move(e)) {}      // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const& {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  Error&& error() && {
+    assert(!ok());
+    return std::get<1>(std::move(v_));
+  }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error e) : err_(std::move(e)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const& {
+    assert(!ok_);
+    return err_;
+  }
+  Error&& error() && {
+    assert(!ok_);
+    return std::move(err_);
+  }
+
+ private:
+  Error err_;
+  bool ok_ = true;
+};
+
+inline Result<void> Ok() { return {}; }
+
+}  // namespace resctrlfs
+
+// Propagates an error from an expression yielding Result<...>.
+#define RESCTRLFS_RETURN_IF_ERROR(expr)                                  \
+  do {                                                                   \
+    auto resctrlfs_status_ = (expr);                                     \
+    if (!resctrlfs_status_.ok()) return std::move(resctrlfs_status_).error(); \
+  } while (0)
+
+#define RESCTRLFS_CONCAT_INNER_(a, b) a##b
+#define RESCTRLFS_CONCAT_(a, b) RESCTRLFS_CONCAT_INNER_(a, b)
+// Declares `lhs` from a Result<T> expression, or returns its error.
+#define RESCTRLFS_ASSIGN_OR_RETURN(lhs, expr)                                 \
+  auto RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__) = (expr);                    \
+  if (!RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__).ok())                        \
+    return std::move(RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__)).error();      \
+  lhs = std::move(RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__)).value()

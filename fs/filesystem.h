@@ -1,0 +1,155 @@
+// Defines fs::Filesystem, the only type daemon/ calls: the resctrl tree as
+// inode-indexed operations with plain types in and Result out. The errno of
+// a failed Result becomes the FUSE reply; fs/ itself maintains
+// info/last_cmd_status with the kernel's wording.
+//
+// Nothing here includes libfuse. Inode 1 is the mount root.
+//
+// Threading: every public method takes the model lock (the rdtgroup_mutex
+// analogue) itself; callers need not serialise. Methods never block on I/O
+// other than the hardware layer's MSR accesses.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "hw/arch.h"
+
+namespace resctrlfs::fs {
+
+using Ino = uint64_t;
+inline constexpr Ino kRootIno = 1;
+
+// Who is asking: taken from the FUSE request.
+struct Caller {
+  pid_t tid = 0;  // the calling thread (FUSE reports the thread id)
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct Attr {
+  Ino ino = 0;
+  uint32_t mode = 0;  // including S_IFDIR / S_IFREG
+  uid_t uid = 0;
+  gid_t gid = 0;
+  uint32_t nlink = 1;
+  uint64_t size = 0;  // always 0, like kernfs
+  // Timestamps, seconds since the epoch.
+  int64_t mtime = 0;
+  int64_t ctime = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  Attr attr;
+};
+
+struct MountOptions {
+  bool cdp = false;
+  bool cdpl2 = false;
+  bool mba_mbps = false;
+  bool debug = false;
+};
+
+// An open file: the content rendered once at open (reads are served from
+// this snapshot), plus the file's identity for writes.
+struct OpenFile {
+  Ino ino = 0;
+  bool readable = false;
+  bool writable = false;
+  std::string snapshot;  // content rendered at open for readable files
+};
+
+// Notifications fs/ sends when it changes the tree by itself (not as the
+// direct result of a request on that entry): the daemon invalidates the
+// kernel's caches for them, outside the request path.
+class InvalidationSink {
+ public:
+  virtual ~InvalidationSink() = default;
+  virtual void inval_entry(Ino parent, const std::string& name) = 0;
+  virtual void inval_inode(Ino ino) = 0;
+};
+
+// Sets of the thread ids that exist, for tasks listing, ESRCH and
+// permission checks. The real implementation reads /proc; tests fake it.
+class TaskSource {
+ public:
+  virtual ~TaskSource() = default;
+  // Every thread id on the system (as seen from the daemon).
+  virtual std::vector<pid_t> all_threads() = 0;
+  virtual bool exists(pid_t tid) = 0;
+  // Real and saved uid of a thread, for the move permission check.
+  virtual bool uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
+};
+
+class Filesystem {
+ public:
+  virtual ~Filesystem() = default;
+
+  // Performs the kernel's mount: validates options against the platform
+  // (EINVAL with a message for the log if one cannot be honoured), sets up
+  // CDP, the root group and monitoring. Called once before serving.
+  virtual Result<void> mount(const MountOptions& opts) = 0;
+  // The kernel's unmount: resets controls and associations.
+  virtual void unmount() = 0;
+
+  virtual Result<Attr> lookup(Ino parent, std::string_view name) = 0;
+  virtual Result<Attr> getattr(Ino ino) = 0;
+  virtual Result<std::vector<DirEntry>> readdir(Ino ino) = 0;
+  // chmod / chown / utimes as kernfs allows them.
+  virtual Result<Attr> setattr(Ino ino, const uint32_t* mode, const uid_t* uid,
+                               const gid_t* gid) = 0;
+
+  // open(2) with the extra permission check of resctrl; renders the snapshot
+  // for readable files (which may update last_cmd_status, as some reads do).
+  // O_CREAT of a new name never reaches here (create() does).
+  virtual Result<OpenFile> open(Ino ino, int flags, const Caller& caller) = 0;
+  // One write(2): one command, whatever the offset. Returns bytes consumed.
+  virtual Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) = 0;
+  // Creating files is not allowed (EACCES), nor mknod/symlink/link (EPERM).
+  virtual Result<Attr> create(Ino parent, std::string_view name) = 0;
+  virtual Result<void> unlink(Ino parent, std::string_view name) = 0;
+
+  virtual Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode,
+                             const Caller& caller) = 0;
+  virtual Result<void> rmdir(Ino parent, std::string_view name) = 0;
+  virtual Result<void> rename(Ino parent, std::string_view name, Ino newparent,
+                              std::string_view newname, unsigned flags) = 0;
+  // The kernel dropped `nlookup` references to `ino`.
+  virtual void forget(Ino ino, uint64_t nlookup) = 0;
+
+  // Timers: the limbo check and MBM overflow/mba_sc every 1000 ms. `now` is
+  // the monotonic time the daemon's event loop saw.
+  virtual void tick(std::chrono::steady_clock::time_point now) = 0;
+
+  // Proc connector events.
+  virtual void on_fork(pid_t parent_tid, pid_t child_tid) = 0;
+  virtual void on_exit(pid_t tid) = 0;
+
+  // A JSON-ish status text for the control socket (platform, groups, pools,
+  // limbo), as a serialized JSON object.
+  virtual std::string status_json() = 0;
+};
+
+struct FilesystemConfig {
+  hw::Arch* arch = nullptr;  // not owned; must outlive the Filesystem
+  TaskSource* tasks = nullptr;  // not owned
+  InvalidationSink* inval = nullptr;  // may be null
+  uid_t mount_uid = 0;
+  gid_t mount_gid = 0;
+};
+
+std::unique_ptr<Filesystem> make_filesystem(const FilesystemConfig& cfg);
+
+// The real TaskSource, reading /proc.
+std::unique_ptr<TaskSource> make_proc_task_source();
+
+}  // namespace resctrlfs::fs

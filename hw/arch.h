@@ -1,0 +1,245 @@
+// Defines the contract between the resctrl filesystem (fs/) and the hardware
+// layer (hw/): the resources and domains the machine has, their capability
+// fields, and the downcalls fs/ makes to program controls and read counters.
+//
+// This is the only hw/ header fs/ may include. Nothing here names an MSR:
+// register numbers live in hw/x86/registers.h and are hw/'s business.
+// Vendor differences reach fs/ only as capability values (cbm_len,
+// min_cbm_bits, sparse_masks, delay_linear, throttle_mode, ...).
+//
+// Units, as fs/ sees them:
+//   - cache controls: a capacity bitmask (CBM), bit i = way-group i;
+//   - bandwidth controls (MB, SMBA): the value the user writes in schemata
+//     without mba_MBps: percent on Intel (min_bw..100, multiple of bw_gran),
+//     1/8 GB/s units on AMD (0..max_bw); hw/ turns it into register values.
+//   - monitoring reads: bytes (occupancy already multiplied by the upscaling
+//     factor, MBM chunks already folded across counter wrap-around and
+//     multiplied by the scale and any errata correction factor).
+//
+// Threading: an Arch is not internally synchronised; the caller (fs/) holds
+// its model lock (the rdtgroup_mutex analogue) across every call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/cpumask.h"
+#include "base/result.h"
+
+namespace resctrlfs::hw {
+
+// Resources in the kernel's enumeration order. The order matters: schemata
+// lines are printed in the reverse of it.
+enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3 };
+inline constexpr int kNumResources = 4;
+
+// Which half of a CDP-split cache resource a configuration refers to.
+// NONE is used for every resource when CDP is off, and always for MB/SMBA.
+enum class ConfType : uint8_t { NONE = 0, CODE = 1, DATA = 2 };
+
+// The CDP index rule: with CDP enabled, CLOSID c uses hardware control index
+// 2c for DATA and 2c+1 for CODE; otherwise index c.
+constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
+  switch (t) {
+    case ConfType::DATA:
+      return closid * 2;
+    case ConfType::CODE:
+      return closid * 2 + 1;
+    case ConfType::NONE:
+      break;
+  }
+  return closid;
+}
+
+// Monitoring event ids (the kernel's QOS_L3_*_EVENT_ID values).
+enum class EventId : uint8_t { LLC_OCCUPANCY = 1, MBM_TOTAL = 2, MBM_LOCAL = 3 };
+
+const char* event_name(EventId e);  // "llc_occupancy", "mbm_total_bytes", ...
+const char* resource_name(ResourceId r);  // "L3", "L2", "MB", "SMBA"
+
+enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
+
+// A control domain (one set of control registers shared by its CPUs).
+struct CtrlDomain {
+  int id = 0;    // cache id (L2/L3) or the L3 id for MB/SMBA
+  CpuMask cpus;  // CPUs sharing this domain's registers
+};
+
+// A monitoring domain (one set of RMID counters).
+struct MonDomain {
+  int id = 0;  // L3 cache id
+  CpuMask cpus;
+};
+
+struct CacheCaps {
+  unsigned cbm_len = 0;         // bits in the capacity mask
+  uint32_t shareable_bits = 0;  // bits other agents may use (info/*/shareable_bits)
+  unsigned min_cbm_bits = 1;
+  bool sparse_masks = false;      // non-contiguous masks allowed
+  bool cdp_capable = false;
+  bool io_alloc_capable = false;  // AMD SDCIAE
+  uint64_t cache_size_bytes = 0;  // size of one domain's cache (for the size file)
+  uint32_t full_mask() const {
+    return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U);
+  }
+};
+
+struct MembwCaps {
+  unsigned min_bw = 0;     // info/MB/min_bandwidth
+  unsigned bw_gran = 1;    // info/MB/bandwidth_gran
+  unsigned max_bw = 100;   // the maximum (and default) schemata value
+  bool delay_linear = false;
+  bool arch_needs_linear = false;  // Intel: non-linear MBA is unsupported
+  ThrottleMode throttle_mode = ThrottleMode::UNDEFINED;
+};
+
+// One allocation resource as fs/ sees it.
+struct Resource {
+  ResourceId rid = ResourceId::L3;
+  bool alloc_capable = false;
+  unsigned num_closid = 0;  // hardware CLOSIDs (not yet halved for CDP)
+  bool is_cache() const { return rid == ResourceId::L3 || rid == ResourceId::L2; }
+  CacheCaps cache;  // valid when is_cache()
+  MembwCaps membw;  // valid for MB / SMBA
+  std::vector<CtrlDomain> ctrl_domains;  // sorted by id
+};
+
+// L3 monitoring capabilities.
+struct MonCaps {
+  bool capable = false;
+  unsigned num_rmids = 0;          // info/L3_MON/num_rmids
+  unsigned occupancy_scale = 1;    // bytes per occupancy unit (CPUID.0xF.1:EBX)
+  unsigned counter_width = 24;     // MBM counter width in bits
+  std::vector<EventId> events;     // enabled events in event-id order
+  uint64_t l3_cache_size_bytes = 0;  // limit for max_threshold_occupancy
+  unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
+  // BMEC (AMD): mbm_*_bytes_config files. Mask of supported transaction bits.
+  bool bmec = false;
+  uint32_t bmec_supported_mask = 0;  // e.g. 0x7f
+  uint32_t bmec_default_total = 0;   // 0x7f
+  uint32_t bmec_default_local = 0;   // 0x15
+  // ABMC (AMD): assignable counters per monitoring domain.
+  bool abmc = false;
+  unsigned num_mbm_cntrs = 0;
+  std::vector<MonDomain> mon_domains;  // sorted by id
+};
+
+struct PlatformInfo {
+  std::string vendor;       // "GenuineIntel" / "AuthenticAMD"
+  unsigned family = 0, model = 0, stepping = 0;
+  unsigned nr_cpus = 0;     // nr_cpu_ids: bitmap width for cpus files
+  CpuMask online;           // online CPUs
+  std::vector<int> cpu_package;  // package id per CPU
+  std::vector<int> cpu_l2_id;    // L2 cache id per CPU (-1 if none)
+  std::vector<int> cpu_l3_id;    // L3 cache id per CPU (-1 if none)
+  Resource resources[kNumResources];  // indexed by ResourceId
+  MonCaps mon;
+  bool pseudo_lock_capable = false;  // we do not emulate pseudo-locking
+  const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
+};
+
+// One control value change: `value` for CLOSID `closid` (schema-level
+// CLOSID, before the CDP index rule) of resource `rid` half `type` on
+// control domain `domain_id`.
+struct CtrlUpdate {
+  ResourceId rid = ResourceId::L3;
+  ConfType type = ConfType::NONE;
+  int domain_id = 0;
+  uint32_t closid = 0;
+  uint32_t value = 0;
+};
+
+// Outcome of a monitoring read that is not a number. fs/ prints
+// "Error" for kError and "Unavailable" for kUnavailable.
+enum class ReadError : uint8_t { kNone = 0, kError = 1, kUnavailable = 2 };
+
+struct CounterValue {
+  ReadError err = ReadError::kNone;
+  uint64_t bytes = 0;
+};
+
+// The downcalls fs/ makes. Implemented once for x86 (hw/x86/), on top of an
+// MSR device and a CPUID source that are either real or simulated.
+class Arch {
+ public:
+  virtual ~Arch() = default;
+
+  // The decoded platform. Stable for the life of the Arch.
+  virtual const PlatformInfo& info() const = 0;
+
+  // Applies a batch of control changes, all or nothing. Only registers whose
+  // value differs from the current configuration are written, each on one
+  // CPU of its domain. If any register write fails, every register already
+  // written by this call is restored and EIO is returned (message
+  // "Hardware write failed\n" style text chosen by hw/). Cost: one MSR write
+  // per changed value.
+  virtual Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) = 0;
+
+  // The current configuration value (from hw/'s shadow of the registers).
+  virtual uint32_t get_ctrl(ResourceId rid, ConfType type, int domain_id,
+                            uint32_t closid) const = 0;
+
+  // The value a CLOSID holds after reset (full mask / max bandwidth).
+  virtual uint32_t default_ctrl(ResourceId rid) const = 0;
+
+  // Enables or disables CDP for L3 or L2 (writes L3_QOS_CFG / L2_QOS_CFG on
+  // one CPU per domain). Fails with EINVAL if not cdp_capable.
+  virtual Result<void> set_cdp_enabled(ResourceId rid, bool enable) = 0;
+  virtual bool cdp_enabled(ResourceId rid) const = 0;
+
+  // Resets every CLOSID of every allocation resource to default_ctrl() in
+  // every domain (unmount, start-up). Cost: one write per register.
+  virtual Result<void> reset_all_ctrls() = 0;
+
+  // Programs PQR_ASSOC of `cpu` with (closid, rmid). With CDP the hardware
+  // CLOSID written is the schema CLOSID (the kernel writes closid, and the
+  // CDP hardware derives 2c/2c+1). Cost: one MSR write.
+  virtual Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) = 0;
+
+  // Tells the simulated scheduler which tags a thread runs with. A real
+  // backend ignores it (user space cannot switch tags per thread).
+  virtual void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) = 0;
+  virtual void thread_exited(int tid) = 0;
+  // True when thread tags reach the counters (simulated backend). When
+  // false, task-only groups' monitoring files read Unavailable.
+  virtual bool models_thread_tags() const = 0;
+
+  // Reads event `ev` of `rmid` on monitoring domain `domain_id`, folding
+  // counter wrap-around into a running total (MBM). Error/Unavailable come
+  // from the hardware's bits. In ABMC mode `cntr_id` names the assigned
+  // counter to read instead of the RMID. Cost: two MSR accesses.
+  virtual CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
+                                  std::optional<unsigned> cntr_id = std::nullopt) = 0;
+
+  // Forgets the running state of (domain, rmid, ev): the next read
+  // re-establishes a baseline and counts from 0.
+  virtual void reset_event(int domain_id, uint32_t rmid, EventId ev) = 0;
+  // Same for every RMID and MBM event of a domain.
+  virtual void reset_domain_events(int domain_id) = 0;
+
+  // BMEC: the event configuration (transaction mask) of an MBM event on a
+  // domain. Writing a different value resets that domain's MBM counts in the
+  // hardware (the next read reports Unavailable).
+  virtual Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) = 0;
+  virtual uint32_t event_config(int domain_id, EventId ev) const = 0;
+
+  // ABMC: enables or disables counter assignment mode (all domains).
+  virtual Result<void> set_abmc_enabled(bool enable) = 0;
+  // Binds counter `cntr_id` of `domain_id` to (rmid, ev) with transaction
+  // filter `evt_cfg`, or unbinds it. Resets the counter's count.
+  virtual Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
+                                   uint32_t evt_cfg, bool assign) = 0;
+};
+
+// Up-calls hw/ makes into its user (domain hot-plug). Optional.
+class ArchEvents {
+ public:
+  virtual ~ArchEvents() = default;
+  virtual void domain_online(ResourceId rid, int domain_id) = 0;
+  virtual void domain_offline(ResourceId rid, int domain_id) = 0;
+};
+
+}  // namespace resctrlfs::hw

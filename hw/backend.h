@@ -1,0 +1,85 @@
+// Defines how a process obtains an Arch: over the simulated machine built
+// from a platform profile, or over real MSRs through the resctrl-msrd broker.
+// Also defines SimControl, the knobs of the simulated machine that the
+// daemon's control socket and the tests drive (clock, workloads, faults).
+//
+// daemon/ and tests include this; fs/ never does.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "hw/arch.h"
+
+namespace resctrlfs::hw {
+
+// A synthetic workload: what a thread (or everything on a CPU) does to the
+// cache and memory. Used by the simulator to produce counts.
+struct Workload {
+  uint64_t cache_footprint_bytes = 0;  // working set competing for L3
+  double bandwidth_mbps = 0;           // memory bandwidth demand (MB/s = 1e6 B/s)
+  double local_fraction = 1.0;         // share of traffic to local memory
+};
+
+// One register as the simulator holds it (for tests comparing hardware
+// state with the tree).
+struct RegisterValue {
+  unsigned cpu = 0;
+  uint32_t msr = 0;
+  uint64_t value = 0;
+};
+
+class SimControl {
+ public:
+  virtual ~SimControl() = default;
+  // Clock: real time (default) or manual. In manual mode time moves only
+  // through advance_ms.
+  virtual void set_manual_clock(bool manual) = 0;
+  virtual bool manual_clock() const = 0;
+  virtual void advance_ms(uint64_t ms) = 0;
+  // Simulated milliseconds since the machine started.
+  virtual uint64_t now_ms() const = 0;
+
+  // Attaches (or with a zero workload, detaches) a workload to a thread id
+  // or to a CPU. A thread workload counts against the thread's tags (see
+  // Arch::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
+  virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
+  virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
+
+  // Fault injection: the next `count` MSR writes fail (as a #GP would), on
+  // any CPU or only on `cpu`.
+  virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
+
+  // Every RDT register the simulator holds (per CPU for PQR_ASSOC, one CPU
+  // per domain for domain registers).
+  virtual std::vector<RegisterValue> dump_registers() const = 0;
+};
+
+struct Backend {
+  std::unique_ptr<Arch> arch;
+  SimControl* sim = nullptr;  // owned by arch's machine; null for the real backend
+  std::string platform_name;
+  // Internals kept alive with the Arch (machine, devices).
+  std::shared_ptr<void> keepalive;
+};
+
+// Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
+// amd-2s, host.
+std::vector<std::string> builtin_platforms();
+
+// Builds the simulated backend from a built-in profile name or a JSON file.
+Result<Backend> make_sim_backend(const std::string& platform);
+
+// Builds the real backend: CPUID from /dev/cpu/N/cpuid, MSRs through the
+// broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
+// when the CPU has no RDT/PQoS.
+Result<Backend> make_msr_backend(const std::string& broker_socket);
+
+}  // namespace resctrlfs::hw
