@@ -13,7 +13,8 @@ DEPS=(build-essential cmake ninja-build pkg-config git
       libfuse3-dev fuse3 libboost-dev nlohmann-json3-dev catch2
       libfmt-dev libspdlog-dev libcli11-dev
       clang-14 libclang-rt-14-dev clang-format-14
-      util-linux procps psmisc python3)
+      util-linux procps psmisc python3
+      intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static)
 
 deps() {
   local missing=()
