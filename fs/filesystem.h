@@ -10,6 +10,7 @@
 // other than the hardware layer's MSR accesses.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -112,6 +113,14 @@ class Filesystem {
   // for readable files (which may update last_cmd_status, as some reads do).
   // O_CREAT of a new name never reaches here (create() does).
   virtual Result<OpenFile> open(Ino ino, int flags, const Caller& caller) = 0;
+  // Renders a readable file again for a read at offset 0 of an fd that has
+  // already been read: the kernel's seq_file restarts there, so pread(fd,
+  // .., 0) on a held fd sees fresh values. The default re-runs open() for
+  // reading; an implementation may override it to skip open()'s checks.
+  virtual Result<std::string> render(Ino ino, const Caller& caller) {
+    RESCTRLFS_ASSIGN_OR_RETURN(OpenFile f, open(ino, O_RDONLY, caller));
+    return std::move(f.snapshot);
+  }
   // One write(2): one command, whatever the offset. Returns bytes consumed.
   virtual Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) = 0;
   // Creating files is not allowed (EACCES), nor mknod/symlink/link (EPERM).
