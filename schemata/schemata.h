@@ -28,12 +28,12 @@ enum class GroupMode : uint8_t { SHAREABLE, EXCLUSIVE, PSEUDO_LOCKSETUP, PSEUDO_
 
 // One allocation resource as the caller describes it (plain values).
 struct ResourceDesc {
-  std::string name;   // "L3", "L2", "MB", "SMBA"
+  std::string name;        // "L3", "L2", "MB", "SMBA"
   int resource_index = 0;  // the caller's own id, echoed back in Schema
   Kind kind = Kind::CACHE;
   bool cdp_capable = false;
-  bool cdp_enabled = false;     // mounted with cdp / cdpl2
-  unsigned num_closid = 0;      // hardware count (halved here when CDP is on)
+  bool cdp_enabled = false;  // mounted with cdp / cdpl2
+  unsigned num_closid = 0;   // hardware count (halved here when CDP is on)
   // cache
   unsigned cbm_len = 0;
   uint32_t shareable_bits = 0;
@@ -44,13 +44,13 @@ struct ResourceDesc {
   unsigned min_bw = 0, bw_gran = 1, max_bw = 100;
   bool delay_linear = true;
   bool arch_needs_linear = false;
-  bool mba_sc = false;  // mounted with mba_MBps (MB only): values are MBps targets
+  bool mba_sc = false;          // mounted with mba_MBps (MB only): values are MBps targets
   std::vector<int> domain_ids;  // control domain ids, ascending
 };
 
 // One line of schemata.
 struct Schema {
-  std::string name;  // "L3", "L3CODE", "L3DATA", "L2", ..., "MB", "SMBA"
+  std::string name;           // "L3", "L3CODE", "L3DATA", "L2", ..., "MB", "SMBA"
   std::string resource_name;  // "L3" for L3CODE too
   int resource_index = 0;
   ConfType conf_type = ConfType::NONE;
@@ -66,9 +66,7 @@ struct Schema {
   bool arch_needs_linear = false;
   bool mba_sc = false;
   std::vector<int> domain_ids;
-  uint32_t full_mask() const {
-    return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U);
-  }
+  uint32_t full_mask() const { return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U); }
   // The value a fresh CLOSID holds: full mask, max_bw, or U32_MAX under mba_sc.
   uint32_t default_value() const;
 };
@@ -86,8 +84,7 @@ struct SchemaList {
 // MB, SMBA). `max_name_width` is the global that never shrinks across
 // remounts: it is read and raised here, and the result's name_width is the
 // raised value.
-SchemaList build_schema_list(const std::vector<ResourceDesc>& resources,
-                             unsigned& max_name_width);
+SchemaList build_schema_list(const std::vector<ResourceDesc>& resources, unsigned& max_name_width);
 
 // One staged value: schema index in the SchemaList, domain id, value.
 struct StagedValue {
@@ -130,10 +127,18 @@ struct ParseResult {
 // Parses one write(2) to a group's schemata (the raw buffer, including its
 // trailing newline). Implements §3.2 steps 1-4 except locking:
 //  - empty or no trailing '\n': EINVAL with an empty message, and the
-//    caller must leave last_cmd_status untouched (flag `lcs_untouched`);
-//  - PSEUDO_LOCKED groups: "Resource group is pseudo-locked\n".
+//    caller must leave last_cmd_status untouched (see rejected_before_lock);
+//  - PSEUDO_LOCKED groups: "Resource group is pseudo-locked\n";
+//  - like the kernel's C-string handling, the text ends at its first NUL byte;
+//  - a schema is known only when `closid` < its num_closid (the kernel's
+//    rdtgroup_parse_resource rule; always true for a CLOSID from the pool);
+//  - an unknown domain id fails with EINVAL and an empty message;
+//  - PSEUDO_LOCKSETUP groups: each line stops after its first valid domain;
+//    the region requested is the last entry of `staged`.
+// Cost: linear in the length of the text (plus one O(domains) index per
+// schema named, only when a schema's domain_ids are not sorted).
 ParseResult parse_schemata(std::string_view text, const SchemaList& list, GroupMode mode,
-                           CbmPolicy& policy);
+                           CbmPolicy& policy, unsigned closid = 0);
 
 // True when parse_schemata's error must not reset/modify last_cmd_status
 // (the kernel rejected the write before taking the lock).
@@ -151,6 +156,12 @@ std::string format_schemata_locksetup(const SchemaList& list);
 std::string format_size(const SchemaList& list, const ValueGetter& get);
 // Renders `size` for a pseudo-locksetup group (every value 0).
 std::string format_size_locksetup(const SchemaList& list);
+// Renders `schemata` of a pseudo-locked group: "<resource>:<id>=<cbm>\n"
+// (resource name, not padded).
+std::string format_schemata_locked(const Schema& s, int domain_id, uint32_t cbm);
+// Renders `size` of a pseudo-locked group: "<padded schema>:<id>=<bytes>\n".
+std::string format_size_locked(const SchemaList& list, const Schema& s, int domain_id,
+                               uint32_t cbm);
 
 // Bytes a mask stands for: (cache_size / cbm_len) * popcount(cbm).
 uint64_t cbm_to_size(const Schema& s, uint32_t cbm);
@@ -158,7 +169,12 @@ uint64_t cbm_to_size(const Schema& s, uint32_t cbm);
 // io_alloc_cbm: "<id>=<cbm>;...\n" for one cache schema.
 std::string format_io_alloc_cbm(const Schema& s, const std::function<uint32_t(int)>& get);
 // Parses a write to io_alloc_cbm (text includes the trailing newline).
+// The whole write is one line (no schema name; a '\n' inside is data).
 // Supports `*` for all domains; unknown id -> "Invalid domain <id>\n".
+// Validation is that of a shareable group (policy.check_cbm is called, never
+// check_locksetup_hierarchy). With CDP each value is staged for both the
+// CODE and the DATA schema of the resource (the kernel keeps them equal).
+// Empty/no trailing newline: EINVAL, empty message, LCS untouched.
 ParseResult parse_io_alloc_cbm(std::string_view text, const SchemaList& list, int schema_index,
                                CbmPolicy& policy);
 
