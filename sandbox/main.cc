@@ -1,0 +1,434 @@
+// resctrlfs-sandbox: runs a program in a private mount namespace in which
+// resctrlfsd is mounted at /sys/fs/resctrl and /proc and sysfs agree with the
+// simulated platform, so that unmodified resctrl clients (pqos, rdtset,
+// goresctrl, runc 1.1) use it as they would use the kernel's resctrl.
+//
+// Process layout: this process enters the namespace, starts resctrlfsd in
+// the foreground as its child, fakes the /proc and sysfs files, then forks
+// COMMAND. COMMAND stops before exec until its own /proc/<pid>/mounts and
+// mountinfo are bind-mounted with the rewritten tables (a bind on the pid's
+// files survives exec). This process then waits, forwarding signals sent to
+// it, and on COMMAND's exit stops the daemon and removes what it created.
+// The namespace disappears with its last process.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hw/backend.h"
+#include "sandbox/namespace.h"
+#include "sandbox/options.h"
+#include "sandbox/proc_rewrite.h"
+#include "sandbox/topology.h"
+
+namespace resctrlfs::sandbox {
+namespace {
+
+constexpr const char* kMountpoint = "/sys/fs/resctrl";
+constexpr int kSetupFailed = 125;
+constexpr const char* kEnvStaging = "RESCTRLFS_SANDBOX";
+constexpr const char* kEnvMountOpts = "RESCTRLFS_SANDBOX_MOUNT_OPTS";
+
+void log(const std::string& msg) { std::fprintf(stderr, "resctrlfs-sandbox: %s\n", msg.c_str()); }
+
+// What the sandbox needs to know about the simulated platform.
+struct PlatformView {
+  std::string vendor;
+  std::vector<std::string> flags;
+  std::vector<CpuPlacement> placement;  // index = CPU number
+};
+
+Result<PlatformView> load_platform(const std::string& name) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_sim_backend(name));
+  const hw::PlatformInfo& info = backend.arch->info();
+  PlatformView v;
+  v.vendor = info.vendor;
+  v.flags = hw::cpuinfo_rdt_flags(info);
+  for (size_t cpu = 0; cpu < info.cpu_package.size(); ++cpu) {
+    CpuPlacement p;
+    p.package = info.cpu_package[cpu];
+    p.l2_id = cpu < info.cpu_l2_id.size() ? info.cpu_l2_id[cpu] : -1;
+    p.l3_id = cpu < info.cpu_l3_id.size() ? info.cpu_l3_id[cpu] : -1;
+    v.placement.push_back(p);
+  }
+  return v;
+}
+
+std::string host_vendor() {
+  auto text = read_text_file("/proc/cpuinfo");
+  if (!text) return "";
+  size_t p = text->find("vendor_id");
+  if (p == std::string::npos) return "";
+  size_t colon = text->find(':', p);
+  size_t nl = text->find('\n', p);
+  if (colon == std::string::npos || colon > nl) return "";
+  std::string v = text->substr(colon + 1, nl - colon - 1);
+  v.erase(0, v.find_first_not_of(" \t"));
+  return v;
+}
+
+bool is_executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+Result<std::string> find_daemon(const Options& o) {
+  if (!o.daemon_path.empty()) {
+    if (!is_executable(o.daemon_path))
+      return Error::make(ENOENT, "--daemon " + o.daemon_path + " is not executable");
+    return o.daemon_path;
+  }
+  if (const char* env = std::getenv("RESCTRLFSD"); env && *env) {
+    if (!is_executable(env))
+      return Error::make(ENOENT, std::string("$RESCTRLFSD ") + env + " is not executable");
+    return std::string(env);
+  }
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto dir = self.parent_path();
+    for (auto cand : {dir / "resctrlfsd", dir / ".." / "daemon" / "resctrlfsd"})
+      if (is_executable(cand.string())) return cand.lexically_normal().string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t start = 0;
+    while (start <= p.size()) {
+      size_t end = p.find(':', start);
+      if (end == std::string::npos) end = p.size();
+      std::string cand = p.substr(start, end - start) + "/resctrlfsd";
+      if (end > start && is_executable(cand)) return cand;
+      start = end + 1;
+    }
+  }
+  return Error::make(ENOENT, "cannot find resctrlfsd (use --daemon PATH or set $RESCTRLFSD)");
+}
+
+std::vector<char*> c_argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (auto& a : args) out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+sigset_t handled_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&s, sig);
+  return s;
+}
+
+// In a forked child: restore the signal mask and ask for `sig` when this
+// process dies; exits if it already has.
+void prepare_child(pid_t parent, int death_signal) {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, death_signal);
+  if (::getppid() != parent) ::_exit(kSetupFailed);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kSetupFailed;
+}
+
+// Binds rewritten copies of the current mount tables over /proc/<pid>/mounts
+// and /proc/<pid>/mountinfo.
+Result<void> bind_mount_tables(const std::string& staging, pid_t pid,
+                               const std::vector<std::string>& resctrl_opts) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string mounts, read_text_file("/proc/self/mounts"));
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string mountinfo, read_text_file("/proc/self/mountinfo"));
+  std::string p = std::to_string(pid);
+  RESCTRLFS_RETURN_IF_ERROR(bind_file(staging, "mounts." + p,
+                                      rewrite_mounts(mounts, kMountpoint, resctrl_opts),
+                                      "/proc/" + p + "/mounts"));
+  return bind_file(staging, "mountinfo." + p,
+                   rewrite_mountinfo(mountinfo, kMountpoint, resctrl_opts),
+                   "/proc/" + p + "/mountinfo");
+}
+
+std::vector<std::string> shell_command() {
+  const char* sh = std::getenv("SHELL");
+  if (sh && *sh) return {sh};
+  if (is_executable("/bin/bash")) return {"/bin/bash"};
+  return {"/bin/sh"};
+}
+
+[[noreturn]] void exec_command(std::vector<std::string> cmd) {
+  auto argv = c_argv(cmd);
+  ::execvp(argv[0], argv.data());
+  int e = errno;
+  std::fprintf(stderr, "resctrlfs-sandbox: cannot run %s: %s\n", argv[0], std::strerror(e));
+  ::_exit(e == ENOENT ? 127 : 126);
+}
+
+// Inside an existing sandbox: give COMMAND (this very process, after exec)
+// rewritten mount tables.
+int run_nested(const Options& o, const std::string& staging) {
+  if (!o.daemon_args.empty()) {
+    log("already inside a sandbox (" + staging +
+        "); daemon options are not allowed here: run only `resctrlfs-sandbox -- COMMAND`");
+    return kSetupFailed;
+  }
+  const char* opts = std::getenv(kEnvMountOpts);
+  auto r = bind_mount_tables(staging, ::getpid(), resctrl_mount_options(opts ? opts : ""));
+  if (!r) {
+    log(r.error().message);
+    return kSetupFailed;
+  }
+  exec_command(o.command.empty() ? shell_command() : o.command);
+}
+
+// Owns what the sandbox started and created; stop() undoes it.
+class Sandbox {
+ public:
+  explicit Sandbox(Options o) : opts_(std::move(o)) {}
+  ~Sandbox() { stop(); }
+
+  // Everything up to (not including) COMMAND. On error the caller stops.
+  Result<void> setup();
+  // Forks COMMAND, waits for it, forwarding signals. Returns its exit code.
+  int run_command();
+  void stop();
+
+ private:
+  Result<void> start_daemon();
+  Result<void> wait_mounted();
+  Result<void> fake_proc_and_sysfs();
+
+  Options opts_;
+  PlatformView platform_;
+  std::vector<FileBind> topology_binds_;
+  std::string daemon_;
+  std::string staging_;
+  pid_t daemon_pid_ = 0;
+  pid_t self_ = ::getpid();
+  bool simulated_ = true;
+};
+
+Result<void> Sandbox::setup() {
+  if (::geteuid() != 0)
+    return Error::make(EPERM, "must run as root (it creates a mount namespace and mounts FUSE)");
+  RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
+  simulated_ = opts_.backend != "msr";
+  if (simulated_) {
+    auto p = load_platform(opts_.platform);
+    if (!p)
+      return Error::make(p.error().code, "platform " + opts_.platform + ": " + p.error().message);
+    platform_ = std::move(*p);
+    std::string hv = host_vendor();
+    if (!hv.empty() && hv != platform_.vendor)
+      log("warning: platform vendor " + platform_.vendor + " differs from this CPU's " + hv +
+          "; clients that read CPUID (pqos) will treat it as " + hv);
+    RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
+    if (!topology_matches(host, platform_.placement)) {
+      auto plan = plan_topology_binds(host, platform_.placement);
+      if (plan) {
+        topology_binds_ = std::move(*plan);
+      } else if (opts_.ignore_topology) {
+        log("warning: " + plan.error().message);
+      } else {
+        return Error::make(plan.error().code,
+                           "platform " + opts_.platform + ": " + plan.error().message);
+      }
+    }
+  }
+  RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
+  RESCTRLFS_ASSIGN_OR_RETURN(staging_, make_staging_dir("/tmp"));
+  RESCTRLFS_RETURN_IF_ERROR(cover_sys_fs(staging_));
+  RESCTRLFS_RETURN_IF_ERROR(start_daemon());
+  RESCTRLFS_RETURN_IF_ERROR(wait_mounted());
+  return fake_proc_and_sysfs();
+}
+
+Result<void> Sandbox::start_daemon() {
+  std::vector<std::string> args = {daemon_, "-f"};
+  args.insert(args.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
+  args.push_back(kMountpoint);
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::make(errno, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // SIGTERM lets the daemon unmount cleanly if the sandbox dies; its own
+    // process group keeps a terminal's ^C for COMMAND.
+    prepare_child(self_, SIGTERM);
+    ::setpgid(0, 0);
+    int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    auto argv = c_argv(args);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "resctrlfs-sandbox: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  daemon_pid_ = pid;
+  return {};
+}
+
+Result<void> Sandbox::wait_mounted() {
+  const sigset_t sigs = handled_signals();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    int status = 0;
+    if (::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_) {
+      daemon_pid_ = 0;
+      return Error::make(EIO, daemon_ + " exited before mounting (status " +
+                                  std::to_string(exit_code_of(status)) + ")");
+    }
+    auto mi = read_text_file("/proc/self/mountinfo");
+    if (mi && has_mount(*mi, kMountpoint)) return {};
+    if (std::chrono::steady_clock::now() > deadline)
+      return Error::make(ETIMEDOUT, daemon_ + " did not mount " + kMountpoint + " within 30 s");
+    timespec ts{0, 20 * 1000 * 1000};
+    siginfo_t si;
+    int sig = ::sigtimedwait(&sigs, &si, &ts);
+    if (sig > 0 && sig != SIGCHLD)
+      return Error::make(EINTR, std::string("interrupted by ") + ::strsignal(sig));
+  }
+}
+
+Result<void> Sandbox::fake_proc_and_sysfs() {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string fs, read_text_file("/proc/filesystems"));
+  RESCTRLFS_RETURN_IF_ERROR(
+      bind_file(staging_, "filesystems", add_resctrl_filesystem(fs), "/proc/filesystems"));
+  if (!simulated_) return {};  // real hardware: the host's flags and topology are true
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
+  RESCTRLFS_RETURN_IF_ERROR(
+      bind_file(staging_, "cpuinfo", rewrite_cpuinfo(cpuinfo, platform_.flags), "/proc/cpuinfo"));
+  int n = 0;
+  for (const auto& b : topology_binds_)
+    RESCTRLFS_RETURN_IF_ERROR(
+        bind_file(staging_, "sysfs." + std::to_string(n++), b.content, b.target));
+  return {};
+}
+
+int Sandbox::run_command() {
+  std::vector<std::string> cmd = opts_.command.empty() ? shell_command() : opts_.command;
+  std::string mount_opts;
+  for (const auto& o : resctrl_mount_options(opts_.mount_options))
+    mount_opts += (mount_opts.empty() ? "" : ",") + o;
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    log(std::string("pipe: ") + std::strerror(errno));
+    return kSetupFailed;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    log(std::string("fork: ") + std::strerror(errno));
+    return kSetupFailed;
+  }
+  if (pid == 0) {
+    prepare_child(self_, SIGTERM);
+    ::close(go[1]);
+    ::setenv(kEnvStaging, staging_.c_str(), 1);
+    ::setenv(kEnvMountOpts, mount_opts.c_str(), 1);
+    ::setenv("RESCTRLFSD_PID", std::to_string(daemon_pid_).c_str(), 1);
+    char c;
+    ssize_t n;
+    do {
+      n = ::read(go[0], &c, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) ::_exit(kSetupFailed);  // the sandbox could not finish the binds
+    exec_command(cmd);
+  }
+  ::close(go[0]);
+  auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
+  if (!r) {
+    log(r.error().message);
+    ::close(go[1]);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return kSetupFailed;
+  }
+  if (::write(go[1], "g", 1) != 1) log(std::string("write: ") + std::strerror(errno));
+  ::close(go[1]);
+
+  const sigset_t sigs = handled_signals();
+  while (true) {
+    siginfo_t si;
+    int sig = ::sigwaitinfo(&sigs, &si);
+    if (sig < 0) continue;
+    if (sig != SIGCHLD) {
+      // Signals from the terminal (si_code SI_KERNEL) reached COMMAND's
+      // process group already; only those sent to this process are passed on.
+      if (si.si_code <= 0) ::kill(pid, sig);
+      continue;
+    }
+    int status = 0;
+    pid_t w;
+    while ((w = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (w == pid) return exit_code_of(status);
+      if (w == daemon_pid_) {
+        daemon_pid_ = 0;
+        log("warning: resctrlfsd exited (status " + std::to_string(exit_code_of(status)) + "); " +
+            kMountpoint + " no longer works");
+      }
+    }
+  }
+}
+
+void Sandbox::stop() {
+  if (daemon_pid_ > 0) {
+    ::kill(daemon_pid_, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int status;
+    while (::waitpid(daemon_pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        log("resctrlfsd did not stop within 5 s; killing it");
+        ::kill(daemon_pid_, SIGKILL);
+        ::waitpid(daemon_pid_, &status, 0);
+        break;
+      }
+      ::usleep(20 * 1000);
+    }
+    daemon_pid_ = 0;
+  }
+  if (!staging_.empty()) {
+    // Only this namespace sees these mounts; detaching them lets the staging
+    // directory, the one thing on the host's filesystem, be removed.
+    ::umount2(kMountpoint, MNT_DETACH);
+    remove_staging_dir(staging_);
+    staging_.clear();
+  }
+}
+
+int main_impl(int argc, char** argv) {
+  auto parsed = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed) {
+    log(parsed.error().message);
+    std::fputs(usage().c_str(), stderr);
+    return kSetupFailed;
+  }
+  Options o = std::move(*parsed);
+  if (o.help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  if (const char* staging = std::getenv(kEnvStaging); staging && *staging) {
+    auto mi = read_text_file("/proc/self/mountinfo");
+    if (mi && has_mount(*mi, kMountpoint)) return run_nested(o, staging);
+  }
+  const sigset_t sigs = handled_signals();
+  ::sigprocmask(SIG_BLOCK, &sigs, nullptr);
+  Sandbox sb(std::move(o));
+  if (auto r = sb.setup(); !r) {
+    log(r.error().message);
+    return kSetupFailed;
+  }
+  int code = sb.run_command();
+  sb.stop();
+  return code;
+}
+
+}  // namespace
+}  // namespace resctrlfs::sandbox
+
+int main(int argc, char** argv) { return resctrlfs::sandbox::main_impl(argc, argv); }

@@ -1,0 +1,101 @@
+// Implements the resctrlfs-sandbox command-line parser.
+#include "sandbox/options.h"
+
+namespace resctrlfs::sandbox {
+namespace {
+
+// If `arg` is `name` (value in the next argument) or `name=VALUE`, stores
+// the value and returns true; advances `i` past a separate value.
+bool take_value(const std::vector<std::string>& args, size_t& i, const std::string& name,
+                std::string* value, Error* err) {
+  const std::string& arg = args[i];
+  if (arg == name) {
+    if (i + 1 >= args.size()) {
+      *err = Error::make(EINVAL, name + " needs a value");
+      return true;
+    }
+    *value = args[++i];
+    return true;
+  }
+  if (arg.rfind(name + "=", 0) == 0) {
+    *value = arg.substr(name.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string usage() {
+  return "usage: resctrlfs-sandbox [--daemon PATH] [--ignore-topology] [DAEMON OPTIONS]\n"
+         "                         [-- COMMAND [ARGS...]]\n"
+         "\n"
+         "Runs COMMAND (default: $SHELL) in a private mount namespace in which resctrlfsd\n"
+         "is mounted at /sys/fs/resctrl and /proc agrees with the simulated platform:\n"
+         "/proc/filesystems lists resctrl, /proc/cpuinfo carries the platform's RDT flags,\n"
+         "sysfs package and cache ids match its domains, and COMMAND's own\n"
+         "/proc/self/mounts and mountinfo show the mount with type resctrl.\n"
+         "Exits with COMMAND's status (128+N if it was killed by signal N), 125 if the\n"
+         "sandbox could not be set up.\n"
+         "\n"
+         "Sandbox options:\n"
+         "  --daemon PATH       resctrlfsd to run (default: $RESCTRLFSD, next to this\n"
+         "                      program, ../daemon/resctrlfsd, then $PATH)\n"
+         "  --ignore-topology   run even if sysfs cannot be made to show the platform's\n"
+         "                      topology (CPU counts differ); pqos will then misreport\n"
+         "  -h, --help          this text\n"
+         "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
+         "  --control SOCKET, --state-dir DIR, --backend sim|msr, ...\n"
+         "\n"
+         "Inside the sandbox, `resctrlfs-sandbox -- CMD` (no daemon options) gives CMD its own\n"
+         "rewritten mount tables: only the sandbox's COMMAND process has them otherwise.\n";
+}
+
+Result<Options> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  std::vector<std::string> mount_opts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    Error err;
+    err.code = 0;
+    std::string v;
+    if (a == "--") {
+      o.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--ignore-topology") {
+      o.ignore_topology = true;
+      continue;
+    }
+    if (a == "-f" || a == "--foreground") continue;  // always foreground
+    if (take_value(args, i, "--daemon", &o.daemon_path, &err)) {
+      if (err.code) return err;
+      continue;
+    }
+    size_t before = i;
+    if (take_value(args, i, "--platform", &v, &err)) {
+      if (err.code) return err;
+      o.platform = v;
+    } else if (take_value(args, i, "--backend", &v, &err)) {
+      if (err.code) return err;
+      o.backend = v;
+    } else if (a == "-o" || (a.size() > 2 && a.rfind("-o", 0) == 0 && a[2] != '-')) {
+      if (a == "-o") {
+        if (i + 1 >= args.size()) return Error::make(EINVAL, "-o needs a value");
+        v = args[++i];
+      } else {
+        v = a.substr(2);
+      }
+      mount_opts.push_back(v);
+    }
+    for (size_t k = before; k <= i; ++k) o.daemon_args.push_back(args[k]);
+  }
+  for (size_t k = 0; k < mount_opts.size(); ++k) o.mount_options += (k ? "," : "") + mount_opts[k];
+  return o;
+}
+
+}  // namespace resctrlfs::sandbox

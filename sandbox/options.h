@@ -1,0 +1,33 @@
+// Defines the command line of resctrlfs-sandbox:
+//   resctrlfs-sandbox [SANDBOX OPTIONS] [DAEMON OPTIONS] [-- COMMAND [ARGS...]]
+// Daemon options are passed to resctrlfsd unchanged (its mount point is
+// always /sys/fs/resctrl and it always runs in the foreground); the sandbox
+// also reads the ones that decide what /proc and sysfs must show
+// (--platform, --backend, -o).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace resctrlfs::sandbox {
+
+struct Options {
+  std::vector<std::string> daemon_args;  // for resctrlfsd, in the given order
+  std::string daemon_path;               // --daemon PATH ("" = search)
+  std::string platform = "host";         // from --platform
+  std::string backend = "sim";           // from --backend
+  std::string mount_options;             // every -o value, joined by ','
+  bool ignore_topology = false;          // --ignore-topology
+  bool help = false;                     // -h / --help
+  std::vector<std::string> command;      // after "--"; empty = shell
+};
+
+// Parses the arguments after argv[0].
+Result<Options> parse_options(const std::vector<std::string>& args);
+
+// The --help text.
+std::string usage();
+
+}  // namespace resctrlfs::sandbox

@@ -1,0 +1,223 @@
+// Implements the /proc text rewrites of proc_rewrite.h.
+#include "sandbox/proc_rewrite.h"
+
+#include <algorithm>
+#include <set>
+
+namespace resctrlfs::sandbox {
+namespace {
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) {
+      lines.push_back(text);
+      break;
+    }
+    lines.push_back(text.substr(0, nl));
+    text.remove_prefix(nl + 1);
+  }
+  return lines;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t p = s.find(sep, start);
+    if (p == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, p - start));
+    start = p + 1;
+  }
+}
+
+// Space-separated fields of a mounts/mountinfo line (no empty fields there).
+std::vector<std::string_view> fields(std::string_view line) {
+  std::vector<std::string_view> out;
+  for (auto f : split(line, ' '))
+    if (!f.empty()) out.push_back(f);
+  return out;
+}
+
+std::string join(const std::vector<std::string_view>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+// The kernel escapes these characters in mount paths as \ooo.
+std::string escape_path(std::string_view path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\\') {
+      char buf[5];
+      buf[0] = '\\';
+      buf[1] = static_cast<char>('0' + ((c >> 6) & 7));
+      buf[2] = static_cast<char>('0' + ((c >> 3) & 7));
+      buf[3] = static_cast<char>('0' + (c & 7));
+      buf[4] = 0;
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Options that the VFS shows for every mount (show_mnt_opts and the
+// rw/ro + atime prefix); everything else in /proc/mounts comes from the
+// filesystem's own show_options and is dropped for FUSE.
+bool is_generic_mount_option(std::string_view opt) {
+  static const std::set<std::string_view> kGeneric = {
+      "rw",       "ro",          "nosuid",   "nodev",       "noexec",
+      "sync",     "dirsync",     "mand",     "noatime",     "nodiratime",
+      "relatime", "strictatime", "lazytime", "nosymfollow", "silent"};
+  return kGeneric.count(opt) != 0;
+}
+
+std::string with_resctrl_opts(std::string base, const std::vector<std::string>& resctrl_opts) {
+  for (const auto& o : resctrl_opts) {
+    base += ',';
+    base += o;
+  }
+  return base;
+}
+
+std::string join_lines(const std::vector<std::string>& lines, bool trailing_newline) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    out += lines[i];
+    if (i + 1 < lines.size() || trailing_newline) out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& rdt_cpuinfo_flags() {
+  // The order the kernel prints them in; the last four are hidden by
+  // current kernels but may show on others, so they are removed too.
+  static const std::vector<std::string> kFlags = {
+      "cat_l3",        "cat_l2", "cdp_l3",  "cdp_l2",        "mba",
+      "cqm",           "rdt_a",  "cqm_llc", "cqm_occup_llc", "cqm_mbm_total",
+      "cqm_mbm_local", "smba",   "bmec",    "abmc",          "sdciae"};
+  return kFlags;
+}
+
+std::string rewrite_cpuinfo(std::string_view cpuinfo,
+                            const std::vector<std::string>& platform_flags) {
+  const auto& known = rdt_cpuinfo_flags();
+  std::set<std::string_view> drop(known.begin(), known.end());
+  for (const auto& f : platform_flags) drop.insert(f);
+  std::vector<std::string> add;
+  for (const auto& f : platform_flags)
+    if (std::find(add.begin(), add.end(), f) == add.end()) add.push_back(f);
+
+  std::vector<std::string> out;
+  auto lines = split_lines(cpuinfo);
+  for (auto line : lines) {
+    size_t colon = line.find(':');
+    bool is_flags = colon != std::string_view::npos && line.substr(0, 5) == "flags" &&
+                    line.substr(5, colon - 5).find_first_not_of(" \t") == std::string_view::npos;
+    if (!is_flags) {
+      out.emplace_back(line);
+      continue;
+    }
+    std::string head(line.substr(0, colon + 1));
+    std::vector<std::string_view> kept;
+    for (auto tok : fields(line.substr(colon + 1)))
+      if (!drop.count(tok)) kept.push_back(tok);
+    for (const auto& f : add) kept.push_back(f);
+    std::string rebuilt = head;
+    if (!kept.empty()) rebuilt += " " + join(kept, " ");
+    out.push_back(std::move(rebuilt));
+  }
+  bool trailing = !cpuinfo.empty() && cpuinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+std::string add_resctrl_filesystem(std::string_view filesystems) {
+  for (auto line : split_lines(filesystems))
+    if (line == "nodev\tresctrl") return std::string(filesystems);
+  std::string out(filesystems);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += "nodev\tresctrl\n";
+  return out;
+}
+
+std::vector<std::string> resctrl_mount_options(std::string_view o_options) {
+  // The kernel's rdt_show_options order.
+  static const std::vector<std::string> kOrder = {"cdp", "cdpl2", "mba_MBps", "debug"};
+  std::set<std::string_view> given;
+  for (auto o : split(o_options, ',')) given.insert(o);
+  std::vector<std::string> out;
+  for (const auto& o : kOrder)
+    if (given.count(o)) out.push_back(o);
+  return out;
+}
+
+std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
+                           const std::vector<std::string>& resctrl_opts) {
+  const std::string mp = escape_path(mountpoint);
+  auto lines = split_lines(mounts);
+  int target = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto f = fields(lines[i]);
+    if (f.size() >= 4 && f[1] == mp) target = static_cast<int>(i);
+  }
+  std::vector<std::string> out(lines.begin(), lines.end());
+  if (target >= 0) {
+    auto f = fields(lines[target]);
+    std::vector<std::string_view> generic;
+    for (auto o : split(f[3], ','))
+      if (is_generic_mount_option(o)) generic.push_back(o);
+    std::string opts = with_resctrl_opts(join(generic, ","), resctrl_opts);
+    out[target] = "resctrl " + mp + " resctrl " + opts + " 0 0";
+  }
+  bool trailing = !mounts.empty() && mounts.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mountpoint,
+                              const std::vector<std::string>& resctrl_opts) {
+  const std::string mp = escape_path(mountpoint);
+  auto lines = split_lines(mountinfo);
+  int target = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto f = fields(lines[i]);
+    if (f.size() >= 10 && f[4] == mp) target = static_cast<int>(i);
+  }
+  std::vector<std::string> out(lines.begin(), lines.end());
+  if (target >= 0) {
+    auto f = fields(lines[target]);
+    auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
+    if (sep != f.end() && std::distance(sep, f.end()) >= 4) {
+      std::vector<std::string_view> head(f.begin(), sep);
+      std::string_view super = *(sep + 3);
+      std::string_view rwro = super.substr(0, 2) == "ro" ? "ro" : "rw";
+      std::string line = join(head, " ") + " - resctrl resctrl " +
+                         with_resctrl_opts(std::string(rwro), resctrl_opts);
+      out[target] = std::move(line);
+    }
+  }
+  bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+bool has_mount(std::string_view mountinfo, std::string_view mountpoint) {
+  const std::string mp = escape_path(mountpoint);
+  for (auto line : split_lines(mountinfo)) {
+    auto f = fields(line);
+    if (f.size() >= 5 && f[4] == mp) return true;
+  }
+  return false;
+}
+
+}  // namespace resctrlfs::sandbox

@@ -1,0 +1,52 @@
+// Defines the text transformations the sandbox applies to /proc files so
+// that unmodified resctrl clients see the FUSE mount as the kernel's
+// resctrl: /proc/filesystems gains `nodev\tresctrl`, /proc/cpuinfo's flags
+// carry the RDT flags of the simulated platform, and a process's mounts /
+// mountinfo show the mount at the resctrl mount point with type `resctrl`.
+//
+// Pure functions over text, so they are unit-tested without root.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace resctrlfs::sandbox {
+
+// Every /proc/cpuinfo flag the kernel derives from RDT/PQoS CPUID bits, in
+// the order the sandbox emits them. A host flag in this list that the
+// platform lacks is removed from the fake cpuinfo.
+const std::vector<std::string>& rdt_cpuinfo_flags();
+
+// Returns `cpuinfo` with every `flags` line's RDT flags replaced by
+// `platform_flags` (appended after the remaining host flags, in the order in
+// which they are given, duplicates dropped). Other lines are unchanged.
+std::string rewrite_cpuinfo(std::string_view cpuinfo,
+                            const std::vector<std::string>& platform_flags);
+
+// Returns `filesystems` with a `nodev\tresctrl` line appended (unless the
+// exact line is already present).
+std::string add_resctrl_filesystem(std::string_view filesystems);
+
+// The resctrl mount options (cdp, cdpl2, mba_MBps, debug) found in a
+// comma-separated `-o` option string, in the kernel's show order.
+std::vector<std::string> resctrl_mount_options(std::string_view o_options);
+
+// Rewrites a /proc/<pid>/mounts text: the line whose mount point is
+// `mountpoint` becomes `resctrl MOUNTPOINT resctrl PER_MOUNT_OPTS[,OPTS] 0 0`,
+// keeping the generic per-mount options (rw, nosuid, relatime, ...) and
+// dropping the FUSE super options (user_id=, group_id=, ...). If several
+// lines match, the last one (the visible mount) is rewritten.
+std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
+                           const std::vector<std::string>& resctrl_opts);
+
+// Same for a mountinfo text: fstype and source become `resctrl`, the super
+// options become `rw|ro[,OPTS]`; ids, device, root and per-mount options and
+// optional fields are kept.
+std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mountpoint,
+                              const std::vector<std::string>& resctrl_opts);
+
+// True if `mountinfo` has a mount at `mountpoint`.
+bool has_mount(std::string_view mountinfo, std::string_view mountpoint);
+
+}  // namespace resctrlfs::sandbox

@@ -1,0 +1,234 @@
+// Unit tests of the sandbox's pure parts: the /proc rewrites, the sysfs
+// topology plan (on a fake sysfs tree) and the command-line parser.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "sandbox/options.h"
+#include "sandbox/proc_rewrite.h"
+#include "sandbox/topology.h"
+
+using namespace resctrlfs::sandbox;
+
+namespace {
+
+const char* kCpuinfo =
+    "processor\t: 0\n"
+    "vendor_id\t: GenuineIntel\n"
+    "flags\t\t: fpu vme cat_l3 cdp_l3 sse mba cqm_llc\n"
+    "vmx flags\t: vnmi cat_l3\n"
+    "bugs\t\t: spectre_v1\n"
+    "\n"
+    "processor\t: 1\n"
+    "flags\t\t: fpu vme cat_l3 cdp_l3 sse mba cqm_llc\n"
+    "\n";
+
+}  // namespace
+
+TEST_CASE("cpuinfo flags become exactly the platform's RDT flags") {
+  std::string out = rewrite_cpuinfo(kCpuinfo, {"cat_l3", "mba", "cqm", "rdt_a", "cqm_llc"});
+  CHECK(out ==
+        "processor\t: 0\n"
+        "vendor_id\t: GenuineIntel\n"
+        "flags\t\t: fpu vme sse cat_l3 mba cqm rdt_a cqm_llc\n"
+        "vmx flags\t: vnmi cat_l3\n"
+        "bugs\t\t: spectre_v1\n"
+        "\n"
+        "processor\t: 1\n"
+        "flags\t\t: fpu vme sse cat_l3 mba cqm rdt_a cqm_llc\n"
+        "\n");
+}
+
+TEST_CASE("cpuinfo: a platform without RDT removes every host RDT flag") {
+  std::string out = rewrite_cpuinfo("flags\t\t: fpu cqm rdt_a cat_l2 cdp_l2 cqm_mbm_local x\n", {});
+  CHECK(out == "flags\t\t: fpu x\n");
+}
+
+TEST_CASE("cpuinfo: flags are appended in the given order without duplicates") {
+  CHECK(rewrite_cpuinfo("flags\t: a", {"cqm", "cat_l3", "cqm"}) == "flags\t: a cqm cat_l3");
+}
+
+TEST_CASE("filesystems gains exactly one nodev resctrl line") {
+  std::string fs = "nodev\tsysfs\n\text4\nnodev\tfuse\n";
+  std::string out = add_resctrl_filesystem(fs);
+  CHECK(out == fs + "nodev\tresctrl\n");
+  CHECK(add_resctrl_filesystem(out) == out);
+  CHECK(add_resctrl_filesystem("nodev\tsysfs") == "nodev\tsysfs\nnodev\tresctrl\n");
+}
+
+TEST_CASE("resctrl mount options are picked from -o in the kernel's order") {
+  CHECK(resctrl_mount_options("") == std::vector<std::string>{});
+  CHECK(resctrl_mount_options("allow_other,mba_MBps,cdp") ==
+        std::vector<std::string>{"cdp", "mba_MBps"});
+  CHECK(resctrl_mount_options("debug,cdpl2") == std::vector<std::string>{"cdpl2", "debug"});
+}
+
+TEST_CASE("mounts: the FUSE line at the mount point reads as the kernel's resctrl") {
+  std::string mounts =
+      "sysfs /sys sysfs rw,relatime 0 0\n"
+      "resctrl /sys/fs/resctrl fuse.resctrl rw,nosuid,nodev,relatime,user_id=0,group_id=0,"
+      "default_permissions,allow_other 0 0\n"
+      "tmpfs /tmp tmpfs rw 0 0\n";
+  CHECK(rewrite_mounts(mounts, "/sys/fs/resctrl", {}) ==
+        "sysfs /sys sysfs rw,relatime 0 0\n"
+        "resctrl /sys/fs/resctrl resctrl rw,nosuid,nodev,relatime 0 0\n"
+        "tmpfs /tmp tmpfs rw 0 0\n");
+  CHECK(rewrite_mounts(mounts, "/sys/fs/resctrl", {"cdp", "mba_MBps"})
+            .find("resctrl /sys/fs/resctrl resctrl rw,nosuid,nodev,relatime,cdp,mba_MBps 0 0\n") !=
+        std::string::npos);
+  // No mount there: unchanged.
+  CHECK(rewrite_mounts(mounts, "/mnt/x", {"cdp"}) == mounts);
+}
+
+TEST_CASE("mounts: of stacked mounts the visible (last) one is rewritten") {
+  std::string mounts =
+      "none /sys/fs/resctrl tmpfs rw 0 0\n"
+      "resctrl /sys/fs/resctrl fuse.resctrl rw,relatime,user_id=0 0 0\n";
+  CHECK(rewrite_mounts(mounts, "/sys/fs/resctrl", {}) ==
+        "none /sys/fs/resctrl tmpfs rw 0 0\n"
+        "resctrl /sys/fs/resctrl resctrl rw,relatime 0 0\n");
+}
+
+TEST_CASE("mountinfo: fstype, source and super options are rewritten, the rest kept") {
+  std::string mi =
+      "23 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
+      "50 45 0:60 / /sys/fs/resctrl rw,nosuid,nodev,relatime shared:7 master:1 - fuse.resctrl "
+      "resctrl rw,user_id=0,group_id=0\n";
+  CHECK(rewrite_mountinfo(mi, "/sys/fs/resctrl", {"mba_MBps"}) ==
+        "23 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
+        "50 45 0:60 / /sys/fs/resctrl rw,nosuid,nodev,relatime shared:7 master:1 - resctrl "
+        "resctrl rw,mba_MBps\n");
+  CHECK(has_mount(mi, "/sys/fs/resctrl"));
+  CHECK(!has_mount(mi, "/sys/fs"));
+  std::string ro = "5 1 0:1 / /sys/fs/resctrl ro - fuse.resctrl resctrl ro,user_id=0\n";
+  CHECK(rewrite_mountinfo(ro, "/sys/fs/resctrl", {}) ==
+        "5 1 0:1 / /sys/fs/resctrl ro - resctrl resctrl ro\n");
+}
+
+TEST_CASE("mount points with spaces are matched in their escaped form") {
+  std::string mi = "5 1 0:1 / /mnt/a\\040b rw - fuse.resctrl resctrl rw\n";
+  CHECK(has_mount(mi, "/mnt/a b"));
+  CHECK(rewrite_mountinfo(mi, "/mnt/a b", {}) ==
+        "5 1 0:1 / /mnt/a\\040b rw - resctrl resctrl rw\n");
+}
+
+TEST_CASE("cpu map and list formats match the kernel's bitmap printing") {
+  CHECK(format_cpu_map({0, 1}, 2) == "3");
+  CHECK(format_cpu_map({1}, 2) == "2");
+  CHECK(format_cpu_map({0, 4}, 8) == "11");
+  CHECK(format_cpu_map({0, 35}, 40) == "08,00000001");
+  CHECK(format_cpu_map({}, 4) == "0");
+  CHECK(format_cpu_list({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
+  CHECK(format_cpu_list({3}) == "3");
+}
+
+namespace {
+
+// A fake /sys/devices/system/cpu with `n` CPUs on one package sharing L3 0.
+struct FakeSysfs {
+  std::filesystem::path root;
+  explicit FakeSysfs(unsigned n) {
+    char templ[] = "/tmp/sandbox-topo-XXXXXX";
+    root = ::mkdtemp(templ);
+    for (unsigned c = 0; c < n; ++c) {
+      auto cpu = root / ("cpu" + std::to_string(c));
+      std::filesystem::create_directories(cpu / "topology");
+      put(cpu / "topology/physical_package_id", "0\n");
+      for (auto f : {"package_cpus", "core_siblings"}) put(cpu / "topology" / f, "3\n");
+      for (auto f : {"package_cpus_list", "core_siblings_list"}) put(cpu / "topology" / f, "0-1\n");
+      for (int idx = 0; idx < 4; ++idx) {
+        auto d = cpu / "cache" / ("index" + std::to_string(idx));
+        std::filesystem::create_directories(d);
+        int level = idx < 2 ? 1 : idx;
+        put(d / "level", std::to_string(level) + "\n");
+        put(d / "id", (level == 3 ? "0" : std::to_string(c)) + "\n");
+        put(d / "shared_cpu_map", level == 3 ? "3\n" : std::to_string(1 << c) + "\n");
+        put(d / "shared_cpu_list", level == 3 ? "0-1\n" : std::to_string(c) + "\n");
+      }
+    }
+    std::filesystem::create_directories(root / "cpufreq");  // not a CPU
+  }
+  ~FakeSysfs() { std::filesystem::remove_all(root); }
+  static void put(const std::filesystem::path& p, const std::string& s) { std::ofstream(p) << s; }
+};
+
+}  // namespace
+
+TEST_CASE("host topology is read from sysfs") {
+  FakeSysfs fake(2);
+  auto host = read_host_topology(fake.root.string());
+  REQUIRE(host.ok());
+  REQUIRE(host->size() == 2);
+  CHECK((*host)[1].cpu == 1);
+  CHECK((*host)[1].package == 0);
+  CHECK((*host)[1].cache_id(2) == 1);
+  CHECK((*host)[1].cache_id(3) == 0);
+  CHECK(topology_matches(*host, {{0, 0, 0}, {0, 1, 0}}));
+  CHECK(topology_matches(*host, {{0, -1, 0}, {0, -1, 0}}));  // no L2 in the platform
+  CHECK(!topology_matches(*host, {{0, 0, 0}, {1, 1, 1}}));
+  CHECK(!topology_matches(*host, {{0, 0, 0}}));
+}
+
+TEST_CASE("a two-socket platform on a one-socket host binds ids and cpu sets of CPU 1 and 0") {
+  FakeSysfs fake(2);
+  auto host = read_host_topology(fake.root.string());
+  REQUIRE(host.ok());
+  auto plan = plan_topology_binds(*host, {{0, 0, 0}, {1, 1, 1}});
+  REQUIRE(plan.ok());
+  std::map<std::string, std::string> binds;
+  for (auto& b : *plan) binds[b.target.substr(fake.root.string().size() + 1)] = b.content;
+  std::map<std::string, std::string> expect = {
+      {"cpu0/topology/package_cpus", "1\n"},        {"cpu0/topology/package_cpus_list", "0\n"},
+      {"cpu0/topology/core_siblings", "1\n"},       {"cpu0/topology/core_siblings_list", "0\n"},
+      {"cpu0/cache/index3/shared_cpu_map", "1\n"},  {"cpu0/cache/index3/shared_cpu_list", "0\n"},
+      {"cpu1/topology/physical_package_id", "1\n"}, {"cpu1/topology/package_cpus", "2\n"},
+      {"cpu1/topology/package_cpus_list", "1\n"},   {"cpu1/topology/core_siblings", "2\n"},
+      {"cpu1/topology/core_siblings_list", "1\n"},  {"cpu1/cache/index3/id", "1\n"},
+      {"cpu1/cache/index3/shared_cpu_map", "2\n"},  {"cpu1/cache/index3/shared_cpu_list", "1\n"},
+  };
+  CHECK(binds == expect);
+}
+
+TEST_CASE("a platform with another CPU count is refused with a message") {
+  FakeSysfs fake(2);
+  auto host = read_host_topology(fake.root.string());
+  REQUIRE(host.ok());
+  auto plan = plan_topology_binds(*host, {{0, 0, 0}, {0, 1, 0}, {1, 2, 1}, {1, 3, 1}});
+  REQUIRE(!plan.ok());
+  CHECK(plan.error().code == ENODEV);
+  CHECK(plan.error().message.find("4 CPUs but this host has 2") != std::string::npos);
+}
+
+TEST_CASE("options: daemon options pass through, the sandbox reads what it needs") {
+  auto o = parse_options({"--platform", "intel-2s", "-o", "cdp", "-f", "--control=/run/s",
+                          "-omba_MBps", "--daemon", "/x/resctrlfsd", "--", "pqos", "-I", "-d"});
+  REQUIRE(o.ok());
+  CHECK(o->platform == "intel-2s");
+  CHECK(o->mount_options == "cdp,mba_MBps");
+  CHECK(o->daemon_path == "/x/resctrlfsd");
+  CHECK(o->daemon_args == std::vector<std::string>{"--platform", "intel-2s", "-o", "cdp",
+                                                   "--control=/run/s", "-omba_MBps"});
+  CHECK(o->command == std::vector<std::string>{"pqos", "-I", "-d"});
+  CHECK(!o->ignore_topology);
+}
+
+TEST_CASE("options: defaults, --platform=, --backend, help, errors") {
+  auto o = parse_options({});
+  REQUIRE(o.ok());
+  CHECK(o->platform == "host");
+  CHECK(o->backend == "sim");
+  CHECK(o->command.empty());
+  o = parse_options({"--platform=amd-2s", "--backend", "msr", "--ignore-topology", "-h", "--"});
+  REQUIRE(o.ok());
+  CHECK(o->platform == "amd-2s");
+  CHECK(o->backend == "msr");
+  CHECK(o->ignore_topology);
+  CHECK(o->help);
+  CHECK(o->command.empty());
+  CHECK(!parse_options({"--platform"}).ok());
+  CHECK(!parse_options({"-o"}).ok());
+  CHECK(!parse_options({"--daemon"}).ok());
+}
