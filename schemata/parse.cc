@@ -74,6 +74,9 @@ class DomainIndex {
     if (id > static_cast<uint64_t>(INT32_MAX)) return -1;
     const int want = static_cast<int>(id);
     if (sorted_.empty()) {
+      // Dense ids (0..n-1, the usual case) are found without a search.
+      if (static_cast<size_t>(want) < ids_.size() && ids_[static_cast<size_t>(want)] == want)
+        return want;
       auto it = std::lower_bound(ids_.begin(), ids_.end(), want);
       if (it == ids_.end() || *it != want) return -1;
       return static_cast<long>(it - ids_.begin());

@@ -304,3 +304,45 @@ TEST_CASE("parse_schemata: an error stages nothing", "[schemata][parse]") {
 
 }  // namespace
 }  // namespace resctrlfs::schemata
+
+namespace resctrlfs::schemata {
+namespace {
+
+TEST_CASE("parse_schemata: domain lookup with unsorted and sparse ids", "[schemata][parse]") {
+  ResourceDesc l3 = testing::intel_l3();
+  l3.domain_ids = {9, 3, 0, 12};  // the caller's order is kept for formatting
+  const SchemaList list = testing::CapSet{"x", {l3}}.list();
+  NoPolicy p;
+  auto r = parse_schemata("L3:12=1;0=3;9=7;3=f\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE(r.status.ok());
+  CHECK(testing::render(list, r.staged) == "L3:12=1 L3:0=3 L3:9=7 L3:3=f");
+  r = parse_schemata("L3:1=1\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE_FALSE(r.status.ok());
+  CHECK(r.status.error().message.empty());
+  r = parse_schemata("L3:3=1;3=1\n", list, GroupMode::SHAREABLE, p);
+  CHECK(r.status.error().message == "Duplicate domain 3\n");
+  CHECK(format_schemata(list, 0, [](int, int d) { return static_cast<uint32_t>(d); }) ==
+        "    L3:9=9;3=3;0=0;12=c\n");
+}
+
+TEST_CASE("parse_schemata: 4096 domains in one write", "[schemata][parse]") {
+  ResourceDesc l3 = testing::intel_l3();
+  l3.domain_ids.clear();
+  std::string text = "L3:";
+  for (int d = 0; d < 4096; ++d) {
+    l3.domain_ids.push_back(d);
+    text += (d ? ";" : "") + std::to_string(d) + "=" + (d % 2 ? "7ff" : "1");
+  }
+  const SchemaList list = testing::CapSet{"x", {l3}}.list();
+  NoPolicy p;
+  auto r = parse_schemata(text + "\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE(r.status.ok());
+  REQUIRE(r.staged.size() == 4096);
+  CHECK(r.staged[4095].domain_id == 4095);
+  CHECK(r.staged[4095].value == 0x7ff);
+  r = parse_schemata(text + ";4095=1\n", list, GroupMode::SHAREABLE, p);
+  CHECK(r.status.error().message == "Duplicate domain 4095\n");
+}
+
+}  // namespace
+}  // namespace resctrlfs::schemata
