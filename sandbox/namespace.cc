@@ -86,6 +86,7 @@ Result<void> cover_sys_fs(const std::string& staging) {
   RESCTRLFS_ASSIGN_OR_RETURN(std::string mountinfo, read_text_file("/proc/self/mountinfo"));
   // Top-level names under /sys/fs that hold a mount (at them or below them).
   std::set<std::string> with_mounts;
+  std::set<std::string> mounts_below;  // sorted: parents before children
   std::istringstream lines(mountinfo);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream f(line);
@@ -93,13 +94,15 @@ Result<void> cover_sys_fs(const std::string& staging) {
     f >> id >> parent >> dev >> root >> mp;
     if (mp.rfind(sys_fs + "/", 0) != 0) continue;
     std::string rest = mp.substr(sys_fs.size() + 1);
+    mounts_below.insert(mp);
+    // A host resctrl (kernel or FUSE) is detached and not kept.
+    if (rest.rfind("resctrl", 0) == 0 && (rest.size() == 7 || rest[7] == '/')) continue;
     with_mounts.insert(rest.substr(0, rest.find('/')));
   }
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : stdfs::directory_iterator(sys_fs, ec)) {
     std::string n = e.path().filename().string();
-    // A host resctrl (kernel or FUSE) must not show through the sandbox's.
     if (n != "resctrl") names.push_back(n);
   }
   if (ec) return Error::make(ec.value(), "cannot list /sys/fs: " + ec.message());
@@ -112,6 +115,16 @@ Result<void> cover_sys_fs(const std::string& staging) {
     if (::mkdir(aside.c_str(), 0755) != 0 && errno != EEXIST) return sys_error("mkdir " + aside);
     RESCTRLFS_RETURN_IF_ERROR(do_mount((sys_fs + "/" + n).c_str(), aside, nullptr, MS_BIND | MS_REC,
                                        nullptr, "binding " + sys_fs + "/" + n + " aside"));
+  }
+  // Detach the originals so the mount table lists each kept mount once (a
+  // covered duplicate would be the first match for mountinfo scanners).
+  std::set<std::string> detached;
+  for (const auto& mp : mounts_below) {
+    bool covered = false;
+    for (const auto& d : detached)
+      if (mp.rfind(d + "/", 0) == 0) covered = true;
+    if (covered) continue;
+    if (::umount2(mp.c_str(), MNT_DETACH) == 0) detached.insert(mp);
   }
   RESCTRLFS_RETURN_IF_ERROR(do_mount("resctrlfs-sandbox", sys_fs, "tmpfs",
                                      MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m",

@@ -1,0 +1,118 @@
+# Shared helpers of the client test scripts (sourced, not run).
+#   skip REASON           exit 77 after saying loudly why the test is skipped
+#   require_root / require_fuse / require_cmd CMD PACKAGE / require_sandbox / require_daemon
+#   check DESC CMD...     run CMD, count a pass if it succeeds
+#   check_eq DESC GOT WANT
+#   check_match DESC TEXT REGEX    (grep -E on TEXT)
+#   finish                print "N passed, M failed" and exit accordingly
+#   host_vendor           this CPU's vendor_id
+#   make_platform_json OUT VENDOR SOCKETS [CAPS]  a profile with the host's CPU count
+# Environment (set by tests/clients/CMakeLists.txt): RESCTRLFS_SANDBOX_BIN,
+# RESCTRLFSD_BIN, CLIENT_TEST_DIR.
+
+PASSED=0
+FAILED=0
+TEST_NAME=$(basename "$0" .sh)
+
+skip() {
+  echo "*** SKIPPED $TEST_NAME: $* ***" >&2
+  exit 77
+}
+
+require_root() { [ "$(id -u)" = 0 ] || skip "needs root (mount namespaces and FUSE)"; }
+require_fuse() { [ -c /dev/fuse ] && [ -r /dev/fuse ] || skip "no usable /dev/fuse"; }
+require_cmd() {
+  command -v "$1" >/dev/null 2>&1 || skip "$1 not found (Debian package $2; ./dev.sh deps installs it)"
+}
+require_sandbox() {
+  [ -x "${RESCTRLFS_SANDBOX_BIN:-}" ] || skip "resctrlfs-sandbox not built (RESCTRLFS_SANDBOX_BIN='${RESCTRLFS_SANDBOX_BIN:-}')"
+}
+require_daemon() {
+  [ -x "${RESCTRLFSD_BIN:-}" ] || skip "resctrlfsd not built (RESCTRLFSD_BIN='${RESCTRLFSD_BIN:-}')"
+}
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS: $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $1" >&2; }
+
+check() {
+  local desc=$1
+  shift
+  if "$@"; then pass "$desc"; else fail "$desc (command: $*)"; fi
+}
+
+check_eq() {
+  if [ "$2" = "$3" ]; then
+    pass "$1"
+  else
+    fail "$1"
+    printf '  got:  %q\n  want: %q\n' "$2" "$3" >&2
+  fi
+}
+
+check_match() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+    pass "$1"
+  else
+    fail "$1"
+    printf '  no line matches /%s/ in:\n%s\n' "$3" "$2" | sed 's/^/    /' >&2
+  fi
+}
+
+check_nomatch() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+    fail "$1"
+    printf '  unexpected /%s/ in:\n%s\n' "$3" "$2" | sed 's/^/    /' >&2
+  else
+    pass "$1"
+  fi
+}
+
+finish() {
+  echo "$TEST_NAME: $PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+  exit $?
+}
+
+host_vendor() { awk -F': *' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo; }
+
+host_cpus() { ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l; }
+
+# make_platform_json OUT VENDOR SOCKETS [CAPS]
+# CAPS: "full" (L3 CAT with CDP, MBA, L3 monitoring; the default) or
+# "cmt" (monitoring only). CPUs are split evenly over SOCKETS packages, each
+# package with its own L3 id; every CPU has its own L2.
+make_platform_json() {
+  local out=$1 vendor=$2 sockets=$3 caps=${4:-full}
+  local n per c pkg sep=""
+  n=$(host_cpus)
+  per=$(((n + sockets - 1) / sockets))
+  {
+    echo "{"
+    echo "  \"vendor\": \"$vendor\","
+    if [ "$vendor" = AuthenticAMD ]; then
+      echo '  "family": 25, "model": 1, "stepping": 1,'
+    else
+      echo '  "family": 6, "model": 106, "stepping": 6,'
+    fi
+    echo -n '  "cpus": ['
+    for ((c = 0; c < n; c++)); do
+      pkg=$((c / per))
+      echo -n "$sep{\"cpu\": $c, \"package\": $pkg, \"l2\": $c, \"l3\": $pkg}"
+      sep=", "
+    done
+    echo '],'
+    echo '  "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,'
+    if [ "$caps" = full ]; then
+      if [ "$vendor" = AuthenticAMD ]; then
+        echo '  "l3_cat": {"cbm_len": 16, "num_closid": 16, "shareable_bits": 0, "cdp": true},'
+        echo '  "mb": {"num_closid": 16, "bw_len": 11},'
+      else
+        echo '  "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "cdp": true},'
+        echo '  "mba": {"num_closid": 8, "max_delay": 90, "linear": true},'
+      fi
+    fi
+    echo '  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,'
+    echo '             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]}'
+    echo "}"
+  } >"$out"
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Integration test of resctrlfs-sandbox: what a client inside sees in
+# /proc/filesystems, /proc/self/mounts and mountinfo, /proc/cpuinfo and sysfs
+# topology, the exit status, and that nothing is left behind when COMMAND
+# fails, is killed, or the sandbox itself is killed.
+# Part 1 uses a stand-in daemon that mounts a tmpfs (no FUSE needed), part 2
+# the real resctrlfsd.
+set -u
+. "$(dirname "$0")/lib.sh"
+require_root
+require_sandbox
+SB=$RESCTRLFS_SANDBOX_BIN
+FAKE="$(dirname "$0")/fake_resctrlfsd.sh"
+WORK=$(mktemp -d /tmp/client-sandbox.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+staging_dirs() { ls -d /tmp/resctrlfs-sandbox.* 2>/dev/null | sort; }
+BEFORE_STAGING=$(staging_dirs)
+
+# Checks that the daemon whose pid COMMAND printed is gone, that no staging
+# directory is left, and that the host never saw the mount.
+check_clean() {
+  local what=$1 pid=$2
+  local i
+  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  check "$what: daemon $pid stopped" bash -c "! kill -0 $pid 2>/dev/null"
+  check_eq "$what: no staging directory left" "$(staging_dirs)" "$BEFORE_STAGING"
+  check "$what: host has no /sys/fs/resctrl mount" bash -c "! grep -q ' /sys/fs/resctrl ' /proc/self/mountinfo"
+}
+
+rdt_flags_of() {  # the sorted RDT flags of each flags line; identical lines merged
+  grep '^flags' | while read -r line; do
+    tr ' ' '\n' <<<"$line" | grep -xE 'cat_l3|cat_l2|cdp_l3|cdp_l2|mba|cqm|rdt_a|cqm_llc|cqm_occup_llc|cqm_mbm_total|cqm_mbm_local|smba|bmec|abmc' | sort | tr '\n' ' '
+    echo
+  done | sort -u
+}
+
+VENDOR=GenuineIntel
+make_platform_json "$WORK/full.json" $VENDOR 1 full
+make_platform_json "$WORK/cmt.json" $VENDOR 1 cmt
+run() { "$SB" --daemon "$FAKE" "$@" 2>"$WORK/stderr"; }
+
+echo "== part 1: sandbox machinery with a stand-in daemon"
+out=$(run --platform "$WORK/full.json" -o cdp,mba_MBps -- cat /proc/self/mounts)
+check_eq "mounts: exit status" $? 0
+check_match "mounts: resctrl line has type resctrl and the cdp,mba_MBps options" "$out" \
+  '^resctrl /sys/fs/resctrl resctrl rw(,[a-z]+)*,cdp,mba_MBps 0 0$'
+check_eq "mounts: exactly one line at /sys/fs/resctrl" "$(grep -c ' /sys/fs/resctrl ' <<<"$out")" 1
+out=$(run --platform "$WORK/full.json" -o cdp,mba_MBps -- cat /proc/self/mountinfo)
+check_match "mountinfo: resctrl line has fstype/source resctrl, super options rw,cdp,mba_MBps" \
+  "$out" '^[0-9]+ [0-9]+ [0-9]+:[0-9]+ / /sys/fs/resctrl [^ ]+ .*- resctrl resctrl rw,cdp,mba_MBps$'
+inside_cg=$(awk '$5 ~ "^/sys/fs/cgroup" {print $5, $(NF-2)}' <<<"$out" | sort)
+outside_cg=$(awk '$5 ~ "^/sys/fs/cgroup" {print $5, $(NF-2)}' /proc/self/mountinfo | sort)
+check_eq "cgroup tree kept under /sys/fs/cgroup (each mount once)" "$inside_cg" "$outside_cg"
+out=$(run --platform "$WORK/full.json" -- cat /proc/self/mounts)
+check_match "mounts without -o: no resctrl options" "$out" \
+  '^resctrl /sys/fs/resctrl resctrl rw(,(nosuid|nodev|noexec|relatime))* 0 0$'
+
+out=$(run --platform "$WORK/full.json" -- cat /proc/filesystems)
+check_eq "filesystems: one 'nodev<TAB>resctrl' line" "$(grep -cxP 'nodev\tresctrl' <<<"$out")" 1
+check_eq "filesystems: host lines kept" "$(grep -vxP 'nodev\tresctrl' <<<"$out")" \
+  "$(grep -vxP 'nodev\tresctrl' /proc/filesystems)"
+check "filesystems: host's /proc/filesystems untouched" bash -c \
+  "! grep -qxP 'nodev\tresctrl' /proc/filesystems"
+
+out=$(run --platform "$WORK/full.json" -- cat /proc/cpuinfo)
+want="cat_l3 cdp_l3 cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc mba rdt_a "
+check_eq "cpuinfo (L3 CAT+CDP, MBA, CMT/MBM): RDT flags of every CPU" \
+  "$(rdt_flags_of <<<"$out")" "$want"
+check_eq "cpuinfo: one flags line per host CPU" "$(grep -c '^flags' <<<"$out")" "$(grep -c '^flags' /proc/cpuinfo)"
+check_eq "cpuinfo: non-RDT flags kept" \
+  "$(grep -m1 '^flags' <<<"$out" | tr ' ' '\n' | grep -vxE "$(echo $want | tr ' ' '|')|smba|bmec|abmc" )" \
+  "$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -vxE "$(echo $want | tr ' ' '|')|smba|bmec|abmc")"
+out=$(run --platform "$WORK/cmt.json" -- cat /proc/cpuinfo)
+check_eq "cpuinfo (monitoring only): RDT flags" "$(rdt_flags_of <<<"$out")" \
+  "cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc "
+
+out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
+check_eq "daemon got -f, the daemon options and the mount point" "$out" \
+  "$(printf '%s\n' -f --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" /sys/fs/resctrl)"
+
+echo "== exit status and cleanup"
+out=$(run --platform "$WORK/full.json" -- sh -c 'echo $RESCTRLFSD_PID; exit 3')
+check_eq "COMMAND's exit status is returned" $? 3
+check_clean "after exit 3" "$out"
+out=$(run --platform "$WORK/full.json" -- sh -c 'echo $RESCTRLFSD_PID; kill -9 $$')
+check_eq "COMMAND killed by SIGKILL gives 137" $? 137
+check_clean "after COMMAND was killed" "$out"
+run --platform "$WORK/full.json" -- /nonexistent/command
+check_eq "missing COMMAND gives 127" $? 127
+check_match "missing COMMAND is reported" "$(cat "$WORK/stderr")" 'cannot run /nonexistent/command'
+"$SB" --daemon /bin/false --platform "$WORK/full.json" -- true 2>"$WORK/stderr"
+check_eq "daemon failing to mount gives 125" $? 125
+check_match "daemon failing to mount is reported" "$(cat "$WORK/stderr")" 'exited before mounting'
+check_eq "no staging directory left after a failed start" "$(staging_dirs)" "$BEFORE_STAGING"
+
+# The sandbox gets SIGTERM: forwarded to COMMAND, whose status is returned.
+"$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
+  sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
+sbpid=$!
+for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+sleep_pid=$(pgrep -P "$sbpid" -x sleep)
+kill -TERM "$sbpid"
+wait "$sbpid"
+check_eq "SIGTERM to the sandbox is forwarded (COMMAND's status 143)" $? 143
+check "COMMAND is gone after SIGTERM" bash -c "! kill -0 ${sleep_pid:-999999} 2>/dev/null"
+check_clean "after SIGTERM" "$(cat "$WORK/pid")"
+
+# The sandbox is SIGKILLed: the daemon and COMMAND die with it (parent-death
+# signal); only the empty staging directory can remain on the host.
+rm -f "$WORK/pid"
+"$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
+  sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
+sbpid=$!
+for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+sleep_pid=$(pgrep -P "$sbpid" -x sleep)
+kill -KILL "$sbpid"
+wait "$sbpid" 2>/dev/null
+for i in $(seq 50); do kill -0 "${sleep_pid:-999999}" 2>/dev/null || break; sleep 0.1; done
+check "COMMAND is gone after the sandbox was SIGKILLed" bash -c "! kill -0 ${sleep_pid:-999999} 2>/dev/null"
+for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; done
+check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
+
+echo "== per-process mount tables, nested use, interactive shell"
+out=$(run --platform "$WORK/full.json" -- sh -c 'cat /proc/self/mounts')
+check_match "a child of COMMAND sees the real mount table" "$out" '^fake-resctrl /sys/fs/resctrl tmpfs '
+out=$(run --platform "$WORK/full.json" -o mba_MBps -- sh -c "$SB -- cat /proc/self/mounts")
+check_match "resctrlfs-sandbox -- CMD inside the sandbox rewrites CMD's table" "$out" \
+  '^resctrl /sys/fs/resctrl resctrl rw[^ ]*,mba_MBps 0 0$'
+"$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- sh -c "$SB --platform x -- true" 2>"$WORK/stderr"
+check_eq "daemon options inside the sandbox are refused" $? 125
+out=$(echo 'echo in-shell; cat /proc/$$/mounts; exit 4' | SHELL=/bin/sh "$SB" --daemon "$FAKE" --platform "$WORK/full.json" 2>/dev/null)
+check_eq "no COMMAND: \$SHELL runs, its status is returned" $? 4
+check_match "no COMMAND: the shell ran inside" "$out" '^in-shell$'
+check_match "no COMMAND: the shell's own table is rewritten" "$out" '^resctrl /sys/fs/resctrl resctrl '
+
+echo "== sysfs topology"
+ncpu=$(host_cpus)
+if [ "$ncpu" -ge 2 ]; then
+  make_platform_json "$WORK/two.json" $VENDOR 2 full
+  last=$((ncpu - 1))
+  t=/sys/devices/system/cpu/cpu$last
+  l3=$(grep -l '^3$' $t/cache/index*/level | head -1 | xargs dirname)
+  out=$(run --platform "$WORK/two.json" -- cat $t/topology/physical_package_id $l3/id $l3/shared_cpu_list /sys/devices/system/cpu/cpu0/topology/physical_package_id)
+  check_eq "two-socket platform: cpu$last is in package 1 with L3 id 1, cpu0 in package 0" \
+    "$out" "$(printf '1\n1\n%s\n0' "$(seq -s, $((ncpu / 2 + ncpu % 2)) $last | sed -E 's/^([0-9]+),.*,([0-9]+)$/\1-\2/;s/^([0-9]+),([0-9]+)$/\1-\2/')")"
+  check_eq "two-socket platform: the host's sysfs is unchanged" \
+    "$(cat $t/topology/physical_package_id $l3/id)" "$(printf '0\n0')"
+else
+  echo "(one CPU: two-socket topology not checked)"
+fi
+python3 - "$WORK/full.json" "$WORK/big.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+n = len(p["cpus"])
+p["cpus"] = [{"cpu": c, "package": 0, "l2": c, "l3": 0} for c in range(2 * n)]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+run --platform "$WORK/big.json" -- true
+check_eq "a platform with more CPUs than the host is refused" $? 125
+check_match "the refusal says why" "$(cat "$WORK/stderr")" "CPUs but this host has $ncpu"
+run --platform "$WORK/big.json" --ignore-topology -- true
+check_eq "--ignore-topology runs it anyway" $? 0
+
+echo "== part 2: the real resctrlfsd"
+if [ ! -x "${RESCTRLFSD_BIN:-}" ]; then
+  echo "*** part 2 SKIPPED: resctrlfsd not built (${RESCTRLFSD_BIN:-unset}) ***" >&2
+elif [ ! -c /dev/fuse ]; then
+  echo "*** part 2 SKIPPED: no /dev/fuse ***" >&2
+else
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- cat /proc/self/mounts)
+  check_eq "real daemon: exit status" $? 0
+  check_match "real daemon: COMMAND sees type resctrl" "$out" '^resctrl /sys/fs/resctrl resctrl rw'
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c \
+    'grep " /sys/fs/resctrl " /proc/self/mounts; ls /sys/fs/resctrl; ls /sys/fs/resctrl/info; echo pid=$RESCTRLFSD_PID')
+  check_match "real daemon: it is a FUSE mount underneath" "$out" '^resctrl /sys/fs/resctrl fuse\.resctrl '
+  for f in cpus cpus_list info mode mon_data mon_groups schemata size tasks; do
+    check_match "real daemon: /sys/fs/resctrl/$f exists" "$out" "^$f\$"
+  done
+  check_match "real daemon: info/L3 exists" "$out" '^L3$'
+  check_clean "real daemon" "$(sed -n 's/^pid=//p' <<<"$out")"
+fi
+finish
