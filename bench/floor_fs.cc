@@ -11,7 +11,7 @@
 // Settings shared with resctrlfsd (see shared/reference/performance.md §3.2):
 // low-level API, single-threaded loop (or --mt), entry/attr timeout 3600 s,
 // direct_io on every file, st_size 0, cache_readdir with zero-message opendir,
-// no flush handler, default_permissions.
+// no flush handler, default_permissions, allow_other.
 //
 // Usage: floor_fs [--domains D] [--control SOCKET] [--mt] -f [-o OPTS] MOUNTPOINT
 // The control socket answers {"cmd":"stats"} with per-opcode request counts
@@ -505,7 +505,7 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
-  fuse_opt_add_arg(&args, "-odefault_permissions,fsname=floor,subtype=floor");
+  fuse_opt_add_arg(&args, "-odefault_permissions,allow_other,fsname=floor,subtype=floor");
 
   FloorFs fs(domains);
   g_fs = &fs;

@@ -20,6 +20,10 @@
 #     bench/results/latest.json), then unmounts everything.
 # --quick: one run per figure with fewer iterations and only the 10k tasks
 # file (about a minute); without it, 3 runs and medians.
+# --raise-limits: for the 100k-thread tasks file, raise kernel.pid_max and
+# vm.max_map_count for the duration of the run (restored at exit). Without
+# it the benchmark measures the most threads the current limits allow and
+# says so.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,13 +31,15 @@ build="$repo/build-bench"
 out="$repo/bench/results/latest.json"
 quick=()
 extra=()
+raise_limits=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick --tasks 10000); shift ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --raise-limits) raise_limits=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,9 +76,19 @@ cleanup() {
   done
   mountpoint -q "$work/tmpfs" && umount "$work/tmpfs"
   rm -rf "$work"
+  if [ -n "${old_pid_max:-}" ]; then
+    sysctl -q -w kernel.pid_max="$old_pid_max" vm.max_map_count="$old_map_count"
+  fi
 }
 trap cleanup EXIT
 mkdir -p "$work/floor" "$work/resctrl" "$work/tmpfs"
+
+if [ "$raise_limits" = 1 ]; then
+  old_pid_max=$(cat /proc/sys/kernel/pid_max)
+  old_map_count=$(cat /proc/sys/vm/max_map_count)
+  echo "== raising kernel.pid_max to 262144 and vm.max_map_count to 262144 for this run" >&2
+  sysctl -q -w kernel.pid_max=262144 vm.max_map_count=262144
+fi
 
 wait_mounted() {  # MOUNTPOINT PID
   for _ in $(seq 100); do
