@@ -86,8 +86,11 @@ mkdir -p "$work/floor" "$work/resctrl" "$work/tmpfs"
 if [ "$raise_limits" = 1 ]; then
   old_pid_max=$(cat /proc/sys/kernel/pid_max)
   old_map_count=$(cat /proc/sys/vm/max_map_count)
-  echo "== raising kernel.pid_max to 262144 and vm.max_map_count to 262144 for this run" >&2
-  sysctl -q -w kernel.pid_max=262144 vm.max_map_count=262144
+  new_pid_max=$((old_pid_max > 262144 ? old_pid_max : 262144))
+  new_map_count=$((old_map_count > 262144 ? old_map_count : 262144))
+  echo "== raising kernel.pid_max to $new_pid_max and vm.max_map_count to $new_map_count" \
+    "for this run" >&2
+  sysctl -q -w kernel.pid_max="$new_pid_max" vm.max_map_count="$new_map_count"
 fi
 
 wait_mounted() {  # MOUNTPOINT PID
