@@ -20,8 +20,11 @@ for tool in clang-14 clang++-14 cmake ninja; do
   command -v "$tool" >/dev/null || { echo "run-extra (schemata): $tool not found (see dev.sh)" >&2; exit 1; }
 done
 
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DRESCTRLFS_FUZZ=ON >/dev/null
+# Configuring is idempotent; CC/CXX only matter for a fresh build directory.
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DRESCTRLFS_FUZZ=ON >/dev/null
+if ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' "$BUILD_DIR/CMakeCache.txt"; then
+  echo "run-extra (schemata): $BUILD_DIR was configured without clang; remove it and rerun" >&2
+  exit 1
 fi
 
 scratch="$(mktemp -d /tmp/resctrlfs-fuzz.XXXXXX)"
