@@ -5,6 +5,16 @@
 //
 // Nothing here includes libfuse. Inode 1 is the mount root.
 //
+// last_cmd_status: fs/ writes info/last_cmd_status itself, following the
+// kernel's clear/append rules; the message of a returned Error repeats the
+// text for logging and must not be written anywhere by the caller.
+//
+// Lookup counts: lookup() and a successful mkdir() each add one reference to
+// the returned inode; readdir() adds none (a readdirplus implementation must
+// call lookup() for each entry it returns). Removed nodes stay resolvable by
+// inode (getattr; open/write fail with ENODEV) until forget() drops their
+// last reference. readdir() lists neither "." nor "..".
+//
 // Threading: every public method takes the model lock (the rdtgroup_mutex
 // analogue) itself; callers need not serialise. Methods never block on I/O
 // other than the hardware layer's MSR accesses.
@@ -13,6 +23,7 @@
 #include <fcntl.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -67,6 +78,10 @@ struct OpenFile {
   bool readable = false;
   bool writable = false;
   std::string snapshot;  // content rendered at open for readable files
+  // When non-zero, rendering failed the way the kernel fails the first
+  // read(2) of this file (e.g. EINVAL for available_mbm_cntrs outside
+  // mbm_event mode): open succeeds and every read must fail with this errno.
+  int read_errno = 0;
 };
 
 // Notifications fs/ sends when it changes the tree by itself (not as the
@@ -146,11 +161,22 @@ class Filesystem {
   // A JSON-ish status text for the control socket (platform, groups, pools,
   // limbo), as a serialized JSON object.
   virtual std::string status_json() = 0;
+
+  // The model as a JSON document for the daemon's journal: groups (names,
+  // types, modes, CLOSID/RMID, schemata values, CPUs), thread memberships and
+  // the global info settings. restore_state_json() re-creates that model on
+  // a freshly mounted Filesystem (same platform and mount options) and
+  // re-programs the hardware; it fails with EINVAL when the document does
+  // not fit (unknown platform shape, ids out of range, not mounted).
+  virtual std::string save_state_json() { return "{}"; }
+  virtual Result<void> restore_state_json(const std::string& json) {
+    return Error::make(ENOSYS, "state restore not implemented");
+  }
 };
 
 struct FilesystemConfig {
-  hw::Arch* arch = nullptr;  // not owned; must outlive the Filesystem
-  TaskSource* tasks = nullptr;  // not owned
+  hw::Arch* arch = nullptr;           // not owned; must outlive the Filesystem
+  TaskSource* tasks = nullptr;        // not owned
   InvalidationSink* inval = nullptr;  // may be null
   uid_t mount_uid = 0;
   gid_t mount_gid = 0;

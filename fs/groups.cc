@@ -1,0 +1,634 @@
+// Implements the rdtgroup life cycle of FsImpl: construction, mount and
+// unmount (§6), mkdir/rmdir/rename of CTRL_MON and MON groups (§4), and the
+// membership files tasks, cpus and cpus_list (§3.3, §3.4) with the
+// per-thread and per-CPU tags they drive.
+#include <cerrno>
+#include <string>
+
+#include "fs/cpus.h"
+#include "fs/impl.h"
+#include "fs/kstr.h"
+
+namespace resctrlfs::fs::internal {
+
+using hw::EventId;
+using hw::ResourceId;
+
+FsImpl::FsImpl(const FilesystemConfig& cfg)
+    : arch_(cfg.arch),
+      tasks_(cfg.tasks),
+      inval_(cfg.inval),
+      mount_uid_(cfg.mount_uid),
+      mount_gid_(cfg.mount_gid),
+      info_(cfg.arch->info()) {
+  auto root = std::make_unique<Node>();
+  root->ino = kRootIno;
+  root->parent = kRootIno;
+  root->kind = NodeKind::kGroupDir;
+  root->mode = S_IFDIR | 0755;
+  root->uid = mount_uid_;
+  root->gid = mount_gid_;
+  root->mtime = root->ctime = now_seconds();
+  root->nlookup = 1;
+  root_node_ = root.get();
+  nodes_[kRootIno] = std::move(root);
+
+  // Global monitoring state lives as long as the machine (§6.4).
+  threshold_ = info_.mon.default_threshold;
+  if (mon_capable()) {
+    std::vector<int> doms;
+    for (const hw::MonDomain& d : info_.mon.mon_domains) doms.push_back(d.id);
+    rmids_.init(info_.mon.num_rmids, doms, event_enabled(EventId::LLC_OCCUPANCY));
+  }
+  event_filter_total_ = info_.mon.bmec_supported_mask;
+  event_filter_local_ = info_.mon.bmec_supported_mask & 0x15U;
+  if (info_.mon.abmc) {
+    // ABMC-capable systems boot in mbm_event mode with auto-assignment.
+    if (arch_->set_abmc_enabled(true).ok()) {
+      mbm_event_mode_ = true;
+      assign_on_mkdir_ = true;
+    }
+  }
+}
+
+FsImpl::~FsImpl() = default;
+
+bool FsImpl::alloc_capable() const {
+  for (const hw::Resource& r : info_.resources)
+    if (r.alloc_capable) return true;
+  return false;
+}
+
+bool FsImpl::event_enabled(EventId ev) const {
+  if (!info_.mon.capable) return false;
+  for (EventId e : info_.mon.events)
+    if (e == ev) return true;
+  return false;
+}
+
+EventId FsImpl::default_mba_event() const {
+  return event_enabled(EventId::MBM_LOCAL) ? EventId::MBM_LOCAL : EventId::MBM_TOTAL;
+}
+
+Result<void> FsImpl::fail(int code, std::string_view msg) {
+  lcs_.printf(msg);
+  return Error::make(code, std::string(msg));
+}
+
+Group* FsImpl::new_group() {
+  groups_.push_back(std::make_unique<Group>());
+  Group* g = groups_.back().get();
+  g->cpus = CpuMask(info_.nr_cpus);
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// mount / unmount
+
+Result<void> FsImpl::mount(const MountOptions& opts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (mounted_) return Error::make(EBUSY, "resctrl is already mounted");
+  if (!alloc_capable() && !mon_capable())
+    return Error::make(ENODEV, "no RDT allocation or monitoring capability");
+  const hw::Resource& l3 = info_.res(ResourceId::L3);
+  const hw::Resource& l2 = info_.res(ResourceId::L2);
+  const hw::Resource& mb = info_.res(ResourceId::MB);
+  if (opts.cdp && !(l3.alloc_capable && l3.cache.cdp_capable))
+    return Error::make(EINVAL, "cdp: L3 is not CDP capable");
+  if (opts.cdpl2 && !(l2.alloc_capable && l2.cache.cdp_capable))
+    return Error::make(EINVAL, "cdpl2: L2 is not CDP capable");
+  if (opts.mba_mbps) {
+    bool mbm = event_enabled(EventId::MBM_LOCAL) || event_enabled(EventId::MBM_TOTAL);
+    bool same_scope = true;
+    if (mb.alloc_capable) {
+      for (const hw::CtrlDomain& d : mb.ctrl_domains) {
+        bool found = false;
+        for (const hw::MonDomain& m : info_.mon.mon_domains) found = found || m.id == d.id;
+        same_scope = same_scope && found;
+      }
+    }
+    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope && !info_.mon.abmc))
+      return Error::make(EINVAL,
+                         "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
+                         "MBA at L3 scope");
+  }
+  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
+    const hw::Resource& r = info_.res(rid);
+    bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
+    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
+      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
+    }
+  }
+  opts_ = opts;
+
+  // Schema list (§2.3) and the CLOSID pool (§4.2).
+  std::vector<schemata::ResourceDesc> descs;
+  static const char* kNames[] = {"L3", "L2", "MB", "SMBA"};
+  for (int i = 0; i < hw::kNumResources; ++i) {
+    const hw::Resource& r = info_.resources[i];
+    if (!r.alloc_capable) continue;
+    schemata::ResourceDesc d;
+    d.name = kNames[i];
+    d.resource_index = i;
+    d.kind = r.is_cache() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
+    d.cdp_capable = r.is_cache() && r.cache.cdp_capable;
+    d.cdp_enabled =
+        (r.rid == ResourceId::L3 && opts.cdp) || (r.rid == ResourceId::L2 && opts.cdpl2);
+    d.num_closid = r.num_closid;
+    d.cbm_len = r.cache.cbm_len;
+    d.shareable_bits = r.cache.shareable_bits;
+    d.min_cbm_bits = r.cache.min_cbm_bits;
+    d.sparse_masks = r.cache.sparse_masks;
+    d.cache_size_bytes = r.cache.cache_size_bytes;
+    d.min_bw = r.membw.min_bw;
+    d.bw_gran = r.membw.bw_gran;
+    d.max_bw = r.membw.max_bw;
+    d.delay_linear = r.membw.delay_linear;
+    d.arch_needs_linear = r.membw.arch_needs_linear;
+    d.mba_sc = r.rid == ResourceId::MB && opts.mba_mbps;
+    for (const hw::CtrlDomain& cd : r.ctrl_domains) d.domain_ids.push_back(cd.id);
+    descs.push_back(std::move(d));
+  }
+  schemas_ = schemata::build_schema_list(descs, max_name_width_);
+  unsigned nclosid = 0;
+  bool first = true;
+  for (const schemata::Schema& s : schemas_.schemas) {
+    if (first || s.num_closid < nclosid) nclosid = s.num_closid;
+    first = false;
+  }
+  closids_.init(nclosid);
+
+  // Start from a clean machine: default controls, every CPU and thread in
+  // the default group.
+  RESCTRLFS_RETURN_IF_ERROR(arch_->reset_all_ctrls());
+  mbps_target_.clear();
+  mba_prev_bytes_.clear();
+  thread_tags_.clear();
+  cpu_assoc_.assign(info_.nr_cpus, {0, 0});
+  cpu_assoc_valid_.assign(info_.nr_cpus, false);
+
+  groups_.clear();
+  root_ = new_group();
+  root_->cpus = info_.online;
+  root_->mba_event = default_mba_event();
+  for (auto& [dom, owners] : cntr_owner_) owners.clear();
+  cntr_owner_.clear();
+  for (const hw::MonDomain& d : info_.mon.mon_domains)
+    cntr_owner_[d.id].assign(info_.mon.num_mbm_cntrs, std::nullopt);
+
+  root_node_->removed = false;
+  root_node_->mode = S_IFDIR | 0755;
+  build_group_dir(root_, root_node_, 0755, mount_uid_, mount_gid_);
+  build_info_tree();
+  update_cpu_assoc();
+  mounted_ = true;
+  lcs_.clear();
+  assign_cntrs_on_mkdir(root_);
+  reset_group_mbm(root_);
+  return Ok();
+}
+
+void FsImpl::unmount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!mounted_) return;
+  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
+    if (arch_->cdp_enabled(rid)) (void)arch_->set_cdp_enabled(rid, false);
+  }
+  (void)arch_->reset_all_ctrls();
+  for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
+  thread_tags_.clear();
+  for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
+  // Every group but the default one goes, its RMID into limbo.
+  for (auto& g : groups_) {
+    unassign_all_cntrs(g.get());
+    if (g.get() != root_) free_rmid(g->rmid);
+  }
+  std::vector<Ino> kids;
+  for (auto& [name, ino] : root_node_->children) kids.push_back(ino);
+  for (Ino k : kids)
+    if (Node* c = node(k)) remove_node(c, false);
+  groups_.clear();
+  root_ = nullptr;
+  root_node_->group = nullptr;
+  opts_ = MountOptions{};
+  mounted_ = false;
+  mbps_target_.clear();
+  mba_prev_bytes_.clear();
+}
+
+// ---------------------------------------------------------------------------
+// Tags
+
+std::pair<uint32_t, uint32_t> FsImpl::cpu_tags(unsigned cpu) const {
+  const Group* ctrl = root_;
+  for (auto& g : groups_) {
+    if (g->type == GroupType::kCtrlMon && g.get() != root_ && g->cpus.test(cpu)) {
+      ctrl = g.get();
+      break;
+    }
+  }
+  if (ctrl == nullptr) return {0, 0};
+  for (const Group* m : ctrl->mon_children)
+    if (m->cpus.test(cpu)) return {ctrl->closid, m->rmid};
+  return {ctrl->closid, ctrl->rmid};
+}
+
+void FsImpl::update_cpu_assoc() {
+  for (unsigned cpu : info_.online.cpus()) {
+    if (cpu >= cpu_assoc_.size()) continue;
+    auto tags = cpu_tags(cpu);
+    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) continue;
+    // A failed write leaves the entry invalid, so the next change retries.
+    if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
+      cpu_assoc_[cpu] = tags;
+      cpu_assoc_valid_[cpu] = true;
+    } else {
+      cpu_assoc_valid_[cpu] = false;
+    }
+  }
+}
+
+std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
+  auto it = thread_tags_.find(tid);
+  return it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
+}
+
+void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
+  if (closid == 0 && rmid == 0) {
+    thread_tags_.erase(tid);
+  } else {
+    thread_tags_[tid] = {closid, rmid};
+  }
+  arch_->set_thread_tags(tid, closid, rmid);
+}
+
+void FsImpl::move_group_tasks(const Group* from, const Group* to) {
+  std::vector<pid_t> moving;
+  for (auto& [tid, tags] : thread_tags_) {
+    bool match =
+        from->type == GroupType::kCtrlMon ? tags.first == from->closid : tags.second == from->rmid;
+    if (match) moving.push_back(tid);
+  }
+  for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
+}
+
+void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!mounted_) return;
+  auto tags = thread_tags(parent_tid);
+  if (tags.first == 0 && tags.second == 0) {
+    thread_tags_.erase(child_tid);
+    return;
+  }
+  set_thread(child_tid, tags.first, tags.second);
+}
+
+void FsImpl::on_exit(pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  thread_tags_.erase(tid);
+  arch_->thread_exited(tid);
+}
+
+// ---------------------------------------------------------------------------
+// mkdir
+
+Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* p = node(parent);
+  if (p == nullptr || p->removed) return Error::make(ENOENT);
+  if (!p->is_dir()) return Error::make(ENOTDIR);
+  if (name.size() > 255) return Error::make(ENAMETOOLONG);
+  if (child(p, name) != nullptr) return Error::make(EEXIST);
+  if (!mounted_) return Error::make(ENOENT);
+  if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
+  if (alloc_capable() && p == root_node_) return mkdir_ctrl_mon(p, name, mode & 07777, caller);
+  if (!mon_capable()) return Error::make(EPERM);
+  return mkdir_mon(p, name, mode & 07777, caller);
+}
+
+Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
+                                    const Caller& caller) {
+  lcs_.clear();
+  auto closid = closids_.alloc();
+  if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n").error();
+  uint32_t rmid = 0;
+  if (mon_capable()) {
+    auto r = rmids_.alloc();
+    if (!r.ok()) {
+      closids_.free(*closid);
+      return fail(r.error().code, "Out of RMIDs\n").error();
+    }
+    rmid = *r;
+  }
+  Group* g = new_group();
+  g->type = GroupType::kCtrlMon;
+  g->name = std::string(name);
+  g->closid = *closid;
+  g->rmid = rmid;
+  g->mba_event = default_mba_event();
+  if (mon_capable()) assign_cntrs_on_mkdir(g);
+  Result<void> init = init_alloc(g);
+  if (!init.ok()) {
+    unassign_all_cntrs(g);
+    if (mon_capable()) free_rmid(rmid);
+    closids_.free(*closid);
+    groups_.remove_if([g](const std::unique_ptr<Group>& p) { return p.get() == g; });
+    return std::move(init).error();
+  }
+  const bool root_caller = caller.uid == 0 && caller.gid == 0;
+  uid_t uid = root_caller ? mount_uid_ : caller.uid;
+  gid_t gid = root_caller ? mount_gid_ : caller.gid;
+  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
+  build_group_dir(g, dir, mode, uid, gid);
+  reset_group_mbm(g);
+  ++dir->nlookup;
+  return attr_of(*dir);
+}
+
+Result<Attr> FsImpl::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
+                               const Caller& caller) {
+  // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
+  Group* pg = group_of(*parent);
+  if (pg == nullptr) return Error::make(ENODEV);
+  lcs_.clear();
+  if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
+  if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n").error();
+  auto r = rmids_.alloc();
+  if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n").error();
+  Group* g = new_group();
+  g->type = GroupType::kMon;
+  g->name = std::string(name);
+  g->parent = pg;
+  g->closid = pg->closid;
+  g->rmid = *r;
+  assign_cntrs_on_mkdir(g);
+  pg->mon_children.push_back(g);
+  const bool root_caller = caller.uid == 0 && caller.gid == 0;
+  uid_t uid = root_caller ? mount_uid_ : caller.uid;
+  gid_t gid = root_caller ? mount_gid_ : caller.gid;
+  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
+  build_group_dir(g, dir, mode, uid, gid);
+  reset_group_mbm(g);
+  ++dir->nlookup;
+  return attr_of(*dir);
+}
+
+// ---------------------------------------------------------------------------
+// rmdir
+
+void FsImpl::destroy_group(Group* g) {
+  unassign_all_cntrs(g);
+  if (g->type == GroupType::kMon) {
+    auto& kids = g->parent->mon_children;
+    std::erase(kids, g);
+  }
+  for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();) {
+    it = it->first.first == g ? mba_prev_bytes_.erase(it) : std::next(it);
+  }
+  groups_.remove_if([g](const std::unique_ptr<Group>& p) { return p.get() == g; });
+}
+
+Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* p = node(parent);
+  if (p == nullptr || p->removed) return Error::make(ENOENT);
+  Node* n = child(p, name);
+  if (n == nullptr) return Error::make(ENOENT);
+  if (!n->is_dir()) return Error::make(ENOTDIR);
+  Group* g = group_of(*n);
+  if (g == nullptr) return Error::make(EPERM);
+  lcs_.clear();
+  if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kCtrlMon && p == root_node_ &&
+      !is_root(g)) {
+    RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
+  } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
+             p->kind == NodeKind::kMonGroups) {
+    RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));
+  } else {
+    return Error::make(EPERM);
+  }
+  remove_node(n, false);
+  return Ok();
+}
+
+Result<void> FsImpl::rmdir_ctrl(Group* g) {
+  move_group_tasks(g, root_);
+  root_->cpus |= g->cpus;
+  // MON children go with their parent; their entries are not named by the
+  // request, so the kernel's dcache is told.
+  std::vector<Group*> kids = g->mon_children;
+  for (Group* m : kids) {
+    if (Node* md = node(m->dir)) remove_node(md, true);
+    free_rmid(m->rmid);
+    destroy_group(m);
+  }
+  g->mon_children.clear();
+  free_rmid(g->rmid);
+  closids_.free(g->closid);
+  for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
+    it = it->first.second == g->closid ? mbps_target_.erase(it) : std::next(it);
+  destroy_group(g);
+  update_cpu_assoc();
+  return Ok();
+}
+
+Result<void> FsImpl::rmdir_mon(Group* g) {
+  Group* parent = g->parent;
+  move_group_tasks(g, parent);
+  free_rmid(g->rmid);
+  destroy_group(g);
+  update_cpu_assoc();
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// rename (§4.7)
+
+Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
+                            std::string_view newname, unsigned flags) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (flags != 0) return Error::make(EINVAL);
+  Node* p = node(parent);
+  Node* np = node(newparent);
+  if (p == nullptr || np == nullptr || p->removed || np->removed) return Error::make(ENOENT);
+  Node* src = child(p, name);
+  if (src == nullptr) return Error::make(ENOENT);
+  if (newname.size() > 255) return Error::make(ENAMETOOLONG);
+  if (!src->is_dir() || !np->is_dir()) {
+    // Appended without clearing: the kernel words this before taking the lock.
+    lcs_.puts("Source and destination must be directories");
+    return Error::make(EPERM, "Source and destination must be directories");
+  }
+  Group* g = group_of(*src);
+  Group* new_parent_group = group_of(*np);
+  if (g == nullptr || new_parent_group == nullptr) return Error::make(ENOENT);
+  lcs_.clear();
+  if (src->kind != NodeKind::kGroupDir || g->type != GroupType::kMon ||
+      p->kind != NodeKind::kMonGroups)
+    return fail(EPERM, "Source must be a MON group\n");
+  if (np->kind != NodeKind::kMonGroups || newname == "mon_groups")
+    return fail(EPERM, "Destination must be a mon_groups subdirectory\n");
+  if (!g->cpus.empty() && g->parent != new_parent_group)
+    return fail(EPERM, "Cannot move a MON group that monitors CPUs\n");
+  if (Node* existing = child(np, newname)) {
+    if (existing == src) return Ok();
+    return Error::make(EEXIST);
+  }
+  // Move the directory entry.
+  p->children.erase(src->name);
+  src->name = std::string(newname);
+  src->parent = np->ino;
+  np->children[src->name] = src->ino;
+  src->ctime = now_seconds();
+  g->name = src->name;
+  if (g->parent != new_parent_group) {
+    std::erase(g->parent->mon_children, g);
+    new_parent_group->mon_children.push_back(g);
+    g->parent = new_parent_group;
+    g->closid = new_parent_group->closid;
+    // Threads of the group (matched by RMID) take the new CLOSID.
+    move_group_tasks(g, g);
+    update_cpu_assoc();
+  }
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// tasks (§3.3)
+
+Result<std::string> FsImpl::show_tasks(const Node& n) {
+  const Group* g = n.group;
+  std::string out;
+  std::vector<pid_t> all = tasks_ != nullptr ? tasks_->all_threads() : std::vector<pid_t>{};
+  std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
+  for (pid_t tid : all) {
+    auto tags = thread_tags(tid);
+    if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
+    bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
+    if (match && tid != 0) {
+      out += std::to_string(tid);
+      out += '\n';
+    }
+  }
+  // Threads that died without an exit event are forgotten here.
+  if (tasks_ != nullptr && alive.size() != thread_tags_.size()) thread_tags_.swap(alive);
+  return out;
+}
+
+Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
+  pid_t tid = pid;
+  if (pid != 0) {
+    if (tasks_ == nullptr || !tasks_->exists(pid))
+      return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
+  } else {
+    tid = c.tid;
+  }
+  uid_t ruid = 0, suid = 0;
+  if (c.uid != 0) {
+    bool known = tasks_ != nullptr && tasks_->uids(tid, ruid, suid);
+    if (!known || (c.uid != ruid && c.uid != suid))
+      return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
+  }
+  auto tags = thread_tags(tid);
+  if (g->type == GroupType::kCtrlMon) {
+    if (tags.first == g->closid && tags.second == g->rmid) return Ok();
+    set_thread(tid, g->closid, g->rmid);
+  } else {
+    if (tags.first == g->closid && tags.second == g->rmid) return Ok();
+    if (tags.first != g->parent->closid)
+      return fail(EINVAL, "Can't move task to different control group\n");
+    set_thread(tid, g->parent->closid, g->rmid);
+  }
+  return Ok();
+}
+
+Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c) {
+  Group* g = n.group;
+  lcs_.clear();
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n");
+  std::optional<std::string_view> buf = kstr::c_string(data);
+  while (buf && !buf->empty() && (*buf)[0] != '\n') {
+    std::string_view item = kstr::strim(kstr::strsep(buf, ","));
+    int pid = 0;
+    if (kstr::kstrtoint(item, 0, pid) != 0)
+      return fail(EINVAL, "Task list parsing error pid " + std::string(item) + "\n");
+    if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
+    Result<void> r = move_task(pid, g, c);
+    if (!r.ok()) {
+      lcs_.printf("Error while processing task " + std::to_string(pid) + "\n");
+      return r;
+    }
+  }
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// cpus, cpus_list (§3.4)
+
+Result<std::string> FsImpl::show_cpus(const Node& n) {
+  return format_cpu_mask(n.group->cpus) + "\n";
+}
+
+Result<std::string> FsImpl::show_cpus_list(const Node& n) {
+  return format_cpu_list(n.group->cpus) + "\n";
+}
+
+Result<void> FsImpl::write_cpus(Node& n, std::string_view data, const Caller&) {
+  return write_cpus_common(n, data, false);
+}
+
+Result<void> FsImpl::write_cpus_list(Node& n, std::string_view data, const Caller&) {
+  return write_cpus_common(n, data, true);
+}
+
+Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list) {
+  Group* g = n.group;
+  lcs_.clear();
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n");
+  Result<CpuMask> parsed =
+      list ? parse_cpu_list(data, info_.nr_cpus) : parse_cpu_mask(data, info_.nr_cpus);
+  if (!parsed.ok()) return fail(parsed.error().code, "Bad CPU list/mask\n");
+  CpuMask newmask = *parsed;
+  CpuMask offline = newmask;
+  offline.subtract(info_.online);
+  if (!offline.empty()) return fail(EINVAL, "Can only assign online CPUs\n");
+
+  if (g->type == GroupType::kCtrlMon) {
+    CpuMask dropped = g->cpus;
+    dropped.subtract(newmask);
+    if (!dropped.empty()) {
+      if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
+      root_->cpus |= dropped;
+    }
+    CpuMask added = newmask;
+    added.subtract(g->cpus);
+    if (!added.empty()) {
+      for (auto& other : groups_) {
+        if (other.get() == g) continue;
+        other->cpus.subtract(added);
+      }
+    }
+    g->cpus = newmask;
+    // Every write clears the MON groups' CPUs, even an unchanged mask.
+    for (Group* m : g->mon_children) m->cpus.clear();
+  } else {
+    Group* parent = g->parent;
+    if (!newmask.subset_of(parent->cpus))
+      return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
+    CpuMask added = newmask;
+    added.subtract(g->cpus);
+    for (Group* sib : parent->mon_children)
+      if (sib != g) sib->cpus.subtract(added);
+    g->cpus = newmask;
+  }
+  update_cpu_assoc();
+  return Ok();
+}
+
+}  // namespace resctrlfs::fs::internal

@@ -1,0 +1,351 @@
+// Defines FsImpl, the resctrl model behind fs::Filesystem: the node table
+// (integer inodes with lookup counts), the rdtgroups, the file table rows,
+// the CLOSID/RMID pools, per-thread tags, per-CPU associations, the
+// monitoring state (MBM rates for mba_sc, ABMC counters) and
+// last_cmd_status. Internal to fs/; the methods are split over several .cc
+// files along the kernel's seams (tree, groups, ctrl files, info files,
+// monitoring, state).
+//
+// Locking: every public entry point takes mu_ (the rdtgroup_mutex analogue)
+// and calls only the unlocked helpers below; helpers assume mu_ is held.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fs/filesystem.h"
+#include "fs/pools.h"
+#include "hw/arch.h"
+#include "schemata/schemata.h"
+
+namespace resctrlfs::fs::internal {
+
+// The kernel's RFTYPE_* flags: a directory gets every file row whose flags
+// are all in the directory's set.
+enum RfFlag : uint32_t {
+  kInfo = 1U << 0,
+  kBase = 1U << 1,
+  kCtrl = 1U << 2,
+  kMon = 1U << 3,
+  kTop = 1U << 4,
+  kResCache = 1U << 5,
+  kResMb = 1U << 6,
+  kDebug = 1U << 7,
+  kAssignConfig = 1U << 8,
+};
+
+enum class NodeKind : uint8_t {
+  kGroupDir,      // the root, a CTRL_MON or a MON group directory
+  kMonGroups,     // <group>/mon_groups
+  kMonData,       // <group>/mon_data
+  kMonDomain,     // <group>/mon_data/mon_L3_XX
+  kInfo,          // info
+  kInfoRes,       // info/<schema>
+  kInfoMon,       // info/L3_MON
+  kEventConfigs,  // info/L3_MON/event_configs
+  kEventConfig,   // info/L3_MON/event_configs/<event>
+  kFile,          // a row of the file table
+  kEventFile,     // mon_data/mon_L3_XX/<event>
+};
+
+enum class GroupType : uint8_t { kCtrlMon, kMon };
+
+struct Group {
+  GroupType type = GroupType::kCtrlMon;
+  std::string name;         // directory name; empty for the default group
+  Group* parent = nullptr;  // MON groups: their CTRL_MON group
+  uint32_t closid = 0;
+  uint32_t rmid = 0;
+  schemata::GroupMode mode = schemata::GroupMode::SHAREABLE;
+  CpuMask cpus;
+  std::vector<Group*> mon_children;  // CTRL_MON groups only
+  hw::EventId mba_event = hw::EventId::MBM_LOCAL;
+  Ino dir = 0;
+  Ino mon_groups_dir = 0;
+  // ABMC: counter id per (monitoring domain, event).
+  std::map<std::pair<int, hw::EventId>, unsigned> cntrs;
+};
+
+class FsImpl;
+struct Node;
+using ShowFn = Result<std::string> (FsImpl::*)(const Node&);
+using WriteFn = Result<void> (FsImpl::*)(Node&, std::string_view, const Caller&);
+using CondFn = bool (FsImpl::*)() const;
+
+struct FileRow {
+  const char* name;
+  uint32_t mode;   // permission bits
+  uint32_t flags;  // RfFlag set required of the directory
+  ShowFn show;
+  WriteFn write;    // null: the kernel's generic writer answers EINVAL
+  CondFn cond;      // null: always present when the flags match
+  bool group_file;  // access goes through the group lock (clears LCS on tip)
+};
+
+struct Node {
+  Ino ino = 0;
+  Ino parent = 0;
+  std::string name;
+  NodeKind kind = NodeKind::kFile;
+  uint32_t mode = 0;  // with S_IFDIR / S_IFREG
+  uid_t uid = 0;
+  gid_t gid = 0;
+  int64_t mtime = 0;
+  int64_t ctime = 0;
+  const FileRow* row = nullptr;
+  Group* group = nullptr;  // group dirs and everything under them
+  int schema = -1;         // index into the SchemaList (info/<schema> and its files)
+  int domain = -1;         // monitoring domain id
+  hw::EventId event = hw::EventId::LLC_OCCUPANCY;
+  std::map<std::string, Ino, std::less<>> children;
+  uint64_t nlookup = 0;
+  bool removed = false;
+  bool is_dir() const { return kind != NodeKind::kFile && kind != NodeKind::kEventFile; }
+};
+
+// info/last_cmd_status: the kernel's 512-byte seq_buf, with its partial
+// printf and all-or-nothing puts semantics and the [truncated] marker.
+class LastCmdStatus {
+ public:
+  void clear() { len_ = 0; }
+  // seq_buf_puts: the whole string or nothing (then overflowed).
+  void puts(std::string_view s);
+  // seq_buf_printf: as much as fits (then overflowed).
+  void printf(std::string_view s);
+  std::string show() const;
+  bool empty() const { return len_ == 0; }
+
+ private:
+  static constexpr size_t kSize = 512;
+  char buf_[kSize] = {};
+  size_t len_ = 0;  // kSize + 1 once overflowed
+};
+
+// What a monitoring read produced.
+enum class ReadState : uint8_t { kValue, kError, kUnavailable, kUnassigned };
+struct EventRead {
+  ReadState state = ReadState::kValue;
+  uint64_t bytes = 0;
+};
+
+class FsImpl final : public Filesystem {
+ public:
+  explicit FsImpl(const FilesystemConfig& cfg);
+  ~FsImpl() override;
+
+  Result<void> mount(const MountOptions& opts) override;
+  void unmount() override;
+  Result<Attr> lookup(Ino parent, std::string_view name) override;
+  Result<Attr> getattr(Ino ino) override;
+  Result<std::vector<DirEntry>> readdir(Ino ino) override;
+  Result<Attr> setattr(Ino ino, const uint32_t* mode, const uid_t* uid, const gid_t* gid) override;
+  Result<OpenFile> open(Ino ino, int flags, const Caller& caller) override;
+  Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) override;
+  Result<Attr> create(Ino parent, std::string_view name) override;
+  Result<void> unlink(Ino parent, std::string_view name) override;
+  Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode,
+                     const Caller& caller) override;
+  Result<void> rmdir(Ino parent, std::string_view name) override;
+  Result<void> rename(Ino parent, std::string_view name, Ino newparent, std::string_view newname,
+                      unsigned flags) override;
+  void forget(Ino ino, uint64_t nlookup) override;
+  void tick(std::chrono::steady_clock::time_point now) override;
+  void on_fork(pid_t parent_tid, pid_t child_tid) override;
+  void on_exit(pid_t tid) override;
+  std::string status_json() override;
+  std::string save_state_json() override;
+  Result<void> restore_state_json(const std::string& json) override;
+
+  // ---- file table callbacks (public so the static table can name them) ----
+  // Group files (ctrl_files.cc, groups.cc).
+  Result<std::string> show_tasks(const Node& n);
+  Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_cpus(const Node& n);
+  Result<std::string> show_cpus_list(const Node& n);
+  Result<void> write_cpus(Node& n, std::string_view data, const Caller& c);
+  Result<void> write_cpus_list(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_schemata(const Node& n);
+  Result<void> write_schemata(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_mode(const Node& n);
+  Result<void> write_mode(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_size(const Node& n);
+  Result<std::string> show_mba_mbps_event(const Node& n);
+  Result<void> write_mba_mbps_event(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_ctrl_hw_id(const Node& n);
+  Result<std::string> show_mon_hw_id(const Node& n);
+  Result<std::string> show_mbm_l3_assignments(const Node& n);
+  Result<void> write_mbm_l3_assignments(Node& n, std::string_view data, const Caller& c);
+  // Info files (info_files.cc).
+  Result<std::string> show_last_cmd_status(const Node& n);
+  Result<std::string> show_num_closids(const Node& n);
+  Result<std::string> show_cbm_mask(const Node& n);
+  Result<std::string> show_min_cbm_bits(const Node& n);
+  Result<std::string> show_shareable_bits(const Node& n);
+  Result<std::string> show_bit_usage(const Node& n);
+  Result<std::string> show_sparse_masks(const Node& n);
+  Result<std::string> show_min_bandwidth(const Node& n);
+  Result<std::string> show_bandwidth_gran(const Node& n);
+  Result<std::string> show_delay_linear(const Node& n);
+  Result<std::string> show_thread_throttle_mode(const Node& n);
+  Result<std::string> show_num_rmids(const Node& n);
+  Result<std::string> show_mon_features(const Node& n);
+  Result<std::string> show_max_threshold_occupancy(const Node& n);
+  Result<void> write_max_threshold_occupancy(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_mbm_total_config(const Node& n);
+  Result<std::string> show_mbm_local_config(const Node& n);
+  Result<void> write_mbm_total_config(Node& n, std::string_view data, const Caller& c);
+  Result<void> write_mbm_local_config(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_mbm_assign_mode(const Node& n);
+  Result<void> write_mbm_assign_mode(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_num_mbm_cntrs(const Node& n);
+  Result<std::string> show_available_mbm_cntrs(const Node& n);
+  Result<std::string> show_mbm_assign_on_mkdir(const Node& n);
+  Result<void> write_mbm_assign_on_mkdir(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_event_filter(const Node& n);
+  Result<void> write_event_filter(Node& n, std::string_view data, const Caller& c);
+
+  // Row conditions.
+  bool cond_throttle_mode() const;
+  bool cond_mba_sc() const { return opts_.mba_mbps; }
+  bool cond_abmc() const { return info_.mon.abmc; }
+  bool cond_bmec_total() const;
+  bool cond_bmec_local() const;
+
+ private:
+  friend class GroupCbmPolicy;
+
+  // ---- tree (tree.cc) ----
+  Node* node(Ino ino);
+  Node* child(Node* dir, std::string_view name);
+  Node* add_node(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
+                 gid_t gid);
+  // Marks `n` and its subtree removed, detaches it from its parent and
+  // frees nodes nobody references. `notify`: tell the kernel (the change was
+  // not named by the request).
+  void remove_node(Node* n, bool notify);
+  void add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid);
+  // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
+  void sync_file_rows(Node* dir, uint32_t flags);
+  Attr attr_of(const Node& n) const;
+  uint32_t group_flags(const Group& g) const;
+  void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
+  void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
+  void build_info_tree();
+  Group* group_of(const Node& n) const;  // null for info nodes
+  int64_t now_seconds() const;
+
+  // ---- groups (groups.cc) ----
+  Result<Attr> mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
+                              const Caller& caller);
+  Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller);
+  Result<void> rmdir_ctrl(Group* g);
+  Result<void> rmdir_mon(Group* g);
+  void destroy_group(Group* g);  // frees ids and the struct (no task/cpu moves)
+  Group* new_group();
+  bool is_root(const Group* g) const { return g == root_; }
+  // Per-CPU and per-thread tags.
+  std::pair<uint32_t, uint32_t> cpu_tags(unsigned cpu) const;
+  void update_cpu_assoc();
+  std::pair<uint32_t, uint32_t> thread_tags(pid_t tid) const;
+  void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);
+  // Moves every thread of `from` (CLOSID match for CTRL_MON, RMID match for
+  // MON) to `to`'s tags.
+  void move_group_tasks(const Group* from, const Group* to);
+  Result<void> move_task(pid_t pid, Group* g, const Caller& c);
+  Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
+  Result<void> fail(int code, std::string_view msg);  // appends msg to LCS
+
+  // ---- ctrl files (ctrl_files.cc) ----
+  uint32_t ctrl_value(int schema, int domain, uint32_t closid) const;
+  bool cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
+                    bool exclusive_only) const;
+  Result<void> init_alloc(Group* g);  // new group's default values (§4.3)
+  const Group* ctrl_group_by_closid(uint32_t closid) const;
+
+  // ---- monitoring (monitor.cc) ----
+  bool mon_capable() const { return info_.mon.capable; }
+  bool alloc_capable() const;
+  bool event_enabled(hw::EventId ev) const;
+  bool is_mbm(hw::EventId ev) const { return ev != hw::EventId::LLC_OCCUPANCY; }
+  EventRead read_one(const Group* g, int domain, hw::EventId ev);
+  EventRead read_group(const Group* g, int domain, hw::EventId ev);
+  Result<std::string> show_event_file(const Node& n);
+  void reset_group_mbm(const Group* g);  // the "first" read at mon_data creation
+  void assign_cntrs_on_mkdir(Group* g);
+  Result<void> assign_cntr(Group* g, int domain, hw::EventId ev);
+  void unassign_cntr(Group* g, int domain, hw::EventId ev);
+  void unassign_all_cntrs(Group* g);
+  Result<void> set_assign_mode(bool mbm_event);
+  unsigned free_cntrs(int domain) const;
+  void limbo_pass();
+  void overflow_pass(double elapsed_ms);
+  void free_rmid(uint32_t rmid);
+  hw::EventId default_mba_event() const;
+  Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
+  Result<std::string> show_bmec(hw::EventId ev) const;
+  const char* event_name(hw::EventId ev) const;
+
+  // ---- state ----
+  std::mutex mu_;
+  hw::Arch* arch_;
+  TaskSource* tasks_;
+  InvalidationSink* inval_;
+  uid_t mount_uid_;
+  gid_t mount_gid_;
+  const hw::PlatformInfo& info_;
+
+  // Survives unmount (§6.4).
+  unsigned max_name_width_ = 0;
+  uint32_t threshold_ = 0;
+  RmidPool rmids_;
+  bool mbm_event_mode_ = false;
+  bool assign_on_mkdir_ = false;
+  uint32_t event_filter_total_ = 0;
+  uint32_t event_filter_local_ = 0;
+  LastCmdStatus lcs_;
+  std::optional<std::chrono::steady_clock::time_point> last_tick_;
+
+  // Per mount.
+  bool mounted_ = false;
+  MountOptions opts_;
+  schemata::SchemaList schemas_;
+  ClosidPool closids_;
+  std::list<std::unique_ptr<Group>> groups_;  // root first
+  Group* root_ = nullptr;
+  std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> thread_tags_;
+  std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
+  std::vector<bool> cpu_assoc_valid_;
+  std::map<std::pair<int, uint32_t>, uint32_t> mbps_target_;  // (domain, closid)
+  std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes_;
+  // ABMC: owner of each counter per monitoring domain (index = counter id).
+  std::map<int, std::vector<std::optional<std::pair<Group*, hw::EventId>>>> cntr_owner_;
+
+  // Nodes.
+  std::unordered_map<Ino, std::unique_ptr<Node>> nodes_;
+  Ino next_ino_ = kRootIno + 1;
+  Node* root_node_ = nullptr;
+  Ino info_ino_ = 0;
+  Ino info_mon_ino_ = 0;
+};
+
+// A write buffer as handlers that require a trailing newline see it: the
+// newline dropped, then cut at the first NUL (C-string semantics).
+inline std::string_view kstr_cut(std::string_view data) {
+  data.remove_suffix(1);
+  size_t nul = data.find('\0');
+  return nul == std::string_view::npos ? data : data.substr(0, nul);
+}
+
+// The file table.
+const std::vector<FileRow>& file_table();
+
+}  // namespace resctrlfs::fs::internal

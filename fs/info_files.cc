@@ -1,0 +1,348 @@
+// Implements the info/ files of FsImpl: last_cmd_status, the per-schema
+// control info (§2.2 incl. bit_usage) and the L3_MON files (§2.9) with
+// their writes (§3.7 max_threshold_occupancy, §3.8 BMEC configs, §3.9
+// mbm_assign_mode, §3.10 mbm_assign_on_mkdir, §3.11 event_filter).
+#include <cerrno>
+#include <cstdio>
+
+#include "fs/impl.h"
+#include "fs/kstr.h"
+
+namespace resctrlfs::fs::internal {
+
+using hw::EventId;
+using schemata::GroupMode;
+
+namespace {
+
+std::string u(uint64_t v) { return std::to_string(v) + "\n"; }
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "%x\n", v);
+  return b;
+}
+
+// event_filter transaction names, in bit order.
+constexpr const char* kTransactions[] = {"local_reads",
+                                         "remote_reads",
+                                         "local_non_temporal_writes",
+                                         "remote_non_temporal_writes",
+                                         "local_reads_slow_memory",
+                                         "remote_reads_slow_memory",
+                                         "dirty_victim_writes_all"};
+
+constexpr const char* kNotEnabled = "mbm_event counter assignment mode is not enabled\n";
+
+}  // namespace
+
+const char* FsImpl::event_name(EventId ev) const {
+  switch (ev) {
+    case EventId::LLC_OCCUPANCY:
+      return "llc_occupancy";
+    case EventId::MBM_TOTAL:
+      return "mbm_total_bytes";
+    case EventId::MBM_LOCAL:
+      return "mbm_local_bytes";
+  }
+  return "unknown";
+}
+
+bool FsImpl::cond_throttle_mode() const {
+  for (const hw::Resource& r : info_.resources) {
+    if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
+      return true;
+  }
+  return false;
+}
+
+bool FsImpl::cond_bmec_total() const {
+  return info_.mon.bmec && event_enabled(EventId::MBM_TOTAL) && !mbm_event_mode_;
+}
+
+bool FsImpl::cond_bmec_local() const {
+  return info_.mon.bmec && event_enabled(EventId::MBM_LOCAL) && !mbm_event_mode_;
+}
+
+Result<std::string> FsImpl::show_last_cmd_status(const Node&) { return lcs_.show(); }
+
+Result<std::string> FsImpl::show_num_closids(const Node& n) {
+  return u(schemas_.schemas[n.schema].num_closid);
+}
+
+Result<std::string> FsImpl::show_cbm_mask(const Node& n) {
+  return hex(schemas_.schemas[n.schema].full_mask());
+}
+
+Result<std::string> FsImpl::show_min_cbm_bits(const Node& n) {
+  return u(schemas_.schemas[n.schema].min_cbm_bits);
+}
+
+Result<std::string> FsImpl::show_shareable_bits(const Node& n) {
+  return hex(schemas_.schemas[n.schema].shareable_bits);
+}
+
+Result<std::string> FsImpl::show_sparse_masks(const Node& n) {
+  return u(schemas_.schemas[n.schema].sparse_masks ? 1 : 0);
+}
+
+Result<std::string> FsImpl::show_bit_usage(const Node& n) {
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  const hw::ResourceId rid = static_cast<hw::ResourceId>(s.resource_index);
+  std::string out;
+  bool sep = false;
+  for (int d : s.domain_ids) {
+    if (sep) out += ';';
+    sep = true;
+    uint32_t sw_shareable = 0, exclusive = 0;
+    for (uint32_t i = 0; i < closids_.size(); ++i) {
+      if (!closids_.allocated(i)) continue;
+      const Group* g = ctrl_group_by_closid(i);
+      GroupMode mode = g != nullptr ? g->mode : GroupMode::SHAREABLE;
+      uint32_t val = arch_->get_ctrl(rid, static_cast<hw::ConfType>(s.conf_type), d, i);
+      if (mode == GroupMode::SHAREABLE) sw_shareable |= val;
+      if (mode == GroupMode::EXCLUSIVE) exclusive |= val;
+    }
+    out += std::to_string(d) + "=";
+    for (int b = static_cast<int>(s.cbm_len) - 1; b >= 0; --b) {
+      bool hwb = (s.shareable_bits >> b) & 1U;
+      bool swb = (sw_shareable >> b) & 1U;
+      bool excl = (exclusive >> b) & 1U;
+      out += hwb && swb ? 'X' : hwb ? 'H' : swb ? 'S' : excl ? 'E' : '0';
+    }
+  }
+  out += '\n';
+  return out;
+}
+
+Result<std::string> FsImpl::show_min_bandwidth(const Node& n) {
+  return u(schemas_.schemas[n.schema].min_bw);
+}
+
+Result<std::string> FsImpl::show_bandwidth_gran(const Node& n) {
+  return u(schemas_.schemas[n.schema].bw_gran);
+}
+
+Result<std::string> FsImpl::show_delay_linear(const Node& n) {
+  return u(schemas_.schemas[n.schema].delay_linear ? 1 : 0);
+}
+
+Result<std::string> FsImpl::show_thread_throttle_mode(const Node& n) {
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  const hw::Resource& r = info_.res(static_cast<hw::ResourceId>(s.resource_index));
+  switch (r.membw.throttle_mode) {
+    case hw::ThrottleMode::MAX:
+      return std::string("max\n");
+    case hw::ThrottleMode::PER_THREAD:
+      return std::string("per-thread\n");
+    default:
+      return std::string("undefined\n");
+  }
+}
+
+Result<std::string> FsImpl::show_num_rmids(const Node&) { return u(info_.mon.num_rmids); }
+
+Result<std::string> FsImpl::show_mon_features(const Node&) {
+  std::string out;
+  for (EventId ev : info_.mon.events) {
+    out += event_name(ev);
+    out += '\n';
+    if (info_.mon.bmec && is_mbm(ev) && !mbm_event_mode_) {
+      out += event_name(ev);
+      out += "_config\n";
+    }
+  }
+  return out;
+}
+
+Result<std::string> FsImpl::show_max_threshold_occupancy(const Node&) { return u(threshold_); }
+
+Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
+  lcs_.clear();
+  uint32_t bytes = 0;
+  if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
+    return fail(-rc, "max_threshold_occupancy: Invalid input\n");
+  if (bytes > info_.mon.l3_cache_size_bytes)
+    return fail(EINVAL, "max_threshold_occupancy: Exceeds limit (before adjustment) of " +
+                            std::to_string(info_.mon.l3_cache_size_bytes) + " bytes\n");
+  const uint32_t scale = info_.mon.occupancy_scale == 0 ? 1 : info_.mon.occupancy_scale;
+  threshold_ = bytes / scale * scale;
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// BMEC (§3.8)
+
+Result<std::string> FsImpl::show_bmec(EventId ev) const {
+  std::string out;
+  bool sep = false;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (sep) out += ';';
+    sep = true;
+    char b[32];
+    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id, arch_->event_config(d.id, ev));
+    out += b;
+  }
+  out += '\n';
+  return out;
+}
+
+Result<std::string> FsImpl::show_mbm_total_config(const Node&) {
+  return show_bmec(EventId::MBM_TOTAL);
+}
+
+Result<std::string> FsImpl::show_mbm_local_config(const Node&) {
+  return show_bmec(EventId::MBM_LOCAL);
+}
+
+Result<void> FsImpl::write_mbm_total_config(Node& n, std::string_view data, const Caller&) {
+  return write_bmec(n, data, EventId::MBM_TOTAL);
+}
+
+Result<void> FsImpl::write_mbm_local_config(Node& n, std::string_view data, const Caller&) {
+  return write_bmec(n, data, EventId::MBM_LOCAL);
+}
+
+Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
+  lcs_.clear();
+  if (data.empty() || data.back() != '\n')
+    return fail(EINVAL, std::string(event_name(ev)) + "_config: Invalid input\n");
+  std::optional<std::string_view> tok = kstr_cut(data);
+  // Items are applied one by one as they are parsed (no rollback).
+  for (;;) {
+    if (!tok || tok->empty()) return Ok();
+    std::optional<std::string_view> dom_str = kstr::strim(kstr::strsep(tok, ";"));
+    std::string_view id_str = kstr::strsep(dom_str, "=");
+    uint64_t dom_id = 0, val = 0;
+    if (kstr::kstrtoul(id_str, 10, dom_id) != 0)
+      return fail(EINVAL, "Missing '=' or non-numeric domain id\n");
+    if (!dom_str || kstr::kstrtoul(*dom_str, 16, val) != 0)
+      return fail(EINVAL, "Non-numeric event configuration value\n");
+    const uint32_t mask = info_.mon.bmec_supported_mask;
+    if ((val & mask) != val) {
+      char b[96];
+      std::snprintf(b, sizeof(b), "Invalid event configuration: max valid mask is 0x%02x\n", mask);
+      return fail(EINVAL, b);
+    }
+    bool found = false;
+    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+      if (static_cast<uint64_t>(d.id) != dom_id) continue;
+      found = true;
+      if (arch_->event_config(d.id, ev) != val) {
+        Result<void> r = arch_->set_event_config(d.id, ev, static_cast<uint32_t>(val));
+        if (!r.ok()) return fail(r.error().code, r.error().message);
+      }
+    }
+    if (!found) return Error::make(EINVAL);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ABMC info files (§2.9, §3.9-§3.11)
+
+Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
+  if (!info_.mon.abmc) return std::string("[default]\n");
+  return std::string(mbm_event_mode_ ? "[mbm_event]\ndefault\n" : "[default]\nmbm_event\n");
+}
+
+Result<void> FsImpl::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
+  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
+  std::string_view buf = kstr_cut(data);
+  lcs_.clear();
+  bool enable = false;
+  if (buf == "default") {
+    enable = false;
+  } else if (buf == "mbm_event") {
+    if (!info_.mon.abmc) return fail(EINVAL, "mbm_event mode is not supported\n");
+    enable = true;
+  } else {
+    return fail(EINVAL, "Unsupported assign mode\n");
+  }
+  if (enable == mbm_event_mode_) return Ok();
+  return set_assign_mode(enable);
+}
+
+Result<std::string> FsImpl::show_num_mbm_cntrs(const Node&) {
+  std::string out;
+  bool sep = false;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (sep) out += ';';
+    sep = true;
+    out += std::to_string(d.id) + "=" + std::to_string(info_.mon.num_mbm_cntrs);
+  }
+  return out + "\n";
+}
+
+Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  std::string out;
+  bool sep = false;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (sep) out += ';';
+    sep = true;
+    out += std::to_string(d.id) + "=" + std::to_string(free_cntrs(d.id));
+  }
+  return out + "\n";
+}
+
+Result<std::string> FsImpl::show_mbm_assign_on_mkdir(const Node&) {
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  return u(assign_on_mkdir_ ? 1 : 0);
+}
+
+Result<void> FsImpl::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
+  bool value = false;
+  if (kstr::kstrtobool(kstr::c_string(data), value) != 0) return Error::make(EINVAL);
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
+  assign_on_mkdir_ = value;
+  return Ok();
+}
+
+Result<std::string> FsImpl::show_event_filter(const Node& n) {
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  uint32_t cfg = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
+  std::string out;
+  for (unsigned b = 0; b < 7; ++b) {
+    if (((cfg >> b) & 1U) == 0) continue;
+    if (!out.empty()) out += ',';
+    out += kTransactions[b];
+  }
+  return out + "\n";
+}
+
+Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Caller&) {
+  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
+  std::optional<std::string_view> rest = kstr_cut(data);
+  uint32_t cfg = 0;
+  while (rest && !rest->empty()) {
+    std::string_view tok = kstr::strim(kstr::strsep(rest, ","));
+    bool found = false;
+    for (unsigned b = 0; b < 7; ++b) {
+      if (tok == kTransactions[b]) {
+        cfg |= 1U << b;
+        found = true;
+      }
+    }
+    if (!found) return fail(EINVAL, "Invalid memory transaction type " + std::string(tok) + "\n");
+  }
+  uint32_t& cur = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
+  if (cur == cfg) return Ok();
+  cur = cfg;
+  // Reprogram every assigned counter of this event.
+  for (auto& [dom, owners] : cntr_owner_) {
+    for (size_t id = 0; id < owners.size(); ++id) {
+      if (!owners[id] || owners[id]->second != n.event) continue;
+      (void)arch_->config_cntr(dom, static_cast<unsigned>(id), owners[id]->first->rmid, n.event,
+                               cfg, true);
+    }
+  }
+  return Ok();
+}
+
+}  // namespace resctrlfs::fs::internal

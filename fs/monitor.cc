@@ -1,0 +1,311 @@
+// Implements monitoring in FsImpl: mon_data reads (CTRL_MON groups summing
+// their MON groups, Error/Unavailable/Unassigned), the RMID limbo worker and
+// the MBM overflow worker driven by tick() every 1000 ms, the mba_MBps
+// software controller, and ABMC counter assignment with mbm_L3_assignments
+// (§2.10, §2.12, §3.12, §4.5, §5).
+#include <cerrno>
+
+#include "fs/impl.h"
+#include "fs/kstr.h"
+
+namespace resctrlfs::fs::internal {
+
+using hw::EventId;
+
+namespace {
+constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
+}  // namespace
+
+void FsImpl::free_rmid(uint32_t rmid) {
+  if (rmid == 0 || !mon_capable()) return;
+  rmids_.free(rmid);
+}
+
+EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
+  if (!arch_->models_thread_tags() && g->cpus.empty()) return {ReadState::kUnavailable, 0};
+  std::optional<unsigned> cntr;
+  if (is_mbm(ev) && mbm_event_mode_) {
+    auto it = g->cntrs.find({domain, ev});
+    if (it == g->cntrs.end()) return {ReadState::kUnassigned, 0};
+    cntr = it->second;
+  }
+  hw::CounterValue v = arch_->read_event(domain, g->rmid, ev, cntr);
+  switch (v.err) {
+    case hw::ReadError::kError:
+      return {ReadState::kError, 0};
+    case hw::ReadError::kUnavailable:
+      return {ReadState::kUnavailable, 0};
+    case hw::ReadError::kNone:
+      break;
+  }
+  return {ReadState::kValue, v.bytes};
+}
+
+EventRead FsImpl::read_group(const Group* g, int domain, EventId ev) {
+  EventRead own = read_one(g, domain, ev);
+  if (g->type != GroupType::kCtrlMon) return own;
+  bool any_ok = own.state == ReadState::kValue;
+  uint64_t sum = any_ok ? own.bytes : 0;
+  EventRead last_err = own;
+  for (const Group* m : g->mon_children) {
+    EventRead r = read_one(m, domain, ev);
+    if (r.state == ReadState::kValue) {
+      any_ok = true;
+      sum += r.bytes;
+    } else {
+      last_err = r;
+    }
+  }
+  if (any_ok) return {ReadState::kValue, sum};
+  return last_err;
+}
+
+Result<std::string> FsImpl::show_event_file(const Node& n) {
+  EventRead r = read_group(n.group, n.domain, n.event);
+  switch (r.state) {
+    case ReadState::kError:
+      return std::string("Error\n");
+    case ReadState::kUnavailable:
+      return std::string("Unavailable\n");
+    case ReadState::kUnassigned:
+      return std::string("Unassigned\n");
+    case ReadState::kValue:
+      break;
+  }
+  return std::to_string(r.bytes) + "\n";
+}
+
+void FsImpl::reset_group_mbm(const Group* g) {
+  if (!mon_capable()) return;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    for (EventId ev : info_.mon.events) {
+      if (is_mbm(ev)) arch_->reset_event(d.id, g->rmid, ev);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ABMC counters
+
+unsigned FsImpl::free_cntrs(int domain) const {
+  auto it = cntr_owner_.find(domain);
+  if (it == cntr_owner_.end()) return 0;
+  unsigned n = 0;
+  for (const auto& o : it->second)
+    if (!o) ++n;
+  return n;
+}
+
+Result<void> FsImpl::assign_cntr(Group* g, int domain, EventId ev) {
+  if (g->cntrs.count({domain, ev}) != 0) return Ok();
+  auto& owners = cntr_owner_[domain];
+  for (size_t id = 0; id < owners.size(); ++id) {
+    if (owners[id]) continue;
+    uint32_t cfg = ev == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
+    Result<void> r = arch_->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
+    if (!r.ok()) return fail(r.error().code, r.error().message);
+    owners[id] = std::make_pair(g, ev);
+    g->cntrs[{domain, ev}] = static_cast<unsigned>(id);
+    return Ok();
+  }
+  return fail(ENOSPC, "Failed to allocate counter for " + std::string(event_name(ev)) +
+                          " in domain " + std::to_string(domain) + "\n");
+}
+
+void FsImpl::unassign_cntr(Group* g, int domain, EventId ev) {
+  auto it = g->cntrs.find({domain, ev});
+  if (it == g->cntrs.end()) return;
+  unsigned id = it->second;
+  (void)arch_->config_cntr(domain, id, g->rmid, ev, 0, false);
+  auto& owners = cntr_owner_[domain];
+  if (id < owners.size()) owners[id].reset();
+  g->cntrs.erase(it);
+}
+
+void FsImpl::unassign_all_cntrs(Group* g) {
+  auto copy = g->cntrs;
+  for (auto& [key, id] : copy) unassign_cntr(g, key.first, key.second);
+}
+
+void FsImpl::assign_cntrs_on_mkdir(Group* g) {
+  if (!mbm_event_mode_ || !assign_on_mkdir_) return;
+  for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
+    if (!event_enabled(ev)) continue;
+    for (const hw::MonDomain& d : info_.mon.mon_domains) (void)assign_cntr(g, d.id, ev);
+  }
+}
+
+Result<void> FsImpl::set_assign_mode(bool mbm_event) {
+  // Every counter is released, in every domain.
+  for (auto& g : groups_) unassign_all_cntrs(g.get());
+  RESCTRLFS_RETURN_IF_ERROR(arch_->set_abmc_enabled(mbm_event));
+  mbm_event_mode_ = mbm_event;
+  event_filter_total_ = info_.mon.bmec_supported_mask;
+  event_filter_local_ = info_.mon.bmec_supported_mask & 0x15U;
+  if (mbm_event) assign_on_mkdir_ = true;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) arch_->reset_domain_events(d.id);
+  mba_prev_bytes_.clear();
+  // The BMEC files appear or disappear with the mode.
+  if (mounted_) {
+    if (Node* m = node(info_mon_ino_); m != nullptr && !m->removed)
+      sync_file_rows(m, kInfo | kMon | kResCache | (opts_.debug ? uint32_t{kDebug} : 0U));
+  }
+  return Ok();
+}
+
+Result<std::string> FsImpl::show_mbm_l3_assignments(const Node& n) {
+  lcs_.clear();
+  if (!mbm_event_mode_)
+    return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n").error();
+  const Group* g = n.group;
+  std::string out;
+  for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
+    if (!event_enabled(ev)) continue;
+    out += event_name(ev);
+    out += ':';
+    bool sep = false;
+    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+      if (sep) out += ';';
+      sep = true;
+      out += std::to_string(d.id) + "=" + (g->cntrs.count({d.id, ev}) != 0 ? "e" : "_");
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, const Caller&) {
+  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
+  Group* g = n.group;
+  lcs_.clear();
+  if (!mbm_event_mode_) return fail(EINVAL, "mbm_event mode is not enabled\n");
+  std::optional<std::string_view> lines = kstr_cut(data);
+  while (lines) {
+    std::optional<std::string_view> line = kstr::strsep(lines, "\n");
+    std::string_view event = kstr::strsep(line, ":");
+    EventId ev = EventId::MBM_TOTAL;
+    if (event == "mbm_total_bytes" && event_enabled(EventId::MBM_TOTAL)) {
+      ev = EventId::MBM_TOTAL;
+    } else if (event == "mbm_local_bytes" && event_enabled(EventId::MBM_LOCAL)) {
+      ev = EventId::MBM_LOCAL;
+    } else {
+      return fail(ENOENT, "Invalid event " + std::string(event) + "\n");
+    }
+    while (line && !line->empty()) {
+      std::optional<std::string_view> item = kstr::strim(kstr::strsep(line, ";"));
+      std::string_view id_str = kstr::strsep(item, "=");
+      std::string state = item ? std::string(*item) : std::string("(null)");
+      const std::string op_failed = "Assign operation '" + std::string(event) + ":" +
+                                    std::string(id_str) + "=" + state + "' failed\n";
+      if (!id_str.empty() && id_str[0] == '*') {
+        if (state != "e" && state != "_") return fail(EINVAL, op_failed);
+        Result<void> last = Ok();
+        for (const hw::MonDomain& d : info_.mon.mon_domains) {
+          if (state == "e") {
+            Result<void> r = assign_cntr(g, d.id, ev);
+            if (!r.ok()) last = r;
+          } else {
+            unassign_cntr(g, d.id, ev);
+          }
+        }
+        if (!last.ok()) {
+          lcs_.printf(op_failed);
+          return last;
+        }
+        break;  // the rest of the line is ignored after '*'
+      }
+      uint64_t dom = 0;
+      if (kstr::kstrtoul(id_str, 10, dom) != 0) return fail(EINVAL, "Missing domain id\n");
+      bool found = false;
+      for (const hw::MonDomain& d : info_.mon.mon_domains)
+        found = found || static_cast<uint64_t>(d.id) == dom;
+      if (!found) return fail(EINVAL, "Invalid domain id " + std::string(id_str) + "\n");
+      if (state == "e") {
+        Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
+        if (!r.ok()) {
+          lcs_.printf(op_failed);
+          return r;
+        }
+      } else if (state == "_") {
+        unassign_cntr(g, static_cast<int>(dom), ev);
+      } else {
+        return fail(EINVAL, op_failed);
+      }
+    }
+  }
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Workers
+
+void FsImpl::limbo_pass() {
+  if (!mon_capable()) return;
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (!rmids_.has_busy(d.id)) continue;
+    rmids_.check_limbo(d.id, [this](int dom, uint32_t rmid) {
+      hw::CounterValue v = arch_->read_event(dom, rmid, EventId::LLC_OCCUPANCY);
+      if (v.err != hw::ReadError::kNone) return true;
+      return v.bytes >= threshold_;
+    });
+  }
+}
+
+void FsImpl::overflow_pass(double elapsed_ms) {
+  if (!mounted_ || !mon_capable()) return;
+  // Reading every MBM counter lets hw/ fold wrap-around into its totals.
+  for (auto& g : groups_) {
+    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+      for (EventId ev : info_.mon.events) {
+        if (is_mbm(ev)) (void)read_one(g.get(), d.id, ev);
+      }
+    }
+  }
+  if (!opts_.mba_mbps) return;
+  // The software controller (§5.3), once per domain per interval.
+  const hw::Resource& mb = info_.res(hw::ResourceId::MB);
+  std::vector<hw::CtrlUpdate> updates;
+  for (auto& gp : groups_) {
+    Group* g = gp.get();
+    if (g->type != GroupType::kCtrlMon) continue;
+    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+      EventRead r = read_group(g, d.id, g->mba_event);
+      if (r.state != ReadState::kValue) continue;
+      auto key = std::make_pair(static_cast<const Group*>(g), d.id);
+      auto prev = mba_prev_bytes_.find(key);
+      mba_prev_bytes_[key] = r.bytes;
+      if (prev == mba_prev_bytes_.end() || r.bytes < prev->second || elapsed_ms <= 0) continue;
+      double per_s = static_cast<double>(r.bytes - prev->second) * 1000.0 / elapsed_ms;
+      uint64_t cur_bw = static_cast<uint64_t>(per_s / (1024.0 * 1024.0));
+      auto t = mbps_target_.find({d.id, g->closid});
+      uint64_t user_bw = t == mbps_target_.end() ? UINT32_MAX : t->second;
+      uint32_t cur = arch_->get_ctrl(hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid);
+      uint32_t next = cur;
+      if (cur > mb.membw.min_bw && user_bw < cur_bw) {
+        next = cur - mb.membw.bw_gran;
+      } else if (cur < mb.membw.max_bw && cur != 0 &&
+                 user_bw > cur_bw * (cur + mb.membw.min_bw) / cur) {
+        next = cur + mb.membw.bw_gran;
+      }
+      if (next != cur)
+        updates.push_back({hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid, next});
+    }
+  }
+  if (!updates.empty()) (void)arch_->update_ctrls(updates);
+}
+
+void FsImpl::tick(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  double elapsed_ms = 1000.0;
+  if (last_tick_) {
+    auto dt = now - *last_tick_;
+    // Tolerate a little timer jitter; the kernel's workers are 1000 ms apart.
+    if (dt < kWorkerInterval - std::chrono::milliseconds(50)) return;
+    elapsed_ms = std::chrono::duration<double, std::milli>(dt).count();
+  }
+  last_tick_ = now;
+  limbo_pass();
+  overflow_pass(elapsed_ms);
+}
+
+}  // namespace resctrlfs::fs::internal

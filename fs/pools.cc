@@ -1,0 +1,113 @@
+// Implements the CLOSID and RMID pools of pools.h.
+#include "fs/pools.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace resctrlfs::fs {
+
+void ClosidPool::init(unsigned count) {
+  allocated_.assign(count, false);
+  if (count > 0) allocated_[0] = true;
+}
+
+Result<uint32_t> ClosidPool::alloc() {
+  for (uint32_t c = 1; c < allocated_.size(); ++c) {
+    if (!allocated_[c]) {
+      allocated_[c] = true;
+      return c;
+    }
+  }
+  return Error::make(ENOSPC);
+}
+
+bool ClosidPool::claim(uint32_t closid) {
+  if (closid >= allocated_.size() || allocated_[closid]) return false;
+  allocated_[closid] = true;
+  return true;
+}
+
+void ClosidPool::free(uint32_t closid) {
+  if (closid != 0 && closid < allocated_.size()) allocated_[closid] = false;
+}
+
+unsigned ClosidPool::free_count() const {
+  return static_cast<unsigned>(std::count(allocated_.begin(), allocated_.end(), false));
+}
+
+void RmidPool::init(unsigned num_rmids, std::vector<int> domains, bool use_limbo) {
+  num_rmids_ = num_rmids;
+  use_limbo_ = use_limbo;
+  domains_ = std::move(domains);
+  free_.clear();
+  busy_.clear();
+  busy_count_.clear();
+  for (uint32_t r = 1; r < num_rmids; ++r) free_.push_back(r);
+}
+
+Result<uint32_t> RmidPool::alloc() {
+  if (free_.empty()) return Error::make(busy_count_.empty() ? ENOSPC : EBUSY);
+  uint32_t r = free_.front();
+  free_.pop_front();
+  return r;
+}
+
+bool RmidPool::claim(uint32_t rmid) {
+  auto it = std::find(free_.begin(), free_.end(), rmid);
+  if (it == free_.end()) return false;
+  free_.erase(it);
+  return true;
+}
+
+void RmidPool::free(uint32_t rmid) {
+  if (rmid == 0 || rmid >= num_rmids_) return;
+  if (!use_limbo_ || domains_.empty()) {
+    free_.push_back(rmid);
+    return;
+  }
+  for (int d : domains_) {
+    if (busy_[d].insert(rmid).second) ++busy_count_[rmid];
+  }
+}
+
+void RmidPool::unbusy(int domain, uint32_t rmid) {
+  auto it = busy_count_.find(rmid);
+  if (it == busy_count_.end()) return;
+  if (--it->second == 0) {
+    busy_count_.erase(it);
+    free_.push_back(rmid);
+  }
+}
+
+void RmidPool::check_limbo(int domain, const std::function<bool(int, uint32_t)>& dirty) {
+  auto it = busy_.find(domain);
+  if (it == busy_.end()) return;
+  std::vector<uint32_t> clean;
+  for (uint32_t r : it->second)
+    if (!dirty(domain, r)) clean.push_back(r);
+  for (uint32_t r : clean) {
+    it->second.erase(r);
+    unbusy(domain, r);
+  }
+}
+
+void RmidPool::force_clear(int domain) {
+  auto it = busy_.find(domain);
+  if (it == busy_.end()) return;
+  std::set<uint32_t> rmids = std::move(it->second);
+  it->second.clear();
+  for (uint32_t r : rmids) unbusy(domain, r);
+}
+
+bool RmidPool::has_busy(int domain) const {
+  auto it = busy_.find(domain);
+  return it != busy_.end() && !it->second.empty();
+}
+
+std::vector<uint32_t> RmidPool::busy_in(int domain) const {
+  auto it = busy_.find(domain);
+  if (it == busy_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+}  // namespace resctrlfs::fs

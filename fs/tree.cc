@@ -1,0 +1,314 @@
+// Implements the node table of FsImpl and the VFS-facing operations that do
+// not change groups: lookup, getattr, readdir, setattr, open, write
+// dispatch, create/unlink refusals, forget, and building the directory
+// trees of groups and info/ from the file table.
+#include <fcntl.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "fs/impl.h"
+
+namespace resctrlfs::fs::internal {
+
+namespace {
+
+constexpr size_t kNameMax = 255;
+constexpr size_t kWriteMax = 4096;  // kernfs atomic_write_len (one page)
+
+bool row_matches(const FileRow& row, uint32_t flags) {
+  return row.flags != 0 && (row.flags & ~flags) == 0;
+}
+
+}  // namespace
+
+int64_t FsImpl::now_seconds() const { return static_cast<int64_t>(std::time(nullptr)); }
+
+Node* FsImpl::node(Ino ino) {
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+Node* FsImpl::child(Node* dir, std::string_view name) {
+  auto it = dir->children.find(name);
+  return it == dir->children.end() ? nullptr : node(it->second);
+}
+
+Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
+                       gid_t gid) {
+  auto n = std::make_unique<Node>();
+  n->ino = next_ino_++;
+  n->parent = parent->ino;
+  n->name = std::move(name);
+  n->kind = kind;
+  n->mode = mode;
+  n->uid = uid;
+  n->gid = gid;
+  n->mtime = n->ctime = now_seconds();
+  n->group = parent->group;
+  n->schema = parent->schema;
+  n->domain = parent->domain;
+  n->event = parent->event;
+  Node* raw = n.get();
+  parent->children[raw->name] = raw->ino;
+  nodes_[raw->ino] = std::move(n);
+  return raw;
+}
+
+void FsImpl::remove_node(Node* n, bool notify) {
+  // Children first, so that their inodes can be released bottom-up.
+  std::vector<Ino> kids;
+  for (auto& [name, ino] : n->children) kids.push_back(ino);
+  for (Ino k : kids) {
+    if (Node* c = node(k)) remove_node(c, false);
+  }
+  n->children.clear();
+  if (Node* p = node(n->parent); p != nullptr && p != n) {
+    auto it = p->children.find(n->name);
+    if (it != p->children.end() && it->second == n->ino) p->children.erase(it);
+    if (notify && inval_ != nullptr) inval_->inval_entry(p->ino, n->name);
+  }
+  n->removed = true;
+  n->group = nullptr;
+  if (n->nlookup == 0 && n->ino != kRootIno) nodes_.erase(n->ino);
+}
+
+void FsImpl::add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid) {
+  for (const FileRow& row : file_table()) {
+    if (!row_matches(row, flags)) continue;
+    if (row.cond != nullptr && !(this->*row.cond)()) continue;
+    Node* f = add_node(dir, row.name, NodeKind::kFile, S_IFREG | row.mode, uid, gid);
+    f->row = &row;
+  }
+}
+
+void FsImpl::sync_file_rows(Node* dir, uint32_t flags) {
+  for (const FileRow& row : file_table()) {
+    if (!row_matches(row, flags)) continue;
+    bool want = row.cond == nullptr || (this->*row.cond)();
+    Node* f = child(dir, row.name);
+    if (want && f == nullptr) {
+      Node* nf = add_node(dir, row.name, NodeKind::kFile, S_IFREG | row.mode, dir->uid, dir->gid);
+      nf->row = &row;
+      if (inval_ != nullptr) inval_->inval_entry(dir->ino, row.name);
+    } else if (!want && f != nullptr) {
+      remove_node(f, true);
+    }
+  }
+}
+
+uint32_t FsImpl::group_flags(const Group& g) const {
+  uint32_t f = kBase;
+  if (g.type == GroupType::kCtrlMon) f |= kCtrl;
+  if (mon_capable()) f |= kMon;
+  if (opts_.debug) f |= kDebug;
+  return f;
+}
+
+void FsImpl::build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
+  dir->group = g;
+  g->dir = dir->ino;
+  add_file_rows(dir, group_flags(*g), uid, gid);
+  if (mon_capable()) {
+    if (g->type == GroupType::kCtrlMon) {
+      Node* mg = add_node(dir, "mon_groups", NodeKind::kMonGroups, S_IFDIR | dir_mode, uid, gid);
+      g->mon_groups_dir = mg->ino;
+    }
+    build_mon_data(g, dir, dir_mode, uid, gid);
+  }
+}
+
+void FsImpl::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
+  Node* md = add_node(dir, "mon_data", NodeKind::kMonData, S_IFDIR | dir_mode, uid, gid);
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "mon_L3_%02d", d.id);
+    Node* dd = add_node(md, name, NodeKind::kMonDomain, S_IFDIR | dir_mode, uid, gid);
+    dd->domain = d.id;
+    for (hw::EventId ev : info_.mon.events) {
+      Node* f = add_node(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, uid, gid);
+      f->event = ev;
+    }
+  }
+}
+
+void FsImpl::build_info_tree() {
+  const uint32_t dbg = opts_.debug ? uint32_t{kDebug} : 0U;
+  Node* info =
+      add_node(root_node_, "info", NodeKind::kInfo, S_IFDIR | 0755, mount_uid_, mount_gid_);
+  info->group = nullptr;
+  info_ino_ = info->ino;
+  add_file_rows(info, kInfo | kTop | dbg, mount_uid_, mount_gid_);
+  for (size_t i = 0; i < schemas_.schemas.size(); ++i) {
+    const schemata::Schema& s = schemas_.schemas[i];
+    Node* d = add_node(info, s.name, NodeKind::kInfoRes, S_IFDIR | 0755, mount_uid_, mount_gid_);
+    d->schema = static_cast<int>(i);
+    uint32_t flags = kInfo | kCtrl | dbg | (s.kind == schemata::Kind::CACHE ? kResCache : kResMb);
+    add_file_rows(d, flags, mount_uid_, mount_gid_);
+  }
+  if (mon_capable()) {
+    Node* m = add_node(info, "L3_MON", NodeKind::kInfoMon, S_IFDIR | 0755, mount_uid_, mount_gid_);
+    info_mon_ino_ = m->ino;
+    add_file_rows(m, kInfo | kMon | kResCache | dbg, mount_uid_, mount_gid_);
+    if (info_.mon.abmc) {
+      Node* ec = add_node(m, "event_configs", NodeKind::kEventConfigs, S_IFDIR | 0755, mount_uid_,
+                          mount_gid_);
+      for (hw::EventId ev : info_.mon.events) {
+        if (!is_mbm(ev)) continue;
+        Node* e = add_node(ec, event_name(ev), NodeKind::kEventConfig, S_IFDIR | 0755, mount_uid_,
+                           mount_gid_);
+        e->event = ev;
+        add_file_rows(e, kAssignConfig | dbg, mount_uid_, mount_gid_);
+      }
+    }
+  }
+}
+
+Group* FsImpl::group_of(const Node& n) const {
+  switch (n.kind) {
+    case NodeKind::kInfo:
+    case NodeKind::kInfoRes:
+    case NodeKind::kInfoMon:
+    case NodeKind::kEventConfigs:
+    case NodeKind::kEventConfig:
+      return nullptr;
+    default:
+      return n.group;
+  }
+}
+
+Attr FsImpl::attr_of(const Node& n) const {
+  Attr a;
+  a.ino = n.ino;
+  a.mode = n.mode;
+  a.uid = n.uid;
+  a.gid = n.gid;
+  a.size = 0;
+  a.mtime = n.mtime;
+  a.ctime = n.ctime;
+  if (n.is_dir()) {
+    uint32_t subdirs = 0;
+    for (auto& [name, ino] : n.children) {
+      auto it = nodes_.find(ino);
+      if (it != nodes_.end() && it->second->is_dir()) ++subdirs;
+    }
+    a.nlink = 2 + subdirs;
+  } else {
+    a.nlink = 1;
+  }
+  return a;
+}
+
+Result<Attr> FsImpl::lookup(Ino parent, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* p = node(parent);
+  if (p == nullptr || p->removed) return Error::make(ENOENT);
+  if (!p->is_dir()) return Error::make(ENOTDIR);
+  if (name.size() > kNameMax) return Error::make(ENAMETOOLONG);
+  Node* c = child(p, name);
+  if (c == nullptr) return Error::make(ENOENT);
+  ++c->nlookup;
+  return attr_of(*c);
+}
+
+Result<Attr> FsImpl::getattr(Ino ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr) return Error::make(ENOENT);
+  return attr_of(*n);
+}
+
+Result<std::vector<DirEntry>> FsImpl::readdir(Ino ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr || n->removed) return Error::make(ENOENT);
+  if (!n->is_dir()) return Error::make(ENOTDIR);
+  std::vector<DirEntry> out;
+  out.reserve(n->children.size());
+  for (auto& [name, cino] : n->children) {
+    Node* c = node(cino);
+    if (c != nullptr) out.push_back(DirEntry{name, attr_of(*c)});
+  }
+  return out;
+}
+
+Result<Attr> FsImpl::setattr(Ino ino, const uint32_t* mode, const uid_t* uid, const gid_t* gid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr || n->removed) return Error::make(ENOENT);
+  if (mode != nullptr) n->mode = (n->mode & S_IFMT) | (*mode & 07777);
+  if (uid != nullptr) n->uid = *uid;
+  if (gid != nullptr) n->gid = *gid;
+  n->ctime = now_seconds();
+  return attr_of(*n);
+}
+
+Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr) return Error::make(ENOENT);
+  if (n->removed) return Error::make(ENODEV);
+  if (n->is_dir()) return Error::make(EISDIR);
+  const int acc = flags & O_ACCMODE;
+  OpenFile of;
+  of.ino = ino;
+  of.writable = acc == O_WRONLY || acc == O_RDWR;
+  of.readable = acc == O_RDONLY || acc == O_RDWR;
+  // kernfs's extra open permission check: no write bit or no write
+  // operation -> EACCES, even for root; same for reads.
+  const bool has_write = n->kind == NodeKind::kFile;
+  if (of.writable && ((n->mode & 0222) == 0 || !has_write)) return Error::make(EACCES);
+  if (of.readable && (n->mode & 0444) == 0) return Error::make(EACCES);
+  if (of.readable) {
+    Result<std::string> r = Error::make(EINVAL);
+    if (n->kind == NodeKind::kEventFile) {
+      lcs_.clear();  // group lock (tip)
+      r = show_event_file(*n);
+    } else {
+      if (n->row->group_file) lcs_.clear();
+      r = (this->*(n->row->show))(*n);
+    }
+    if (r.ok()) {
+      of.snapshot = std::move(r.value());
+    } else {
+      of.read_errno = r.error().code;
+    }
+  }
+  return of;
+}
+
+Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr) return Error::make(ENOENT);
+  if (n->removed) return Error::make(ENODEV);
+  if (n->kind != NodeKind::kFile) return Error::make(EINVAL);
+  if (data.size() > kWriteMax) return Error::make(E2BIG);
+  if (n->row->write == nullptr) return Error::make(EINVAL);
+  Result<void> r = (this->*(n->row->write))(*n, data, caller);
+  if (!r.ok()) return std::move(r).error();
+  n->mtime = now_seconds();
+  return data.size();
+}
+
+Result<Attr> FsImpl::create(Ino parent, std::string_view name) { return Error::make(EACCES); }
+
+Result<void> FsImpl::unlink(Ino parent, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* p = node(parent);
+  if (p == nullptr || p->removed) return Error::make(ENOENT);
+  Node* c = child(p, name);
+  if (c == nullptr) return Error::make(ENOENT);
+  if (c->is_dir()) return Error::make(EISDIR);
+  return Error::make(EPERM);
+}
+
+void FsImpl::forget(Ino ino, uint64_t nlookup) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr || ino == kRootIno) return;
+  n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
+  if (n->nlookup == 0 && n->removed) nodes_.erase(ino);
+}
+
+}  // namespace resctrlfs::fs::internal
