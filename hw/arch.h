@@ -57,7 +57,7 @@ constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
 // Monitoring event ids (the kernel's QOS_L3_*_EVENT_ID values).
 enum class EventId : uint8_t { LLC_OCCUPANCY = 1, MBM_TOTAL = 2, MBM_LOCAL = 3 };
 
-const char* event_name(EventId e);  // "llc_occupancy", "mbm_total_bytes", ...
+const char* event_name(EventId e);        // "llc_occupancy", "mbm_total_bytes", ...
 const char* resource_name(ResourceId r);  // "L3", "L2", "MB", "SMBA"
 
 enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
@@ -78,19 +78,17 @@ struct CacheCaps {
   unsigned cbm_len = 0;         // bits in the capacity mask
   uint32_t shareable_bits = 0;  // bits other agents may use (info/*/shareable_bits)
   unsigned min_cbm_bits = 1;
-  bool sparse_masks = false;      // non-contiguous masks allowed
+  bool sparse_masks = false;  // non-contiguous masks allowed
   bool cdp_capable = false;
   bool io_alloc_capable = false;  // AMD SDCIAE
   uint64_t cache_size_bytes = 0;  // size of one domain's cache (for the size file)
-  uint32_t full_mask() const {
-    return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U);
-  }
+  uint32_t full_mask() const { return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U); }
 };
 
 struct MembwCaps {
-  unsigned min_bw = 0;     // info/MB/min_bandwidth
-  unsigned bw_gran = 1;    // info/MB/bandwidth_gran
-  unsigned max_bw = 100;   // the maximum (and default) schemata value
+  unsigned min_bw = 0;    // info/MB/min_bandwidth
+  unsigned bw_gran = 1;   // info/MB/bandwidth_gran
+  unsigned max_bw = 100;  // the maximum (and default) schemata value
   bool delay_linear = false;
   bool arch_needs_linear = false;  // Intel: non-linear MBA is unsupported
   ThrottleMode throttle_mode = ThrottleMode::UNDEFINED;
@@ -102,20 +100,20 @@ struct Resource {
   bool alloc_capable = false;
   unsigned num_closid = 0;  // hardware CLOSIDs (not yet halved for CDP)
   bool is_cache() const { return rid == ResourceId::L3 || rid == ResourceId::L2; }
-  CacheCaps cache;  // valid when is_cache()
-  MembwCaps membw;  // valid for MB / SMBA
+  CacheCaps cache;                       // valid when is_cache()
+  MembwCaps membw;                       // valid for MB / SMBA
   std::vector<CtrlDomain> ctrl_domains;  // sorted by id
 };
 
 // L3 monitoring capabilities.
 struct MonCaps {
   bool capable = false;
-  unsigned num_rmids = 0;          // info/L3_MON/num_rmids
-  unsigned occupancy_scale = 1;    // bytes per occupancy unit (CPUID.0xF.1:EBX)
-  unsigned counter_width = 24;     // MBM counter width in bits
-  std::vector<EventId> events;     // enabled events in event-id order
+  unsigned num_rmids = 0;            // info/L3_MON/num_rmids
+  unsigned occupancy_scale = 1;      // bytes per occupancy unit (CPUID.0xF.1:EBX)
+  unsigned counter_width = 24;       // MBM counter width in bits
+  std::vector<EventId> events;       // enabled events in event-id order
   uint64_t l3_cache_size_bytes = 0;  // limit for max_threshold_occupancy
-  unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
+  unsigned default_threshold = 0;    // default max_threshold_occupancy (bytes)
   // BMEC (AMD): mbm_*_bytes_config files. Mask of supported transaction bits.
   bool bmec = false;
   uint32_t bmec_supported_mask = 0;  // e.g. 0x7f
@@ -128,13 +126,13 @@ struct MonCaps {
 };
 
 struct PlatformInfo {
-  std::string vendor;       // "GenuineIntel" / "AuthenticAMD"
+  std::string vendor;  // "GenuineIntel" / "AuthenticAMD"
   unsigned family = 0, model = 0, stepping = 0;
-  unsigned nr_cpus = 0;     // nr_cpu_ids: bitmap width for cpus files
-  CpuMask online;           // online CPUs
-  std::vector<int> cpu_package;  // package id per CPU
-  std::vector<int> cpu_l2_id;    // L2 cache id per CPU (-1 if none)
-  std::vector<int> cpu_l3_id;    // L3 cache id per CPU (-1 if none)
+  unsigned nr_cpus = 0;               // nr_cpu_ids: bitmap width for cpus files
+  CpuMask online;                     // online CPUs
+  std::vector<int> cpu_package;       // package id per CPU
+  std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
+  std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   Resource resources[kNumResources];  // indexed by ResourceId
   MonCaps mon;
   bool pseudo_lock_capable = false;  // we do not emulate pseudo-locking

@@ -26,6 +26,9 @@ struct Workload {
   uint64_t cache_footprint_bytes = 0;  // working set competing for L3
   double bandwidth_mbps = 0;           // memory bandwidth demand (MB/s = 1e6 B/s)
   double local_fraction = 1.0;         // share of traffic to local memory
+  // Thread workloads only: the CPU the thread runs on. -1 spreads the
+  // thread evenly over every L3 domain (an unpinned thread).
+  int cpu = -1;
 };
 
 // One register as the simulator holds it (for tests comparing hardware
@@ -81,5 +84,11 @@ Result<Backend> make_sim_backend(const std::string& platform);
 // broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
 // when the CPU has no RDT/PQoS.
 Result<Backend> make_msr_backend(const std::string& broker_socket);
+
+// The /proc/cpuinfo flags the platform implies, in the order the kernel
+// prints them (cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,
+// cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). SMBA, BMEC and ABMC have no
+// cpuinfo flag in Linux (their feature names are hidden).
+std::vector<std::string> cpuinfo_rdt_flags(const PlatformInfo& info);
 
 }  // namespace resctrlfs::hw

@@ -1,0 +1,45 @@
+// Defines the wire format between the MSR broker (resctrl-msrd) and its
+// clients: a request is a batch of register operations, the reply carries
+// one result per operation. Fixed-size little-endian records over a
+// SOCK_STREAM Unix socket; both ends run on the same machine.
+//
+// Semantics: the broker first checks every operation of a batch against its
+// policy; if any is refused, none is executed and every result is EPERM.
+// Otherwise operations run in order; the first failing one gets EIO and the
+// rest ECANCELED (not executed).
+#pragma once
+
+#include <cstdint>
+
+namespace resctrlfs::hw::broker {
+
+inline constexpr uint32_t kRequestMagic = 0x52534D31;  // "RSM1"
+inline constexpr uint32_t kReplyMagic = 0x52534D32;    // "RSM2"
+inline constexpr uint32_t kMaxBatch = 4096;
+
+enum class OpKind : uint32_t { kRead = 0, kWrite = 1 };
+
+struct WireHeader {
+  uint32_t magic = 0;
+  uint32_t count = 0;
+};
+
+struct WireOp {
+  uint32_t cpu = 0;
+  uint32_t msr = 0;
+  uint64_t value = 0;  // value to write; ignored for reads
+  uint32_t kind = 0;   // OpKind
+  uint32_t reserved = 0;
+};
+
+struct WireResult {
+  int32_t err = 0;  // 0 or an errno value
+  uint32_t reserved = 0;
+  uint64_t value = 0;  // value read
+};
+
+static_assert(sizeof(WireHeader) == 8);
+static_assert(sizeof(WireOp) == 24);
+static_assert(sizeof(WireResult) == 16);
+
+}  // namespace resctrlfs::hw::broker

@@ -1,0 +1,48 @@
+// Implements make_msr_backend(): the x86 Arch over real hardware, CPUID from
+// /dev/cpu/N/cpuid and MSRs through the resctrl-msrd broker.
+#include "hw/real/msr_backend.h"
+
+#include <memory>
+
+#include "hw/broker/client.h"
+#include "hw/real/dev_cpuid.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/arch_x86.h"
+
+namespace resctrlfs::hw {
+
+namespace real {
+
+Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
+                                      const std::string& broker_socket) {
+  PlatformInfo info = x86::decode_platform(cpuid, topo, nullptr);
+  bool any = info.mon.capable;
+  for (const auto& r : info.resources) any = any || r.alloc_capable;
+  if (!any) {
+    return Error::make(ENODEV, "this CPU (" + info.vendor +
+                                   ") enumerates no RDT/PQoS resource in CPUID (leaves 0x7, "
+                                   "0xF, 0x10, 0x80000020); use the simulated platform instead");
+  }
+  unsigned first = topo.online.first();
+  x86::HwLimits limits = x86::decode_limits(cpuid, first < topo.nr_cpus ? first : 0);
+  auto dev = std::make_shared<broker::BrokerMsrDevice>(broker_socket);
+  RESCTRLFS_RETURN_IF_ERROR(dev->client().connect());
+  RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
+                             x86::X86Arch::create(std::move(info), limits, dev, nullptr));
+  Backend b;
+  b.arch = std::move(arch);
+  b.platform_name = "real";
+  b.keepalive = dev;
+  return b;
+}
+
+}  // namespace real
+
+Result<Backend> make_msr_backend(const std::string& broker_socket) {
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
+                             sim::read_sysfs_topology("/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid;
+  return real::make_msr_backend_with(cpuid, topo, broker_socket);
+}
+
+}  // namespace resctrlfs::hw

@@ -1,0 +1,18 @@
+// Defines the pieces of the real backend that tests reach directly:
+// building an Arch from any CPUID source and topology over a broker socket.
+#pragma once
+
+#include <string>
+
+#include "hw/backend.h"
+#include "hw/device.h"
+#include "hw/x86/cpuid_decode.h"
+
+namespace resctrlfs::hw::real {
+
+// make_msr_backend() with the CPUID source and topology given: refuses
+// (ENODEV) a platform without RDT/PQoS, then connects to the broker.
+Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
+                                      const std::string& broker_socket);
+
+}  // namespace resctrlfs::hw::real

@@ -1,0 +1,329 @@
+// Implements the register file of the simulated machine: CPUID answers,
+// MSR reads and writes with the #GP rules of the hardware, fault injection
+// and the register dump. The workload model lives in model.cc.
+#include "hw/sim/machine.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::sim {
+
+using namespace resctrlfs::hw::x86;  // NOLINT: register names
+
+namespace {
+
+bool in_bank(uint32_t msr, uint32_t base, size_t n) { return msr >= base && msr - base < n; }
+
+}  // namespace
+
+SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
+  const x86::Topology topo = profile_.topology();
+  info_ = x86::decode_platform(*this, topo, nullptr);
+  unsigned first = topo.online.first();
+  if (first >= topo.nr_cpus) first = 0;
+  limits_ = x86::decode_limits(*this, first);
+  num_closid_any_ = std::max(1U, limits_.num_closid_any);
+  num_rmid_any_ = limits_.max_rmid_any + 1;
+
+  const Resource& l3r = info_.res(ResourceId::L3);
+  const Resource& l2r = info_.res(ResourceId::L2);
+  const Resource& mbr = info_.res(ResourceId::MB);
+  const Resource& smr = info_.res(ResourceId::SMBA);
+  const bool amd = profile_.amd();
+
+  cpus_.resize(topo.nr_cpus);
+  std::map<int, size_t> l3_index, l2_index;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (!topo.online.test(c)) continue;
+    cpus_[c].online = true;
+    if (topo.l3_id[c] >= 0) {
+      auto [it, added] = l3_index.try_emplace(topo.l3_id[c], l3_index.size());
+      if (added) {
+        l3_.emplace_back();
+        l3_.back().id = topo.l3_id[c];
+      }
+    }
+    if (topo.l2_id[c] >= 0) {
+      auto [it, added] = l2_index.try_emplace(topo.l2_id[c], l2_index.size());
+      if (added) {
+        l2_.emplace_back();
+        l2_.back().id = topo.l2_id[c];
+      }
+    }
+  }
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (!cpus_[c].online) continue;
+    if (topo.l3_id[c] >= 0) {
+      cpus_[c].l3 = static_cast<int>(l3_index[topo.l3_id[c]]);
+      l3_[cpus_[c].l3].cpus.push_back(c);
+    }
+    if (topo.l2_id[c] >= 0) {
+      cpus_[c].l2 = static_cast<int>(l2_index[topo.l2_id[c]]);
+      l2_[cpus_[c].l2].cpus.push_back(c);
+    }
+  }
+  const unsigned nrmid = info_.mon.capable ? info_.mon.num_rmids : 1;
+  for (auto& d : l3_) {
+    if (l3r.alloc_capable) d.l3_mask.assign(l3r.num_closid, l3r.cache.full_mask());
+    if (mbr.alloc_capable) {
+      if (amd) {
+        d.amd_bw.assign(mbr.num_closid, uint64_t{1} << limits_.amd_bw_len);
+      } else {
+        d.mba_thrtl.assign(mbr.num_closid, 0);
+      }
+    }
+    if (smr.alloc_capable) d.smba_bw.assign(smr.num_closid, uint64_t{1} << limits_.amd_smba_len);
+    d.evt_cfg[0] = info_.mon.bmec_default_total;
+    d.evt_cfg[1] = info_.mon.bmec_default_local;
+    d.cntrs.resize(info_.mon.num_mbm_cntrs);
+    d.occ.assign(nrmid, 0);
+    for (int e = 0; e < 2; ++e) {
+      d.mbm[e].assign(nrmid, 0);
+      d.unavail_once[e].assign(nrmid, 0);
+    }
+    d.tracked.assign(nrmid, 0);
+    d.last_active_us.assign(nrmid, 0);
+  }
+  for (auto& d : l2_) {
+    if (l2r.alloc_capable) d.l2_mask.assign(l2r.num_closid, l2r.cache.full_mask());
+  }
+  start_ = std::chrono::steady_clock::now();
+}
+
+CpuidRegs SimMachine::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const {
+  auto it = profile_.cpuid.find({leaf, subleaf});
+  return it == profile_.cpuid.end() ? CpuidRegs{} : it->second;
+}
+
+Result<void> SimMachine::gp(unsigned cpu, uint32_t msr, const char* why) const {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "simulated #GP on CPU %u, MSR 0x%x: %s", cpu, msr, why);
+  return Error::make(EIO, buf);
+}
+
+bool SimMachine::mask_ok(const Resource& r, uint64_t v) const {
+  if ((v & ~uint64_t{r.cache.full_mask()}) != 0) return false;
+  if (profile_.amd()) return true;  // AMD accepts any mask, even empty
+  if (v == 0) return false;
+  if (r.cache.sparse_masks) return true;
+  // Contiguous: adding the lowest set bit carries through one run of ones.
+  uint64_t lowest = v & (~v + 1);
+  uint64_t sum = v + lowest;
+  return (sum & v) == 0;
+}
+
+Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
+  std::lock_guard lock(mu_);
+  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EIO, "CPU is offline");
+  Cpu& c = cpus_[cpu];
+  const Resource& l3r = info_.res(ResourceId::L3);
+  const Resource& l2r = info_.res(ResourceId::L2);
+  const bool cqm = (cpuid(cpu, CPUID_LEAF_EXT_FEATURES, 0).ebx & CPUID_7_EBX_PQM) != 0;
+  L3Dom* d = c.l3 >= 0 ? &l3_[c.l3] : nullptr;
+  L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
+
+  if (msr == IA32_PQR_ASSOC) return c.pqr_assoc;
+  if (msr == IA32_QM_EVTSEL && cqm) return c.qm_evtsel;
+  if (msr == IA32_QM_CTR && cqm) return read_qm_ctr_locked(c);
+  if (d != nullptr) {
+    if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) return d->l3_qos_cfg;
+    if (in_bank(msr, IA32_L3_MASK_0, d->l3_mask.size())) return d->l3_mask[msr - IA32_L3_MASK_0];
+    if (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, d->mba_thrtl.size()))
+      return d->mba_thrtl[msr - IA32_L2_QOS_EXT_BW_THRTL_0];
+    if (in_bank(msr, L3QOS_BW_CONTROL_0, d->amd_bw.size()))
+      return d->amd_bw[msr - L3QOS_BW_CONTROL_0];
+    if (in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, d->smba_bw.size()))
+      return d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0];
+    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) return d->evt_cfg[msr - QOS_EVT_CFG_0];
+    if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) return d->ext_cfg;
+    if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) return d->abmc_cfg_last;
+    if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) {
+      unsigned id = (d->abmc_cfg_last >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK;
+      if (id >= d->cntrs.size()) return uint64_t{0};
+      const AbmcCounter& k = d->cntrs[id];
+      return (k.enabled ? ABMC_CFG_CTR_EN : 0) | (uint64_t{id} << ABMC_CFG_CTR_ID_SHIFT) |
+             (uint64_t{k.rmid} << ABMC_CFG_BW_SRC_SHIFT) | k.bw_type;
+    }
+  }
+  if (msr == MBA_CFG && d != nullptr && !d->mba_thrtl.empty()) return c.mba_cfg;
+  if (d2 != nullptr) {
+    if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) return d2->l2_qos_cfg;
+    if (in_bank(msr, IA32_L2_MASK_0, d2->l2_mask.size())) return d2->l2_mask[msr - IA32_L2_MASK_0];
+  }
+  auto e = gp(cpu, msr, "unknown or absent register");
+  return std::move(e).error();
+}
+
+Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
+  std::lock_guard lock(mu_);
+  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EIO, "CPU is offline");
+  if (fail_writes_ > 0 && (!fail_cpu_ || *fail_cpu_ == cpu)) {
+    --fail_writes_;
+    return gp(cpu, msr, "injected fault");
+  }
+  Cpu& c = cpus_[cpu];
+  const Resource& l3r = info_.res(ResourceId::L3);
+  const Resource& l2r = info_.res(ResourceId::L2);
+  const bool cqm = (cpuid(cpu, CPUID_LEAF_EXT_FEATURES, 0).ebx & CPUID_7_EBX_PQM) != 0;
+  L3Dom* d = c.l3 >= 0 ? &l3_[c.l3] : nullptr;
+  L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
+  const uint64_t now = now_us_locked();
+
+  if (msr == IA32_PQR_ASSOC) {
+    uint64_t closid = v >> PQR_ASSOC_CLOS_SHIFT;
+    uint64_t rmid = v & PQR_ASSOC_RMID_MASK;
+    if (closid >= num_closid_any_) return gp(cpu, msr, "CLOS beyond the enumerated maximum");
+    if (rmid >= num_rmid_any_) return gp(cpu, msr, "RMID beyond the enumerated maximum");
+    advance_all_locked(now);
+    c.pqr_assoc = v;
+    tracking_dirty_ = true;
+    return Ok();
+  }
+  if (msr == IA32_QM_EVTSEL && cqm) {
+    if ((v & 0x7FFFFF00ULL) != 0) return gp(cpu, msr, "reserved bits set");
+    if (v & QM_EVTSEL_EXTENDED_EVTID) {
+      if (!info_.mon.abmc) return gp(cpu, msr, "extended event id without ABMC");
+    } else if ((v >> QM_EVTSEL_RMID_SHIFT) >= num_rmid_any_) {
+      return gp(cpu, msr, "RMID beyond CPUID.0xF.0:EBX");
+    }
+    c.qm_evtsel = v;
+    return Ok();
+  }
+  if (msr == IA32_QM_CTR && cqm) return gp(cpu, msr, "read-only register");
+  if (d != nullptr) {
+    if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) {
+      if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      d->l3_qos_cfg = v;
+      return Ok();
+    }
+    if (in_bank(msr, IA32_L3_MASK_0, d->l3_mask.size())) {
+      if (!mask_ok(l3r, v)) return gp(cpu, msr, "invalid capacity bitmask");
+      advance_all_locked(now);
+      d->l3_mask[msr - IA32_L3_MASK_0] = v;
+      return Ok();
+    }
+    if (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, d->mba_thrtl.size())) {
+      if ((v & ~0xFFFFULL) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      d->mba_thrtl[msr - IA32_L2_QOS_EXT_BW_THRTL_0] = v;
+      return Ok();
+    }
+    if (in_bank(msr, L3QOS_BW_CONTROL_0, d->amd_bw.size())) {
+      if ((v >> (limits_.amd_bw_len + 1)) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      d->amd_bw[msr - L3QOS_BW_CONTROL_0] = v;
+      return Ok();
+    }
+    if (in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, d->smba_bw.size())) {
+      if ((v >> (limits_.amd_smba_len + 1)) != 0) return gp(cpu, msr, "reserved bits set");
+      d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0] = v;
+      return Ok();
+    }
+    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) {
+      if ((v & ~uint64_t{info_.mon.bmec_supported_mask}) != 0)
+        return gp(cpu, msr, "unsupported transaction bits");
+      advance_all_locked(now);
+      const size_t e = msr - QOS_EVT_CFG_0;
+      d->evt_cfg[e] = v;
+      // The hardware clears the event's counts; each RMID's next read says
+      // Unavailable.
+      std::fill(d->mbm[e].begin(), d->mbm[e].end(), 0.0);
+      std::fill(d->unavail_once[e].begin(), d->unavail_once[e].end(), 1);
+      return Ok();
+    }
+    if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) {
+      if ((v & ~L3_QOS_EXT_CFG_ABMC_EN) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      d->ext_cfg = v;
+      return Ok();
+    }
+    if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) {
+      constexpr uint64_t kReserved = (0x7ULL << 44) | (0x1FFULL << 53);
+      if ((v & kReserved) != 0) return gp(cpu, msr, "reserved bits set");
+      unsigned id = (v >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK;
+      uint32_t bw_type = static_cast<uint32_t>(v & ABMC_CFG_BW_TYPE_MASK);
+      uint32_t src = static_cast<uint32_t>((v >> ABMC_CFG_BW_SRC_SHIFT) & ABMC_CFG_BW_SRC_MASK);
+      if (id >= d->cntrs.size()) return gp(cpu, msr, "counter id beyond the enumerated count");
+      if ((bw_type & ~BMEC_MAX_EVT_CONFIG_BITS) != 0) return gp(cpu, msr, "reserved BwType bits");
+      if ((v & ABMC_CFG_IS_CLOS) ? src >= num_closid_any_ : src >= num_rmid_any_)
+        return gp(cpu, msr, "BwSrc beyond the enumerated maximum");
+      advance_all_locked(now);
+      d->abmc_cfg_last = v;
+      if (v & ABMC_CFG_CFG_EN) {
+        AbmcCounter& k = d->cntrs[id];
+        k.enabled = (v & ABMC_CFG_CTR_EN) != 0;
+        k.is_clos = (v & ABMC_CFG_IS_CLOS) != 0;
+        k.rmid = src;
+        k.bw_type = bw_type;
+        k.bytes = 0;  // applying a configuration resets the counter
+      }
+      return Ok();
+    }
+    if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) return gp(cpu, msr, "read-only register");
+    if (msr == MBA_CFG && !d->mba_thrtl.empty()) {
+      if ((v & ~1ULL) != 0) return gp(cpu, msr, "reserved bits set");
+      c.mba_cfg = v;
+      return Ok();
+    }
+  }
+  if (d2 != nullptr) {
+    if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) {
+      if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
+      d2->l2_qos_cfg = v;
+      return Ok();
+    }
+    if (in_bank(msr, IA32_L2_MASK_0, d2->l2_mask.size())) {
+      if (!mask_ok(l2r, v)) return gp(cpu, msr, "invalid capacity bitmask");
+      d2->l2_mask[msr - IA32_L2_MASK_0] = v;
+      return Ok();
+    }
+  }
+  return gp(cpu, msr, "unknown or absent register");
+}
+
+void SimMachine::fail_next_writes(unsigned count, std::optional<unsigned> cpu) {
+  std::lock_guard lock(mu_);
+  fail_writes_ = count;
+  fail_cpu_ = cpu;
+}
+
+std::vector<RegisterValue> SimMachine::dump_registers() const {
+  std::lock_guard lock(mu_);
+  std::vector<RegisterValue> out;
+  for (unsigned c = 0; c < cpus_.size(); ++c) {
+    if (cpus_[c].online) out.push_back({c, IA32_PQR_ASSOC, cpus_[c].pqr_assoc});
+  }
+  auto bank = [&](unsigned cpu, uint32_t base, const std::vector<uint64_t>& regs) {
+    for (size_t i = 0; i < regs.size(); ++i)
+      out.push_back({cpu, base + static_cast<uint32_t>(i), regs[i]});
+  };
+  for (const auto& d : l3_) {
+    if (d.cpus.empty()) continue;
+    unsigned cpu = d.cpus.front();
+    if (info_.res(ResourceId::L3).cache.cdp_capable)
+      out.push_back({cpu, IA32_L3_QOS_CFG, d.l3_qos_cfg});
+    bank(cpu, IA32_L3_MASK_0, d.l3_mask);
+    bank(cpu, IA32_L2_QOS_EXT_BW_THRTL_0, d.mba_thrtl);
+    bank(cpu, L3QOS_BW_CONTROL_0, d.amd_bw);
+    bank(cpu, L3QOS_SLOW_BW_CONTROL_0, d.smba_bw);
+    if (info_.mon.bmec) {
+      out.push_back({cpu, QOS_EVT_CFG_0, d.evt_cfg[0]});
+      out.push_back({cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1]});
+    }
+    if (info_.mon.abmc) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
+  }
+  for (const auto& d : l2_) {
+    if (d.cpus.empty()) continue;
+    unsigned cpu = d.cpus.front();
+    if (info_.res(ResourceId::L2).cache.cdp_capable)
+      out.push_back({cpu, IA32_L2_QOS_CFG, d.l2_qos_cfg});
+    bank(cpu, IA32_L2_MASK_0, d.l2_mask);
+  }
+  return out;
+}
+
+}  // namespace resctrlfs::hw::sim

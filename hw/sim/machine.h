@@ -1,0 +1,185 @@
+// Defines SimMachine: a register-level model of an Intel RDT / AMD PQoS
+// processor built from a platform Profile. It is a CpuidSource and an
+// MsrDevice (so the x86 Arch programs it exactly as it programs hardware),
+// a SchedulerModel (threads' CLOSID/RMID tags) and a SimControl (clock,
+// workloads, fault injection).
+//
+// What it enforces, as the hardware would (the access fails with EIO, the
+// #GP of the real instruction):
+//   - an MSR that the enumerated features do not provide;
+//   - writing a read-only register (IA32_QM_CTR, L3_QOS_ABMC_DSC);
+//   - a mask/bandwidth register index at or beyond the enumerated CLOSIDs;
+//   - PQR_ASSOC with a CLOSID or RMID beyond the enumerated maximum;
+//   - QM_EVTSEL with an RMID beyond CPUID.0xF.0:EBX or reserved bits;
+//   - reserved bits (mask bits above cbm_len, BMEC bits above 6, ...);
+//   - an empty or non-contiguous cache mask on Intel without the
+//     non-contiguous CPUID bit.
+//
+// The workload model (per L3 domain, advanced lazily by a clock):
+//   - entities are CPU workloads (tagged by the CPU's PQR_ASSOC) and thread
+//     workloads (tagged by set_thread_tags; pinned to a CPU, or spread over
+//     every L3 domain);
+//   - occupancy: each CLOSID may fill popcount(mask)/cbm_len of the L3
+//     (its DATA mask under CDP); entities of a CLOSID share that capacity in
+//     proportion to their footprints, and all of them together never exceed
+//     the cache. An RMID's occupancy approaches its target with time
+//     constant occupancy_fill_ms when growing and occupancy_decay_ms when
+//     shrinking, so a freed RMID stays "dirty" (limbo) for a few seconds;
+//   - bandwidth: Intel MBA delay d scales a CLOSID's demand by (100-d)/100;
+//     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's bandwidth at
+//     value/8 GB/s unless the U bit is set; the domain never exceeds
+//     mem_bandwidth_mbps. Traffic is reads, local_fraction of it local; an
+//     MBM event counts local reads and/or remote reads according to its BMEC
+//     configuration (Intel: total = all, local = local). SMBA limits are
+//     stored and checked but do not throttle (no slow memory is modelled);
+//   - counters are bytes / upscaling factor, modulo 2^counter_width;
+//   - AMD-style hardware counters (mbm_hw_counters > 0): each L3 domain
+//     counts MBM for at most that many RMIDs. An RMID gets a counter when it
+//     becomes active (a CPU of the domain has it in PQR_ASSOC, or a tagged
+//     thread or workload uses it) and a free or idle counter exists; the
+//     least recently active idle RMID loses its counter. An RMID without a
+//     counter reads Unavailable and its traffic is not counted meanwhile;
+//   - a BMEC configuration change clears that event's counts in the domain
+//     and the next read of each RMID reports Unavailable;
+//   - ABMC counters count (RMID, BwType) from the moment they are configured.
+//
+// Thread-safe: one mutex guards the machine. A counter read is O(1) unless
+// simulated time moved by a millisecond or more since the domain was last
+// advanced (then O(entities + RMIDs) once).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "hw/arch.h"
+#include "hw/backend.h"
+#include "hw/device.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/cpuid_decode.h"
+
+namespace resctrlfs::hw::sim {
+
+class SimMachine final : public CpuidSource,
+                         public MsrDevice,
+                         public SchedulerModel,
+                         public SimControl {
+ public:
+  explicit SimMachine(Profile profile);
+
+  const Profile& profile() const { return profile_; }
+  // The platform as decoded from this machine's own CPUID.
+  const PlatformInfo& info() const { return info_; }
+  const x86::HwLimits& limits() const { return limits_; }
+
+  // CpuidSource
+  CpuidRegs cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const override;
+  // MsrDevice
+  Result<uint64_t> read(unsigned cpu, uint32_t msr) override;
+  Result<void> write(unsigned cpu, uint32_t msr, uint64_t value) override;
+  // SchedulerModel
+  void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
+  void thread_exited(int tid) override;
+  // SimControl
+  void set_manual_clock(bool manual) override;
+  bool manual_clock() const override;
+  void advance_ms(uint64_t ms) override;
+  uint64_t now_ms() const override;
+  Result<void> attach_thread_workload(int tid, const Workload& w) override;
+  Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) override;
+  void fail_next_writes(unsigned count, std::optional<unsigned> cpu) override;
+  std::vector<RegisterValue> dump_registers() const override;
+
+  // For tests of the model: the exact (unquantised) occupancy in bytes of
+  // `rmid` on L3 domain `domain_id` after advancing to now.
+  double occupancy_bytes(int domain_id, uint32_t rmid);
+
+ private:
+  struct AbmcCounter {
+    bool enabled = false;
+    bool is_clos = false;  // BwSrc names a CLOSID rather than an RMID
+    uint32_t rmid = 0;
+    uint32_t bw_type = 0;
+    double bytes = 0;
+  };
+  struct L3Dom {
+    int id = 0;
+    std::vector<unsigned> cpus;
+    std::vector<uint64_t> l3_mask;
+    uint64_t l3_qos_cfg = 0;
+    std::vector<uint64_t> mba_thrtl;
+    std::vector<uint64_t> amd_bw;
+    std::vector<uint64_t> smba_bw;
+    uint64_t evt_cfg[2] = {0, 0};
+    uint64_t ext_cfg = 0;
+    uint64_t abmc_cfg_last = 0;
+    std::vector<AbmcCounter> cntrs;
+    // Model state, indexed by RMID.
+    std::vector<double> occ;
+    std::vector<double> mbm[2];  // 0: total event, 1: local event
+    std::vector<uint8_t> unavail_once[2];
+    std::vector<uint8_t> tracked;
+    std::vector<uint64_t> last_active_us;
+    unsigned n_tracked = 0;
+    uint64_t last_us = 0;
+  };
+  struct L2Dom {
+    int id = 0;
+    std::vector<unsigned> cpus;
+    std::vector<uint64_t> l2_mask;
+    uint64_t l2_qos_cfg = 0;
+  };
+  struct Cpu {
+    bool online = false;
+    uint64_t pqr_assoc = 0;
+    uint64_t qm_evtsel = 0;
+    uint64_t mba_cfg = 0;
+    int l3 = -1;  // index into l3_
+    int l2 = -1;  // index into l2_
+  };
+  struct Tags {
+    uint32_t closid = 0, rmid = 0;
+  };
+  // An entity of the workload model as seen by one domain.
+  struct Entity {
+    uint32_t closid, rmid;
+    double footprint, bw_mbps, local_fraction;
+  };
+
+  // All private helpers expect mu_ held.
+  uint64_t now_us_locked() const;
+  void advance_all_locked(uint64_t now);
+  void advance_locked(L3Dom& d, uint64_t now);
+  void step_model(L3Dom& d, double dt_us, uint64_t now);
+  void entities_of(size_t dom_index, std::vector<Entity>& out) const;
+  void refresh_tracking_locked(uint64_t now);
+  bool mask_ok(const Resource& r, uint64_t v) const;
+  Result<uint64_t> read_qm_ctr_locked(Cpu& c);
+  Result<void> gp(unsigned cpu, uint32_t msr, const char* why) const;
+
+  Profile profile_;
+  PlatformInfo info_;
+  x86::HwLimits limits_;
+  unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
+  unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit
+
+  mutable std::mutex mu_;
+  std::vector<Cpu> cpus_;
+  std::vector<L3Dom> l3_;
+  std::vector<L2Dom> l2_;
+  std::map<int, Tags> thread_tags_;
+  std::map<int, Workload> thread_work_;
+  std::map<unsigned, Workload> cpu_work_;
+  bool tracking_dirty_ = true;
+  unsigned fail_writes_ = 0;
+  std::optional<unsigned> fail_cpu_;
+  bool manual_ = false;
+  uint64_t manual_us_ = 0;
+  uint64_t offset_us_ = 0;  // advance_ms() while on the real clock
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace resctrlfs::hw::sim

@@ -1,0 +1,355 @@
+// Implements the simulated machine's clock, scheduler tags, workloads and
+// the workload model that turns them into occupancy and MBM counts (the
+// rules are described in machine.h).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "hw/sim/machine.h"
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::sim {
+
+using namespace resctrlfs::hw::x86;  // NOLINT: register names
+
+namespace {
+
+constexpr uint64_t kStepUs = 1000;  // the model moves in steps of >= 1 ms
+
+bool is_zero(const Workload& w) { return w.cache_footprint_bytes == 0 && w.bandwidth_mbps <= 0; }
+
+Result<void> check_workload(const Workload& w) {
+  if (!(w.bandwidth_mbps >= 0) || !std::isfinite(w.bandwidth_mbps))
+    return Error::make(EINVAL, "bandwidth_mbps must be a non-negative number");
+  if (!(w.local_fraction >= 0 && w.local_fraction <= 1))
+    return Error::make(EINVAL, "local_fraction must be within 0..1");
+  return Ok();
+}
+
+// Weights of local and remote read traffic in an event with BMEC
+// configuration `cfg` (the model's traffic is all reads).
+void bmec_weights(uint64_t cfg, double& wl, double& wr) {
+  wl = (cfg & BMEC_READS_TO_LOCAL_MEM) ? 1.0 : 0.0;
+  wr = (cfg & BMEC_READS_TO_REMOTE_MEM) ? 1.0 : 0.0;
+}
+
+}  // namespace
+
+// ---- Clock.
+
+uint64_t SimMachine::now_us_locked() const {
+  if (manual_) return manual_us_;
+  auto d = std::chrono::steady_clock::now() - start_;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()) +
+         offset_us_;
+}
+
+void SimMachine::set_manual_clock(bool manual) {
+  std::lock_guard lock(mu_);
+  if (manual == manual_) return;
+  if (manual) {
+    manual_us_ = now_us_locked();
+  } else {
+    // Continue real time from where the manual clock stopped.
+    uint64_t real = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - start_)
+                                              .count());
+    offset_us_ = manual_us_ > real ? manual_us_ - real : 0;
+  }
+  manual_ = manual;
+}
+
+bool SimMachine::manual_clock() const {
+  std::lock_guard lock(mu_);
+  return manual_;
+}
+
+void SimMachine::advance_ms(uint64_t ms) {
+  std::lock_guard lock(mu_);
+  if (manual_) {
+    manual_us_ += ms * 1000;
+  } else {
+    offset_us_ += ms * 1000;
+  }
+}
+
+uint64_t SimMachine::now_ms() const {
+  std::lock_guard lock(mu_);
+  return now_us_locked() / 1000;
+}
+
+// ---- Scheduler tags and workloads.
+
+void SimMachine::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
+  std::lock_guard lock(mu_);
+  advance_all_locked(now_us_locked());
+  thread_tags_[tid] = Tags{closid, rmid};
+  tracking_dirty_ = true;
+}
+
+void SimMachine::thread_exited(int tid) {
+  std::lock_guard lock(mu_);
+  advance_all_locked(now_us_locked());
+  thread_tags_.erase(tid);
+  thread_work_.erase(tid);
+  tracking_dirty_ = true;
+}
+
+Result<void> SimMachine::attach_thread_workload(int tid, const Workload& w) {
+  RESCTRLFS_RETURN_IF_ERROR(check_workload(w));
+  std::lock_guard lock(mu_);
+  if (w.cpu >= 0 && (static_cast<size_t>(w.cpu) >= cpus_.size() || !cpus_[w.cpu].online))
+    return Error::make(EINVAL, "workload CPU is not online");
+  advance_all_locked(now_us_locked());
+  if (is_zero(w)) {
+    thread_work_.erase(tid);
+  } else {
+    thread_work_[tid] = w;
+  }
+  tracking_dirty_ = true;
+  return Ok();
+}
+
+Result<void> SimMachine::attach_cpu_workload(unsigned cpu, const Workload& w) {
+  RESCTRLFS_RETURN_IF_ERROR(check_workload(w));
+  std::lock_guard lock(mu_);
+  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EINVAL, "CPU is not online");
+  advance_all_locked(now_us_locked());
+  if (is_zero(w)) {
+    cpu_work_.erase(cpu);
+  } else {
+    cpu_work_[cpu] = w;
+  }
+  tracking_dirty_ = true;
+  return Ok();
+}
+
+// ---- The model.
+
+void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
+  out.clear();
+  for (const auto& [cpu, w] : cpu_work_) {
+    if (cpus_[cpu].l3 != static_cast<int>(dom)) continue;
+    uint64_t pqr = cpus_[cpu].pqr_assoc;
+    out.push_back(Entity{static_cast<uint32_t>(pqr >> PQR_ASSOC_CLOS_SHIFT),
+                         static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK),
+                         static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
+                         w.local_fraction});
+  }
+  const double spread = l3_.empty() ? 1.0 : 1.0 / static_cast<double>(l3_.size());
+  for (const auto& [tid, w] : thread_work_) {
+    double weight = spread;
+    if (w.cpu >= 0) {
+      if (cpus_[w.cpu].l3 != static_cast<int>(dom)) continue;
+      weight = 1.0;
+    }
+    Tags t;
+    if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) t = it->second;
+    out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
+                         w.bandwidth_mbps * weight, w.local_fraction});
+  }
+}
+
+void SimMachine::advance_all_locked(uint64_t now) {
+  for (auto& d : l3_) advance_locked(d, now);
+}
+
+void SimMachine::advance_locked(L3Dom& d, uint64_t now) {
+  if (now < d.last_us + kStepUs) return;
+  refresh_tracking_locked(now);
+  step_model(d, static_cast<double>(now - d.last_us), now);
+  d.last_us = now;
+}
+
+void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
+  const size_t dom = static_cast<size_t>(&d - l3_.data());
+  std::vector<Entity> ents;
+  entities_of(dom, ents);
+  const size_t nrmid = d.occ.size();
+  const double l3_size = static_cast<double>(
+      info_.mon.l3_cache_size_bytes ? info_.mon.l3_cache_size_bytes : profile_.l3_size_bytes);
+  const Resource& l3r = info_.res(ResourceId::L3);
+
+  // Occupancy: what each CLOSID may fill, shared by its entities.
+  std::vector<double> target(nrmid, 0.0);
+  if (!ents.empty()) {
+    std::map<uint32_t, double> foot_by_clos;
+    for (const auto& e : ents) foot_by_clos[e.closid] += e.footprint;
+    auto capacity = [&](uint32_t closid) {
+      if (!l3r.alloc_capable || d.l3_mask.empty()) return l3_size;
+      size_t idx = (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) ? closid * 2 : closid;
+      if (idx >= d.l3_mask.size()) return l3_size;
+      return l3_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
+    };
+    std::vector<double> occ_e(ents.size());
+    double total = 0;
+    for (size_t i = 0; i < ents.size(); ++i) {
+      double sum = foot_by_clos[ents[i].closid];
+      double cap = capacity(ents[i].closid);
+      occ_e[i] = sum > cap ? ents[i].footprint * cap / sum : ents[i].footprint;
+      total += occ_e[i];
+    }
+    double squeeze = total > l3_size ? l3_size / total : 1.0;
+    for (size_t i = 0; i < ents.size(); ++i) {
+      if (ents[i].rmid < nrmid) target[ents[i].rmid] += occ_e[i] * squeeze;
+    }
+  }
+  const double dt_ms = dt_us / 1000.0;
+  const double fill = 1.0 - std::exp(-dt_ms / profile_.sim.occupancy_fill_ms);
+  const double decay = 1.0 - std::exp(-dt_ms / profile_.sim.occupancy_decay_ms);
+  for (size_t r = 0; r < nrmid; ++r) {
+    double& o = d.occ[r];
+    if (o == 0 && target[r] == 0) continue;
+    o += (target[r] - o) * (target[r] > o ? fill : decay);
+    if (o < 1.0 && target[r] == 0) o = 0;
+  }
+
+  // Bandwidth: MBA / AMD limits per CLOSID, then the domain's peak.
+  if (ents.empty()) return;
+  const bool amd = profile_.amd();
+  std::vector<double> ach(ents.size());
+  std::map<uint32_t, double> demand_by_clos;
+  for (const auto& e : ents) demand_by_clos[e.closid] += e.bw_mbps;
+  double total_bw = 0;
+  for (size_t i = 0; i < ents.size(); ++i) {
+    const Entity& e = ents[i];
+    double a = e.bw_mbps;
+    if (!amd && e.closid < d.mba_thrtl.size()) {
+      double delay = std::min<double>(static_cast<double>(d.mba_thrtl[e.closid]),
+                                      static_cast<double>(limits_.mba_max_delay));
+      a *= (100.0 - delay) / 100.0;
+    } else if (amd && e.closid < d.amd_bw.size()) {
+      uint64_t v = d.amd_bw[e.closid];
+      if ((v & (uint64_t{1} << limits_.amd_bw_len)) == 0) {
+        double cap = static_cast<double>(v) * 125.0;  // 1/8 GB/s = 125 MB/s
+        double dem = demand_by_clos[e.closid];
+        if (dem > cap) a = dem > 0 ? a * cap / dem : 0;
+      }
+    }
+    ach[i] = a;
+    total_bw += a;
+  }
+  const double peak = profile_.sim.mem_bandwidth_mbps;
+  const double squeeze = (peak > 0 && total_bw > peak) ? peak / total_bw : 1.0;
+  const bool limited = profile_.sim.mbm_hw_counters > 0;
+  double w_local[2], w_remote[2];
+  for (int ev = 0; ev < 2; ++ev) {
+    if (info_.mon.bmec) {
+      bmec_weights(d.evt_cfg[ev], w_local[ev], w_remote[ev]);
+    } else {
+      w_local[ev] = 1.0;
+      w_remote[ev] = ev == 0 ? 1.0 : 0.0;
+    }
+  }
+  const bool abmc_on = (d.ext_cfg & L3_QOS_EXT_CFG_ABMC_EN) != 0;
+  for (size_t i = 0; i < ents.size(); ++i) {
+    const Entity& e = ents[i];
+    // MB/s x microseconds = bytes.
+    double bytes = ach[i] * squeeze * dt_us;
+    double local = bytes * e.local_fraction, remote = bytes - local;
+    if (e.rmid < nrmid && (!limited || d.tracked[e.rmid])) {
+      for (int ev = 0; ev < 2; ++ev)
+        d.mbm[ev][e.rmid] += local * w_local[ev] + remote * w_remote[ev];
+    }
+    if (abmc_on) {
+      for (auto& k : d.cntrs) {
+        if (!k.enabled || (k.is_clos ? e.closid : e.rmid) != k.rmid) continue;
+        double wl, wr;
+        bmec_weights(k.bw_type, wl, wr);
+        k.bytes += local * wl + remote * wr;
+      }
+    }
+  }
+  (void)now;
+}
+
+void SimMachine::refresh_tracking_locked(uint64_t now) {
+  if (!tracking_dirty_) return;
+  tracking_dirty_ = false;
+  const unsigned limit = profile_.sim.mbm_hw_counters;
+  if (limit == 0) return;
+  std::vector<Entity> ents;
+  for (size_t i = 0; i < l3_.size(); ++i) {
+    L3Dom& d = l3_[i];
+    const size_t nrmid = d.tracked.size();
+    std::vector<uint8_t> active(nrmid, 0);
+    for (unsigned c : d.cpus) {
+      uint64_t r = cpus_[c].pqr_assoc & PQR_ASSOC_RMID_MASK;
+      if (r < nrmid) active[r] = 1;
+    }
+    entities_of(i, ents);
+    for (const auto& e : ents)
+      if (e.rmid < nrmid) active[e.rmid] = 1;
+    for (const auto& [tid, t] : thread_tags_)
+      if (t.rmid < nrmid) active[t.rmid] = 1;
+    for (size_t r = 0; r < nrmid; ++r) {
+      if (!active[r]) continue;
+      d.last_active_us[r] = now;
+      if (d.tracked[r]) continue;
+      if (d.n_tracked < limit) {
+        d.tracked[r] = 1;
+        ++d.n_tracked;
+        continue;
+      }
+      // Take the counter of the least recently active idle RMID.
+      size_t victim = nrmid;
+      for (size_t v = 0; v < nrmid; ++v) {
+        if (!d.tracked[v] || active[v]) continue;
+        if (victim == nrmid || d.last_active_us[v] < d.last_active_us[victim]) victim = v;
+      }
+      if (victim == nrmid) continue;
+      d.tracked[victim] = 0;
+      d.tracked[r] = 1;
+    }
+  }
+}
+
+Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
+  if (c.l3 < 0) return QM_CTR_ERROR;
+  L3Dom& d = l3_[c.l3];
+  const uint64_t now = now_us_locked();
+  advance_locked(d, now);
+  refresh_tracking_locked(now);
+  const uint64_t sel = c.qm_evtsel;
+  const uint32_t evt = static_cast<uint32_t>(sel & QM_EVTSEL_EVTID_MASK);
+  const uint64_t rmid = sel >> QM_EVTSEL_RMID_SHIFT;
+  const unsigned width = info_.mon.counter_width;
+  const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  const double scale = info_.mon.occupancy_scale ? info_.mon.occupancy_scale : 1;
+  auto has = [&](EventId e) {
+    return std::find(info_.mon.events.begin(), info_.mon.events.end(), e) != info_.mon.events.end();
+  };
+  if (sel & QM_EVTSEL_EXTENDED_EVTID) {
+    if (evt != ABMC_EVT_ID || !(d.ext_cfg & L3_QOS_EXT_CFG_ABMC_EN) || rmid >= d.cntrs.size())
+      return QM_CTR_ERROR;
+    const AbmcCounter& k = d.cntrs[rmid];
+    if (!k.enabled) return QM_CTR_UNAVAILABLE;
+    return static_cast<uint64_t>(k.bytes / scale) & wmask;
+  }
+  if (rmid >= d.occ.size()) return QM_CTR_ERROR;
+  if (evt == QOS_L3_OCCUP_EVENT_ID && has(EventId::LLC_OCCUPANCY))
+    return static_cast<uint64_t>(d.occ[rmid] / scale) & QM_CTR_DATA_MASK;
+  if ((evt == QOS_L3_MBM_TOTAL_EVENT_ID && has(EventId::MBM_TOTAL)) ||
+      (evt == QOS_L3_MBM_LOCAL_EVENT_ID && has(EventId::MBM_LOCAL))) {
+    const int ev = evt == QOS_L3_MBM_TOTAL_EVENT_ID ? 0 : 1;
+    if (d.unavail_once[ev][rmid]) {
+      d.unavail_once[ev][rmid] = 0;
+      return QM_CTR_UNAVAILABLE;
+    }
+    if (profile_.sim.mbm_hw_counters > 0 && !d.tracked[rmid]) return QM_CTR_UNAVAILABLE;
+    return static_cast<uint64_t>(d.mbm[ev][rmid] / scale) & wmask;
+  }
+  return QM_CTR_ERROR;
+}
+
+double SimMachine::occupancy_bytes(int domain_id, uint32_t rmid) {
+  std::lock_guard lock(mu_);
+  for (auto& d : l3_) {
+    if (d.id != domain_id) continue;
+    advance_locked(d, now_us_locked());
+    return rmid < d.occ.size() ? d.occ[rmid] : 0.0;
+  }
+  return 0.0;
+}
+
+}  // namespace resctrlfs::hw::sim

@@ -1,0 +1,536 @@
+// Implements platform profiles: JSON parsing, CPUID synthesis from
+// high-level capabilities, the built-in profiles and the host profile.
+#include "hw/sim/profile.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::sim {
+namespace {
+
+using nlohmann::json;
+using namespace resctrlfs::hw::x86;  // NOLINT: register and leaf names
+
+// ---- Built-in profiles (exact parameters are part of the product).
+
+constexpr const char* kIntel2s = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 106, "stepping": 6,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0},
+    {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
+    {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}],
+  "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+  "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 8, "max_delay": 90, "linear": true, "per_thread": false},
+  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "sim": {"mem_bandwidth_mbps": 20000}
+})";
+
+constexpr const char* kIntelL2 = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 134, "stepping": 5,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 0, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 2, "l3": 0}],
+  "l3_size_bytes": 8388608, "l2_size_bytes": 1048576,
+  "l2_cat": {"cbm_len": 8, "num_closid": 8, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "l3_cat": {"cbm_len": 12, "num_closid": 8, "shareable_bits": "0xc00", "sparse": false,
+             "cdp": false}
+})";
+
+constexpr const char* kIntelCmt = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 86, "stepping": 3,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0}],
+  "l3_size_bytes": 8388608, "l2_size_bytes": 262144,
+  "l3_mon": {"num_rmids": 64, "scale": 65536, "counter_width": 24, "events": ["llc_occupancy"]}
+})";
+
+constexpr const char* kAmd2s = R"({
+  "vendor": "AuthenticAMD", "family": 25, "model": 1, "stepping": 1,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0},
+    {"cpu": 4, "package": 0, "l2": 4, "l3": 1}, {"cpu": 5, "package": 0, "l2": 5, "l3": 1},
+    {"cpu": 6, "package": 0, "l2": 6, "l3": 1}, {"cpu": 7, "package": 0, "l2": 7, "l3": 1}],
+  "l3_size_bytes": 33554432, "l2_size_bytes": 524288,
+  "l3_cat": {"cbm_len": 16, "num_closid": 16, "shareable_bits": 0, "sparse": true, "cdp": true},
+  "mb": {"num_closid": 16, "bw_len": 11},
+  "smba": {"num_closid": 16, "bw_len": 11},
+  "l3_mon": {"num_rmids": 256, "scale": 64, "counter_width": 44,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"],
+             "bmec_mask": 127, "abmc_counters": 32},
+  "sim": {"mem_bandwidth_mbps": 40000, "mbm_hw_counters": 32}
+})";
+
+const std::map<std::string, const char*>& builtins() {
+  static const std::map<std::string, const char*> m = {
+      {"intel-2s", kIntel2s}, {"intel-l2", kIntelL2}, {"intel-cmt", kIntelCmt}, {"amd-2s", kAmd2s}};
+  return m;
+}
+
+Error bad(const std::string& what) { return Error::make(EINVAL, "platform profile: " + what); }
+
+// A JSON number, or a string holding a C-style (hex or decimal) integer.
+Result<uint64_t> as_u64(const json& v, const std::string& key) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long x = std::strtoull(s.c_str(), &end, 0);
+    if (errno == 0 && end != s.c_str() && *end == 0) return static_cast<uint64_t>(x);
+  }
+  return bad("\"" + key + "\" must be a non-negative integer");
+}
+
+Result<uint64_t> get_u64(const json& obj, const std::string& key, uint64_t dflt) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return dflt;
+  return as_u64(*it, key);
+}
+
+bool get_bool(const json& obj, const std::string& key, bool dflt) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : dflt;
+}
+
+void set_leaf(Profile& p, uint32_t leaf, uint32_t sub, CpuidRegs r) { p.cpuid[{leaf, sub}] = r; }
+CpuidRegs& leaf(Profile& p, uint32_t l, uint32_t sub) { return p.cpuid[{l, sub}]; }
+
+// Encodes a cache of `size` bytes at `level` in leaf-4 format, or returns
+// false if no (ways, line, sets) product represents it.
+bool encode_cache(uint64_t size, unsigned level, CpuidRegs& out) {
+  if (size == 0) return false;
+  const uint64_t line = 64;
+  for (uint64_t ways : {16, 12, 11, 20, 8, 4, 2, 1}) {
+    if (size % (line * ways) != 0) continue;
+    uint64_t sets = size / (line * ways);
+    if (sets == 0 || sets > (1ULL << 32)) continue;
+    out.eax = 3 /* unified */ | (level << 5) | (1U << 8) /* self-initialising */;
+    out.ebx = static_cast<uint32_t>((ways - 1) << 22 | 0 << 12 | (line - 1));
+    out.ecx = static_cast<uint32_t>(sets - 1);
+    out.edx = 0;
+    return true;
+  }
+  return false;
+}
+
+Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cbm_len, get_u64(j, "cbm_len", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t share, get_u64(j, "shareable_bits", 0));
+  if (cbm_len < 1 || cbm_len > 32) return bad(key + ".cbm_len must be 1..32");
+  if (closids < 1 || closids > 65536) return bad(key + ".num_closid must be 1..65536");
+  CpuidRegs r;
+  r.eax = static_cast<uint32_t>(cbm_len - 1);
+  r.ebx = static_cast<uint32_t>(share);
+  r.ecx = (get_bool(j, "cdp", false) ? CPUID_10_CACHE_ECX_CDP : 0) |
+          (get_bool(j, "sparse", false) && !p.amd() ? CPUID_10_CACHE_ECX_NONCONT : 0);
+  r.edx = static_cast<uint32_t>(closids - 1);
+  set_leaf(p, CPUID_LEAF_PQE, sub, r);
+  leaf(p, CPUID_LEAF_PQE, 0).ebx |= (sub == 1 ? CPUID_10_0_EBX_L3 : CPUID_10_0_EBX_L2);
+  leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
+  return Ok();
+}
+
+Result<void> synth_amd_bw(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+  if (!p.amd()) return bad(key + " needs an AMD vendor");
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bw_len, get_u64(j, "bw_len", 11));
+  if (closids < 1 || bw_len < 1 || bw_len > 30) return bad(key + " needs num_closid and bw_len");
+  set_leaf(p, CPUID_LEAF_AMD_PQE_EXT, sub,
+           CpuidRegs{static_cast<uint32_t>(bw_len), 0, 0, static_cast<uint32_t>(closids - 1)});
+  leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |=
+      (sub == 1 ? CPUID_80000020_0_EBX_L3BE : CPUID_80000020_0_EBX_SMBA);
+  if (sub == 1) leaf(p, CPUID_LEAF_AMD_EXT_IDS, 0).ebx |= CPUID_80000008_EBX_BE;
+  leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
+  return Ok();
+}
+
+Result<void> synth_mon(Profile& p, const json& j) {
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(j, "num_rmids", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scale, get_u64(j, "scale", 65536));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t width, get_u64(j, "counter_width", 24));
+  if (rmids < 1 || rmids > 4096) return bad("l3_mon.num_rmids must be 1..4096");
+  if (width < 24 || width > 62) return bad("l3_mon.counter_width must be 24..62");
+  if (scale < 1) return bad("l3_mon.scale must be positive");
+  uint32_t edx = 0;
+  if (auto it = j.find("events"); it != j.end()) {
+    for (const auto& e : *it) {
+      std::string name = e.is_string() ? e.get<std::string>() : "";
+      if (name == "llc_occupancy") {
+        edx |= CPUID_F_1_EDX_OCCUP;
+      } else if (name == "mbm_total_bytes") {
+        edx |= CPUID_F_1_EDX_MBM_TOTAL;
+      } else if (name == "mbm_local_bytes") {
+        edx |= CPUID_F_1_EDX_MBM_LOCAL;
+      } else {
+        return bad("unknown l3_mon event \"" + name + "\"");
+      }
+    }
+  }
+  // AMD parts report a zero width offset and mean 44 bits.
+  uint32_t offset = static_cast<uint32_t>(width - MBM_CNTR_WIDTH_BASE);
+  if (p.amd() && width == MBM_CNTR_WIDTH_BASE + MBM_CNTR_WIDTH_OFFSET_AMD) offset = 0;
+  const auto max_rmid = static_cast<uint32_t>(rmids - 1);
+  set_leaf(p, CPUID_LEAF_PQM, 0, CpuidRegs{0, max_rmid, 0, CPUID_F_0_EDX_L3});
+  set_leaf(p, CPUID_LEAF_PQM, 1, CpuidRegs{offset, static_cast<uint32_t>(scale), max_rmid, edx});
+  leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQM;
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t abmc, get_u64(j, "abmc_counters", 0));
+  if ((bmec != 0 || abmc != 0) && !p.amd()) return bad("BMEC/ABMC need an AMD vendor");
+  if (bmec != 0) {
+    leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |= CPUID_80000020_0_EBX_BMEC;
+    leaf(p, CPUID_LEAF_AMD_PQE_EXT, 3).ecx = static_cast<uint32_t>(bmec & BMEC_MAX_EVT_CONFIG_BITS);
+  }
+  if (abmc != 0) {
+    if (abmc > 32) return bad("l3_mon.abmc_counters must be 1..32");
+    leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |= CPUID_80000020_0_EBX_ABMC;
+    leaf(p, CPUID_LEAF_AMD_PQE_EXT, 5).ebx = static_cast<uint32_t>(abmc - 1);
+  }
+  return Ok();
+}
+
+void synth_base_leaves(Profile& p) {
+  CpuidRegs v;
+  v.eax = 0x1F;  // highest standard leaf
+  const char* s = p.vendor.c_str();
+  char buf[12] = {};
+  std::memcpy(buf, s, std::min<size_t>(12, p.vendor.size()));
+  std::memcpy(&v.ebx, buf, 4);
+  std::memcpy(&v.edx, buf + 4, 4);
+  std::memcpy(&v.ecx, buf + 8, 4);
+  set_leaf(p, CPUID_LEAF_VENDOR, 0, v);
+  uint32_t fam = p.family, ext_fam = 0;
+  if (fam > 0xF) {
+    ext_fam = fam - 0xF;
+    fam = 0xF;
+  }
+  uint32_t sig = (p.stepping & 0xF) | ((p.model & 0xF) << 4) | (fam << 8) |
+                 (((p.model >> 4) & 0xF) << 16) | ((ext_fam & 0xFF) << 20);
+  set_leaf(p, CPUID_LEAF_FMS, 0, CpuidRegs{sig, 0, 0, 0});
+  set_leaf(p, CPUID_LEAF_EXT_MAX, 0,
+           CpuidRegs{p.amd() ? CPUID_LEAF_AMD_PQE_EXT : CPUID_LEAF_AMD_EXT_IDS, 0, 0, 0});
+  // Deterministic cache parameters: L2 then L3, terminated by a null type.
+  const uint32_t cache_leaf = p.amd() ? CPUID_LEAF_AMD_CACHE_TOPO : CPUID_LEAF_CACHE_PARAMS;
+  uint32_t sub = 0;
+  CpuidRegs c;
+  if (encode_cache(p.l2_size_bytes, 2, c)) set_leaf(p, cache_leaf, sub++, c);
+  if (encode_cache(p.l3_size_bytes, 3, c)) set_leaf(p, cache_leaf, sub++, c);
+  (void)leaf(p, CPUID_LEAF_EXT_FEATURES, 0);
+}
+
+Result<Profile> parse_json(const json& j, const std::string& name) {
+  if (!j.is_object()) return bad("top level must be an object");
+  Profile p;
+  p.name = name;
+  auto vit = j.find("vendor");
+  if (vit == j.end() || !vit->is_string()) return bad("\"vendor\" is required");
+  p.vendor = vit->get<std::string>();
+  if (p.vendor.size() != 12) return bad("\"vendor\" must be a 12-character CPUID vendor");
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t fam, get_u64(j, "family", p.amd() ? 0x19 : 6));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t model, get_u64(j, "model", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t stepping, get_u64(j, "stepping", 0));
+  p.family = static_cast<unsigned>(fam);
+  p.model = static_cast<unsigned>(model);
+  p.stepping = static_cast<unsigned>(stepping);
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0));
+
+  auto cit = j.find("cpus");
+  if (cit == j.end() || !cit->is_array() || cit->empty()) return bad("\"cpus\" is required");
+  int max_cpu = -1;
+  std::vector<CpuPlacement> list;
+  for (const auto& c : *cit) {
+    if (!c.is_object()) return bad("each cpu must be an object");
+    CpuPlacement pl;
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_u64(c, "cpu", 0));
+    if (cpu >= 4096) return bad("cpu numbers must be below 4096");
+    pl.cpu = static_cast<int>(cpu);
+    pl.package = c.value("package", 0);
+    pl.l2 = c.value("l2", pl.cpu);
+    pl.l3 = c.value("l3", pl.package);
+    max_cpu = std::max(max_cpu, pl.cpu);
+    list.push_back(pl);
+  }
+  p.nr_cpus = static_cast<unsigned>(max_cpu + 1);
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus));
+  if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
+  p.nr_cpus = static_cast<unsigned>(nr);
+  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1});
+  for (const auto& pl : list) {
+    if (p.cpus[pl.cpu].cpu >= 0) return bad("cpu " + std::to_string(pl.cpu) + " listed twice");
+    p.cpus[pl.cpu] = pl;
+  }
+
+  synth_base_leaves(p);
+  if (auto it = j.find("l3_cat"); it != j.end()) {
+    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 1, "l3_cat"));
+  }
+  if (auto it = j.find("l2_cat"); it != j.end()) {
+    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 2, "l2_cat"));
+  }
+  if (auto it = j.find("mba"); it != j.end()) {
+    if (p.amd()) return bad("\"mba\" is Intel MBA; use \"mb\" on AMD");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*it, "num_closid", 0));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_delay, get_u64(*it, "max_delay", 90));
+    if (closids < 1 || max_delay < 1 || max_delay > 4096) return bad("mba needs num_closid");
+    CpuidRegs r;
+    r.eax = static_cast<uint32_t>(max_delay - 1);
+    r.ecx = (get_bool(*it, "linear", true) ? CPUID_10_3_ECX_LINEAR : 0) |
+            (get_bool(*it, "per_thread", false) ? CPUID_10_3_ECX_PER_THREAD : 0);
+    r.edx = static_cast<uint32_t>(closids - 1);
+    set_leaf(p, CPUID_LEAF_PQE, 3, r);
+    leaf(p, CPUID_LEAF_PQE, 0).ebx |= CPUID_10_0_EBX_MBA;
+    leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
+  }
+  if (auto it = j.find("mb"); it != j.end()) {
+    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 1, "mb"));
+  }
+  if (auto it = j.find("smba"); it != j.end()) {
+    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 2, "smba"));
+  }
+  if (auto it = j.find("l3_mon"); it != j.end()) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *it));
+
+  if (auto it = j.find("cpuid"); it != j.end()) {
+    if (!it->is_object()) return bad("\"cpuid\" must be an object");
+    for (const auto& [key, regs] : it->items()) {
+      auto dot = key.find('.');
+      std::string leaf_s = key.substr(0, dot);
+      std::string sub_s = dot == std::string::npos ? "0" : key.substr(dot + 1);
+      char* end = nullptr;
+      unsigned long lf = std::strtoul(leaf_s.c_str(), &end, 16);
+      if (end == leaf_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
+      unsigned long sb = std::strtoul(sub_s.c_str(), &end, 10);
+      if (end == sub_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
+      if (!regs.is_array() || regs.size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
+      CpuidRegs r;
+      uint32_t* out[4] = {&r.eax, &r.ebx, &r.ecx, &r.edx};
+      for (int i = 0; i < 4; ++i) {
+        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64(regs[i], key));
+        *out[i] = static_cast<uint32_t>(v);
+      }
+      set_leaf(p, static_cast<uint32_t>(lf), static_cast<uint32_t>(sb), r);
+    }
+    // Raw leaves may carry their own vendor and signature.
+    struct TableSource : CpuidSource {
+      const Profile* p;
+      CpuidRegs cpuid(unsigned, uint32_t l, uint32_t s) const override {
+        auto it = p->cpuid.find({l, s});
+        return it == p->cpuid.end() ? CpuidRegs{} : it->second;
+      }
+    } src;
+    src.p = &p;
+    p.vendor = x86::cpuid_vendor(src, 0);
+  }
+
+  if (auto it = j.find("sim"); it != j.end() && it->is_object()) {
+    p.sim.mem_bandwidth_mbps = it->value("mem_bandwidth_mbps", p.sim.mem_bandwidth_mbps);
+    p.sim.mbm_hw_counters = it->value("mbm_hw_counters", p.sim.mbm_hw_counters);
+    p.sim.occupancy_fill_ms = it->value("occupancy_fill_ms", p.sim.occupancy_fill_ms);
+    p.sim.occupancy_decay_ms = it->value("occupancy_decay_ms", p.sim.occupancy_decay_ms);
+    if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0 ||
+        p.sim.mem_bandwidth_mbps < 0)
+      return bad("\"sim\" time constants must be positive");
+  }
+  return p;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return {};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Parses a kernel cpulist ("0-3,8"). Returns the CPUs, or empty on error.
+std::vector<unsigned> parse_cpulist(const std::string& s) {
+  std::vector<unsigned> out;
+  std::stringstream ss(trim(s));
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (part.empty()) continue;
+    auto dash = part.find('-');
+    unsigned a = static_cast<unsigned>(std::stoul(part.substr(0, dash)));
+    unsigned b =
+        dash == std::string::npos ? a : static_cast<unsigned>(std::stoul(part.substr(dash + 1)));
+    for (unsigned c = a; c <= b && c < 4096; ++c) out.push_back(c);
+  }
+  return out;
+}
+
+// "32768K" / "1M" / "512" -> bytes.
+uint64_t parse_size(const std::string& s) {
+  std::string t = trim(s);
+  if (t.empty()) return 0;
+  uint64_t mult = 1;
+  char last = t.back();
+  if (last == 'K') mult = 1024;
+  if (last == 'M') mult = 1024 * 1024;
+  if (last == 'G') mult = 1024ULL * 1024 * 1024;
+  if (mult != 1) t.pop_back();
+  char* end = nullptr;
+  uint64_t v = std::strtoull(t.c_str(), &end, 10);
+  return (end == t.c_str()) ? 0 : v * mult;
+}
+
+}  // namespace
+
+x86::Topology Profile::topology() const {
+  x86::Topology t;
+  t.nr_cpus = nr_cpus;
+  t.online = CpuMask(nr_cpus);
+  t.package.assign(nr_cpus, -1);
+  t.l2_id.assign(nr_cpus, -1);
+  t.l3_id.assign(nr_cpus, -1);
+  for (unsigned c = 0; c < nr_cpus && c < cpus.size(); ++c) {
+    if (cpus[c].cpu < 0) continue;
+    t.online.set(c);
+    t.package[c] = cpus[c].package;
+    t.l2_id[c] = cpus[c].l2;
+    t.l3_id[c] = cpus[c].l3;
+  }
+  t.l2_size_bytes = l2_size_bytes;
+  t.l3_size_bytes = l3_size_bytes;
+  return t;
+}
+
+std::vector<std::string> builtin_profile_names() {
+  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "host"};
+}
+
+Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("not valid JSON");
+  return parse_json(j, name);
+}
+
+Result<Profile> load_profile(const std::string& name_or_path) {
+  if (name_or_path == "host") return host_profile();
+  if (auto it = builtins().find(name_or_path); it != builtins().end())
+    return parse_profile(it->second, name_or_path);
+  std::string text = read_file(name_or_path);
+  if (text.empty())
+    return Error::make(ENOENT, "unknown platform \"" + name_or_path +
+                                   "\" (not a built-in profile nor a readable JSON file)");
+  return parse_profile(text, name_or_path);
+}
+
+Result<x86::Topology> read_sysfs_topology(const std::string& dir) {
+  x86::Topology t;
+  std::vector<unsigned> possible = parse_cpulist(read_file(dir + "/possible"));
+  std::vector<unsigned> online = parse_cpulist(read_file(dir + "/online"));
+  if (possible.empty()) possible = online;
+  if (possible.empty()) {
+    for (unsigned c = 0; c < 4096; ++c) {
+      if (!std::filesystem::exists(dir + "/cpu" + std::to_string(c))) break;
+      possible.push_back(c);
+    }
+    online = possible;
+  }
+  if (possible.empty()) return Error::make(ENOENT, "no CPUs found under " + dir);
+  t.nr_cpus = *std::max_element(possible.begin(), possible.end()) + 1;
+  t.online = CpuMask(t.nr_cpus);
+  for (unsigned c : online) t.online.set(c);
+  t.package.assign(t.nr_cpus, -1);
+  t.l2_id.assign(t.nr_cpus, -1);
+  t.l3_id.assign(t.nr_cpus, -1);
+  for (unsigned c = 0; c < t.nr_cpus; ++c) {
+    if (!t.online.test(c)) continue;
+    std::string base = dir + "/cpu" + std::to_string(c);
+    std::string pkg = trim(read_file(base + "/topology/physical_package_id"));
+    t.package[c] = pkg.empty() ? 0 : std::atoi(pkg.c_str());
+    for (int k = 0; k < 16; ++k) {
+      std::string idx = base + "/cache/index" + std::to_string(k);
+      std::string level = trim(read_file(idx + "/level"));
+      if (level.empty()) break;
+      if (trim(read_file(idx + "/type")) == "Instruction") continue;
+      std::string id = trim(read_file(idx + "/id"));
+      uint64_t size = parse_size(read_file(idx + "/size"));
+      int lvl = std::atoi(level.c_str());
+      if (lvl == 2) {
+        t.l2_id[c] = id.empty() ? static_cast<int>(c) : std::atoi(id.c_str());
+        if (t.l2_size_bytes == 0) t.l2_size_bytes = size;
+      } else if (lvl == 3) {
+        t.l3_id[c] = id.empty() ? t.package[c] : std::atoi(id.c_str());
+        if (t.l3_size_bytes == 0) t.l3_size_bytes = size;
+      }
+    }
+    // A machine (or VM) without an L3 in sysfs still gets one domain per
+    // package, so that resctrl has somewhere to put its controls.
+    if (t.l3_id[c] < 0) t.l3_id[c] = t.package[c];
+    if (t.l2_id[c] < 0) t.l2_id[c] = static_cast<int>(c);
+  }
+  return t;
+}
+
+std::string host_cpuid_vendor() {
+  uint32_t regs[4] = {0, 0, 0, 0};
+  bool got = false;
+  int fd = ::open("/dev/cpu/0/cpuid", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    got = ::pread(fd, regs, sizeof(regs), 0) == static_cast<ssize_t>(sizeof(regs));
+    ::close(fd);
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  if (!got) {
+    unsigned a, b, c, d;
+    __cpuid(0, a, b, c, d);
+    regs[0] = a;
+    regs[1] = b;
+    regs[2] = c;
+    regs[3] = d;
+    got = true;
+  }
+#endif
+  if (!got) return "GenuineIntel";
+  char buf[13];
+  std::memcpy(buf, &regs[1], 4);
+  std::memcpy(buf + 4, &regs[3], 4);
+  std::memcpy(buf + 8, &regs[2], 4);
+  buf[12] = 0;
+  return buf;
+}
+
+Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo, read_sysfs_topology(sysfs_cpu_dir));
+  const bool amd = host_cpuid_vendor() == "AuthenticAMD";
+  json j = json::parse(amd ? kAmd2s : kIntel2s);
+  json cpus = json::array();
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (!topo.online.test(c)) continue;
+    cpus.push_back(
+        {{"cpu", c}, {"package", topo.package[c]}, {"l2", topo.l2_id[c]}, {"l3", topo.l3_id[c]}});
+  }
+  j["cpus"] = cpus;
+  j["nr_cpus"] = topo.nr_cpus;
+  if (topo.l3_size_bytes != 0) j["l3_size_bytes"] = topo.l3_size_bytes;
+  if (topo.l2_size_bytes != 0) j["l2_size_bytes"] = topo.l2_size_bytes;
+  return parse_json(j, "host");
+}
+
+}  // namespace resctrlfs::hw::sim

@@ -1,0 +1,102 @@
+// Defines platform profiles: the description of a simulated machine (vendor,
+// topology, cache sizes, RDT/PQoS capabilities as raw CPUID leaves, and the
+// workload model's physical parameters), the built-in profiles, the JSON
+// format, and the `host` profile that mirrors this machine's topology.
+//
+// JSON format (every key optional unless stated):
+//   {
+//     "vendor": "GenuineIntel" | "AuthenticAMD",             (required)
+//     "family": 6, "model": 106, "stepping": 6,
+//     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0}, ...], (required)
+//     "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+//     // High-level capabilities; the simulator synthesises the CPUID leaves.
+//     "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0,
+//                "sparse": false, "cdp": true},
+//     "l2_cat": {... same keys ...},
+//     "mba":    {"num_closid": 8, "max_delay": 90, "linear": true,
+//                "per_thread": false},                        (Intel)
+//     "mb":     {"num_closid": 16, "bw_len": 11},             (AMD)
+//     "smba":   {"num_closid": 16, "bw_len": 11},             (AMD)
+//     "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+//                "events": ["llc_occupancy", "mbm_total_bytes",
+//                           "mbm_local_bytes"],
+//                "bmec_mask": 127, "abmc_counters": 32},
+//     // Raw leaves, as copied from a real machine. They override whatever
+//     // was synthesised for the same (leaf, subleaf); absent leaves read 0.
+//     "cpuid": {"0x10.1": ["0x0000000a", "0x00000600", "0x00000004",
+//                          "0x0000000f"], ...},
+//     // Workload model.
+//     "sim": {"mem_bandwidth_mbps": 20000, "mbm_hw_counters": 0,
+//             "occupancy_fill_ms": 50, "occupancy_decay_ms": 1000}
+//   }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "hw/device.h"
+#include "hw/x86/cpuid_decode.h"
+
+namespace resctrlfs::hw::sim {
+
+struct CpuPlacement {
+  int cpu = 0;
+  int package = 0;
+  int l2 = -1;
+  int l3 = -1;
+};
+
+// Physical parameters of the workload model.
+struct SimParams {
+  double mem_bandwidth_mbps = 20000;  // peak memory bandwidth per L3 domain
+  // RMIDs an AMD-style L3 domain can count at once (0: unlimited). An RMID
+  // that is not being counted reads Unavailable; see machine.h.
+  unsigned mbm_hw_counters = 0;
+  double occupancy_fill_ms = 50;     // time constant of cache filling
+  double occupancy_decay_ms = 1000;  // time constant of eviction after last use
+};
+
+using CpuidKey = std::pair<uint32_t, uint32_t>;  // (leaf, subleaf)
+
+struct Profile {
+  std::string name;
+  std::string vendor;
+  unsigned family = 6, model = 0, stepping = 0;
+  std::vector<CpuPlacement> cpus;  // index = CPU number
+  unsigned nr_cpus = 0;            // bitmap width (possible CPUs)
+  uint64_t l2_size_bytes = 0;
+  uint64_t l3_size_bytes = 0;
+  std::map<CpuidKey, CpuidRegs> cpuid;  // the complete CPUID table
+  SimParams sim;
+
+  bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }
+  x86::Topology topology() const;
+};
+
+// Names of the built-in profiles.
+std::vector<std::string> builtin_profile_names();
+
+// A built-in profile by name, or a JSON file by path. ENOENT for an unknown
+// name / unreadable file, EINVAL (with a message) for a malformed profile.
+Result<Profile> load_profile(const std::string& name_or_path);
+
+// Parses a profile from JSON text.
+Result<Profile> parse_profile(const std::string& json_text, const std::string& name);
+
+// The `host` profile: this machine's CPUs, package and cache ids from sysfs
+// (rooted at `sysfs_cpu_dir`, normally /sys/devices/system/cpu), its CPUID
+// vendor, and intel-2s / amd-2s style capabilities.
+Result<Profile> host_profile(const std::string& sysfs_cpu_dir = "/sys/devices/system/cpu");
+
+// Reads a topology from a sysfs cpu directory (shared with the real backend).
+Result<x86::Topology> read_sysfs_topology(const std::string& sysfs_cpu_dir);
+
+// This machine's CPUID vendor string (/dev/cpu/0/cpuid, else the CPUID
+// instruction; "GenuineIntel" on non-x86 builds).
+std::string host_cpuid_vendor();
+
+}  // namespace resctrlfs::hw::sim

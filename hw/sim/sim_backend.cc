@@ -1,0 +1,28 @@
+// Implements make_sim_backend() and builtin_platforms(): a simulated machine
+// from a platform profile, with the x86 Arch programming it.
+#include <memory>
+
+#include "hw/backend.h"
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/arch_x86.h"
+
+namespace resctrlfs::hw {
+
+std::vector<std::string> builtin_platforms() { return sim::builtin_profile_names(); }
+
+Result<Backend> make_sim_backend(const std::string& platform) {
+  RESCTRLFS_ASSIGN_OR_RETURN(sim::Profile profile, sim::load_profile(platform));
+  auto machine = std::make_shared<sim::SimMachine>(std::move(profile));
+  RESCTRLFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<x86::X86Arch> arch,
+      x86::X86Arch::create(machine->info(), machine->limits(), machine, machine));
+  Backend b;
+  b.arch = std::move(arch);
+  b.sim = machine.get();
+  b.platform_name = platform;
+  b.keepalive = machine;
+  return b;
+}
+
+}  // namespace resctrlfs::hw

@@ -1,0 +1,371 @@
+// Implements X86Arch (see arch_x86.h): control registers with shadow copies
+// and rollback, CDP, PQR_ASSOC, the QM_EVTSEL/QM_CTR keyhole with counter
+// folding and the MBM errata correction, BMEC and ABMC.
+#include "hw/x86/arch_x86.h"
+
+#include <algorithm>
+
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::x86 {
+namespace {
+
+Error write_failed() { return Error::make(EIO, kHwWriteFailed); }
+
+int mbm_index(EventId ev) { return ev == EventId::MBM_LOCAL ? 1 : 0; }
+
+std::vector<unsigned> first_cpu_of(const CpuMask& m) {
+  unsigned c = m.first();
+  return c < m.size() ? std::vector<unsigned>{c} : std::vector<unsigned>{};
+}
+
+}  // namespace
+
+X86Arch::X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+                 std::shared_ptr<SchedulerModel> sched)
+    : info_(std::move(info)),
+      limits_(limits),
+      msr_(std::move(msr)),
+      sched_(std::move(sched)),
+      correction_(mbm_correction(info_)) {
+  for (int r = 0; r < kNumResources; ++r) {
+    const Resource& res = info_.resources[r];
+    if (!res.alloc_capable) continue;
+    shadow_[r].assign(res.ctrl_domains.size(),
+                      std::vector<uint32_t>(res.num_closid, default_ctrl(res.rid)));
+  }
+  pqr_cache_.resize(info_.nr_cpus);
+  mon_.resize(info_.mon.mon_domains.size());
+  for (auto& m : mon_) {
+    for (auto& v : m.rmid) v.resize(info_.mon.num_rmids);
+    m.cntr.resize(info_.mon.num_mbm_cntrs);
+    m.evt_cfg[0] = info_.mon.bmec_default_total;
+    m.evt_cfg[1] = info_.mon.bmec_default_local;
+  }
+}
+
+Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
+                                                 std::shared_ptr<MsrDevice> msr,
+                                                 std::shared_ptr<SchedulerModel> sched) {
+  std::unique_ptr<X86Arch> a(
+      new X86Arch(std::move(info), limits, std::move(msr), std::move(sched)));
+  RESCTRLFS_RETURN_IF_ERROR(a->init());
+  return a;
+}
+
+Result<void> X86Arch::init() {
+  RESCTRLFS_RETURN_IF_ERROR(reset_all_ctrls());
+  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
+    if (info_.res(rid).alloc_capable && info_.res(rid).cache.cdp_capable)
+      RESCTRLFS_RETURN_IF_ERROR(set_cdp_enabled(rid, false));
+  }
+  for (unsigned cpu : info_.online.cpus()) {
+    if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
+    pqr_cache_[cpu] = 0;
+  }
+  // BMEC and ABMC state survive in the hardware; adopt it.
+  for (size_t i = 0; i < mon_.size(); ++i) {
+    unsigned cpu = info_.mon.mon_domains[i].cpus.first();
+    if (info_.mon.bmec) {
+      for (int e = 0; e < 2; ++e) {
+        auto v = msr_->read(cpu, QOS_EVT_CFG_0 + e);
+        if (v.ok()) mon_[i].evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
+      }
+    }
+    if (info_.mon.abmc && i == 0) {
+      auto v = msr_->read(cpu, L3_QOS_EXT_CFG);
+      abmc_enabled_ = v.ok() && (*v & L3_QOS_EXT_CFG_ABMC_EN) != 0;
+    }
+  }
+  return Ok();
+}
+
+// ---- Controls.
+
+int X86Arch::ctrl_domain_index(ResourceId rid, int domain_id) const {
+  const auto& doms = info_.res(rid).ctrl_domains;
+  for (size_t i = 0; i < doms.size(); ++i)
+    if (doms[i].id == domain_id) return static_cast<int>(i);
+  return -1;
+}
+
+uint32_t X86Arch::hw_index(ResourceId rid, ConfType type, uint32_t closid) const {
+  return cdp_enabled(rid) ? cdp_hw_index(closid, type) : closid;
+}
+
+uint32_t X86Arch::default_ctrl(ResourceId rid) const {
+  const Resource& r = info_.res(rid);
+  return r.is_cache() ? r.cache.full_mask() : r.membw.max_bw;
+}
+
+uint32_t X86Arch::ctrl_msr(ResourceId rid, uint32_t idx) const {
+  switch (rid) {
+    case ResourceId::L3:
+      return IA32_L3_MASK_0 + idx;
+    case ResourceId::L2:
+      return IA32_L2_MASK_0 + idx;
+    case ResourceId::MB:
+      return limits_.amd ? L3QOS_BW_CONTROL_0 + idx : IA32_L2_QOS_EXT_BW_THRTL_0 + idx;
+    case ResourceId::SMBA:
+      return L3QOS_SLOW_BW_CONTROL_0 + idx;
+  }
+  return 0;
+}
+
+uint64_t X86Arch::ctrl_reg_value(ResourceId rid, uint32_t value) const {
+  if (rid == ResourceId::MB && !limits_.amd) {
+    // Linear Intel MBA: the register holds the delay, 100 - percent.
+    return value >= MAX_MBA_BW ? 0 : MAX_MBA_BW - value;
+  }
+  // Cache masks as they are; AMD bandwidth in 1/8 GB/s, where max_bw
+  // (1 << BW_LEN) is exactly the U (unlimited) bit.
+  return value;
+}
+
+uint32_t X86Arch::get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_t closid) const {
+  const int r = static_cast<int>(rid);
+  int d = ctrl_domain_index(rid, domain_id);
+  uint32_t idx = hw_index(rid, type, closid);
+  if (d < 0 || shadow_[r].empty() || idx >= shadow_[r][d].size()) return default_ctrl(rid);
+  return shadow_[r][d][idx];
+}
+
+Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
+  struct Pending {
+    ResourceId rid;
+    int dom;
+    uint32_t idx;
+    uint32_t value;
+  };
+  std::vector<Pending> todo;
+  for (const auto& u : updates) {
+    const Resource& res = info_.res(u.rid);
+    if (!res.alloc_capable) return Error::make(EINVAL);
+    int d = ctrl_domain_index(u.rid, u.domain_id);
+    if (d < 0) return Error::make(EINVAL);
+    uint32_t idx = hw_index(u.rid, u.type, u.closid);
+    if (idx >= res.num_closid) return Error::make(EINVAL);
+    if (res.is_cache() ? (u.value & ~res.cache.full_mask()) != 0 : u.value > res.membw.max_bw)
+      return Error::make(EINVAL);
+    auto same = std::find_if(todo.begin(), todo.end(), [&](const Pending& p) {
+      return p.rid == u.rid && p.dom == d && p.idx == idx;
+    });
+    if (same != todo.end()) {
+      same->value = u.value;  // the last value for a register wins
+    } else {
+      todo.push_back(Pending{u.rid, d, idx, u.value});
+    }
+  }
+  std::vector<Pending> done;  // holds the old values of registers written
+  for (const auto& p : todo) {
+    uint32_t& cur = shadow_[static_cast<int>(p.rid)][p.dom][p.idx];
+    if (cur == p.value) continue;
+    unsigned cpu = info_.res(p.rid).ctrl_domains[p.dom].cpus.first();
+    if (!msr_->write(cpu, ctrl_msr(p.rid, p.idx), ctrl_reg_value(p.rid, p.value)).ok()) {
+      // All or nothing: put back what this call already changed.
+      for (auto it = done.rbegin(); it != done.rend(); ++it) {
+        unsigned c = info_.res(it->rid).ctrl_domains[it->dom].cpus.first();
+        uint32_t& s = shadow_[static_cast<int>(it->rid)][it->dom][it->idx];
+        if (msr_->write(c, ctrl_msr(it->rid, it->idx), ctrl_reg_value(it->rid, it->value)).ok())
+          s = it->value;
+      }
+      return write_failed();
+    }
+    done.push_back(Pending{p.rid, p.dom, p.idx, cur});
+    cur = p.value;
+  }
+  return Ok();
+}
+
+Result<void> X86Arch::reset_all_ctrls() {
+  bool failed = false;
+  for (int r = 0; r < kNumResources; ++r) {
+    const Resource& res = info_.resources[r];
+    if (!res.alloc_capable) continue;
+    const uint32_t dflt = default_ctrl(res.rid);
+    for (size_t d = 0; d < res.ctrl_domains.size(); ++d) {
+      unsigned cpu = res.ctrl_domains[d].cpus.first();
+      for (uint32_t i = 0; i < res.num_closid; ++i) {
+        if (msr_->write(cpu, ctrl_msr(res.rid, i), ctrl_reg_value(res.rid, dflt)).ok()) {
+          shadow_[r][d][i] = dflt;
+        } else {
+          failed = true;
+        }
+      }
+    }
+  }
+  if (failed) return write_failed();
+  return Ok();
+}
+
+Result<void> X86Arch::write_on(const std::vector<unsigned>& cpus, uint32_t msr, uint64_t value,
+                               uint64_t old_value) {
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    if (!msr_->write(cpus[i], msr, value).ok()) {
+      for (size_t j = 0; j < i; ++j) (void)msr_->write(cpus[j], msr, old_value);
+      return write_failed();
+    }
+  }
+  return Ok();
+}
+
+Result<void> X86Arch::set_cdp_enabled(ResourceId rid, bool enable) {
+  if (rid != ResourceId::L3 && rid != ResourceId::L2) return Error::make(EINVAL);
+  const Resource& res = info_.res(rid);
+  if (!res.alloc_capable || !res.cache.cdp_capable) return Error::make(EINVAL);
+  const uint32_t msr = rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
+  const uint64_t v = enable ? QOS_CFG_CDP_ENABLE : 0;
+  const uint64_t old = cdp_[static_cast<int>(rid)] ? QOS_CFG_CDP_ENABLE : 0;
+  // Intel scopes QOS_CFG to the cache domain; AMD to each logical CPU.
+  std::vector<std::vector<unsigned>> per_domain;
+  for (const auto& d : res.ctrl_domains)
+    per_domain.push_back(limits_.amd ? d.cpus.cpus() : first_cpu_of(d.cpus));
+  for (size_t i = 0; i < per_domain.size(); ++i) {
+    if (!write_on(per_domain[i], msr, v, old).ok()) {
+      for (size_t j = 0; j < i; ++j) (void)write_on(per_domain[j], msr, old, v);
+      return write_failed();
+    }
+  }
+  cdp_[static_cast<int>(rid)] = enable;
+  return Ok();
+}
+
+bool X86Arch::cdp_enabled(ResourceId rid) const { return cdp_[static_cast<int>(rid)]; }
+
+Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) {
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return Error::make(EINVAL);
+  const uint64_t v = (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | rmid;
+  if (pqr_cache_[cpu] == v) return Ok();  // the hardware already holds it
+  if (!msr_->write(cpu, IA32_PQR_ASSOC, v).ok()) {
+    pqr_cache_[cpu].reset();
+    return write_failed();
+  }
+  pqr_cache_[cpu] = v;
+  return Ok();
+}
+
+void X86Arch::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
+  if (sched_) sched_->set_thread_tags(tid, closid, rmid);
+}
+
+void X86Arch::thread_exited(int tid) {
+  if (sched_) sched_->thread_exited(tid);
+}
+
+// ---- Monitoring.
+
+int X86Arch::mon_domain_index(int domain_id) const {
+  const auto& doms = info_.mon.mon_domains;
+  for (size_t i = 0; i < doms.size(); ++i)
+    if (doms[i].id == domain_id) return static_cast<int>(i);
+  return -1;
+}
+
+CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
+                                 std::optional<unsigned> cntr_id) {
+  const CounterValue error{ReadError::kError, 0};
+  int d = mon_domain_index(domain_id);
+  if (d < 0 || !info_.mon.capable) return error;
+  if (cntr_id ? *cntr_id >= mon_[d].cntr.size() : rmid >= info_.mon.num_rmids) return error;
+  const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  uint64_t sel;
+  if (cntr_id) {
+    sel = (uint64_t{*cntr_id} << QM_EVTSEL_RMID_SHIFT) | QM_EVTSEL_EXTENDED_EVTID | ABMC_EVT_ID;
+  } else {
+    sel = (uint64_t{rmid} << QM_EVTSEL_RMID_SHIFT) | static_cast<uint64_t>(ev);
+  }
+  if (!msr_->write(cpu, IA32_QM_EVTSEL, sel).ok()) return error;
+  auto raw = msr_->read(cpu, IA32_QM_CTR);
+  if (!raw.ok() || (*raw & QM_CTR_ERROR)) return error;
+  if (*raw & QM_CTR_UNAVAILABLE) return CounterValue{ReadError::kUnavailable, 0};
+  const uint64_t scale = info_.mon.occupancy_scale;
+  if (ev == EventId::LLC_OCCUPANCY && !cntr_id) {
+    return CounterValue{ReadError::kNone, (*raw & QM_CTR_DATA_MASK) * scale};
+  }
+  const unsigned width = info_.mon.counter_width;
+  const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  MbmState& st = cntr_id ? mon_[d].cntr[*cntr_id] : mon_[d].rmid[mbm_index(ev)][rmid];
+  const uint64_t now = *raw & wmask;
+  if (!st.valid) {
+    // First read since a reset: this value is the baseline.
+    st = MbmState{true, now, 0};
+  } else {
+    st.chunks += (now - st.prev) & wmask;  // modulo 2^width: one wrap at most
+    st.prev = now;
+  }
+  uint64_t chunks = st.chunks;
+  if (!cntr_id && correction_.factor != 0 && rmid > correction_.rmid_threshold) {
+    // Errata SKX99/BDF102: fixed point with 20 fractional bits.
+    const auto cf = static_cast<uint64_t>(correction_.factor * (1 << 20) + 0.5);
+    chunks = static_cast<uint64_t>((static_cast<unsigned __int128>(chunks) * cf) >> 20);
+  }
+  return CounterValue{ReadError::kNone, chunks * scale};
+}
+
+void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
+  int d = mon_domain_index(domain_id);
+  if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.mon.num_rmids) return;
+  mon_[d].rmid[mbm_index(ev)][rmid] = MbmState{};
+}
+
+void X86Arch::reset_domain_events(int domain_id) {
+  int d = mon_domain_index(domain_id);
+  if (d < 0) return;
+  for (auto& v : mon_[d].rmid) std::fill(v.begin(), v.end(), MbmState{});
+  std::fill(mon_[d].cntr.begin(), mon_[d].cntr.end(), MbmState{});
+}
+
+Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t config) {
+  int d = mon_domain_index(domain_id);
+  if (!info_.mon.bmec || d < 0 || ev == EventId::LLC_OCCUPANCY) return Error::make(EINVAL);
+  if ((config & ~info_.mon.bmec_supported_mask) != 0) return Error::make(EINVAL);
+  const int e = mbm_index(ev);
+  if (mon_[d].evt_cfg[e] == config) return Ok();
+  unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  if (!msr_->write(cpu, QOS_EVT_CFG_0 + e, config).ok()) return write_failed();
+  mon_[d].evt_cfg[e] = config;
+  // The hardware cleared the event's counts: start every RMID afresh.
+  std::fill(mon_[d].rmid[e].begin(), mon_[d].rmid[e].end(), MbmState{});
+  return Ok();
+}
+
+uint32_t X86Arch::event_config(int domain_id, EventId ev) const {
+  int d = mon_domain_index(domain_id);
+  if (d < 0 || ev == EventId::LLC_OCCUPANCY) return 0;
+  return mon_[d].evt_cfg[mbm_index(ev)];
+}
+
+Result<void> X86Arch::set_abmc_enabled(bool enable) {
+  if (!info_.mon.abmc) return Error::make(EINVAL);
+  const uint64_t v = enable ? L3_QOS_EXT_CFG_ABMC_EN : 0;
+  const uint64_t old = abmc_enabled_ ? L3_QOS_EXT_CFG_ABMC_EN : 0;
+  // L3_QOS_EXT_CFG is per logical CPU.
+  const auto& doms = info_.mon.mon_domains;
+  for (size_t i = 0; i < doms.size(); ++i) {
+    if (!write_on(doms[i].cpus.cpus(), L3_QOS_EXT_CFG, v, old).ok()) {
+      for (size_t j = 0; j < i; ++j) (void)write_on(doms[j].cpus.cpus(), L3_QOS_EXT_CFG, old, v);
+      return write_failed();
+    }
+  }
+  abmc_enabled_ = enable;
+  for (auto& m : mon_) std::fill(m.cntr.begin(), m.cntr.end(), MbmState{});
+  return Ok();
+}
+
+Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
+                                  uint32_t evt_cfg, bool assign) {
+  int d = mon_domain_index(domain_id);
+  if (!info_.mon.abmc || d < 0 || cntr_id >= mon_[d].cntr.size() || rmid >= info_.mon.num_rmids ||
+      (evt_cfg & ~BMEC_MAX_EVT_CONFIG_BITS) != 0)
+    return Error::make(EINVAL);
+  uint64_t v = ABMC_CFG_CFG_EN | (uint64_t{cntr_id} << ABMC_CFG_CTR_ID_SHIFT) |
+               (uint64_t{rmid} << ABMC_CFG_BW_SRC_SHIFT);
+  if (assign) v |= ABMC_CFG_CTR_EN | evt_cfg;
+  unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
+  mon_[d].cntr[cntr_id] = MbmState{};
+  (void)ev;  // the counter counts whatever evt_cfg selects
+  return Ok();
+}
+
+}  // namespace resctrlfs::hw::x86

@@ -1,0 +1,99 @@
+// Defines X86Arch: the hw::Arch implementation for Intel RDT and AMD PQoS,
+// programming model-specific registers through an MsrDevice (a real one
+// reached through the broker, or the simulated machine).
+//
+// It keeps a shadow copy of every control register (per resource, control
+// domain and hardware CLOSID index) so that get_ctrl() never touches the
+// hardware and update_ctrls() writes only what changed, each register once
+// on the first CPU of its domain, rolling back on failure. MBM counters are
+// folded across the counter width into a 64-bit running total per
+// (monitoring domain, RMID or ABMC counter, event).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "hw/arch.h"
+#include "hw/device.h"
+#include "hw/x86/cpuid_decode.h"
+
+namespace resctrlfs::hw::x86 {
+
+// The message fs/ shows in last_cmd_status when a register write fails.
+inline constexpr const char* kHwWriteFailed = "Failed to write hardware register\n";
+
+class X86Arch final : public Arch {
+ public:
+  // Builds the Arch and brings the machine to the state Linux leaves it in
+  // at boot: every control register at its default (written
+  // unconditionally), CDP off, every online CPU's PQR_ASSOC at CLOSID 0 /
+  // RMID 0. `sched` is the simulator's scheduler (null on real hardware).
+  static Result<std::unique_ptr<X86Arch>> create(PlatformInfo info, HwLimits limits,
+                                                 std::shared_ptr<MsrDevice> msr,
+                                                 std::shared_ptr<SchedulerModel> sched);
+
+  const PlatformInfo& info() const override { return info_; }
+  Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) override;
+  uint32_t get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_t closid) const override;
+  uint32_t default_ctrl(ResourceId rid) const override;
+  Result<void> set_cdp_enabled(ResourceId rid, bool enable) override;
+  bool cdp_enabled(ResourceId rid) const override;
+  Result<void> reset_all_ctrls() override;
+  Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
+  void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
+  void thread_exited(int tid) override;
+  bool models_thread_tags() const override { return sched_ != nullptr; }
+  CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
+                          std::optional<unsigned> cntr_id = std::nullopt) override;
+  void reset_event(int domain_id, uint32_t rmid, EventId ev) override;
+  void reset_domain_events(int domain_id) override;
+  Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) override;
+  uint32_t event_config(int domain_id, EventId ev) const override;
+  Result<void> set_abmc_enabled(bool enable) override;
+  Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
+                           uint32_t evt_cfg, bool assign) override;
+
+  // The register and value a control value becomes (exposed for tests and
+  // for the broker's policy).
+  uint32_t ctrl_msr(ResourceId rid, uint32_t hw_index) const;
+  uint64_t ctrl_reg_value(ResourceId rid, uint32_t value) const;
+  bool abmc_enabled() const { return abmc_enabled_; }
+
+ private:
+  X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+          std::shared_ptr<SchedulerModel> sched);
+  Result<void> init();
+  int ctrl_domain_index(ResourceId rid, int domain_id) const;
+  int mon_domain_index(int domain_id) const;
+  uint32_t hw_index(ResourceId rid, ConfType type, uint32_t closid) const;
+  // Writes `value` to `msr` on each CPU in order; on failure restores the
+  // CPUs already written to `old_value` and returns EIO.
+  Result<void> write_on(const std::vector<unsigned>& cpus, uint32_t msr, uint64_t value,
+                        uint64_t old_value);
+
+  struct MbmState {
+    bool valid = false;
+    uint64_t prev = 0;    // last raw counter value
+    uint64_t chunks = 0;  // running total in counter units
+  };
+  struct MonDomState {
+    std::vector<MbmState> rmid[2];  // [0] mbm_total, [1] mbm_local
+    std::vector<MbmState> cntr;     // ABMC counters
+    uint32_t evt_cfg[2] = {0, 0};
+  };
+
+  PlatformInfo info_;
+  HwLimits limits_;
+  std::shared_ptr<MsrDevice> msr_;
+  std::shared_ptr<SchedulerModel> sched_;
+  MbmCorrection correction_;
+  // shadow_[rid][domain index][hw index]: the schema-level value.
+  std::vector<std::vector<uint32_t>> shadow_[kNumResources];
+  bool cdp_[kNumResources] = {false, false, false, false};
+  std::vector<std::optional<uint64_t>> pqr_cache_;  // per CPU
+  std::vector<MonDomState> mon_;
+  bool abmc_enabled_ = false;
+};
+
+}  // namespace resctrlfs::hw::x86

@@ -1,0 +1,282 @@
+// Implements the CPUID decoder for Intel RDT and AMD PQoS (see
+// cpuid_decode.h). The rules mirror what Linux's arch/x86 resctrl derives
+// from the same leaves, so info/ shows the same numbers.
+#include "hw/x86/cpuid_decode.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::x86 {
+namespace {
+
+unsigned first_cpu(const Topology& topo) {
+  unsigned c = topo.online.first();
+  return c < topo.online.size() ? c : 0;
+}
+
+// Groups online CPUs by a per-CPU id; domains come out sorted by id.
+std::vector<CtrlDomain> domains_by_id(const Topology& topo, const std::vector<int>& ids) {
+  std::map<int, CpuMask> by_id;
+  for (unsigned c = 0; c < topo.nr_cpus && c < ids.size(); ++c) {
+    if (!topo.online.test(c) || ids[c] < 0) continue;
+    auto [it, inserted] = by_id.try_emplace(ids[c], CpuMask(topo.nr_cpus));
+    it->second.set(c);
+  }
+  std::vector<CtrlDomain> out;
+  for (auto& [id, mask] : by_id) out.push_back(CtrlDomain{id, mask});
+  return out;
+}
+
+void decode_cache(const CpuidRegs& r, bool amd, Resource& res) {
+  res.alloc_capable = true;
+  res.num_closid = (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1;
+  res.cache.cbm_len = (r.eax & CPUID_10_CACHE_EAX_CBM_LEN_MASK) + 1;
+  res.cache.shareable_bits = r.ebx & res.cache.full_mask();
+  res.cache.cdp_capable = (r.ecx & CPUID_10_CACHE_ECX_CDP) != 0;
+  // AMD allows any mask, including empty ones; Intel enumerates it.
+  res.cache.sparse_masks = amd || (r.ecx & CPUID_10_CACHE_ECX_NONCONT) != 0;
+  res.cache.min_cbm_bits = amd ? 0 : 1;
+}
+
+// Correction factors of the SKX99 / BDF102 errata, indexed by
+// (number of RMIDs / 8) - 1, as published in the resctrl documentation.
+struct CfRow {
+  uint32_t rmid_threshold;
+  double factor;
+};
+constexpr CfRow kMbmCfTable[] = {
+    {0, 1.000000},   {0, 1.000000},   {15, 0.969650},  {0, 1.000000},   {31, 0.969650},
+    {47, 1.142857},  {0, 1.000000},   {63, 1.185115},  {63, 1.066553},  {79, 1.454545},
+    {0, 1.000000},   {95, 1.230769},  {95, 1.142857},  {95, 1.066667},  {0, 1.000000},
+    {127, 1.254863}, {127, 1.185255}, {0, 1.000000},   {127, 1.066667}, {0, 1.000000},
+    {159, 1.454334}, {0, 1.000000},   {127, 0.969744}, {191, 1.280246}, {191, 1.230921},
+    {0, 1.000000},   {191, 1.143118}, {0, 1.000000},
+};
+
+}  // namespace
+
+std::string cpuid_vendor(const CpuidSource& src, unsigned cpu) {
+  CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0);
+  char buf[13];
+  std::memcpy(buf, &r.ebx, 4);
+  std::memcpy(buf + 4, &r.edx, 4);
+  std::memcpy(buf + 8, &r.ecx, 4);
+  buf[12] = 0;
+  return std::string(buf);
+}
+
+uint64_t cpuid_cache_size(const CpuidSource& src, unsigned cpu, bool amd, unsigned level) {
+  uint32_t leaf = amd ? CPUID_LEAF_AMD_CACHE_TOPO : CPUID_LEAF_CACHE_PARAMS;
+  if (amd && src.cpuid(cpu, CPUID_LEAF_EXT_MAX, 0).eax < leaf) return 0;
+  if (!amd && src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax < leaf) return 0;
+  for (uint32_t sub = 0; sub < 16; ++sub) {
+    CpuidRegs r = src.cpuid(cpu, leaf, sub);
+    unsigned type = r.eax & 0x1F;
+    if (type == 0) break;
+    if (((r.eax >> 5) & 0x7) != level || type == 2 /* instruction cache */) continue;
+    uint64_t ways = ((r.ebx >> 22) & 0x3FF) + 1;
+    uint64_t partitions = ((r.ebx >> 12) & 0x3FF) + 1;
+    uint64_t line = (r.ebx & 0xFFF) + 1;
+    uint64_t sets = uint64_t{r.ecx} + 1;
+    return ways * partitions * line * sets;
+  }
+  return 0;
+}
+
+HwLimits decode_limits(const CpuidSource& src, unsigned cpu) {
+  HwLimits lim;
+  lim.amd = cpuid_vendor(src, cpu) == "AuthenticAMD";
+  uint32_t max_leaf = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax;
+  uint32_t max_ext = src.cpuid(cpu, CPUID_LEAF_EXT_MAX, 0).eax;
+  if (max_leaf >= CPUID_LEAF_PQE) {
+    for (uint32_t sub = 1; sub <= 3; ++sub) {
+      CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQE, sub);
+      if (r.eax == 0 && r.edx == 0) continue;
+      lim.num_closid_any = std::max(lim.num_closid_any, (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1);
+      if (sub == 3) lim.mba_max_delay = (r.eax & CPUID_10_3_EAX_MAX_DELAY_MASK) + 1;
+    }
+  }
+  if (max_leaf >= CPUID_LEAF_PQM) lim.max_rmid_any = src.cpuid(cpu, CPUID_LEAF_PQM, 0).ebx;
+  if (lim.amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) {
+    CpuidRegs mb = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 1);
+    CpuidRegs smba = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 2);
+    lim.amd_bw_len = mb.eax;
+    lim.amd_smba_len = smba.eax;
+    if (mb.eax != 0) lim.num_closid_any = std::max(lim.num_closid_any, mb.edx + 1);
+    if (smba.eax != 0) lim.num_closid_any = std::max(lim.num_closid_any, smba.edx + 1);
+  }
+  return lim;
+}
+
+PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe) {
+  PlatformInfo info;
+  const unsigned cpu = first_cpu(topo);
+  info.vendor = cpuid_vendor(src, cpu);
+  const bool amd = info.vendor == "AuthenticAMD" || info.vendor == "HygonGenuine";
+  const bool intel = info.vendor == "GenuineIntel";
+  const uint32_t max_leaf = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax;
+  const uint32_t max_ext = src.cpuid(cpu, CPUID_LEAF_EXT_MAX, 0).eax;
+
+  if (max_leaf >= CPUID_LEAF_FMS) {
+    uint32_t sig = src.cpuid(cpu, CPUID_LEAF_FMS, 0).eax;
+    info.family = (sig >> 8) & 0xF;
+    if (info.family == 0xF) info.family += (sig >> 20) & 0xFF;
+    info.model = (sig >> 4) & 0xF;
+    if (info.family >= 0x6) info.model += ((sig >> 16) & 0xF) << 4;
+    info.stepping = sig & 0xF;
+  }
+
+  info.nr_cpus = topo.nr_cpus;
+  info.online = topo.online;
+  info.cpu_package = topo.package;
+  info.cpu_l2_id = topo.l2_id;
+  info.cpu_l3_id = topo.l3_id;
+  info.cpu_package.resize(topo.nr_cpus, 0);
+  info.cpu_l2_id.resize(topo.nr_cpus, -1);
+  info.cpu_l3_id.resize(topo.nr_cpus, -1);
+  for (int r = 0; r < kNumResources; ++r) info.resources[r].rid = static_cast<ResourceId>(r);
+
+  uint64_t l3_size = cpuid_cache_size(src, cpu, amd, 3);
+  if (l3_size == 0) l3_size = topo.l3_size_bytes;
+  uint64_t l2_size = cpuid_cache_size(src, cpu, amd, 2);
+  if (l2_size == 0) l2_size = topo.l2_size_bytes;
+
+  CpuidRegs leaf7 = max_leaf >= CPUID_LEAF_EXT_FEATURES ? src.cpuid(cpu, CPUID_LEAF_EXT_FEATURES, 0)
+                                                        : CpuidRegs{};
+  const bool rdt_a = (leaf7.ebx & CPUID_7_EBX_PQE) != 0;
+  const bool cqm = (leaf7.ebx & CPUID_7_EBX_PQM) != 0;
+  CpuidRegs amd20{};
+  if (amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) amd20 = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 0);
+
+  const auto l3_domains = domains_by_id(topo, info.cpu_l3_id);
+  const auto l2_domains = domains_by_id(topo, info.cpu_l2_id);
+
+  // ---- Allocation.
+  Resource& l3 = info.resources[static_cast<int>(ResourceId::L3)];
+  Resource& l2 = info.resources[static_cast<int>(ResourceId::L2)];
+  Resource& mb = info.resources[static_cast<int>(ResourceId::MB)];
+  Resource& smba = info.resources[static_cast<int>(ResourceId::SMBA)];
+  if (rdt_a && max_leaf >= CPUID_LEAF_PQE) {
+    CpuidRegs pqe0 = src.cpuid(cpu, CPUID_LEAF_PQE, 0);
+    if (pqe0.ebx & CPUID_10_0_EBX_L3) decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 1), amd, l3);
+    if (pqe0.ebx & CPUID_10_0_EBX_L2) decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 2), amd, l2);
+    if (intel && (pqe0.ebx & CPUID_10_0_EBX_MBA)) {
+      CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQE, 3);
+      unsigned max_delay = (r.eax & CPUID_10_3_EAX_MAX_DELAY_MASK) + 1;
+      // Linux refuses non-linear Intel MBA (arch_needs_linear), and a
+      // delay range beyond 100% would make min_bandwidth negative.
+      if ((r.ecx & CPUID_10_3_ECX_LINEAR) != 0 && max_delay < MAX_MBA_BW) {
+        mb.alloc_capable = true;
+        mb.num_closid = (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1;
+        mb.membw.delay_linear = true;
+        mb.membw.arch_needs_linear = true;
+        mb.membw.min_bw = MAX_MBA_BW - max_delay;
+        mb.membw.bw_gran = MAX_MBA_BW - max_delay;
+        mb.membw.max_bw = MAX_MBA_BW;
+        mb.membw.throttle_mode =
+            (r.ecx & CPUID_10_3_ECX_PER_THREAD) ? ThrottleMode::PER_THREAD : ThrottleMode::MAX;
+      }
+    }
+  }
+  if (rdt_a && amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) {
+    auto amd_bw = [&](Resource& res, uint32_t sub) {
+      CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, sub);
+      if (r.eax == 0 || r.eax > 31) return;
+      res.alloc_capable = true;
+      res.num_closid = r.edx + 1;
+      res.membw.min_bw = 0;
+      res.membw.bw_gran = 1;
+      res.membw.max_bw = 1U << r.eax;
+      res.membw.delay_linear = false;
+      res.membw.arch_needs_linear = false;
+      res.membw.throttle_mode = ThrottleMode::UNDEFINED;
+    };
+    bool amd_mba = max_ext >= CPUID_LEAF_AMD_EXT_IDS &&
+                   (src.cpuid(cpu, CPUID_LEAF_AMD_EXT_IDS, 0).ebx & CPUID_80000008_EBX_BE) != 0;
+    if (amd_mba) amd_bw(mb, 1);
+    if (amd20.ebx & CPUID_80000020_0_EBX_SMBA) amd_bw(smba, 2);
+  }
+  // Haswell server: CAT exists but CPUID does not say so. Probe the first
+  // mask register as Linux does; the part has 4 CLOSIDs and a 20-bit mask.
+  if (intel && info.family == 6 && info.model == INTEL_FAM6_HASWELL_X && !l3.alloc_capable &&
+      probe != nullptr) {
+    constexpr uint64_t kHswMask = 0xFFFFF;
+    if (probe->write(cpu, IA32_L3_MASK_0, kHswMask).ok()) {
+      auto back = probe->read(cpu, IA32_L3_MASK_0);
+      if (back.ok() && *back == kHswMask) {
+        l3.alloc_capable = true;
+        l3.num_closid = 4;
+        l3.cache.cbm_len = 20;
+        l3.cache.shareable_bits = 0xC0000;
+        l3.cache.min_cbm_bits = 2;
+      }
+    }
+  }
+  if (l3.alloc_capable) {
+    l3.cache.cache_size_bytes = l3_size;
+    l3.ctrl_domains = l3_domains;
+  }
+  if (l2.alloc_capable) {
+    l2.cache.cache_size_bytes = l2_size;
+    l2.ctrl_domains = l2_domains;
+  }
+  if (mb.alloc_capable) mb.ctrl_domains = l3_domains;
+  if (smba.alloc_capable) smba.ctrl_domains = l3_domains;
+
+  // ---- Monitoring.
+  MonCaps& mon = info.mon;
+  const bool abmc = (amd20.ebx & CPUID_80000020_0_EBX_ABMC) != 0;
+  if (cqm && max_leaf >= CPUID_LEAF_PQM &&
+      (src.cpuid(cpu, CPUID_LEAF_PQM, 0).edx & CPUID_F_0_EDX_L3) != 0) {
+    CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQM, 1);
+    unsigned offset = r.eax & CPUID_F_1_EAX_WIDTH_MASK;
+    if (amd && offset == 0) offset = MBM_CNTR_WIDTH_OFFSET_AMD;
+    // Linux ignores an offset it cannot represent and keeps the base width.
+    mon.counter_width = MBM_CNTR_WIDTH_BASE + (offset <= MBM_CNTR_WIDTH_OFFSET_MAX ? offset : 0);
+    mon.occupancy_scale = r.ebx;
+    mon.num_rmids = r.ecx + 1;
+    if (r.edx & CPUID_F_1_EDX_OCCUP) mon.events.push_back(EventId::LLC_OCCUPANCY);
+    if ((r.edx & CPUID_F_1_EDX_MBM_TOTAL) || abmc) mon.events.push_back(EventId::MBM_TOTAL);
+    if ((r.edx & CPUID_F_1_EDX_MBM_LOCAL) || abmc) mon.events.push_back(EventId::MBM_LOCAL);
+  }
+  if (!mon.events.empty() && mon.occupancy_scale != 0) {
+    mon.capable = true;
+    mon.l3_cache_size_bytes = l3_size;
+    uint64_t threshold = l3_size / mon.num_rmids;
+    mon.default_threshold =
+        static_cast<unsigned>(threshold / mon.occupancy_scale * mon.occupancy_scale);
+    bool has_mbm =
+        std::find(mon.events.begin(), mon.events.end(), EventId::MBM_TOTAL) != mon.events.end() ||
+        std::find(mon.events.begin(), mon.events.end(), EventId::MBM_LOCAL) != mon.events.end();
+    if ((amd20.ebx & CPUID_80000020_0_EBX_BMEC) && has_mbm) {
+      mon.bmec = true;
+      mon.bmec_supported_mask =
+          src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 3).ecx & BMEC_MAX_EVT_CONFIG_BITS;
+      mon.bmec_default_total = BMEC_DEFAULT_TOTAL & mon.bmec_supported_mask;
+      mon.bmec_default_local = BMEC_DEFAULT_LOCAL & mon.bmec_supported_mask;
+    }
+    if (abmc) {
+      mon.abmc = true;
+      mon.num_mbm_cntrs =
+          (src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 5).ebx & CPUID_80000020_5_EBX_CNTRS_MASK) + 1;
+    }
+    for (const auto& d : l3_domains) mon.mon_domains.push_back(MonDomain{d.id, d.cpus});
+  }
+  return info;
+}
+
+MbmCorrection mbm_correction(const PlatformInfo& info) {
+  MbmCorrection c;
+  if (info.vendor != "GenuineIntel" || info.family != 6) return c;
+  if (info.model != INTEL_FAM6_BROADWELL_X && info.model != INTEL_FAM6_SKYLAKE_X) return c;
+  int index = static_cast<int>(info.mon.num_rmids / 8) - 1;
+  if (index < 0 || index >= static_cast<int>(std::size(kMbmCfTable))) return c;
+  c.rmid_threshold = kMbmCfTable[index].rmid_threshold;
+  c.factor = kMbmCfTable[index].factor;
+  return c;
+}
+
+}  // namespace resctrlfs::hw::x86

@@ -1,0 +1,63 @@
+// Defines the CPUID decoder: raw CPUID leaves (Intel RDT or AMD PQoS) plus
+// the machine's topology become the hw::PlatformInfo that fs/ sees, with
+// exactly the values Linux shows under /sys/fs/resctrl/info.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/cpumask.h"
+#include "base/result.h"
+#include "hw/arch.h"
+#include "hw/device.h"
+
+namespace resctrlfs::hw::x86 {
+
+// What CPUID does not say: which CPUs exist and which caches they share.
+struct Topology {
+  unsigned nr_cpus = 0;
+  CpuMask online;
+  std::vector<int> package;  // per CPU
+  std::vector<int> l2_id;    // per CPU, -1 if none
+  std::vector<int> l3_id;    // per CPU, -1 if none
+  // Cache sizes used when CPUID leaf 4 / 0x8000001D does not describe them.
+  uint64_t l2_size_bytes = 0;
+  uint64_t l3_size_bytes = 0;
+};
+
+// Size in bytes of the cache of `level` (2 or 3) from the deterministic
+// cache parameters leaf (4 on Intel, 0x8000001D on AMD), or 0.
+uint64_t cpuid_cache_size(const CpuidSource& src, unsigned cpu, bool amd, unsigned level);
+
+// The vendor string of CPUID leaf 0 ("GenuineIntel", "AuthenticAMD", ...).
+std::string cpuid_vendor(const CpuidSource& src, unsigned cpu);
+
+// Decodes the platform. `probe` (optional) is used only for the Haswell
+// server quirk, whose L3 CAT is found by writing and reading back
+// IA32_L3_MASK_0 rather than by CPUID.
+PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo,
+                             MsrDevice* probe = nullptr);
+
+// The MBM errata correction (Intel SKX99 / BDF102): counts of RMIDs above
+// `rmid_threshold` are multiplied by `factor`. Absent (factor 0) on
+// unaffected parts.
+struct MbmCorrection {
+  uint32_t rmid_threshold = 0;
+  double factor = 0;  // 0: no correction
+};
+MbmCorrection mbm_correction(const PlatformInfo& info);
+
+// Hardware limits the MSR programming and the broker need beyond
+// PlatformInfo (which speaks in user-visible units).
+struct HwLimits {
+  unsigned mba_max_delay = 0;   // Intel MBA: CPUID.0x10.3:EAX[11:0] + 1
+  unsigned amd_bw_len = 0;      // AMD MB: CPUID.0x80000020.1:EAX
+  unsigned amd_smba_len = 0;    // AMD SMBA: CPUID.0x80000020.2:EAX
+  unsigned max_rmid_any = 0;    // CPUID.0xF.0:EBX (highest RMID of any resource)
+  unsigned num_closid_any = 0;  // highest CLOSID count of any resource
+  bool amd = false;
+};
+HwLimits decode_limits(const CpuidSource& src, unsigned cpu);
+
+}  // namespace resctrlfs::hw::x86

@@ -1,0 +1,182 @@
+// Defines every model-specific register number, register field and CPUID
+// leaf/bit that resctrlfs uses for Intel RDT and AMD PQoS, in one place.
+//
+// Names follow the Intel SDM / RDT architecture specification and the AMD64
+// Platform QoS Extensions document. Numbers were checked against those
+// documents (seeds/) and against the Linux arch/x86 resctrl sources
+// (msr-index.h, resctrl/internal.h, kernel/cpu/scattered.c).
+#pragma once
+
+#include <cstdint>
+
+namespace resctrlfs::hw::x86 {
+
+// ---------------------------------------------------------------------------
+// Model-specific registers.
+
+// L3_QOS_CFG (AMD: L3_QOS_CFG1): bit 0 enables L3 CDP.
+inline constexpr uint32_t IA32_L3_QOS_CFG = 0xC81;
+// L2_QOS_CFG: bit 0 enables L2 CDP.
+inline constexpr uint32_t IA32_L2_QOS_CFG = 0xC82;
+inline constexpr uint64_t QOS_CFG_CDP_ENABLE = 1ULL << 0;
+// Intel second-generation MBA: bit 0 selects min (1) or max (0) of the
+// per-thread delays of a core.
+inline constexpr uint32_t MBA_CFG = 0xC84;
+
+// The monitoring keyhole: select (RMID, event) in QM_EVTSEL, read QM_CTR.
+inline constexpr uint32_t IA32_QM_EVTSEL = 0xC8D;
+inline constexpr uint32_t IA32_QM_CTR = 0xC8E;
+// Per logical processor: RMID in the low half, CLOS in bits 63:32.
+inline constexpr uint32_t IA32_PQR_ASSOC = 0xC8F;
+
+// Bank of L3 capacity bitmasks, one per CLOS (CDP: 2c data, 2c+1 code).
+inline constexpr uint32_t IA32_L3_MASK_0 = 0xC90;
+inline constexpr uint32_t IA32_L3_MASK_LAST = 0xD0F;  // architectural range end
+// Bank of L2 capacity bitmasks.
+inline constexpr uint32_t IA32_L2_MASK_0 = 0xD10;
+inline constexpr uint32_t IA32_L2_MASK_LAST = 0xD4F;
+// Intel MBA delay values, one per CLOS (IA32_L2_QoS_Ext_BW_Thrtl_n).
+inline constexpr uint32_t IA32_L2_QOS_EXT_BW_THRTL_0 = 0xD50;
+inline constexpr uint32_t IA32_L2_QOS_EXT_BW_THRTL_LAST = 0xD8F;
+
+// AMD: L3 external read bandwidth limits, one per COS, 1/8 GB/s units.
+inline constexpr uint32_t L3QOS_BW_CONTROL_0 = 0xC0000200;
+// AMD: slow-memory (CXL) bandwidth limits, one per COS.
+inline constexpr uint32_t L3QOS_SLOW_BW_CONTROL_0 = 0xC0000280;
+// AMD ABMC: counter configuration (write-only in practice).
+inline constexpr uint32_t L3_QOS_ABMC_CFG = 0xC00003FD;
+// AMD ABMC: counter descriptor (read back a counter's configuration).
+inline constexpr uint32_t L3_QOS_ABMC_DSC = 0xC00003FE;
+// AMD: extended QoS configuration; bit 0 enables ABMC.
+inline constexpr uint32_t L3_QOS_EXT_CFG = 0xC00003FF;
+inline constexpr uint64_t L3_QOS_EXT_CFG_ABMC_EN = 1ULL << 0;
+// AMD BMEC: one event-configuration register per MBM event
+// (index 0: mbm_total_bytes, index 1: mbm_local_bytes).
+inline constexpr uint32_t QOS_EVT_CFG_0 = 0xC0000400;
+
+// Not an RDT register: used by tests to prove the broker refuses it.
+inline constexpr uint32_t IA32_LSTAR = 0xC0000082;
+
+// ---------------------------------------------------------------------------
+// Register fields.
+
+// IA32_QM_EVTSEL: event id in bits 7:0, RMID in bits 63:32 (the SDM
+// documents RMID at 41:32; wider RMIDs keep growing upwards). AMD ABMC
+// reads set the ExtendedEvtID bit and put the counter id in the RMID field.
+inline constexpr unsigned QM_EVTSEL_EVTID_SHIFT = 0;
+inline constexpr uint64_t QM_EVTSEL_EVTID_MASK = 0xFF;
+inline constexpr uint64_t QM_EVTSEL_EXTENDED_EVTID = 1ULL << 31;
+inline constexpr unsigned QM_EVTSEL_RMID_SHIFT = 32;
+inline constexpr uint32_t ABMC_EVT_ID = 1;  // event id of an ABMC counter read
+
+// IA32_QM_CTR: the count in the low bits, Unavailable at 62, Error at 63.
+inline constexpr uint64_t QM_CTR_ERROR = 1ULL << 63;
+inline constexpr uint64_t QM_CTR_UNAVAILABLE = 1ULL << 62;
+inline constexpr uint64_t QM_CTR_DATA_MASK = (1ULL << 62) - 1;
+
+// IA32_PQR_ASSOC: RMID in the low 32 bits (implemented width 10 bits on
+// most parts), CLOS in bits 63:32.
+inline constexpr unsigned PQR_ASSOC_CLOS_SHIFT = 32;
+inline constexpr uint64_t PQR_ASSOC_RMID_MASK = 0xFFFFFFFFULL;
+
+// L3_QOS_ABMC_CFG (AMD), bit layout:
+//   31:0 BwType (BMEC transaction mask), 43:32 BwSrc (RMID or CLOSID),
+//   47 IsCLOS, 52:48 CtrID, 62 CtrEn, 63 CfgEn.
+inline constexpr unsigned ABMC_CFG_BW_TYPE_SHIFT = 0;
+inline constexpr uint64_t ABMC_CFG_BW_TYPE_MASK = 0xFFFFFFFFULL;
+inline constexpr unsigned ABMC_CFG_BW_SRC_SHIFT = 32;
+inline constexpr uint64_t ABMC_CFG_BW_SRC_MASK = 0xFFF;
+inline constexpr uint64_t ABMC_CFG_IS_CLOS = 1ULL << 47;
+inline constexpr unsigned ABMC_CFG_CTR_ID_SHIFT = 48;
+inline constexpr uint64_t ABMC_CFG_CTR_ID_MASK = 0x1F;
+inline constexpr uint64_t ABMC_CFG_CTR_EN = 1ULL << 62;
+inline constexpr uint64_t ABMC_CFG_CFG_EN = 1ULL << 63;
+
+// BMEC transaction bits (QOS_EVT_CFG_n and ABMC BwType).
+inline constexpr uint32_t BMEC_READS_TO_LOCAL_MEM = 1U << 0;
+inline constexpr uint32_t BMEC_READS_TO_REMOTE_MEM = 1U << 1;
+inline constexpr uint32_t BMEC_NON_TEMP_WRITE_TO_LOCAL_MEM = 1U << 2;
+inline constexpr uint32_t BMEC_NON_TEMP_WRITE_TO_REMOTE_MEM = 1U << 3;
+inline constexpr uint32_t BMEC_READS_TO_LOCAL_S_MEM = 1U << 4;
+inline constexpr uint32_t BMEC_READS_TO_REMOTE_S_MEM = 1U << 5;
+inline constexpr uint32_t BMEC_DIRTY_VICTIMS_TO_ALL_MEM = 1U << 6;
+inline constexpr uint32_t BMEC_MAX_EVT_CONFIG_BITS = 0x7F;
+// Reset values of QOS_EVT_CFG_0 (total) and QOS_EVT_CFG_1 (local).
+inline constexpr uint32_t BMEC_DEFAULT_TOTAL = 0x7F;
+inline constexpr uint32_t BMEC_DEFAULT_LOCAL =
+    BMEC_READS_TO_LOCAL_MEM | BMEC_NON_TEMP_WRITE_TO_LOCAL_MEM | BMEC_READS_TO_LOCAL_S_MEM;
+
+// Monitoring event ids (IA32_QM_EVTSEL bits 7:0).
+inline constexpr uint32_t QOS_L3_OCCUP_EVENT_ID = 1;
+inline constexpr uint32_t QOS_L3_MBM_TOTAL_EVENT_ID = 2;
+inline constexpr uint32_t QOS_L3_MBM_LOCAL_EVENT_ID = 3;
+
+// MBM counter width = MBM_CNTR_WIDTH_BASE + CPUID.0xF.1:EAX[7:0]; AMD
+// parts that report 0 have a 44-bit counter (offset 20). At most 62 bits,
+// since bits 62 and 63 of QM_CTR are status bits.
+inline constexpr unsigned MBM_CNTR_WIDTH_BASE = 24;
+inline constexpr unsigned MBM_CNTR_WIDTH_OFFSET_AMD = 20;
+inline constexpr unsigned MBM_CNTR_WIDTH_OFFSET_MAX = 62 - MBM_CNTR_WIDTH_BASE;
+
+// Intel MBA: the schemata maximum (percent).
+inline constexpr unsigned MAX_MBA_BW = 100;
+
+// ---------------------------------------------------------------------------
+// CPUID leaves and bits.
+
+inline constexpr uint32_t CPUID_LEAF_VENDOR = 0x0;
+inline constexpr uint32_t CPUID_LEAF_FMS = 0x1;
+inline constexpr uint32_t CPUID_LEAF_CACHE_PARAMS = 0x4;  // Intel deterministic cache
+inline constexpr uint32_t CPUID_LEAF_EXT_FEATURES = 0x7;  // subleaf 0
+inline constexpr uint32_t CPUID_LEAF_PQM = 0xF;           // RDT monitoring
+inline constexpr uint32_t CPUID_LEAF_PQE = 0x10;          // RDT allocation
+inline constexpr uint32_t CPUID_LEAF_EXT_MAX = 0x80000000;
+inline constexpr uint32_t CPUID_LEAF_AMD_EXT_IDS = 0x80000008;
+inline constexpr uint32_t CPUID_LEAF_AMD_CACHE_TOPO = 0x8000001D;
+inline constexpr uint32_t CPUID_LEAF_AMD_PQE_EXT = 0x80000020;
+
+// CPUID.7.0:EBX
+inline constexpr uint32_t CPUID_7_EBX_PQM = 1U << 12;  // RDT-M / PQM ("cqm")
+inline constexpr uint32_t CPUID_7_EBX_PQE = 1U << 15;  // RDT-A / PQE ("rdt_a")
+// CPUID.0xF.0:EDX bit 1: L3 monitoring; EBX: highest RMID of any resource.
+inline constexpr uint32_t CPUID_F_0_EDX_L3 = 1U << 1;
+// CPUID.0xF.1: EAX[7:0] counter width offset, EBX upscaling factor,
+// ECX highest L3 RMID, EDX event bits (0 occupancy, 1 total, 2 local).
+inline constexpr uint32_t CPUID_F_1_EAX_WIDTH_MASK = 0xFF;
+inline constexpr uint32_t CPUID_F_1_EDX_OCCUP = 1U << 0;
+inline constexpr uint32_t CPUID_F_1_EDX_MBM_TOTAL = 1U << 1;
+inline constexpr uint32_t CPUID_F_1_EDX_MBM_LOCAL = 1U << 2;
+// CPUID.0x10.0:EBX: resource bits.
+inline constexpr uint32_t CPUID_10_0_EBX_L3 = 1U << 1;
+inline constexpr uint32_t CPUID_10_0_EBX_L2 = 1U << 2;
+inline constexpr uint32_t CPUID_10_0_EBX_MBA = 1U << 3;
+// CPUID.0x10.{1,2}: EAX[4:0] CBM length - 1, EBX shareable bits,
+// ECX bit 2 CDP, ECX bit 3 non-contiguous CBMs, EDX[15:0] highest CLOS.
+inline constexpr uint32_t CPUID_10_CACHE_EAX_CBM_LEN_MASK = 0x1F;
+inline constexpr uint32_t CPUID_10_CACHE_ECX_CDP = 1U << 2;
+inline constexpr uint32_t CPUID_10_CACHE_ECX_NONCONT = 1U << 3;
+inline constexpr uint32_t CPUID_10_EDX_COS_MAX_MASK = 0xFFFF;
+// CPUID.0x10.3 (Intel MBA): EAX[11:0] max delay - 1, ECX bit 0 per-thread
+// throttling, ECX bit 2 linear delay, EDX[15:0] highest CLOS.
+inline constexpr uint32_t CPUID_10_3_EAX_MAX_DELAY_MASK = 0xFFF;
+inline constexpr uint32_t CPUID_10_3_ECX_PER_THREAD = 1U << 0;
+inline constexpr uint32_t CPUID_10_3_ECX_LINEAR = 1U << 2;
+// CPUID.0x80000008:EBX bit 6: AMD L3 bandwidth enforcement ("mba").
+inline constexpr uint32_t CPUID_80000008_EBX_BE = 1U << 6;
+// CPUID.0x80000020.0:EBX: bit 1 L3BE (MBA), bit 2 SMBA, bit 3 BMEC, bit 5 ABMC.
+inline constexpr uint32_t CPUID_80000020_0_EBX_L3BE = 1U << 1;
+inline constexpr uint32_t CPUID_80000020_0_EBX_SMBA = 1U << 2;
+inline constexpr uint32_t CPUID_80000020_0_EBX_BMEC = 1U << 3;
+inline constexpr uint32_t CPUID_80000020_0_EBX_ABMC = 1U << 5;
+// CPUID.0x80000020.{1,2}: EAX bandwidth field length, EDX highest COS.
+// CPUID.0x80000020.3:ECX: BMEC supported transaction bits.
+// CPUID.0x80000020.5:EBX[15:0]: ABMC counters - 1.
+inline constexpr uint32_t CPUID_80000020_5_EBX_CNTRS_MASK = 0xFFFF;
+
+// Intel models with MBM errata (SKX99, BDF102): family 6.
+inline constexpr unsigned INTEL_FAM6_BROADWELL_X = 0x4F;
+inline constexpr unsigned INTEL_FAM6_SKYLAKE_X = 0x55;
+// Haswell server: L3 CAT present but not enumerated by CPUID.
+inline constexpr unsigned INTEL_FAM6_HASWELL_X = 0x3F;
+
+}  // namespace resctrlfs::hw::x86
