@@ -116,3 +116,32 @@ make_platform_json() {
     echo "}"
   } >"$out"
 }
+
+# enter_sandbox [DAEMON OPTIONS...]: unless already inside, re-runs this
+# script (with SCRIPT_ARGS) inside resctrlfs-sandbox with the real daemon.
+# The inner run does the checks and calls finish.
+enter_sandbox() {
+  [ -n "${RESCTRLFS_SANDBOX:-}" ] && return 0
+  echo "== entering resctrlfs-sandbox $*"
+  exec "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" "$@" -- bash "$0" "${SCRIPT_ARGS[@]}"
+}
+
+# The domain ids of resource RES (L3, MB) in the root schemata, space separated.
+schemata_ids() {
+  sed -n "s/^ *$1:\(.*\)$/\1/p" /sys/fs/resctrl/schemata | tr ';' '\n' | cut -d= -f1 | tr '\n' ' ' | sed 's/ $//'
+}
+
+# The value of resource RES on domain ID in GROUP's schemata (spaces trimmed).
+schemata_value() {
+  local group=$1 res=$2 id=$3
+  sed -n "s/^ *$res:\(.*\)$/\1/p" "$group/schemata" | tr ';' '\n' | sed -n "s/^ *$id=//p" | tr -d ' '
+}
+
+# Waits up to 5 s for `test` to succeed.
+wait_for() {
+  local i
+  for i in $(seq 50); do "$@" && return 0; sleep 0.1; done
+  return 1
+}
+
+in_tasks() { grep -qx "$2" "$1/tasks"; }  # in_tasks GROUP PID

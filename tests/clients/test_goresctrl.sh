@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# goresctrl (Debian's golang-github-intel-goresctrl-dev, the library of
+# containerd and CRI-O) against resctrlfsd: a small Go program built offline
+# in GOPATH mode initialises rdt from the mount, configures classes from a
+# YAML file, assigns a process to a class and a monitoring group and reads
+# monitoring data; every effect is then checked in the tree. goresctrl finds
+# the mount by fstype `resctrl` in /proc/self/mounts, so the program runs
+# through `resctrlfs-sandbox --` inside the sandbox.
+set -u
+SCRIPT_ARGS=("$@")
+. "$(dirname "$0")/lib.sh"
+require_root
+require_fuse
+require_cmd go golang-go
+GORESCTRL=/usr/share/gocode/src/github.com/intel/goresctrl/pkg/rdt
+[ -d "$GORESCTRL" ] || skip "$GORESCTRL missing (Debian package golang-github-intel-goresctrl-dev)"
+require_sandbox
+require_daemon
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+if [ -z "${RESCTRLFS_SANDBOX:-}" ]; then
+  GOWORK=$(mktemp -d /tmp/client-goresctrl.XXXXXX)
+  mkdir -p "$GOWORK/src/rdtclient"
+  cp "$HERE/goresctrl/main.go" "$GOWORK/src/rdtclient/"
+  echo "== building rdtclient offline (GOPATH mode against /usr/share/gocode)"
+  if ! (cd "$GOWORK/src/rdtclient" && GO111MODULE=off GOPROXY=off GOFLAGS= GOCACHE="$GOWORK/cache" \
+        GOPATH="$GOWORK:/usr/share/gocode" go build -o "$GOWORK/rdtclient" .); then
+    rm -rf "$GOWORK"
+    echo "FAIL: rdtclient does not build" >&2
+    exit 1
+  fi
+  export GOWORK
+  "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" --platform host -- bash "$0"
+  rc=$?
+  rm -rf "$GOWORK"
+  exit $rc
+fi
+
+SB=$RESCTRLFS_SANDBOX_BIN
+R=/sys/fs/resctrl
+CLIENT=$GOWORK/rdtclient
+sleep 300 &
+PID=$!
+trap 'kill $PID 2>/dev/null' EXIT
+
+echo "== without the per-process mount table goresctrl finds no resctrl"
+out=$("$CLIENT" "$HERE/goresctrl/config.yaml" gold $PID 2>&1)
+check "plain rdtclient fails" test $? -ne 0
+check_match "plain rdtclient cannot find the mount" "$out" 'resctrl|mount'
+
+echo "== rdtclient through the sandbox"
+out=$("$SB" -- "$CLIENT" "$HERE/goresctrl/config.yaml" gold $PID 2>"$GOWORK/stderr")
+check_eq "rdtclient succeeds" $? 0
+echo "$out"
+sed 's/^/  stderr: /' "$GOWORK/stderr"
+check_match "initialised from the mount" "$out" '^initialized yes$'
+check_match "classes gold and silver configured" "$out" '^classes (.*,)?gold,silver(,.*)?$'
+full=$((16#$(cat $R/info/L3/cbm_mask)))
+for g in gold silver; do check "group $g exists" test -f "$R/$g/tasks"; done
+for d in $(schemata_ids L3); do
+  check_eq "gold: L3 domain $d is the full mask" "$((16#$(schemata_value $R/gold L3 $d)))" $full
+  s=$((16#$(schemata_value $R/silver L3 $d)))
+  check "silver: L3 domain $d is a part of the mask ($s of $full)" \
+    test $s -gt 0 -a $((s & ~full)) -eq 0 -a $s -lt $full
+done
+for d in $(schemata_ids MB); do
+  check_eq "gold: MB domain $d is 50" "$(schemata_value $R/gold MB $d)" 50
+  check_eq "silver: MB domain $d is 30" "$(schemata_value $R/silver MB $d)" 30
+done
+check_match "the class reports the pid" "$out" "^class_pids (.*,)?$PID(,.*)?\$"
+check "pid $PID is in gold/tasks" in_tasks $R/gold $PID
+check "pid $PID left the root group" bash -c "! grep -qx $PID $R/tasks"
+if [ -d $R/info/L3_MON ]; then
+  mg=$(ls -d $R/gold/mon_groups/*mon1 2>/dev/null | head -1)
+  check "monitoring group created under gold/mon_groups ($mg)" test -n "$mg"
+  check "pid $PID is in the monitoring group" in_tasks "${mg:-/nonexistent}" $PID
+  check_match "mon group reports the pid" "$out" "^mon_pids (.*,)?$PID(,.*)?\$"
+  for ev in $(cat $R/info/L3_MON/mon_features); do
+    case $ev in llc_occupancy | mbm_total_bytes | mbm_local_bytes) ;; *) continue ;; esac
+    for dir in $R/gold/mon_data/mon_L3_*; do
+      id=$((10#${dir##*_}))
+      check_match "monitoring data of gold, domain $id, $ev read" "$out" "^mon_data gold $id $ev [0-9]+\$"
+      check_match "monitoring data of mon1, domain $id, $ev read" "$out" "^mon_data [^ ]*mon1 $id $ev [0-9]+\$"
+    done
+  done
+else
+  check_match "no monitoring reported" "$out" '^monitoring no$'
+fi
+
+echo "== reconfiguring with force removes a class no longer configured"
+sed '/silver:/,$d' "$HERE/goresctrl/config.yaml" >"$GOWORK/gold-only.yaml"
+"$SB" -- "$CLIENT" "$GOWORK/gold-only.yaml" gold $PID >/dev/null 2>"$GOWORK/stderr"
+check_eq "rdtclient with a gold-only config succeeds" $? 0
+check "silver is removed" bash -c "! test -e $R/silver"
+check "pid $PID still in gold" in_tasks $R/gold $PID
+finish

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# runc 1.1 against resctrlfsd: a busybox container with intelRdt L3 and MB
+# schemata. While it runs, its group must exist with those schemata and hold
+# the container's init and the child it forked (fork inheritance); after
+# `runc delete` the group must be gone. runc checks that the resctrl mount
+# has type `resctrl` in its own /proc/self/mountinfo, so every runc command
+# runs through `resctrlfs-sandbox --` inside the sandbox.
+set -u
+SCRIPT_ARGS=("$@")
+. "$(dirname "$0")/lib.sh"
+require_root
+require_fuse
+require_cmd runc runc
+[ -x /bin/busybox ] || skip "/bin/busybox missing (Debian package busybox-static)"
+file -L /bin/busybox 2>/dev/null | grep -q dynamic && skip "/bin/busybox is not static (install busybox-static)"
+require_sandbox
+require_daemon
+enter_sandbox --platform host
+
+SB=$RESCTRLFS_SANDBOX_BIN
+R=/sys/fs/resctrl
+WORK=$(mktemp -d /tmp/client-runc.XXXXXX)
+ROOT=$WORK/state
+B=$WORK/bundle
+CTR=rdtctr$$
+cleanup() {
+  "$SB" -- runc --root "$ROOT" delete -f "$CTR" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkdir -p "$B/rootfs/bin" "$B/rootfs/proc" "$B/rootfs/dev" "$B/rootfs/sys"
+cp /bin/busybox "$B/rootfs/bin/"
+for a in sh sleep cat; do ln -s busybox "$B/rootfs/bin/$a"; done
+(cd "$B" && runc spec)
+L3_IDS=$(schemata_ids L3)
+MB_IDS=$(schemata_ids MB)
+echo "L3 domains: $L3_IDS; MB domains: $MB_IDS"
+python3 - "$B/config.json" "$L3_IDS" "$MB_IDS" <<'PY'
+import json, sys
+path, l3, mb = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+c = json.load(open(path))
+c["process"]["terminal"] = False
+# The init forks a child that must inherit the group.
+c["process"]["args"] = ["sh", "-c", "sleep 300 & exec sleep 301"]
+rdt = {}
+if l3: rdt["l3CacheSchema"] = "L3:" + ";".join(f"{d}=f" for d in l3)
+if mb: rdt["memBwSchema"] = "MB:" + ";".join(f"{d}=40" for d in mb)
+c["linux"]["intelRdt"] = rdt
+json.dump(c, open(path, "w"), indent=1)
+PY
+grep -A3 intelRdt "$B/config.json"
+
+echo "== without the per-process mount table runc refuses (it wants fstype resctrl)"
+out=$(cd "$B" && runc --root "$WORK/plain" run -d "${CTR}x" </dev/null 2>&1)
+rc=$?
+check "plain runc fails" test $rc -ne 0
+check_match "plain runc says Intel RDT is not enabled" "$out" 'RDT|rdt|resctrl'
+runc --root "$WORK/plain" delete -f "${CTR}x" >/dev/null 2>&1
+
+echo "== runc run through the sandbox"
+(cd "$B" && "$SB" -- runc --root "$ROOT" run -d --pid-file "$WORK/pid" "$CTR" </dev/null >"$WORK/run.log" 2>&1)
+check_eq "runc run -d succeeds" $? 0
+cat "$WORK/run.log"
+G=$R/$CTR
+check "group $CTR exists" test -d "$G"
+for d in $L3_IDS; do
+  v=$(schemata_value "$G" L3 "$d")
+  check_eq "L3 domain $d mask is f (read '$v')" "$((16#${v:-0}))" 15
+done
+for d in $MB_IDS; do
+  check_eq "MB domain $d is 40" "$(schemata_value "$G" MB "$d")" 40
+done
+init=$(cat "$WORK/pid" 2>/dev/null)
+echo "container init pid: $init; group tasks:"; cat "$G/tasks" 2>/dev/null | tr '\n' ' '; echo
+check "the container's init ($init) is in $CTR/tasks" wait_for in_tasks "$G" "$init"
+child=""
+for i in $(seq 50); do child=$(pgrep -P "$init" | head -1); [ -n "$child" ] && break; sleep 0.1; done
+check "the init forked a child" test -n "$child"
+check "the forked child ($child) is in $CTR/tasks (fork inheritance)" wait_for in_tasks "$G" "${child:-x}"
+check "the init is not in the root group's tasks" bash -c "! grep -qx '$init' $R/tasks"
+out=$("$SB" -- runc --root "$ROOT" events --stats "$CTR" 2>&1)
+check_match "runc events --stats reports intel_rdt" "$out" '"intel_rdt"'
+check_match "runc events --stats shows the L3 schema" "$out" '"l3_cache_schema": *"L3:'
+
+echo "== runc delete"
+"$SB" -- runc --root "$ROOT" delete -f "$CTR" >"$WORK/delete.log" 2>&1
+check_eq "runc delete -f succeeds" $? 0
+cat "$WORK/delete.log"
+check "group $CTR is gone after delete" bash -c "! test -e $G"
+check "the init is gone" bash -c "! kill -0 $init 2>/dev/null"
+finish
