@@ -149,6 +149,7 @@ class FsImpl final : public Filesystem {
   Result<std::vector<DirEntry>> readdir(Ino ino) override;
   Result<Attr> setattr(Ino ino, const uint32_t* mode, const uid_t* uid, const gid_t* gid) override;
   Result<OpenFile> open(Ino ino, int flags, const Caller& caller) override;
+  Result<std::string> render(Ino ino, const Caller& caller) override;
   Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) override;
   Result<Attr> create(Ino parent, std::string_view name) override;
   Result<void> unlink(Ino parent, std::string_view name) override;
@@ -236,6 +237,7 @@ class FsImpl final : public Filesystem {
   // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
   void sync_file_rows(Node* dir, uint32_t flags);
   Attr attr_of(const Node& n) const;
+  Result<std::string> render_node(const Node& n);
   uint32_t group_flags(const Group& g) const;
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);

@@ -260,21 +260,36 @@ Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
   if (of.writable && ((n->mode & 0222) == 0 || !has_write)) return Error::make(EACCES);
   if (of.readable && (n->mode & 0444) == 0) return Error::make(EACCES);
   if (of.readable) {
-    Result<std::string> r = Error::make(EINVAL);
-    if (n->kind == NodeKind::kEventFile) {
-      lcs_.clear();  // group lock (tip)
-      r = show_event_file(*n);
-    } else {
-      if (n->row->group_file) lcs_.clear();
-      r = (this->*(n->row->show))(*n);
-    }
+    Result<std::string> r = render_node(*n);
     if (r.ok()) {
       of.snapshot = std::move(r.value());
+    } else if (!of.writable) {
+      // Nothing could ever be read from this fd: fail the open itself with
+      // the errno the kernel gives the first read.
+      return std::move(r).error();
     } else {
       of.read_errno = r.error().code;
     }
   }
   return of;
+}
+
+Result<std::string> FsImpl::render_node(const Node& n) {
+  if (n.kind == NodeKind::kEventFile) {
+    lcs_.clear();  // the group lock clears last_cmd_status (tip)
+    return show_event_file(n);
+  }
+  if (n.row->group_file) lcs_.clear();
+  return (this->*(n.row->show))(n);
+}
+
+Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node* n = node(ino);
+  if (n == nullptr) return Error::make(ENOENT);
+  if (n->removed) return Error::make(ENODEV);
+  if (n->is_dir()) return Error::make(EISDIR);
+  return render_node(*n);
 }
 
 Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {
