@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 
 #include "hw/x86/registers.h"
@@ -43,18 +44,21 @@ void decode_cache(const CpuidRegs& r, bool amd, Resource& res) {
 
 // Correction factors of the SKX99 / BDF102 errata, indexed by
 // (number of RMIDs / 8) - 1, as published in the resctrl documentation.
+// That table skips the 5-core row (40 RMIDs); the errata and Linux have it
+// (threshold 31, factor 1.066667). Rows with factor 1 change nothing.
 struct CfRow {
   uint32_t rmid_threshold;
   double factor;
 };
 constexpr CfRow kMbmCfTable[] = {
-    {0, 1.000000},   {0, 1.000000},   {15, 0.969650},  {0, 1.000000},   {31, 0.969650},
-    {47, 1.142857},  {0, 1.000000},   {63, 1.185115},  {63, 1.066553},  {79, 1.454545},
-    {0, 1.000000},   {95, 1.230769},  {95, 1.142857},  {95, 1.066667},  {0, 1.000000},
-    {127, 1.254863}, {127, 1.185255}, {0, 1.000000},   {127, 1.066667}, {0, 1.000000},
-    {159, 1.454334}, {0, 1.000000},   {127, 0.969744}, {191, 1.280246}, {191, 1.230921},
-    {0, 1.000000},   {191, 1.143118}, {0, 1.000000},
+    {0, 1.000000},   {0, 1.000000},   {15, 0.969650},  {0, 1.000000},   {31, 1.066667},
+    {31, 0.969650},  {47, 1.142857},  {0, 1.000000},   {63, 1.185115},  {63, 1.066553},
+    {79, 1.454545},  {0, 1.000000},   {95, 1.230769},  {95, 1.142857},  {95, 1.066667},
+    {0, 1.000000},   {127, 1.254863}, {127, 1.185255}, {0, 1.000000},   {127, 1.066667},
+    {0, 1.000000},   {159, 1.454334}, {0, 1.000000},   {127, 0.969744}, {191, 1.280246},
+    {191, 1.230921}, {0, 1.000000},   {191, 1.143118},
 };
+static_assert(std::size(kMbmCfTable) == 28);
 
 }  // namespace
 

@@ -1,0 +1,299 @@
+// Tests the x86 Arch against a recording fake MSR device: the exact
+// (cpu, register, value) sequences for control changes, CDP, MBA, AMD
+// bandwidth, PQR_ASSOC, counter reads, BMEC/ABMC and rollback.
+#include <catch2/catch.hpp>
+#include <memory>
+
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/arch_x86.h"
+#include "hw/x86/registers.h"
+#include "recording_msr.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::hw;
+using namespace resctrlfs::hw::x86;
+using resctrlfs::hw::testing::R;
+using resctrlfs::hw::testing::RecordingMsr;
+using resctrlfs::hw::testing::W;
+
+namespace {
+
+struct Rig {
+  std::shared_ptr<RecordingMsr> msr = std::make_shared<RecordingMsr>();
+  std::unique_ptr<X86Arch> arch;
+};
+
+// An Arch over a recording device, with the platform of a profile.
+Rig rig(const std::string& profile_name_or_json) {
+  auto p = profile_name_or_json.front() == '{' ? sim::parse_profile(profile_name_or_json, "test")
+                                               : sim::load_profile(profile_name_or_json);
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);  // only to decode the platform
+  Rig r;
+  auto a = X86Arch::create(m.info(), m.limits(), r.msr, nullptr);
+  REQUIRE(a.ok());
+  r.arch = std::move(a).value();
+  r.msr->log.clear();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("init brings every register to the boot state") {
+  auto p = sim::load_profile("intel-2s");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  auto msr = std::make_shared<RecordingMsr>();
+  auto a = X86Arch::create(m.info(), m.limits(), msr, nullptr);
+  REQUIRE(a.ok());
+  auto w = msr->writes();
+  // 16 L3 masks x 2 domains + 8 MBA delays x 2 domains + CDP off x 2 + 8 PQR_ASSOC.
+  REQUIRE(w.size() == 32 + 16 + 2 + 8);
+  CHECK(w[0] == W(0, IA32_L3_MASK_0, 0x7ff));
+  CHECK(w[16] == W(4, IA32_L3_MASK_0, 0x7ff));
+  CHECK(w[32] == W(0, IA32_L2_QOS_EXT_BW_THRTL_0, 0));
+  CHECK(w[48] == W(0, IA32_L3_QOS_CFG, 0));
+  CHECK(w[49] == W(4, IA32_L3_QOS_CFG, 0));
+  CHECK(w[50] == W(0, IA32_PQR_ASSOC, 0));
+  CHECK(w[57] == W(7, IA32_PQR_ASSOC, 0));
+}
+
+TEST_CASE("a schemata change on one domain writes only the changed registers, once") {
+  Rig r = rig("intel-2s");
+  REQUIRE(r.arch
+              ->update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 3, 0x0f0},
+                              {ResourceId::L3, ConfType::NONE, 1, 4, 0x7ff},   // unchanged
+                              {ResourceId::L3, ConfType::NONE, 0, 3, 0x7ff}})  // unchanged
+              .ok());
+  CHECK(r.msr->log == std::vector{W(4, IA32_L3_MASK_0 + 3, 0x0f0)});
+  r.msr->log.clear();
+  REQUIRE(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 3, 0x0f0}}).ok());
+  CHECK(r.msr->log.empty());
+  // Two values for the same register in one batch: the last one wins.
+  REQUIRE(r.arch
+              ->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 2, 0x00f},
+                              {ResourceId::L3, ConfType::NONE, 0, 2, 0x0ff}})
+              .ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 2, 0x0ff)});
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 0, 2) == 0x0ff);
+}
+
+TEST_CASE("invalid updates are refused before touching the hardware") {
+  Rig r = rig("intel-2s");
+  CHECK(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 7, 1, 1}}).error().code == EINVAL);
+  CHECK(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 16, 1}}).error().code == EINVAL);
+  CHECK(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x800}}).error().code ==
+        EINVAL);
+  CHECK(r.arch->update_ctrls({{ResourceId::L2, ConfType::NONE, 0, 1, 1}}).error().code == EINVAL);
+  CHECK(r.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 101}}).error().code == EINVAL);
+  CHECK(r.msr->log.empty());
+}
+
+TEST_CASE("CDP on/off writes QOS_CFG and maps DATA/CODE to 2c/2c+1") {
+  Rig r = rig("intel-2s");
+  REQUIRE(r.arch->set_cdp_enabled(ResourceId::L3, true).ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_QOS_CFG, 1), W(4, IA32_L3_QOS_CFG, 1)});
+  CHECK(r.arch->cdp_enabled(ResourceId::L3));
+  r.msr->log.clear();
+  REQUIRE(r.arch
+              ->update_ctrls({{ResourceId::L3, ConfType::DATA, 0, 1, 0x003},
+                              {ResourceId::L3, ConfType::CODE, 0, 1, 0x00c},
+                              {ResourceId::L3, ConfType::CODE, 1, 7, 0x700}})
+              .ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 2, 0x003), W(0, IA32_L3_MASK_0 + 3, 0x00c),
+                                  W(4, IA32_L3_MASK_0 + 15, 0x700)});
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::DATA, 0, 1) == 0x003);
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::CODE, 0, 1) == 0x00c);
+  // CLOSID 8 does not exist with CDP on (16 hardware CLOSIDs / 2).
+  CHECK_FALSE(r.arch->update_ctrls({{ResourceId::L3, ConfType::DATA, 0, 8, 1}}).ok());
+  r.msr->log.clear();
+  REQUIRE(r.arch->set_cdp_enabled(ResourceId::L3, false).ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_QOS_CFG, 0), W(4, IA32_L3_QOS_CFG, 0)});
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 0, 2) == 0x003);
+  CHECK(r.arch->set_cdp_enabled(ResourceId::L2, true).error().code == EINVAL);
+}
+
+TEST_CASE("L2 CDP on intel-l2 uses L2_QOS_CFG and the L2 mask bank") {
+  Rig r = rig("intel-l2");
+  REQUIRE(r.arch->set_cdp_enabled(ResourceId::L2, true).ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L2_QOS_CFG, 1), W(2, IA32_L2_QOS_CFG, 1)});
+  r.msr->log.clear();
+  REQUIRE(r.arch->update_ctrls({{ResourceId::L2, ConfType::CODE, 2, 3, 0x0f}}).ok());
+  CHECK(r.msr->log == std::vector{W(2, IA32_L2_MASK_0 + 7, 0x0f)});
+}
+
+TEST_CASE("AMD CDP is enabled on every CPU of each domain") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch->set_cdp_enabled(ResourceId::L3, true).ok());
+  REQUIRE(r.msr->log.size() == 8);
+  for (unsigned c = 0; c < 8; ++c) CHECK(r.msr->log[c] == W(c, IA32_L3_QOS_CFG, 1));
+}
+
+TEST_CASE("Intel MBA percent becomes a linear delay") {
+  Rig r = rig("intel-2s");
+  REQUIRE(r.arch
+              ->update_ctrls({{ResourceId::MB, ConfType::NONE, 1, 2, 30},
+                              {ResourceId::MB, ConfType::NONE, 0, 7, 10}})
+              .ok());
+  CHECK(r.msr->log == std::vector{W(4, IA32_L2_QOS_EXT_BW_THRTL_0 + 2, 70),
+                                  W(0, IA32_L2_QOS_EXT_BW_THRTL_0 + 7, 90)});
+  r.msr->log.clear();
+  REQUIRE(r.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 1, 2, 100}}).ok());
+  CHECK(r.msr->log == std::vector{W(4, IA32_L2_QOS_EXT_BW_THRTL_0 + 2, 0)});
+  CHECK(r.arch->get_ctrl(ResourceId::MB, ConfType::NONE, 1, 2) == 100);
+}
+
+TEST_CASE("AMD bandwidth is written in 1/8 GB/s with the unlimited bit for max_bw") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch
+              ->update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 256},
+                              {ResourceId::SMBA, ConfType::NONE, 1, 2, 16}})
+              .ok());
+  CHECK(r.msr->log ==
+        std::vector{W(0, L3QOS_BW_CONTROL_0 + 1, 256), W(4, L3QOS_SLOW_BW_CONTROL_0 + 2, 16)});
+  r.msr->log.clear();
+  REQUIRE(r.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 2048}}).ok());
+  CHECK(r.msr->log == std::vector{W(0, L3QOS_BW_CONTROL_0 + 1, 0x800)});
+  CHECK(r.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 2049}}).error().code ==
+        EINVAL);
+}
+
+TEST_CASE("PQR_ASSOC is written on CPU moves, and only when it changes") {
+  Rig r = rig("intel-2s");
+  REQUIRE(r.arch->set_cpu_assoc(2, 1, 5).ok());
+  REQUIRE(r.arch->set_cpu_assoc(2, 1, 5).ok());
+  REQUIRE(r.arch->set_cpu_assoc(6, 3, 0).ok());
+  REQUIRE(r.arch->set_cpu_assoc(2, 0, 0).ok());
+  CHECK(r.msr->log == std::vector{W(2, IA32_PQR_ASSOC, (1ULL << 32) | 5),
+                                  W(6, IA32_PQR_ASSOC, 3ULL << 32), W(2, IA32_PQR_ASSOC, 0)});
+  CHECK(r.arch->set_cpu_assoc(8, 0, 0).error().code == EINVAL);
+}
+
+TEST_CASE("a failed write rolls back everything the update already wrote") {
+  Rig r = rig("intel-2s");
+  r.msr->fail_in = 2;  // the third write fails
+  auto res = r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x00f},
+                                   {ResourceId::L3, ConfType::NONE, 1, 1, 0x0f0},
+                                   {ResourceId::MB, ConfType::NONE, 0, 1, 50}});
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().code == EIO);
+  CHECK(res.error().message == kHwWriteFailed);
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 1, 0x00f), W(4, IA32_L3_MASK_0 + 1, 0x0f0),
+                                  W(0, IA32_L2_QOS_EXT_BW_THRTL_0 + 1, 50),
+                                  W(4, IA32_L3_MASK_0 + 1, 0x7ff),
+                                  W(0, IA32_L3_MASK_0 + 1, 0x7ff)});
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 0, 1) == 0x7ff);
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 1, 1) == 0x7ff);
+  CHECK(r.arch->get_ctrl(ResourceId::MB, ConfType::NONE, 0, 1) == 100);
+}
+
+TEST_CASE("reset_all_ctrls writes every control register to its default") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 5, 0x1}}).ok());
+  r.msr->log.clear();
+  REQUIRE(r.arch->reset_all_ctrls().ok());
+  CHECK(r.msr->log.size() == 3 * 16 * 2);  // L3, MB, SMBA x 16 CLOSIDs x 2 domains
+  CHECK(r.msr->log[5] == W(0, IA32_L3_MASK_0 + 5, 0xffff));
+  CHECK(r.msr->log[32] == W(0, L3QOS_BW_CONTROL_0, 0x800));
+  CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 0, 5) == 0xffff);
+}
+
+TEST_CASE("counter reads go through QM_EVTSEL/QM_CTR and fold the 24-bit wrap") {
+  Rig r = rig("intel-2s");
+  r.msr->qm_ctr = {0xFFFFF0, 0x000010, 0x000030};
+  auto a = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
+  CHECK(a.err == ReadError::kNone);
+  CHECK(a.bytes == 0);  // the first read is the baseline
+  auto b = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
+  CHECK(b.bytes == 0x20ULL * 65536);
+  auto c = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
+  CHECK(c.bytes == 0x40ULL * 65536);
+  CHECK(r.msr->log[0] == W(4, IA32_QM_EVTSEL, (9ULL << 32) | 3));
+  CHECK(r.msr->log[1] == R(4, IA32_QM_CTR, 0xFFFFF0));
+  r.arch->reset_event(1, 9, EventId::MBM_LOCAL);
+  r.msr->qm_ctr = {0x100, 0x180};
+  CHECK(r.arch->read_event(1, 9, EventId::MBM_LOCAL).bytes == 0);
+  CHECK(r.arch->read_event(1, 9, EventId::MBM_LOCAL).bytes == 0x80ULL * 65536);
+}
+
+TEST_CASE("occupancy is scaled, not folded") {
+  Rig r = rig("intel-2s");
+  r.msr->qm_ctr = {5};
+  auto v = r.arch->read_event(0, 3, EventId::LLC_OCCUPANCY);
+  CHECK(v.bytes == 5ULL * 65536);
+  CHECK(r.msr->log[0] == W(0, IA32_QM_EVTSEL, (3ULL << 32) | 1));
+}
+
+TEST_CASE("Error and Unavailable bits become read errors") {
+  Rig r = rig("intel-2s");
+  r.msr->qm_ctr = {QM_CTR_ERROR | 5, QM_CTR_UNAVAILABLE | 5, QM_CTR_ERROR | QM_CTR_UNAVAILABLE};
+  CHECK(r.arch->read_event(0, 1, EventId::MBM_TOTAL).err == ReadError::kError);
+  CHECK(r.arch->read_event(0, 1, EventId::MBM_TOTAL).err == ReadError::kUnavailable);
+  CHECK(r.arch->read_event(0, 1, EventId::LLC_OCCUPANCY).err == ReadError::kError);
+  CHECK(r.arch->read_event(5, 1, EventId::MBM_TOTAL).err == ReadError::kError);    // no domain
+  CHECK(r.arch->read_event(0, 224, EventId::MBM_TOTAL).err == ReadError::kError);  // no RMID
+}
+
+TEST_CASE("AMD 44-bit counters fold across their width") {
+  Rig r = rig("amd-2s");
+  const uint64_t top = (1ULL << 44) - 2;
+  r.msr->qm_ctr = {top, 3};
+  r.arch->read_event(0, 1, EventId::MBM_TOTAL);
+  CHECK(r.arch->read_event(0, 1, EventId::MBM_TOTAL).bytes == 5ULL * 64);
+}
+
+TEST_CASE("MBM errata correction applies above the RMID threshold on Skylake-SP") {
+  // 224 RMIDs on family 6 model 0x55: threshold 191, factor 1.143118.
+  Rig r = rig(R"({"vendor": "GenuineIntel", "family": 6, "model": 85,
+      "cpus": [{"cpu": 0}], "l3_size_bytes": 33554432,
+      "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+                 "events": ["mbm_total_bytes"]}})");
+  r.msr->qm_ctr = {0, 1000000, 0, 1000000};
+  r.arch->read_event(0, 192, EventId::MBM_TOTAL);
+  const uint64_t cf = static_cast<uint64_t>(1.143118 * (1 << 20) + 0.5);
+  CHECK(r.arch->read_event(0, 192, EventId::MBM_TOTAL).bytes == ((1000000 * cf) >> 20) * 65536);
+  r.arch->read_event(0, 191, EventId::MBM_TOTAL);
+  CHECK(r.arch->read_event(0, 191, EventId::MBM_TOTAL).bytes == 1000000ULL * 65536);
+}
+
+TEST_CASE("BMEC writes the event configuration MSR and restarts the counts") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch->set_event_config(1, EventId::MBM_TOTAL, 0x15).ok());
+  REQUIRE(r.arch->set_event_config(1, EventId::MBM_TOTAL, 0x15).ok());  // no change, no write
+  REQUIRE(r.arch->set_event_config(0, EventId::MBM_LOCAL, 0x01).ok());
+  CHECK(r.msr->log == std::vector{W(4, QOS_EVT_CFG_0, 0x15), W(0, QOS_EVT_CFG_0 + 1, 0x01)});
+  CHECK(r.arch->event_config(1, EventId::MBM_TOTAL) == 0x15);
+  CHECK(r.arch->set_event_config(0, EventId::MBM_TOTAL, 0x80).error().code == EINVAL);
+  Rig i = rig("intel-2s");
+  CHECK(i.arch->set_event_config(0, EventId::MBM_TOTAL, 0x15).error().code == EINVAL);
+}
+
+TEST_CASE("ABMC mode and counter assignment") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch->set_abmc_enabled(true).ok());
+  REQUIRE(r.msr->log.size() == 8);
+  CHECK(r.msr->log[0] == W(0, L3_QOS_EXT_CFG, 1));
+  CHECK(r.msr->log[7] == W(7, L3_QOS_EXT_CFG, 1));
+  r.msr->log.clear();
+  REQUIRE(r.arch->config_cntr(1, 3, 17, EventId::MBM_TOTAL, 0x7f, true).ok());
+  REQUIRE(r.arch->config_cntr(1, 3, 17, EventId::MBM_TOTAL, 0x7f, false).ok());
+  CHECK(r.msr->log ==
+        std::vector{W(4, L3_QOS_ABMC_CFG,
+                      (1ULL << 63) | (1ULL << 62) | (3ULL << 48) | (17ULL << 32) | 0x7f),
+                    W(4, L3_QOS_ABMC_CFG, (1ULL << 63) | (3ULL << 48) | (17ULL << 32))});
+  r.msr->log.clear();
+  r.msr->qm_ctr = {10, 25};
+  r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u);
+  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 15 * 64);
+  CHECK(r.msr->log[0] == W(4, IA32_QM_EVTSEL, (3ULL << 32) | (1ULL << 31) | 1));
+  CHECK(r.arch->config_cntr(1, 32, 17, EventId::MBM_TOTAL, 0x7f, true).error().code == EINVAL);
+}
+
+TEST_CASE("thread tags are only modelled with a scheduler") {
+  Rig r = rig("intel-2s");
+  CHECK_FALSE(r.arch->models_thread_tags());
+  r.arch->set_thread_tags(100, 1, 2);  // ignored, no crash
+  r.arch->thread_exited(100);
+  CHECK(r.msr->log.empty());
+}
