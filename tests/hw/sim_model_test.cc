@@ -1,0 +1,243 @@
+// Tests the simulated machine's workload model through the x86 Arch, on a
+// manual clock: occupancy bounded by the CLOSID's ways and decaying after
+// the last user leaves (limbo), MBM growing with demand, throttled by Intel
+// MBA and AMD bandwidth limits, wrapping at the counter width, Unavailable
+// when an AMD-style domain runs out of counters, BMEC and ABMC counting.
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "hw/backend.h"
+#include "hw/sim/machine.h"
+#include "hw/x86/registers.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::hw;
+using Catch::Detail::Approx;
+
+namespace {
+
+struct Sim {
+  Backend b;
+  sim::SimMachine* m = nullptr;
+  Arch& arch() { return *b.arch; }
+};
+
+Sim make(const std::string& name) {
+  auto b = make_sim_backend(name);
+  REQUIRE(b.ok());
+  Sim s{std::move(b).value()};
+  s.m = dynamic_cast<sim::SimMachine*>(s.b.sim);
+  REQUIRE(s.m != nullptr);
+  s.m->set_manual_clock(true);
+  return s;
+}
+
+uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
+  auto v = a.read_event(dom, rmid, ev);
+  REQUIRE(v.err == ReadError::kNone);
+  return v.bytes;
+}
+
+}  // namespace
+
+TEST_CASE("occupancy is bounded by the ways the CLOSID may fill") {
+  Sim s = make("intel-2s");
+  REQUIRE(s.arch().update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x3}}).ok());
+  REQUIRE(s.arch().set_cpu_assoc(0, 1, 1).ok());
+  REQUIRE(s.m->attach_cpu_workload(0, Workload{64u << 20, 0, 1.0}).ok());
+  s.m->advance_ms(2000);
+  const double cap = 16.0 * (1 << 20) * 2 / 11;  // 2 of 11 ways of 16 MiB
+  CHECK(s.m->occupancy_bytes(0, 1) == Approx(cap).epsilon(0.01));
+  CHECK(s.m->occupancy_bytes(0, 1) <= cap);
+  uint64_t read = bytes(s.arch(), 0, 1, EventId::LLC_OCCUPANCY);
+  CHECK(read % 65536 == 0);
+  CHECK(static_cast<double>(read) == Approx(cap).epsilon(0.02));
+  CHECK(bytes(s.arch(), 1, 1, EventId::LLC_OCCUPANCY) == 0);  // other domain untouched
+  // A smaller footprint than the allowance is not inflated.
+  REQUIRE(s.m->attach_cpu_workload(0, Workload{1u << 20, 0, 1.0}).ok());
+  s.m->advance_ms(20000);
+  CHECK(s.m->occupancy_bytes(0, 1) == Approx(1 << 20).epsilon(0.01));
+}
+
+TEST_CASE("a freed RMID's occupancy decays below the threshold after some seconds") {
+  Sim s = make("intel-2s");
+  const unsigned threshold = s.arch().info().mon.default_threshold;
+  REQUIRE(s.arch().set_cpu_assoc(1, 0, 5).ok());
+  REQUIRE(s.m->attach_cpu_workload(1, Workload{8u << 20, 0, 1.0}).ok());
+  s.m->advance_ms(1000);
+  CHECK(s.m->occupancy_bytes(0, 5) == Approx(8 << 20).epsilon(0.01));
+  // The last user of RMID 5 leaves.
+  REQUIRE(s.arch().set_cpu_assoc(1, 0, 6).ok());
+  s.m->advance_ms(1000);
+  CHECK(bytes(s.arch(), 0, 5, EventId::LLC_OCCUPANCY) > threshold);  // still in limbo
+  CHECK(bytes(s.arch(), 0, 6, EventId::LLC_OCCUPANCY) > (4u << 20));
+  s.m->advance_ms(10000);
+  CHECK(bytes(s.arch(), 0, 5, EventId::LLC_OCCUPANCY) < threshold);
+}
+
+TEST_CASE("MBM counts grow with demand; local counts the local share") {
+  Sim s = make("intel-2s");
+  REQUIRE(s.arch().set_cpu_assoc(2, 1, 3).ok());
+  REQUIRE(s.m->attach_cpu_workload(2, Workload{0, 1000, 0.75}).ok());
+  CHECK(bytes(s.arch(), 0, 3, EventId::MBM_TOTAL) == 0);  // baseline
+  CHECK(bytes(s.arch(), 0, 3, EventId::MBM_LOCAL) == 0);
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 3, EventId::MBM_TOTAL)) ==
+        Approx(1e9).epsilon(0.001));
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 3, EventId::MBM_LOCAL)) ==
+        Approx(0.75e9).epsilon(0.001));
+}
+
+TEST_CASE("Intel MBA delay throttles MBM") {
+  Sim s = make("intel-2s");
+  REQUIRE(s.arch().set_cpu_assoc(4, 2, 7).ok());
+  REQUIRE(s.m->attach_cpu_workload(4, Workload{0, 4000, 1.0}).ok());
+  bytes(s.arch(), 1, 7, EventId::MBM_TOTAL);
+  s.m->advance_ms(1000);
+  uint64_t full = bytes(s.arch(), 1, 7, EventId::MBM_TOTAL);
+  REQUIRE(s.arch().update_ctrls({{ResourceId::MB, ConfType::NONE, 1, 2, 30}}).ok());
+  s.m->advance_ms(1000);
+  uint64_t throttled = bytes(s.arch(), 1, 7, EventId::MBM_TOTAL) - full;
+  CHECK(static_cast<double>(full) == Approx(4e9).epsilon(0.001));
+  CHECK(static_cast<double>(throttled) == Approx(0.3 * 4e9).epsilon(0.001));
+}
+
+TEST_CASE("AMD bandwidth limits cap MBM at value/8 GB/s unless unlimited") {
+  Sim s = make("amd-2s");
+  REQUIRE(s.arch().set_cpu_assoc(0, 1, 2).ok());
+  REQUIRE(s.m->attach_cpu_workload(0, Workload{0, 4000, 1.0}).ok());
+  REQUIRE(s.arch().update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 8}}).ok());  // 1 GB/s
+  bytes(s.arch(), 0, 2, EventId::MBM_TOTAL);
+  s.m->advance_ms(1000);
+  uint64_t capped = bytes(s.arch(), 0, 2, EventId::MBM_TOTAL);
+  CHECK(static_cast<double>(capped) == Approx(1e9).epsilon(0.001));
+  REQUIRE(s.arch().update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 2048}}).ok());
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 2, EventId::MBM_TOTAL) - capped) ==
+        Approx(4e9).epsilon(0.001));
+}
+
+TEST_CASE("the domain's peak bandwidth bounds the sum of all demand") {
+  Sim s = make("intel-2s");
+  for (unsigned c = 0; c < 4; ++c) {
+    REQUIRE(s.arch().set_cpu_assoc(c, 0, 10 + c).ok());
+    REQUIRE(s.m->attach_cpu_workload(c, Workload{0, 10000, 1.0}).ok());
+    bytes(s.arch(), 0, 10 + c, EventId::MBM_TOTAL);
+  }
+  s.m->advance_ms(1000);
+  double sum = 0;
+  for (unsigned c = 0; c < 4; ++c)
+    sum += static_cast<double>(bytes(s.arch(), 0, 10 + c, EventId::MBM_TOTAL));
+  CHECK(sum == Approx(20000e6).epsilon(0.001));  // intel-2s: 20000 MB/s per domain
+}
+
+TEST_CASE("MBM counters wrap at the counter width and the Arch folds it") {
+  Sim s = make("intel-2s");
+  REQUIRE(s.arch().set_cpu_assoc(5, 0, 1).ok());
+  REQUIRE(s.m->attach_cpu_workload(5, Workload{0, 20000, 1.0}).ok());
+  bytes(s.arch(), 1, 1, EventId::MBM_TOTAL);
+  // 2^24 chunks x 64 KiB = 1 TiB: at 20 GB/s the counter wraps every ~55 s.
+  uint64_t last = 0;
+  for (int i = 0; i < 120; ++i) {
+    s.m->advance_ms(1000);
+    last = bytes(s.arch(), 1, 1, EventId::MBM_TOTAL);
+  }
+  CHECK(static_cast<double>(last) == Approx(120 * 20000e6).epsilon(0.001));
+  REQUIRE(s.m->write(4, x86::IA32_QM_EVTSEL, (1ULL << 32) | 2).ok());
+  auto raw = s.m->read(4, x86::IA32_QM_CTR);
+  REQUIRE(raw.ok());
+  CHECK(*raw < (1ULL << 24));
+  CHECK(*raw * 65536 < last);  // the hardware count has wrapped, the total has not
+}
+
+TEST_CASE("thread workloads count against the thread's tags") {
+  Sim s = make("intel-2s");
+  REQUIRE(s.arch().models_thread_tags());
+  s.arch().set_thread_tags(4242, 3, 9);
+  REQUIRE(s.m->attach_thread_workload(4242, Workload{2u << 20, 500, 1.0, 6}).ok());
+  bytes(s.arch(), 1, 9, EventId::MBM_TOTAL);
+  bytes(s.arch(), 0, 9, EventId::MBM_TOTAL);
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 1, 9, EventId::MBM_TOTAL)) ==
+        Approx(5e8).epsilon(0.001));
+  CHECK(bytes(s.arch(), 0, 9, EventId::MBM_TOTAL) == 0);
+  CHECK(bytes(s.arch(), 1, 9, EventId::LLC_OCCUPANCY) > (1u << 20));
+  // An unpinned thread is spread over both domains.
+  REQUIRE(s.m->attach_thread_workload(4242, Workload{0, 500, 1.0, -1}).ok());
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 9, EventId::MBM_TOTAL)) ==
+        Approx(2.5e8).epsilon(0.001));
+  s.arch().thread_exited(4242);
+  uint64_t before = bytes(s.arch(), 0, 9, EventId::MBM_TOTAL);
+  s.m->advance_ms(1000);
+  CHECK(bytes(s.arch(), 0, 9, EventId::MBM_TOTAL) == before);
+}
+
+TEST_CASE("an AMD-style domain with fewer counters than active RMIDs reports Unavailable") {
+  Sim s = make("amd-2s");  // 32 hardware counters per L3 domain
+  // RMID 0 is active (every CPU's PQR_ASSOC), plus 40 threads with RMIDs 1..40.
+  for (uint32_t r = 1; r <= 40; ++r) s.arch().set_thread_tags(1000 + r, 0, r);
+  unsigned unavailable = 0;
+  for (uint32_t r = 0; r <= 40; ++r)
+    if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;
+  CHECK(unavailable == 41 - 32);
+  CHECK(s.arch().read_event(0, 0, EventId::MBM_TOTAL).err == ReadError::kNone);
+  // When threads exit their RMIDs go idle and the waiting ones get counters.
+  for (uint32_t r = 1; r <= 10; ++r) s.arch().thread_exited(1000 + r);
+  unavailable = 0;
+  for (uint32_t r = 11; r <= 40; ++r)
+    if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;
+  CHECK(unavailable == 0);
+  // Occupancy is not limited by MBM counters.
+  CHECK(s.arch().read_event(0, 40, EventId::LLC_OCCUPANCY).err == ReadError::kNone);
+}
+
+TEST_CASE("a BMEC change clears the counts; the next read is Unavailable") {
+  Sim s = make("amd-2s");
+  REQUIRE(s.arch().set_cpu_assoc(1, 0, 4).ok());
+  REQUIRE(s.m->attach_cpu_workload(1, Workload{0, 1000, 0.5}).ok());
+  bytes(s.arch(), 0, 4, EventId::MBM_TOTAL);
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL)) ==
+        Approx(1e9).epsilon(0.001));
+  // Count only local reads.
+  REQUIRE(s.arch().set_event_config(0, EventId::MBM_TOTAL, 0x1).ok());
+  CHECK(s.arch().read_event(0, 4, EventId::MBM_TOTAL).err == ReadError::kUnavailable);
+  CHECK(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL) == 0);  // new baseline
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL)) ==
+        Approx(5e8).epsilon(0.001));
+}
+
+TEST_CASE("ABMC counters count their RMID with their own transaction filter") {
+  Sim s = make("amd-2s");
+  REQUIRE(s.arch().set_abmc_enabled(true).ok());
+  REQUIRE(s.arch().set_cpu_assoc(5, 0, 8).ok());
+  REQUIRE(s.m->attach_cpu_workload(5, Workload{0, 2000, 0.25}).ok());
+  REQUIRE(s.arch().config_cntr(1, 0, 8, EventId::MBM_TOTAL, 0x7f, true).ok());
+  REQUIRE(s.arch().config_cntr(1, 1, 8, EventId::MBM_LOCAL, 0x15, true).ok());
+  CHECK(s.arch().read_event(1, 8, EventId::MBM_TOTAL, 2u).err == ReadError::kUnavailable);
+  bytes(s.arch(), 1, 8, EventId::MBM_TOTAL);
+  s.arch().read_event(1, 8, EventId::MBM_TOTAL, 0u);
+  s.arch().read_event(1, 8, EventId::MBM_LOCAL, 1u);
+  s.m->advance_ms(1000);
+  CHECK(static_cast<double>(s.arch().read_event(1, 8, EventId::MBM_TOTAL, 0u).bytes) ==
+        Approx(2e9).epsilon(0.001));
+  CHECK(static_cast<double>(s.arch().read_event(1, 8, EventId::MBM_LOCAL, 1u).bytes) ==
+        Approx(5e8).epsilon(0.001));
+}
+
+TEST_CASE("a sweep of 1536 counter reads stays cheap") {
+  Sim s = make("amd-2s");
+  s.m->set_manual_clock(false);
+  for (unsigned c = 0; c < 8; ++c)
+    REQUIRE(s.m->attach_cpu_workload(c, Workload{1u << 20, 100, 1.0}).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1536; ++i)
+    s.arch().read_event(i % 2, static_cast<uint32_t>(i % 256), EventId::MBM_TOTAL);
+  auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  INFO("1536 reads took " << us << " us");
+  CHECK(us < 1536 * 10);  // well under 10 us per read, even on a loaded machine
+}
