@@ -273,9 +273,11 @@ void FsImpl::overflow_pass(double elapsed_ms) {
       if (r.state != ReadState::kValue) continue;
       auto key = std::make_pair(static_cast<const Group*>(g), d.id);
       auto prev = mba_prev_bytes_.find(key);
+      const bool have_prev = prev != mba_prev_bytes_.end();
+      const uint64_t prev_bytes = have_prev ? prev->second : 0;
       mba_prev_bytes_[key] = r.bytes;
-      if (prev == mba_prev_bytes_.end() || r.bytes < prev->second || elapsed_ms <= 0) continue;
-      double per_s = static_cast<double>(r.bytes - prev->second) * 1000.0 / elapsed_ms;
+      if (!have_prev || r.bytes < prev_bytes || elapsed_ms <= 0) continue;
+      double per_s = static_cast<double>(r.bytes - prev_bytes) * 1000.0 / elapsed_ms;
       uint64_t cur_bw = static_cast<uint64_t>(per_s / (1024.0 * 1024.0));
       auto t = mbps_target_.find({d.id, g->closid});
       uint64_t user_bw = t == mbps_target_.end() ? UINT32_MAX : t->second;

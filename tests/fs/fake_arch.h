@@ -1,0 +1,120 @@
+// Defines FakeArch: a small in-memory hw::Arch with a configurable
+// PlatformInfo, for unit tests that need platform shapes or hardware
+// answers the simulated machine does not produce on demand (monitor-only
+// platforms, Error/Unavailable reads, backends that do not model thread
+// tags, failing control writes).
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "hw/arch.h"
+
+namespace resctrlfs::fs::testing {
+
+class FakeArch final : public hw::Arch {
+ public:
+  explicit FakeArch(hw::PlatformInfo info) : info_(std::move(info)) {}
+
+  // A platform with `ncpus` CPUs in two L3 domains; the caller switches
+  // resources and monitoring on.
+  static hw::PlatformInfo base_platform(unsigned ncpus = 4) {
+    hw::PlatformInfo p;
+    p.vendor = "GenuineIntel";
+    p.nr_cpus = ncpus;
+    p.online = CpuMask(ncpus);
+    for (unsigned c = 0; c < ncpus; ++c) p.online.set(c);
+    for (int i = 0; i < hw::kNumResources; ++i) p.resources[i].rid = static_cast<hw::ResourceId>(i);
+    return p;
+  }
+  static std::vector<hw::CtrlDomain> two_domains(unsigned ncpus) {
+    hw::CtrlDomain a{0, CpuMask(ncpus)}, b{1, CpuMask(ncpus)};
+    for (unsigned c = 0; c < ncpus; ++c) (c < ncpus / 2 ? a : b).cpus.set(c);
+    return {a, b};
+  }
+  static void add_l3_cat(hw::PlatformInfo& p, unsigned cbm_len, unsigned closids) {
+    hw::Resource& r = p.resources[0];
+    r.alloc_capable = true;
+    r.num_closid = closids;
+    r.cache.cbm_len = cbm_len;
+    r.cache.min_cbm_bits = 1;
+    r.cache.cache_size_bytes = 1 << 20;
+    r.ctrl_domains = two_domains(p.nr_cpus);
+  }
+  static void add_l3_mon(hw::PlatformInfo& p, unsigned rmids) {
+    p.mon.capable = true;
+    p.mon.num_rmids = rmids;
+    p.mon.occupancy_scale = 64;
+    p.mon.events = {hw::EventId::LLC_OCCUPANCY, hw::EventId::MBM_TOTAL};
+    p.mon.l3_cache_size_bytes = 1 << 20;
+    p.mon.default_threshold = 4096;
+    for (const hw::CtrlDomain& d : two_domains(p.nr_cpus))
+      p.mon.mon_domains.push_back({d.id, d.cpus});
+  }
+
+  const hw::PlatformInfo& info() const override { return info_; }
+  Result<void> update_ctrls(const std::vector<hw::CtrlUpdate>& updates) override {
+    if (fail_writes_ > 0) {
+      --fail_writes_;
+      return Error::make(EIO, "Hardware write failed\n");
+    }
+    for (const hw::CtrlUpdate& u : updates)
+      ctrls_[{u.rid, u.type, u.domain_id, u.closid}] = u.value;
+    return Ok();
+  }
+  uint32_t get_ctrl(hw::ResourceId rid, hw::ConfType type, int domain_id,
+                    uint32_t closid) const override {
+    auto it = ctrls_.find({rid, type, domain_id, closid});
+    return it == ctrls_.end() ? default_ctrl(rid) : it->second;
+  }
+  uint32_t default_ctrl(hw::ResourceId rid) const override {
+    const hw::Resource& r = info_.res(rid);
+    return r.is_cache() ? r.cache.full_mask() : r.membw.max_bw;
+  }
+  Result<void> set_cdp_enabled(hw::ResourceId rid, bool enable) override {
+    if (!info_.res(rid).cache.cdp_capable) return Error::make(EINVAL);
+    cdp_[static_cast<int>(rid)] = enable;
+    return Ok();
+  }
+  bool cdp_enabled(hw::ResourceId rid) const override { return cdp_[static_cast<int>(rid)]; }
+  Result<void> reset_all_ctrls() override {
+    ctrls_.clear();
+    return Ok();
+  }
+  Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override {
+    assoc[cpu] = {closid, rmid};
+    return Ok();
+  }
+  void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override {
+    thread_tags[tid] = {closid, rmid};
+  }
+  void thread_exited(int tid) override { thread_tags.erase(tid); }
+  bool models_thread_tags() const override { return models_tags; }
+  hw::CounterValue read_event(int domain_id, uint32_t rmid, hw::EventId ev,
+                              std::optional<unsigned> cntr_id) override {
+    auto it = values.find({domain_id, rmid, ev});
+    if (it == values.end()) return {hw::ReadError::kNone, 0};
+    return it->second;
+  }
+  void reset_event(int, uint32_t, hw::EventId) override {}
+  void reset_domain_events(int) override {}
+  Result<void> set_event_config(int, hw::EventId, uint32_t) override { return Ok(); }
+  uint32_t event_config(int, hw::EventId) const override { return 0; }
+  Result<void> set_abmc_enabled(bool) override { return Ok(); }
+  Result<void> config_cntr(int, unsigned, uint32_t, hw::EventId, uint32_t, bool) override {
+    return Ok();
+  }
+
+  bool models_tags = true;
+  unsigned fail_writes_ = 0;
+  std::map<std::tuple<int, uint32_t, hw::EventId>, hw::CounterValue> values;
+  std::map<unsigned, std::pair<uint32_t, uint32_t>> assoc;
+  std::map<int, std::pair<uint32_t, uint32_t>> thread_tags;
+
+ private:
+  hw::PlatformInfo info_;
+  std::map<std::tuple<hw::ResourceId, hw::ConfType, int, uint32_t>, uint32_t> ctrls_;
+  bool cdp_[hw::kNumResources] = {};
+};
+
+}  // namespace resctrlfs::fs::testing
