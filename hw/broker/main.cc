@@ -1,0 +1,92 @@
+// resctrl-msrd: the privileged MSR broker. The only resctrlfs process that
+// opens /dev/cpu/*/msr; it serves batches of RDT register reads and writes
+// to the daemon over a Unix socket (see server.h), or, with --sim, serves a
+// simulated machine (for tests).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "hw/broker/dev_msr.h"
+#include "hw/broker/server.h"
+#include "hw/real/dev_cpuid.h"
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/cpuid_decode.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::hw;
+
+int main(int argc, char** argv) {
+  CLI::App app{"resctrl-msrd: privileged MSR broker for resctrlfs"};
+  std::string socket_path = "/run/resctrl-msrd.sock";
+  long allow_uid = 0;
+  std::string sim_platform;
+  std::string dev_root = "/dev/cpu";
+  app.add_option("--socket", socket_path, "Unix socket to listen on");
+  app.add_option("--allow-uid", allow_uid, "the only uid allowed to connect (default 0)");
+  app.add_option("--sim", sim_platform, "serve a simulated machine (profile name or JSON file)");
+  app.add_option("--dev-root", dev_root, "directory holding N/cpuid and N/msr");
+  CLI11_PARSE(app, argc, argv);
+
+  auto log = [](const std::string& line) {
+    std::fprintf(stderr, "resctrl-msrd: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+
+  std::shared_ptr<MsrDevice> msr;
+  std::unique_ptr<broker::Policy> policy;
+  if (!sim_platform.empty()) {
+    auto profile = sim::load_profile(sim_platform);
+    if (!profile.ok()) {
+      log(profile.error().message);
+      return 2;
+    }
+    auto machine = std::make_shared<sim::SimMachine>(std::move(profile).value());
+    policy = std::make_unique<broker::Policy>(machine->info(), machine->limits());
+    msr = machine;
+  } else {
+    auto topo = sim::read_sysfs_topology("/sys/devices/system/cpu");
+    if (!topo.ok()) {
+      log(topo.error().message);
+      return 2;
+    }
+    real::DevCpuidSource cpuid(dev_root);
+    PlatformInfo info = x86::decode_platform(cpuid, *topo, nullptr);
+    bool any = info.mon.capable;
+    for (const auto& r : info.resources) any = any || r.alloc_capable;
+    if (!any) {
+      log("this CPU enumerates no RDT/PQoS resource; nothing to serve");
+      return 3;
+    }
+    unsigned first = topo->online.first();
+    policy = std::make_unique<broker::Policy>(std::move(info), x86::decode_limits(cpuid, first));
+    msr = std::make_shared<broker::DevMsrDevice>(dev_root);
+  }
+
+  boost::asio::io_context io;
+  broker::BrokerServer server(io, socket_path, static_cast<uid_t>(allow_uid), std::move(*policy),
+                              msr, log);
+  ::umask(0077);  // the socket is for the allowed uid; SO_PEERCRED is checked anyway
+  if (auto r = server.start(); !r.ok()) {
+    log(r.error().message);
+    return 1;
+  }
+  if (allow_uid != 0) (void)::chown(socket_path.c_str(), static_cast<uid_t>(allow_uid), -1);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) {
+    server.stop();
+    io.stop();
+  });
+  log("serving " +
+      std::string(sim_platform.empty() ? "/dev/cpu/*/msr" : "simulated " + sim_platform) + " on " +
+      socket_path + " for uid " + std::to_string(allow_uid));
+  io.run();
+  return 0;
+}

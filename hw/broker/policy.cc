@@ -1,0 +1,128 @@
+// Implements the MSR broker's policy (see policy.h).
+#include "hw/broker/policy.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "hw/x86/registers.h"
+
+namespace resctrlfs::hw::broker {
+
+using namespace resctrlfs::hw::x86;  // NOLINT: register names
+
+namespace {
+
+Error refuse(const char* fmt, uint64_t a = 0, uint64_t b = 0) {
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), fmt, static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return Error::make(EPERM, buf);
+}
+
+bool in_bank(uint32_t msr, uint32_t base, unsigned n) { return msr >= base && msr - base < n; }
+
+}  // namespace
+
+Policy::Policy(PlatformInfo info, HwLimits limits) : info_(std::move(info)), limits_(limits) {
+  for (const auto& r : info_.resources)
+    if (r.alloc_capable) num_closid_any_ = std::max(num_closid_any_, r.num_closid);
+  num_rmid_any_ = info_.mon.capable ? info_.mon.num_rmids : 1;
+}
+
+Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const {
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return refuse("CPU %llu is not online", cpu);
+  const Resource& l3 = info_.res(ResourceId::L3);
+  const Resource& l2 = info_.res(ResourceId::L2);
+  const Resource& mb = info_.res(ResourceId::MB);
+  const Resource& smba = info_.res(ResourceId::SMBA);
+  const MonCaps& mon = info_.mon;
+  bool known =
+      msr == IA32_PQR_ASSOC || (mon.capable && (msr == IA32_QM_EVTSEL || msr == IA32_QM_CTR)) ||
+      (l3.alloc_capable && l3.cache.cdp_capable && msr == IA32_L3_QOS_CFG) ||
+      (l2.alloc_capable && l2.cache.cdp_capable && msr == IA32_L2_QOS_CFG) ||
+      (l3.alloc_capable && in_bank(msr, IA32_L3_MASK_0, l3.num_closid)) ||
+      (l2.alloc_capable && in_bank(msr, IA32_L2_MASK_0, l2.num_closid)) ||
+      (mb.alloc_capable && !limits_.amd &&
+       (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, mb.num_closid) || msr == MBA_CFG)) ||
+      (mb.alloc_capable && limits_.amd && in_bank(msr, L3QOS_BW_CONTROL_0, mb.num_closid)) ||
+      (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
+      (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
+      (mon.abmc && (msr == L3_QOS_EXT_CFG || msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC));
+  if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
+  if (kind == OpKind::kRead) return Ok();
+  if (kind != OpKind::kWrite) return refuse("unknown operation %llu", static_cast<uint64_t>(kind));
+  return check_write(msr, value);
+}
+
+Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
+  const Resource& l3 = info_.res(ResourceId::L3);
+  const Resource& l2 = info_.res(ResourceId::L2);
+  const MonCaps& mon = info_.mon;
+  if (msr == IA32_QM_CTR || msr == L3_QOS_ABMC_DSC) return refuse("MSR 0x%llx is read-only", msr);
+  if (msr == IA32_PQR_ASSOC) {
+    if ((v >> PQR_ASSOC_CLOS_SHIFT) >= num_closid_any_)
+      return refuse("PQR_ASSOC CLOSID %llu beyond %llu", v >> 32, num_closid_any_);
+    if ((v & PQR_ASSOC_RMID_MASK) >= num_rmid_any_)
+      return refuse("PQR_ASSOC RMID %llu beyond %llu", v & PQR_ASSOC_RMID_MASK, num_rmid_any_);
+    return Ok();
+  }
+  if (msr == IA32_QM_EVTSEL) {
+    if ((v & 0x7FFFFF00ULL) != 0) return refuse("QM_EVTSEL reserved bits in 0x%llx", v);
+    uint64_t evt = v & QM_EVTSEL_EVTID_MASK, id = v >> QM_EVTSEL_RMID_SHIFT;
+    if (v & QM_EVTSEL_EXTENDED_EVTID) {
+      if (!mon.abmc || evt != ABMC_EVT_ID || id >= mon.num_mbm_cntrs)
+        return refuse("QM_EVTSEL extended event 0x%llx not allowed", v);
+      return Ok();
+    }
+    if (evt < QOS_L3_OCCUP_EVENT_ID || evt > QOS_L3_MBM_LOCAL_EVENT_ID)
+      return refuse("QM_EVTSEL event id %llu unknown", evt);
+    if (id >= mon.num_rmids) return refuse("QM_EVTSEL RMID %llu beyond %llu", id, mon.num_rmids);
+    return Ok();
+  }
+  if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == L3_QOS_EXT_CFG || msr == MBA_CFG) {
+    if (v > 1) return refuse("MSR 0x%llx reserved bits in 0x%llx", msr, v);
+    return Ok();
+  }
+  if (in_bank(msr, IA32_L3_MASK_0, l3.num_closid)) {
+    if ((v & ~uint64_t{l3.cache.full_mask()}) != 0) return refuse("L3 mask 0x%llx too wide", v);
+    return Ok();
+  }
+  if (in_bank(msr, IA32_L2_MASK_0, l2.num_closid)) {
+    if ((v & ~uint64_t{l2.cache.full_mask()}) != 0) return refuse("L2 mask 0x%llx too wide", v);
+    return Ok();
+  }
+  if (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0,
+              IA32_L2_QOS_EXT_BW_THRTL_LAST + 1 - IA32_L2_QOS_EXT_BW_THRTL_0)) {
+    if (v > limits_.mba_max_delay)
+      return refuse("MBA delay %llu beyond %llu", v, limits_.mba_max_delay);
+    return Ok();
+  }
+  if (msr >= L3QOS_BW_CONTROL_0 && msr < L3QOS_SLOW_BW_CONTROL_0) {
+    if ((v >> (limits_.amd_bw_len + 1)) != 0) return refuse("bandwidth 0x%llx too wide", v);
+    return Ok();
+  }
+  if (msr >= L3QOS_SLOW_BW_CONTROL_0 && msr < L3QOS_SLOW_BW_CONTROL_0 + 0x80) {
+    if ((v >> (limits_.amd_smba_len + 1)) != 0) return refuse("slow bandwidth 0x%llx too wide", v);
+    return Ok();
+  }
+  if (in_bank(msr, QOS_EVT_CFG_0, 2)) {
+    if ((v & ~uint64_t{mon.bmec_supported_mask}) != 0)
+      return refuse("BMEC bits 0x%llx unsupported", v);
+    return Ok();
+  }
+  if (msr == L3_QOS_ABMC_CFG) {
+    constexpr uint64_t kReserved = (0x7ULL << 44) | (0x1FFULL << 53);
+    if ((v & kReserved) != 0) return refuse("ABMC_CFG reserved bits in 0x%llx", v);
+    if (((v >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK) >= mon.num_mbm_cntrs)
+      return refuse("ABMC counter beyond %llu", mon.num_mbm_cntrs);
+    uint64_t src = (v >> ABMC_CFG_BW_SRC_SHIFT) & ABMC_CFG_BW_SRC_MASK;
+    if ((v & ABMC_CFG_IS_CLOS) ? src >= num_closid_any_ : src >= mon.num_rmids)
+      return refuse("ABMC source %llu beyond the enumerated maximum", src);
+    if ((v & ABMC_CFG_BW_TYPE_MASK & ~uint64_t{BMEC_MAX_EVT_CONFIG_BITS}) != 0)
+      return refuse("ABMC BwType reserved bits in 0x%llx", v);
+    return Ok();
+  }
+  return refuse("MSR 0x%llx not writable", msr);
+}
+
+}  // namespace resctrlfs::hw::broker

@@ -1,0 +1,49 @@
+// Defines BrokerServer: the resctrl-msrd Unix-socket server (Boost.Asio).
+// It accepts connections only from the configured uid (SO_PEERCRED), reads
+// batches of register operations, checks each batch against the Policy and
+// executes it on the MsrDevice (/dev/cpu/N/msr, or a simulated machine).
+// Refusals are logged with the peer's pid and uid.
+#pragma once
+
+#include <sys/types.h>
+
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "hw/broker/policy.h"
+#include "hw/device.h"
+
+namespace resctrlfs::hw::broker {
+
+class BrokerServer {
+ public:
+  using Logger = std::function<void(const std::string&)>;
+
+  BrokerServer(boost::asio::io_context& io, std::string socket_path, uid_t allowed_uid,
+               Policy policy, std::shared_ptr<MsrDevice> msr, Logger log);
+  ~BrokerServer();
+  // Binds the socket (replacing a stale one) and starts accepting.
+  Result<void> start();
+  void stop();
+
+  // Executes one batch under the policy (all refused if any is refused).
+  std::vector<WireResult> execute(const std::vector<WireOp>& ops, const std::string& peer);
+
+ private:
+  class Session;
+  void accept_next();
+
+  boost::asio::io_context& io_;
+  std::string path_;
+  uid_t allowed_uid_;
+  Policy policy_;
+  std::shared_ptr<MsrDevice> msr_;
+  Logger log_;
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+};
+
+}  // namespace resctrlfs::hw::broker

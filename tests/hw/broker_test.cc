@@ -1,0 +1,229 @@
+// Tests the MSR broker: its policy (table-driven), the resctrl-msrd
+// executable serving a simulated machine (valid requests work; IA32_LSTAR,
+// out-of-range indices, reserved bits and a wrong peer uid are refused and
+// logged), and the real backend's Arch programming through it.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "hw/broker/client.h"
+#include "hw/broker/policy.h"
+#include "hw/real/msr_backend.h"
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
+#include "hw/x86/registers.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::hw;
+using namespace resctrlfs::hw::x86;
+using broker::Op;
+using broker::OpKind;
+
+namespace {
+
+sim::SimMachine machine(const std::string& name) {
+  auto p = sim::load_profile(name);
+  REQUIRE(p.ok());
+  return sim::SimMachine(*p);
+}
+
+// A resctrl-msrd process serving a simulated machine, stopped at scope end.
+class BrokerProcess {
+ public:
+  BrokerProcess(const std::string& platform, uid_t allow_uid) {
+    char dir[] = "/tmp/resctrl-msrd-test.XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    dir_ = dir;
+    socket_ = dir_ + "/msrd.sock";
+    log_ = dir_ + "/msrd.log";
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      FILE* f = std::freopen(log_.c_str(), "w", stderr);
+      (void)f;
+      std::string uid = std::to_string(allow_uid);
+      ::execl(RESCTRL_MSRD_PATH, "resctrl-msrd", "--sim", platform.c_str(), "--socket",
+              socket_.c_str(), "--allow-uid", uid.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 500 && ::stat(socket_.c_str(), &st) != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(::stat(socket_.c_str(), &st) == 0);
+  }
+  ~BrokerProcess() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    ::unlink(socket_.c_str());
+    ::unlink(log_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& socket() const { return socket_; }
+  std::string log() const {
+    std::ifstream f(log_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string dir_, socket_, log_;
+};
+
+struct PolicyCase {
+  const char* profile;
+  const char* what;
+  unsigned cpu;
+  uint32_t msr;
+  uint64_t value;
+  OpKind kind;
+  bool allowed;
+};
+
+}  // namespace
+
+TEST_CASE("broker policy allows only enumerated RDT registers with reserved bits clear") {
+  const PolicyCase cases[] = {
+      {"intel-2s", "IA32_LSTAR read", 0, IA32_LSTAR, 0, OpKind::kRead, false},
+      {"intel-2s", "IA32_LSTAR write", 0, IA32_LSTAR, 0, OpKind::kWrite, false},
+      {"intel-2s", "a random MSR", 0, 0x10, 0, OpKind::kRead, false},
+      {"intel-2s", "L3 mask 15", 0, IA32_L3_MASK_0 + 15, 0x7ff, OpKind::kWrite, true},
+      {"intel-2s", "L3 mask 16 (beyond num_closid)", 0, IA32_L3_MASK_0 + 16, 1, OpKind::kWrite,
+       false},
+      {"intel-2s", "L3 mask too wide", 0, IA32_L3_MASK_0, 0x800, OpKind::kWrite, false},
+      {"intel-2s", "L2 mask without L2 CAT", 0, IA32_L2_MASK_0, 1, OpKind::kRead, false},
+      {"intel-2s", "offline CPU", 8, IA32_PQR_ASSOC, 0, OpKind::kWrite, false},
+      {"intel-2s", "PQR_ASSOC", 3, IA32_PQR_ASSOC, (15ULL << 32) | 223, OpKind::kWrite, true},
+      {"intel-2s", "PQR_ASSOC CLOSID 16", 3, IA32_PQR_ASSOC, 16ULL << 32, OpKind::kWrite, false},
+      {"intel-2s", "PQR_ASSOC RMID 224", 3, IA32_PQR_ASSOC, 224, OpKind::kWrite, false},
+      {"intel-2s", "QM_EVTSEL", 0, IA32_QM_EVTSEL, (5ULL << 32) | 2, OpKind::kWrite, true},
+      {"intel-2s", "QM_EVTSEL event 4", 0, IA32_QM_EVTSEL, 4, OpKind::kWrite, false},
+      {"intel-2s", "QM_EVTSEL reserved", 0, IA32_QM_EVTSEL, 0x101, OpKind::kWrite, false},
+      {"intel-2s", "QM_CTR read", 0, IA32_QM_CTR, 0, OpKind::kRead, true},
+      {"intel-2s", "QM_CTR write", 0, IA32_QM_CTR, 0, OpKind::kWrite, false},
+      {"intel-2s", "CDP on", 4, IA32_L3_QOS_CFG, 1, OpKind::kWrite, true},
+      {"intel-2s", "QOS_CFG reserved", 4, IA32_L3_QOS_CFG, 2, OpKind::kWrite, false},
+      {"intel-2s", "MBA delay 90", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 7, 90, OpKind::kWrite, true},
+      {"intel-2s", "MBA delay 91", 0, IA32_L2_QOS_EXT_BW_THRTL_0, 91, OpKind::kWrite, false},
+      {"intel-2s", "MBA index 8", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 8, 0, OpKind::kWrite, false},
+      {"intel-2s", "bad op kind", 0, IA32_PQR_ASSOC, 0, static_cast<OpKind>(7), false},
+      {"amd-2s", "AMD unlimited", 0, L3QOS_BW_CONTROL_0 + 15, 0x800, OpKind::kWrite, true},
+      {"amd-2s", "AMD above U bit", 0, L3QOS_BW_CONTROL_0, 0x1000, OpKind::kWrite, false},
+      {"amd-2s", "SMBA", 0, L3QOS_SLOW_BW_CONTROL_0 + 1, 8, OpKind::kWrite, true},
+      {"amd-2s", "BMEC", 0, QOS_EVT_CFG_0 + 1, 0x15, OpKind::kWrite, true},
+      {"amd-2s", "BMEC reserved", 0, QOS_EVT_CFG_0, 0x80, OpKind::kWrite, false},
+      {"amd-2s", "ABMC cfg", 0, L3_QOS_ABMC_CFG, ABMC_CFG_CFG_EN | (31ULL << 48) | 0x7f,
+       OpKind::kWrite, true},
+      {"amd-2s", "ABMC counter 32", 0, L3_QOS_ABMC_CFG, ABMC_CFG_CFG_EN | (32ULL << 48),
+       OpKind::kWrite, false},
+      {"amd-2s", "ABMC descriptor write", 0, L3_QOS_ABMC_DSC, 0, OpKind::kWrite, false},
+      {"amd-2s", "Intel MBA register on AMD", 0, IA32_L2_QOS_EXT_BW_THRTL_0, 0, OpKind::kRead,
+       false},
+      {"intel-cmt", "no CAT: CLOSID 1", 0, IA32_PQR_ASSOC, 1ULL << 32, OpKind::kWrite, false},
+      {"intel-cmt", "no CAT: no masks", 0, IA32_L3_MASK_0, 1, OpKind::kRead, false},
+  };
+  for (const auto& c : cases) {
+    auto m = machine(c.profile);
+    broker::Policy p(m.info(), m.limits());
+    INFO(c.profile << ": " << c.what);
+    auto r = p.check(c.cpu, c.msr, c.value, c.kind);
+    CHECK(r.ok() == c.allowed);
+    if (!r.ok()) {
+      CHECK(r.error().code == EPERM);
+      CHECK_FALSE(r.error().message.empty());
+    }
+  }
+}
+
+TEST_CASE("resctrl-msrd serves valid requests and refuses everything else") {
+  BrokerProcess b("intel-2s", ::getuid());
+  broker::BrokerClient client(b.socket());
+  REQUIRE(client.connect().ok());
+
+  auto ok = client.transact({Op{4, IA32_L3_MASK_0 + 3, 0x0f0, OpKind::kWrite},
+                             Op{4, IA32_L3_MASK_0 + 3, 0, OpKind::kRead}});
+  REQUIRE(ok.ok());
+  CHECK((*ok)[0].err == 0);
+  CHECK((*ok)[1].err == 0);
+  CHECK((*ok)[1].value == 0x0f0);
+
+  auto lstar = client.transact({Op{0, IA32_LSTAR, 0, OpKind::kRead}});
+  REQUIRE(lstar.ok());
+  CHECK((*lstar)[0].err == EPERM);
+
+  auto beyond = client.transact({Op{0, IA32_L3_MASK_0 + 16, 0x1, OpKind::kWrite}});
+  REQUIRE(beyond.ok());
+  CHECK((*beyond)[0].err == EPERM);
+
+  // One refused operation refuses the whole batch: the valid write is not done.
+  auto mixed = client.transact(
+      {Op{0, IA32_L3_MASK_0 + 2, 0x3, OpKind::kWrite}, Op{0, IA32_LSTAR, 0xdead, OpKind::kWrite}});
+  REQUIRE(mixed.ok());
+  CHECK((*mixed)[0].err == EPERM);
+  CHECK((*mixed)[1].err == EPERM);
+  auto back = client.transact({Op{0, IA32_L3_MASK_0 + 2, 0, OpKind::kRead}});
+  REQUIRE(back.ok());
+  CHECK((*back)[0].value == 0x7ff);
+
+  // Allowed by policy but refused by the (simulated) hardware: a #GP is EIO
+  // and the rest of the batch is not executed.
+  auto gp = client.transact({Op{0, IA32_L3_MASK_0 + 1, 0x505, OpKind::kWrite},
+                             Op{0, IA32_L3_MASK_0 + 1, 0, OpKind::kRead}});
+  REQUIRE(gp.ok());
+  CHECK((*gp)[0].err == EIO);
+  CHECK((*gp)[1].err == ECANCELED);
+
+  std::string log = b.log();
+  CHECK(log.find("refused batch") != std::string::npos);
+  CHECK(log.find("msr 0xc0000082") != std::string::npos);
+}
+
+TEST_CASE("resctrl-msrd refuses a peer with the wrong uid") {
+  BrokerProcess b("intel-2s", ::getuid() + 4242);
+  broker::BrokerClient client(b.socket());
+  auto r = client.transact({Op{0, IA32_PQR_ASSOC, 0, OpKind::kRead}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EIO);
+  for (int i = 0; i < 100 && b.log().find("refused connection") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(b.log().find("refused connection") != std::string::npos);
+}
+
+TEST_CASE("the real backend's Arch programs registers through the broker") {
+  BrokerProcess b("amd-2s", ::getuid());
+  auto cpuid_only = machine("amd-2s");  // stands in for /dev/cpu/N/cpuid
+  auto topo = cpuid_only.profile().topology();
+  auto backend = real::make_msr_backend_with(cpuid_only, topo, b.socket());
+  REQUIRE(backend.ok());
+  Arch& a = *backend->arch;
+  CHECK(backend->sim == nullptr);
+  CHECK_FALSE(a.models_thread_tags());
+  REQUIRE(a.update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 2, 0x00ff},
+                          {ResourceId::MB, ConfType::NONE, 0, 3, 64}})
+              .ok());
+  broker::BrokerClient client(b.socket());
+  auto regs = client.transact({Op{4, IA32_L3_MASK_0 + 2, 0, OpKind::kRead},
+                               Op{0, L3QOS_BW_CONTROL_0 + 3, 0, OpKind::kRead}});
+  REQUIRE(regs.ok());
+  CHECK((*regs)[0].value == 0x00ff);
+  CHECK((*regs)[1].value == 64);
+  REQUIRE(a.set_cpu_assoc(6, 2, 17).ok());
+  CHECK(a.read_event(1, 17, EventId::MBM_TOTAL).err != ReadError::kError);
+}
+
+TEST_CASE("make_msr_backend refuses a machine without RDT, or fails cleanly without a broker") {
+  auto r = make_msr_backend("/nonexistent/resctrl-msrd.sock");
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error().message);
+  CHECK_FALSE(r.error().message.empty());
+  CHECK((r.error().code == ENODEV || r.error().code == ENOENT || r.error().code == ECONNREFUSED));
+}
