@@ -12,6 +12,9 @@
 
 PASSED=0
 FAILED=0
+# Absolute, so that scripts may change directory.
+[ -n "${RESCTRLFS_SANDBOX_BIN:-}" ] && RESCTRLFS_SANDBOX_BIN=$(readlink -f "$RESCTRLFS_SANDBOX_BIN")
+[ -n "${RESCTRLFSD_BIN:-}" ] && RESCTRLFSD_BIN=$(readlink -f "$RESCTRLFSD_BIN")
 TEST_NAME=$(basename "$0" .sh)
 
 skip() {
@@ -29,6 +32,23 @@ require_sandbox() {
 }
 require_daemon() {
   [ -x "${RESCTRLFSD_BIN:-}" ] || skip "resctrlfsd not built (RESCTRLFSD_BIN='${RESCTRLFSD_BIN:-}')"
+}
+
+KNOWN=0
+# known_gap DESC REASON CMD...: a check of kernel behaviour that resctrlfs is
+# known not to reproduce yet. A failure is reported loudly with REASON but
+# not counted; set RESCTRLFS_STRICT_CLIENTS=1 to count it.
+known_gap() {
+  local desc=$1 reason=$2
+  shift 2
+  if "$@"; then
+    pass "$desc"
+  elif [ "${RESCTRLFS_STRICT_CLIENTS:-0}" = 1 ]; then
+    fail "$desc ($reason)"
+  else
+    KNOWN=$((KNOWN + 1))
+    echo "*** KNOWN GAP (not counted): $desc: $reason ***" >&2
+  fi
 }
 
 pass() { PASSED=$((PASSED + 1)); echo "PASS: $1"; }
@@ -68,6 +88,7 @@ check_nomatch() {
 }
 
 finish() {
+  [ "$KNOWN" = 0 ] || echo "*** $TEST_NAME: $KNOWN known gap(s), see above ***" >&2
   echo "$TEST_NAME: $PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ]
   exit $?
@@ -145,3 +166,6 @@ wait_for() {
 }
 
 in_tasks() { grep -qx "$2" "$1/tasks"; }  # in_tasks GROUP PID
+
+# True if PID has exited (gone, or a zombie waiting for its reaper).
+exited() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
