@@ -1,0 +1,193 @@
+// Implements the control socket protocol: strict validation of untrusted
+// JSON lines (type, range and unknown-field checks) and the dispatch of
+// requests to a ControlTarget.
+#include "daemon/control_protocol.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+
+namespace resctrlfs::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+Error bad(std::string message) { return Error::make(EINVAL, std::move(message)); }
+
+// Refuses fields the command does not know: a typo ("advance": 10) must not
+// silently do nothing.
+Result<void> only_fields(const json& obj, std::initializer_list<const char*> allowed) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool known = it.key() == "cmd";
+    for (const char* a : allowed) known = known || it.key() == a;
+    if (!known) return bad("unknown field '" + it.key() + "'");
+  }
+  return Ok();
+}
+
+Result<uint64_t> get_uint(const json& obj, const char* key, uint64_t max) {
+  const json& v = obj.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    return bad(std::string("'") + key + "' must be a non-negative integer");
+  }
+  const uint64_t n = v.get<uint64_t>();
+  if (n > max)
+    return bad(std::string("'") + key + "' is too large (max " + std::to_string(max) + ")");
+  return n;
+}
+
+Result<double> get_double(const json& obj, const char* key, double lo, double hi) {
+  const json& v = obj.at(key);
+  if (!v.is_number()) return bad(std::string("'") + key + "' must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return bad(std::string("'") + key + "' is out of range");
+  }
+  return d;
+}
+
+Result<ControlRequest> parse_clock(const json& obj) {
+  const bool has_mode = obj.contains("mode");
+  const bool has_adv = obj.contains("advance_ms");
+  if (has_mode == has_adv) return bad("clock needs exactly one of 'mode' or 'advance_ms'");
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {"mode", "advance_ms"}));
+  if (has_mode) {
+    const json& m = obj.at("mode");
+    if (m.is_string() && m.get_ref<const std::string&>() == "manual") {
+      return ControlRequest{ClockModeRequest{true}};
+    }
+    if (m.is_string() && m.get_ref<const std::string&>() == "real") {
+      return ControlRequest{ClockModeRequest{false}};
+    }
+    return bad("clock mode must be \"manual\" or \"real\"");
+  }
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t ms, get_uint(obj, "advance_ms", kMaxAdvanceMs));
+  return ControlRequest{ClockAdvanceRequest{ms}};
+}
+
+Result<ControlRequest> parse_workload(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(
+      only_fields(obj, {"tid", "cpu", "footprint_bytes", "bandwidth_mbps", "local_fraction"}));
+  WorkloadRequest req;
+  const bool has_tid = obj.contains("tid");
+  const bool has_cpu = obj.contains("cpu");
+  if (has_tid == has_cpu) return bad("workload needs exactly one of 'tid' or 'cpu'");
+  if (has_tid) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
+    if (tid == 0) return bad("'tid' must be positive");
+    req.tid = static_cast<int>(tid);
+  } else {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
+    req.cpu = static_cast<unsigned>(cpu);
+  }
+  if (obj.contains("footprint_bytes")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        req.workload.cache_footprint_bytes,
+        get_uint(obj, "footprint_bytes", std::numeric_limits<int64_t>::max()));
+  }
+  if (obj.contains("bandwidth_mbps")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.bandwidth_mbps,
+                               get_double(obj, "bandwidth_mbps", 0.0, 1e9));
+  }
+  if (obj.contains("local_fraction")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.local_fraction,
+                               get_double(obj, "local_fraction", 0.0, 1.0));
+  }
+  return ControlRequest{req};
+}
+
+Result<ControlRequest> parse_fault(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {"fail_writes", "cpu"}));
+  if (!obj.contains("fail_writes")) return bad("fault needs 'fail_writes'");
+  FaultRequest req;
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t n, get_uint(obj, "fail_writes", kMaxFailWrites));
+  req.fail_writes = static_cast<unsigned>(n);
+  if (obj.contains("cpu")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
+    req.cpu = static_cast<unsigned>(cpu);
+  }
+  return ControlRequest{req};
+}
+
+template <typename T>
+Result<ControlRequest> no_args(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {}));
+  return ControlRequest{T{}};
+}
+
+Result<ControlRequest> parse_object(const json& obj) {
+  if (!obj.is_object()) return bad("request must be a JSON object");
+  auto cmd_it = obj.find("cmd");
+  if (cmd_it == obj.end() || !cmd_it->is_string()) return bad("missing string field 'cmd'");
+  const std::string& cmd = cmd_it->get_ref<const std::string&>();
+  if (cmd == "status") return no_args<StatusRequest>(obj);
+  if (cmd == "clock") return parse_clock(obj);
+  if (cmd == "workload") return parse_workload(obj);
+  if (cmd == "fault") return parse_fault(obj);
+  if (cmd == "registers") return no_args<RegistersRequest>(obj);
+  if (cmd == "stats") return no_args<StatsRequest>(obj);
+  if (cmd == "stats-reset") return no_args<StatsResetRequest>(obj);
+  return bad("unknown cmd '" + cmd + "'");
+}
+
+std::string dump_line(const json& j) {
+  // replace: a reply must never fail to serialise, whatever text it carries.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+json control_error(std::string_view message) {
+  return json{{"ok", false}, {"error", std::string(message)}};
+}
+
+Result<ControlRequest> parse_control_request(std::string_view line) {
+  if (line.size() > kMaxControlLine) return bad("request too long");
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty()) return bad("empty request");
+  const json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded()) return bad("malformed JSON");
+  try {
+    return parse_object(obj);
+  } catch (const std::exception& e) {
+    // parse_object checks types before every access; this is a last guard.
+    return bad(std::string("bad request: ") + e.what());
+  }
+}
+
+json run_control_request(ControlTarget& target, const ControlRequest& req) {
+  Result<json> r = std::visit(
+      [&](const auto& q) -> Result<json> {
+        using T = std::decay_t<decltype(q)>;
+        if constexpr (std::is_same_v<T, StatusRequest>) return target.status();
+        if constexpr (std::is_same_v<T, ClockModeRequest>) return target.set_clock_mode(q.manual);
+        if constexpr (std::is_same_v<T, ClockAdvanceRequest>) return target.advance_clock(q.ms);
+        if constexpr (std::is_same_v<T, WorkloadRequest>) return target.attach_workload(q);
+        if constexpr (std::is_same_v<T, FaultRequest>) return target.inject_fault(q);
+        if constexpr (std::is_same_v<T, RegistersRequest>) return target.registers();
+        if constexpr (std::is_same_v<T, StatsRequest>) return target.stats();
+        if constexpr (std::is_same_v<T, StatsResetRequest>) return target.reset_stats();
+      },
+      req);
+  if (!r.ok()) {
+    return control_error(r.error().message.empty() ? std::string(strerror(r.error().code))
+                                                   : r.error().message);
+  }
+  json out = std::move(r).value();
+  if (!out.is_object()) out = json{{"result", std::move(out)}};
+  out["ok"] = true;
+  return out;
+}
+
+std::string handle_control_line(ControlTarget& target, std::string_view line) {
+  try {
+    Result<ControlRequest> req = parse_control_request(line);
+    if (!req.ok()) return dump_line(control_error(req.error().message));
+    return dump_line(run_control_request(target, *req));
+  } catch (const std::exception& e) {
+    return dump_line(control_error(std::string("internal error: ") + e.what()));
+  }
+}
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,41 @@
+// Defines ControlServer: the Unix stream socket of --control, served on the
+// daemon's Boost.Asio loop. Each connection sends JSON lines and gets one
+// reply line per request, produced by a handler running on the loop thread
+// (so it may call fs/ and the simulator without further locking).
+#pragma once
+
+#include <utility>  // before Asio: Boost 1.74 misses it under C++20
+
+#include <boost/asio.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace resctrlfs::daemon {
+
+class ControlServer {
+ public:
+  using Handler = std::function<std::string(std::string_view line)>;
+
+  // Binds `path` (mode 0600). A stale socket file is replaced; a socket a
+  // live process still accepts on is EADDRINUSE.
+  static Result<std::unique_ptr<ControlServer>> create(boost::asio::io_context& io,
+                                                       const std::string& path, Handler handler);
+  ~ControlServer();
+
+  void close();
+
+ private:
+  ControlServer(boost::asio::io_context& io, std::string path, Handler handler);
+  void accept();
+
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::string path_;
+  std::shared_ptr<Handler> handler_;
+  bool closed_ = false;
+};
+
+}  // namespace resctrlfs::daemon

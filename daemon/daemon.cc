@@ -1,0 +1,340 @@
+// Implements Daemon: start-up of one instance, its event loop, the control
+// socket commands and the orderly shutdown (resctrl unmount, then FUSE
+// unmount).
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace resctrlfs::daemon {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+// How many FUSE requests one loop turn serves before letting the timer,
+// the control socket and the proc connector run.
+constexpr int kFuseBatch = 64;
+constexpr std::chrono::milliseconds kTickInterval{1000};
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Requests that look at or change task membership: forks and exits the
+// kernel already reported must be known to fs/ before they run.
+bool needs_task_events(uint32_t opcode) {
+  switch (opcode) {
+    case FUSE_OPEN:
+    case FUSE_WRITE:
+    case FUSE_MKDIR:
+    case FUSE_RMDIR:
+    case FUSE_RENAME:
+    case FUSE_RENAME2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions opts)
+    : opts_(std::move(opts)),
+      timer_(io_),
+      signals_(io_),
+      clock_base_(std::chrono::steady_clock::now()) {}
+
+Daemon::~Daemon() { shutdown("daemon destroyed"); }
+
+std::chrono::steady_clock::time_point Daemon::fs_now() const {
+  if (parts_ && parts_->backend.sim != nullptr) {
+    return clock_base_ + std::chrono::milliseconds(parts_->backend.sim->now_ms());
+  }
+  return std::chrono::steady_clock::now();
+}
+
+Result<void> Daemon::start(const PartsFactory& factory) {
+  RESCTRLFS_ASSIGN_OR_RETURN(DaemonParts parts, factory(opts_, &inval_));
+  parts_.emplace(std::move(parts));
+  fs::Filesystem& fs = *parts_->fs;
+
+  // The kernel's mount: options the platform cannot honour fail here with
+  // the kernel's errno.
+  Result<void> m = fs.mount(opts_.mount);
+  if (!m.ok()) {
+    std::string msg = std::string("mount: ") + strerror(m.error().code);
+    if (!m.error().message.empty()) msg += ": " + m.error().message;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return Error::make(m.error().code, msg);
+  }
+  fs_mounted_ = true;
+
+  FuseSettings settings;
+  settings.mountpoint = opts_.mountpoint;
+  settings.fuse_options = opts_.fuse_options;
+  Result<std::unique_ptr<FuseBridge>> bridge = FuseBridge::create(fs, stats_, settings);
+  if (!bridge.ok()) {
+    shutdown("start-up failed");
+    return std::move(bridge).error();
+  }
+  bridge_ = std::move(bridge).value();
+  Result<void> fm = bridge_->mount();
+  if (!fm.ok()) {
+    shutdown("start-up failed");
+    return fm;
+  }
+  bridge_->set_request_hook([this](uint32_t opcode) {
+    if (needs_task_events(opcode)) drain_proc();
+  });
+
+  // The loop reads /dev/fuse until EAGAIN; Asio gets its own descriptor so
+  // that closing its copy never closes libfuse's.
+  const int fuse_fd = bridge_->fd();
+  fcntl(fuse_fd, F_SETFL, fcntl(fuse_fd, F_GETFL) | O_NONBLOCK);
+  fuse_fd_ =
+      std::make_unique<asio::posix::stream_descriptor>(io_, fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3));
+
+  Result<std::unique_ptr<ProcConnector>> pc = ProcConnector::open();
+  if (pc.ok()) {
+    proc_ = std::move(pc).value();
+    proc_fd_ = std::make_unique<asio::posix::stream_descriptor>(
+        io_, fcntl(proc_->fd(), F_DUPFD_CLOEXEC, 3));
+  } else {
+    spdlog::warn("{}: children will not inherit their parent's group", pc.error().message);
+  }
+
+  if (!opts_.control_socket.empty()) {
+    Result<std::unique_ptr<ControlServer>> cs =
+        ControlServer::create(io_, opts_.control_socket, [this](std::string_view line) {
+          std::string reply = handle_control_line(*this, line);
+          flush_invalidations();
+          return reply;
+        });
+    if (!cs.ok()) {
+      shutdown("start-up failed");
+      return std::move(cs).error();
+    }
+    control_ = std::move(cs).value();
+  }
+
+  signals_.add(SIGTERM);
+  signals_.add(SIGINT);
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: unmounting", strsignal(sig));
+    shutdown("signal");
+  });
+  arm_fuse();
+  arm_proc();
+  arm_timer();
+  return Ok();
+}
+
+int Daemon::run() {
+  io_.run();
+  shutdown("event loop ended");
+  return exit_code_;
+}
+
+void Daemon::arm_fuse() {
+  fuse_fd_->async_wait(asio::posix::descriptor_base::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec || stopping_) return;
+                         serve_fuse_batch();
+                       });
+}
+
+void Daemon::serve_fuse_batch() {
+  for (int i = 0; i < kFuseBatch; ++i) {
+    const FuseBridge::Step step = bridge_->process_one();
+    // The reply is out: now the kernel may be told about what fs/ changed.
+    flush_invalidations();
+    if (step == FuseBridge::Step::kEnded) {
+      spdlog::info("{} was unmounted", opts_.mountpoint);
+      shutdown("unmounted");
+      return;
+    }
+    if (step == FuseBridge::Step::kAgain) {
+      arm_fuse();
+      return;
+    }
+  }
+  // More may be queued: come back after the other event sources had a turn
+  // (the descriptor is edge-triggered, so waiting could miss them).
+  asio::post(io_, [this] {
+    if (!stopping_) serve_fuse_batch();
+  });
+}
+
+void Daemon::arm_proc() {
+  if (!proc_fd_) return;
+  proc_fd_->async_wait(asio::posix::descriptor_base::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec || stopping_) return;
+                         drain_proc();
+                         arm_proc();
+                       });
+}
+
+void Daemon::drain_proc() {
+  if (!proc_ || !parts_) return;
+  bool overflowed = false;
+  std::vector<ProcEvent> events = proc_->drain(&overflowed);
+  if (overflowed) {
+    spdlog::warn("proc connector overflowed: some forks/exits were missed");
+  }
+  fs::Filesystem& fs = *parts_->fs;
+  for (const ProcEvent& e : events) {
+    if (e.kind == ProcEvent::Kind::kFork) {
+      fs.on_fork(e.parent_tid, e.tid);
+    } else {
+      fs.on_exit(e.tid);
+    }
+  }
+  if (!events.empty()) flush_invalidations();
+}
+
+void Daemon::arm_timer() {
+  timer_.expires_after(kTickInterval);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    // With a manual clock the workers run only when the clock is advanced.
+    hw::SimControl* s = parts_->backend.sim;
+    if (s == nullptr || !s->manual_clock()) {
+      parts_->fs->tick(fs_now());
+      flush_invalidations();
+    }
+    arm_timer();
+  });
+}
+
+void Daemon::flush_invalidations() {
+  if (!bridge_) return;
+  std::vector<Invalidation> items = inval_.take();
+  if (!items.empty()) bridge_->post_invalidations(std::move(items));
+}
+
+void Daemon::shutdown(const char* why) {
+  if (stopping_) return;
+  stopping_ = true;
+  spdlog::debug("shutting down: {}", why);
+  // libfuse before 3.18 can hang in teardown; never outlive a stuck unmount
+  // (SIGALRM's default action ends the process).
+  alarm(20);
+  if (control_) control_->close();
+  boost::system::error_code ec;
+  timer_.cancel();
+  signals_.cancel(ec);
+  if (proc_fd_) proc_fd_->close(ec);
+  if (fuse_fd_) fuse_fd_->close(ec);
+  if (parts_ && fs_mounted_) {
+    // The kernel's unmount: controls back to defaults, CPUs and tasks back
+    // to the default group.
+    parts_->fs->unmount();
+    fs_mounted_ = false;
+    if (!opts_.dump_registers_on_exit.empty() && parts_->backend.sim != nullptr) {
+      Result<json> regs = registers();
+      std::ofstream out(opts_.dump_registers_on_exit);
+      out << (regs.ok() ? regs->dump() : std::string("{}")) << "\n";
+    }
+  }
+  if (bridge_) bridge_->unmount();
+  io_.stop();
+}
+
+Result<hw::SimControl*> Daemon::sim() {
+  if (!parts_ || parts_->backend.sim == nullptr) {
+    return Error::make(EOPNOTSUPP, "not available: the backend is not simulated");
+  }
+  return parts_->backend.sim;
+}
+
+Result<json> Daemon::status() {
+  json j = json::parse(parts_->fs->status_json(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) j = json::object();
+  json d = {{"platform", parts_->backend.platform_name},
+            {"backend", opts_.backend == BackendKind::kMsr ? "msr" : "sim"},
+            {"mountpoint", opts_.mountpoint},
+            {"pid", getpid()}};
+  if (hw::SimControl* s = parts_->backend.sim) {
+    d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
+  }
+  if (!j.contains("platform")) j["platform"] = parts_->backend.platform_name;
+  j["daemon"] = std::move(d);
+  return j;
+}
+
+Result<json> Daemon::set_clock_mode(bool manual) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  s->set_manual_clock(manual);
+  return json{{"mode", manual ? "manual" : "real"}, {"now_ms", s->now_ms()}};
+}
+
+Result<json> Daemon::advance_clock(uint64_t ms) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  if (!s->manual_clock()) {
+    return Error::make(EINVAL, "the clock is real; set it to manual before advancing it");
+  }
+  // Step at most one worker interval at a time so every 1000 ms worker run
+  // the kernel would have made (limbo, MBM overflow, mba_sc) happens.
+  uint64_t left = ms;
+  while (left > 0) {
+    const uint64_t step = std::min<uint64_t>(left, kTickInterval.count());
+    s->advance_ms(step);
+    parts_->fs->tick(fs_now());
+    left -= step;
+  }
+  return json{{"now_ms", s->now_ms()}};
+}
+
+Result<json> Daemon::attach_workload(const WorkloadRequest& req) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  if (req.tid) {
+    RESCTRLFS_RETURN_IF_ERROR(s->attach_thread_workload(*req.tid, req.workload));
+  } else {
+    RESCTRLFS_RETURN_IF_ERROR(s->attach_cpu_workload(*req.cpu, req.workload));
+  }
+  return json::object();
+}
+
+Result<json> Daemon::inject_fault(const FaultRequest& req) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  s->fail_next_writes(req.fail_writes, req.cpu);
+  return json::object();
+}
+
+Result<json> Daemon::registers() {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  json regs = json::array();
+  for (const hw::RegisterValue& r : s->dump_registers()) {
+    regs.push_back({{"cpu", r.cpu},
+                    {"msr", r.msr},
+                    {"value", r.value},
+                    {"msr_hex", hex(r.msr)},
+                    {"value_hex", hex(r.value)}});
+  }
+  return json{{"registers", std::move(regs)}};
+}
+
+Result<json> Daemon::stats() {
+  json counts = json::object();
+  for (const auto& [name, n] : stats_.snapshot()) counts[name] = n;
+  return json{{"requests", std::move(counts)}};
+}
+
+Result<json> Daemon::reset_stats() {
+  stats_.reset();
+  return json::object();
+}
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,99 @@
+// Defines Daemon: one mounted resctrlfs instance and its Boost.Asio event
+// loop. The loop thread owns the FUSE session fd, the 1000 ms timer driving
+// fs::Filesystem::tick, the proc connector, the control socket and the
+// signals; everything that touches fs/ runs on it, one thing at a time.
+//
+// Also defines the seam that builds the hardware backend and the filesystem
+// (DaemonParts, PartsFactory) so that tests can run the same daemon over a
+// small fake filesystem.
+#pragma once
+
+#include <utility>  // before Asio: Boost 1.74 misses it under C++20
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "base/result.h"
+#include "daemon/control_protocol.h"
+#include "daemon/control_server.h"
+#include "daemon/fuse_bridge.h"
+#include "daemon/invalidation_queue.h"
+#include "daemon/options.h"
+#include "daemon/proc_connector.h"
+#include "daemon/request_stats.h"
+#include "fs/filesystem.h"
+#include "hw/backend.h"
+
+namespace resctrlfs::daemon {
+
+// What a daemon serves. Members are destroyed bottom-up: the filesystem
+// before the task source and the backend it points into.
+struct DaemonParts {
+  hw::Backend backend;
+  std::unique_ptr<fs::TaskSource> tasks;
+  std::unique_ptr<fs::Filesystem> fs;
+};
+using PartsFactory =
+    std::function<Result<DaemonParts>(const DaemonOptions& opts, fs::InvalidationSink* inval)>;
+
+class Daemon : public ControlTarget {
+ public:
+  explicit Daemon(DaemonOptions opts);
+  ~Daemon() override;
+
+  // Builds the parts, performs the resctrl mount (fs::Filesystem::mount),
+  // creates and mounts the FUSE session and opens the sockets. On error
+  // nothing stays mounted.
+  Result<void> start(const PartsFactory& factory);
+  // Serves until SIGTERM/SIGINT or an external unmount; then unmounts (the
+  // hardware is reset as by the kernel's unmount). Returns the exit status.
+  int run();
+
+  // ControlTarget (called on the loop thread).
+  Result<nlohmann::json> status() override;
+  Result<nlohmann::json> set_clock_mode(bool manual) override;
+  Result<nlohmann::json> advance_clock(uint64_t ms) override;
+  Result<nlohmann::json> attach_workload(const WorkloadRequest& req) override;
+  Result<nlohmann::json> inject_fault(const FaultRequest& req) override;
+  Result<nlohmann::json> registers() override;
+  Result<nlohmann::json> stats() override;
+  Result<nlohmann::json> reset_stats() override;
+
+ private:
+  // The time fs/ sees: the simulated machine's clock when there is one (so
+  // a manual clock drives the 1000 ms workers), else the monotonic clock.
+  std::chrono::steady_clock::time_point fs_now() const;
+  void arm_fuse();
+  void serve_fuse_batch();
+  void arm_proc();
+  void drain_proc();
+  void arm_timer();
+  void flush_invalidations();
+  void shutdown(const char* why);
+  Result<hw::SimControl*> sim();
+
+  DaemonOptions opts_;
+  boost::asio::io_context io_;
+  InvalidationQueue inval_;
+  RequestStats stats_;
+  std::optional<DaemonParts> parts_;
+  bool fs_mounted_ = false;
+  std::unique_ptr<FuseBridge> bridge_;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> fuse_fd_;
+  std::unique_ptr<ProcConnector> proc_;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> proc_fd_;
+  boost::asio::steady_timer timer_;
+  boost::asio::signal_set signals_;
+  std::unique_ptr<ControlServer> control_;
+  std::chrono::steady_clock::time_point clock_base_;
+  bool stopping_ = false;
+  int exit_code_ = 0;
+};
+
+// resctrlfsd's main(), with the parts factory injected.
+int daemon_main(int argc, const char* const* argv, const PartsFactory& factory);
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,111 @@
+// Implements daemon_main(): resctrlfsd from argv to exit status. Parsing,
+// logging, detaching, the instance lock and the backend preconditions live
+// here; the mounted instance is a Daemon.
+#include <signal.h>
+#include <syslog.h>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/syslog_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "daemon/daemon.h"
+#include "daemon/startup.h"
+
+namespace resctrlfs::daemon {
+
+namespace {
+
+std::string absolute_path(const std::string& p) {
+  if (p.empty()) return p;
+  std::error_code ec;
+  std::filesystem::path a = std::filesystem::absolute(p, ec);
+  if (ec) return p;
+  std::string s = a.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// Replaces the default logger (loggers are built unregistered, so the
+// syslog one can take over the stderr one's name).
+void use_sink(spdlog::sink_ptr sink, const std::string& level) {
+  auto logger = std::make_shared<spdlog::logger>("resctrlfsd", std::move(sink));
+  logger->set_level(spdlog::level::from_str(level));
+  spdlog::set_default_logger(std::move(logger));
+}
+
+}  // namespace
+
+namespace {
+
+int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory& factory) {
+  ParsedArgs pa = parse_daemon_args(argc, argv);
+  if (!pa.options) {
+    std::fputs(pa.output.c_str(), pa.exit_code == 0 ? stdout : stderr);
+    return pa.exit_code;
+  }
+  DaemonOptions opts = std::move(*pa.options);
+  // Resolved now: a detached daemon moves to "/".
+  opts.mountpoint = absolute_path(opts.mountpoint);
+  opts.control_socket = absolute_path(opts.control_socket);
+  opts.state_dir = absolute_path(opts.state_dir);
+  opts.dump_registers_on_exit = absolute_path(opts.dump_registers_on_exit);
+
+  use_sink(std::make_shared<spdlog::sinks::stderr_sink_st>(), opts.log_level);
+  spdlog::set_pattern("resctrlfsd[%P]: %l: %v");
+  signal(SIGPIPE, SIG_IGN);
+
+  StartupPipe startup;
+  if (!opts.foreground) startup = StartupPipe::detach();
+  auto fail = [&](const std::string& msg) {
+    if (opts.foreground) {
+      std::fprintf(stderr, "resctrlfsd: %s\n", msg.c_str());
+    } else {
+      startup.report_error("resctrlfsd: " + msg);
+    }
+    return 1;
+  };
+
+  const std::string lock_dir = opts.state_dir.empty() ? kDefaultLockDir : opts.state_dir;
+  Result<InstanceLock> lock = InstanceLock::acquire(lock_dir, opts.mountpoint);
+  if (!lock.ok()) return fail(lock.error().message);
+  Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
+  if (!mp.ok()) return fail(mp.error().message);
+  opts.mountpoint = *mp;
+  if (opts.backend == BackendKind::kMsr) {
+    Result<void> pre =
+        check_msr_preconditions(read_text_file("/proc/mounts"), read_text_file("/proc/cpuinfo"));
+    if (!pre.ok()) return fail("--backend msr: " + pre.error().message);
+  }
+
+  Daemon daemon(opts);
+  Result<void> started = daemon.start(factory);
+  if (!started.ok()) return fail(started.error().message);
+  spdlog::info("resctrl mounted at {} (backend {}, platform {})", opts.mountpoint,
+               opts.backend == BackendKind::kMsr ? "msr" : "sim", opts.platform);
+  notify_systemd_ready();
+  if (!opts.foreground) {
+    startup.report_ready();
+    use_sink(std::make_shared<spdlog::sinks::syslog_sink_st>("resctrlfsd", LOG_PID, LOG_DAEMON,
+                                                             /*enable_formatting=*/false),
+             opts.log_level);
+  }
+  return daemon.run();
+}
+
+}  // namespace
+
+int daemon_main(int argc, const char* const* argv, const PartsFactory& factory) {
+  try {
+    return daemon_main_unguarded(argc, argv, factory);
+  } catch (const std::exception& e) {
+    // Exceptions never cross layers; one reaching here is a daemon bug.
+    spdlog::critical("fatal: {}", e.what());
+    std::fprintf(stderr, "resctrlfsd: fatal: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,551 @@
+// Implements FuseBridge: the libfuse3 low-level operations table over
+// fs::Filesystem, the request loop step and the invalidation thread. This is
+// the only file of the project that includes fuse_lowlevel.h.
+//
+// Every handler replies exactly once: it computes a Result with a do_* helper
+// and the handler itself is the only place that calls fuse_reply_*.
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "daemon/fuse_bridge.h"
+
+namespace resctrlfs::daemon {
+
+namespace {
+
+// The kernel refuses resctrl writes larger than a page (kernfs).
+constexpr size_t kMaxWrite = 4096;
+
+// An open file: what fs/ returned at open, and whether a read has been
+// served (a later read at offset 0 renders again).
+struct Handle {
+  fs::OpenFile file;
+  bool served = false;
+};
+
+Handle* handle_of(const fuse_file_info* fi) {
+  return reinterpret_cast<Handle*>(static_cast<uintptr_t>(fi->fh));
+}
+
+int errno_of(const Error& e) { return e.code > 0 ? e.code : EIO; }
+
+void fill_stat(const fs::Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof(*st));
+  st->st_ino = a.ino;
+  st->st_mode = a.mode;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_size = static_cast<off_t>(a.size);
+  st->st_blksize = 4096;
+  st->st_mtim.tv_sec = a.mtime;
+  st->st_atim.tv_sec = a.mtime;
+  st->st_ctim.tv_sec = a.ctime;
+}
+
+}  // namespace
+
+struct FuseBridge::Impl {
+  fs::Filesystem& fs;
+  RequestStats& stats;
+  FuseSettings settings;
+  fuse_session* se = nullptr;
+  fuse_buf buf{};
+  bool mounted = false;
+  bool no_opendir = false;  // the kernel handles opendir/releasedir itself
+  std::function<void(uint32_t)> hook;
+
+  // Parent of every directory inode the kernel knows (for ".." in
+  // listings), with the kernel's lookup count so entries die with forget.
+  struct Known {
+    fs::Ino parent = 0;
+    uint64_t nlookup = 0;
+  };
+  std::unordered_map<fs::Ino, Known> known;
+
+  // Invalidation thread. Lock order: inval_mu is a leaf.
+  std::mutex inval_mu;
+  std::condition_variable inval_cv;
+  std::deque<Invalidation> inval_items;
+  bool inval_stop = false;
+  std::thread inval_thread;
+
+  Impl(fs::Filesystem& f, RequestStats& s, FuseSettings st)
+      : fs(f), stats(s), settings(std::move(st)) {}
+
+  static Impl* self(fuse_req_t req) { return static_cast<Impl*>(fuse_req_userdata(req)); }
+
+  static fs::Caller caller(fuse_req_t req) {
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    return fs::Caller{ctx->pid, ctx->uid, ctx->gid};
+  }
+
+  void remember(fs::Ino parent, const fs::Attr& attr) {
+    Known& k = known[attr.ino];
+    k.parent = parent;
+    ++k.nlookup;
+  }
+
+  void forget_known(fs::Ino ino, uint64_t n) {
+    auto it = known.find(ino);
+    if (it == known.end()) return;
+    if (it->second.nlookup <= n) {
+      known.erase(it);
+    } else {
+      it->second.nlookup -= n;
+    }
+  }
+
+  fs::Ino parent_of(fs::Ino ino) const {
+    if (ino == fs::kRootIno) return fs::kRootIno;
+    auto it = known.find(ino);
+    return it == known.end() ? fs::kRootIno : it->second.parent;
+  }
+
+  void reply_entry(fuse_req_t req, fs::Ino parent, const fs::Attr& attr) {
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.ino = attr.ino;
+    e.generation = 1;
+    fill_stat(attr, &e.attr);
+    e.attr_timeout = settings.attr_timeout_s;
+    e.entry_timeout = settings.entry_timeout_s;
+    if (fuse_reply_entry(req, &e) == 0) remember(parent, attr);
+  }
+
+  // ---- the operations table ----
+
+  static void op_init(void* userdata, fuse_conn_info* conn) {
+    auto* s = static_cast<Impl*>(userdata);
+    s->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+    // The page cache must never hold resctrl content or buffer its writes.
+    conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    spdlog::debug("FUSE init: protocol {}.{}, zero-message opendir {}", conn->proto_major,
+                  conn->proto_minor, s->no_opendir ? "yes" : "no");
+  }
+
+  static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Impl* s = self(req);
+    Result<fs::Attr> r = s->fs.lookup(parent, name);
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    s->reply_entry(req, parent, *r);
+  }
+
+  static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    Impl* s = self(req);
+    s->fs.forget(ino, nlookup);
+    s->forget_known(ino, nlookup);
+    fuse_reply_none(req);
+  }
+
+  static void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+    Impl* s = self(req);
+    for (size_t i = 0; i < count; ++i) {
+      s->fs.forget(forgets[i].ino, forgets[i].nlookup);
+      s->forget_known(forgets[i].ino, forgets[i].nlookup);
+    }
+    fuse_reply_none(req);
+  }
+
+  static void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
+    Impl* s = self(req);
+    Result<fs::Attr> r = s->fs.getattr(ino);
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    struct stat st;
+    fill_stat(*r, &st);
+    fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+  }
+
+  // chmod/chown/utimes as kernfs allows them; a size change (truncate) is
+  // accepted and ignored like kernfs does.
+  static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                         fuse_file_info* /*fi*/) {
+    Impl* s = self(req);
+    uint32_t mode = attr->st_mode & 07777;
+    uid_t uid = attr->st_uid;
+    gid_t gid = attr->st_gid;
+    Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
+                                       (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
+                                       (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    struct stat st;
+    fill_stat(*r, &st);
+    fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+  }
+
+  static void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
+    fuse_reply_err(req, EPERM);
+  }
+
+  static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+    Impl* s = self(req);
+    Result<fs::Attr> r = s->fs.mkdir(parent, name, mode & 07777, caller(req));
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    s->reply_entry(req, parent, *r);
+  }
+
+  static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Result<void> r = self(req)->fs.unlink(parent, name);
+    fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+  }
+
+  static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Result<void> r = self(req)->fs.rmdir(parent, name);
+    fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+  }
+
+  static void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) {
+    fuse_reply_err(req, EPERM);
+  }
+
+  // kernfs has no rename2 flags (RENAME_NOREPLACE, EXCHANGE, WHITEOUT).
+  static void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                        const char* newname, unsigned int flags) {
+    if (flags != 0) {
+      fuse_reply_err(req, EINVAL);
+      return;
+    }
+    Impl* s = self(req);
+    Result<void> r = s->fs.rename(parent, name, newparent, newname, 0);
+    fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+  }
+
+  static void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
+    fuse_reply_err(req, EPERM);
+  }
+
+  // Opens through fs/ and fills the handle; shared by open and create.
+  Result<Handle*> do_open(fs::Ino ino, int flags, const fs::Caller& c, fuse_file_info* fi) {
+    Result<fs::OpenFile> r = fs.open(ino, flags, c);
+    if (!r.ok()) return std::move(r).error();
+    auto* h = new Handle{std::move(r).value(), false};
+    fi->fh = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    fi->nonseekable = 0;
+    return h;
+  }
+
+  static void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Impl* s = self(req);
+    Result<Handle*> h = s->do_open(ino, fi->flags, caller(req), fi);
+    if (!h.ok()) {
+      fuse_reply_err(req, errno_of(h.error()));
+      return;
+    }
+    // A failed reply means the open was interrupted: no RELEASE will come.
+    if (fuse_reply_open(req, fi) != 0) delete *h;
+  }
+
+  static void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
+                      fuse_file_info* fi) {
+    Impl* s = self(req);
+    Handle* h = handle_of(fi);
+    if (!h->file.readable) {
+      fuse_reply_err(req, EBADF);
+      return;
+    }
+    if (off == 0 && h->served) {
+      Result<std::string> r = s->fs.render(h->file.ino, caller(req));
+      if (!r.ok()) {
+        fuse_reply_err(req, errno_of(r.error()));
+        return;
+      }
+      h->file.snapshot = std::move(r).value();
+    }
+    h->served = true;
+    const std::string& snap = h->file.snapshot;
+    if (off < 0 || static_cast<uint64_t>(off) >= snap.size()) {
+      fuse_reply_buf(req, nullptr, 0);
+      return;
+    }
+    const size_t n = std::min(size, snap.size() - static_cast<size_t>(off));
+    fuse_reply_buf(req, snap.data() + off, n);
+  }
+
+  static void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* data, size_t size,
+                       off_t /*off*/, fuse_file_info* fi) {
+    if (size > kMaxWrite) {
+      fuse_reply_err(req, E2BIG);
+      return;
+    }
+    Impl* s = self(req);
+    Handle* h = handle_of(fi);
+    Result<size_t> r = s->fs.write(h->file.ino, std::string_view(data, size), caller(req));
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    fuse_reply_write(req, *r);
+  }
+
+  static void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+    delete handle_of(fi);
+    fuse_reply_err(req, 0);
+  }
+
+  static void op_opendir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+    Impl* s = self(req);
+    if (s->no_opendir) {
+      // Success without a message: the kernel opens directories itself from
+      // now on and serves repeated listings from its cache.
+      fuse_reply_err(req, ENOSYS);
+      return;
+    }
+    fi->fh = 0;
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  }
+
+  // Lists "." and ".." and fs/'s entries; the entry at index i has offset
+  // i + 1, so a listing continued over several READDIR requests resumes at
+  // the right place.
+  static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         fuse_file_info* /*fi*/) {
+    Impl* s = self(req);
+    Result<std::vector<fs::DirEntry>> r = s->fs.readdir(ino);
+    if (!r.ok()) {
+      fuse_reply_err(req, errno_of(r.error()));
+      return;
+    }
+    std::string out(size, '\0');
+    size_t used = 0;
+    const size_t total = r->size() + 2;
+    for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < total; ++i) {
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      const char* name;
+      if (i == 0) {
+        name = ".";
+        st.st_ino = ino;
+        st.st_mode = S_IFDIR;
+      } else if (i == 1) {
+        name = "..";
+        st.st_ino = s->parent_of(ino);
+        st.st_mode = S_IFDIR;
+      } else {
+        const fs::DirEntry& e = (*r)[i - 2];
+        name = e.name.c_str();
+        st.st_ino = e.attr.ino;
+        st.st_mode = e.attr.mode;
+      }
+      const size_t need = fuse_add_direntry(req, out.data() + used, size - used, name, &st,
+                                            static_cast<off_t>(i + 1));
+      if (need > size - used) break;
+      used += need;
+    }
+    fuse_reply_buf(req, out.data(), used);
+  }
+
+  static void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+  static void op_statfs(fuse_req_t req, fuse_ino_t) {
+    struct statvfs sv;
+    std::memset(&sv, 0, sizeof(sv));
+    sv.f_bsize = 4096;
+    sv.f_frsize = 4096;
+    sv.f_namemax = 255;
+    fuse_reply_statfs(req, &sv);
+  }
+
+  static void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/,
+                        fuse_file_info* fi) {
+    Impl* s = self(req);
+    Result<fs::Attr> attr = s->fs.create(parent, name);
+    if (!attr.ok()) {
+      fuse_reply_err(req, errno_of(attr.error()));
+      return;
+    }
+    Result<Handle*> h = s->do_open(attr->ino, fi->flags, caller(req), fi);
+    if (!h.ok()) {
+      fuse_reply_err(req, errno_of(h.error()));
+      return;
+    }
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.ino = attr->ino;
+    e.generation = 1;
+    fill_stat(*attr, &e.attr);
+    e.attr_timeout = s->settings.attr_timeout_s;
+    e.entry_timeout = s->settings.entry_timeout_s;
+    if (fuse_reply_create(req, &e, fi) == 0) {
+      s->remember(parent, *attr);
+    } else {
+      delete *h;
+    }
+  }
+
+  // Designated initialisers, in the declaration order of fuse_lowlevel_ops.
+  // Absent on purpose: flush (the kernel then never sends FLUSH), flock and
+  // getlk/setlk (the kernel locks locally), readdirplus (it only helps cold
+  // walks), write_buf (write gets the bytes in memory).
+  static constexpr fuse_lowlevel_ops kOps = {
+      .init = op_init,
+      .lookup = op_lookup,
+      .forget = op_forget,
+      .getattr = op_getattr,
+      .setattr = op_setattr,
+      .mknod = op_mknod,
+      .mkdir = op_mkdir,
+      .unlink = op_unlink,
+      .rmdir = op_rmdir,
+      .symlink = op_symlink,
+      .rename = op_rename,
+      .link = op_link,
+      .open = op_open,
+      .read = op_read,
+      .write = op_write,
+      .release = op_release,
+      .opendir = op_opendir,
+      .readdir = op_readdir,
+      .releasedir = op_releasedir,
+      .statfs = op_statfs,
+      .create = op_create,
+      .forget_multi = op_forget_multi,
+  };
+
+  // ---- invalidation thread ----
+
+  void inval_loop() {
+    for (;;) {
+      Invalidation item;
+      {
+        std::unique_lock<std::mutex> lock(inval_mu);
+        inval_cv.wait(lock, [&] { return inval_stop || !inval_items.empty(); });
+        if (inval_stop) return;
+        item = std::move(inval_items.front());
+        inval_items.pop_front();
+      }
+      int rc;
+      if (item.kind == Invalidation::Kind::kEntry) {
+        rc = fuse_lowlevel_notify_inval_entry(se, item.ino, item.name.c_str(), item.name.size());
+      } else {
+        rc = fuse_lowlevel_notify_inval_inode(se, item.ino, 0, 0);
+      }
+      // ENOENT: the kernel does not have it cached, nothing to drop.
+      if (rc != 0 && rc != -ENOENT) {
+        spdlog::debug("invalidation of inode {} failed: {}", item.ino, strerror(-rc));
+      }
+    }
+  }
+
+  void stop_inval_thread() {
+    {
+      std::lock_guard<std::mutex> lock(inval_mu);
+      inval_stop = true;
+      inval_items.clear();
+    }
+    inval_cv.notify_all();
+    if (inval_thread.joinable()) inval_thread.join();
+  }
+};
+
+FuseBridge::FuseBridge(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FuseBridge::~FuseBridge() {
+  impl_->stop_inval_thread();
+  if (impl_->se != nullptr) {
+    unmount();
+    fuse_session_destroy(impl_->se);
+  }
+  std::free(impl_->buf.mem);
+}
+
+Result<std::unique_ptr<FuseBridge>> FuseBridge::create(fs::Filesystem& fs, RequestStats& stats,
+                                                       const FuseSettings& settings) {
+  auto impl = std::make_unique<Impl>(fs, stats, settings);
+  std::string opts = "fsname=resctrl,subtype=resctrl,default_permissions,allow_other";
+  for (const std::string& o : settings.fuse_options) opts += "," + o;
+  std::vector<std::string> argv_s = {"resctrlfsd", "-o", opts};
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  impl->se = fuse_session_new(&args, &Impl::kOps, sizeof(Impl::kOps), impl.get());
+  fuse_opt_free_args(&args);
+  if (impl->se == nullptr) {
+    return Error::make(EINVAL, "libfuse refused the FUSE options '" + opts + "'");
+  }
+  auto bridge = std::unique_ptr<FuseBridge>(new FuseBridge(std::move(impl)));
+  Impl* raw = bridge->impl_.get();
+  raw->inval_thread = std::thread([raw] { raw->inval_loop(); });
+  return bridge;
+}
+
+Result<void> FuseBridge::mount() {
+  if (fuse_session_mount(impl_->se, impl_->settings.mountpoint.c_str()) != 0) {
+    return Error::make(EIO, "cannot mount FUSE at " + impl_->settings.mountpoint);
+  }
+  impl_->mounted = true;
+  return Ok();
+}
+
+int FuseBridge::fd() const { return fuse_session_fd(impl_->se); }
+
+void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
+  impl_->hook = std::move(hook);
+}
+
+FuseBridge::Step FuseBridge::process_one() {
+  fuse_session* se = impl_->se;
+  if (fuse_session_exited(se)) return Step::kEnded;
+  const int n = fuse_session_receive_buf(se, &impl_->buf);
+  if (n == -EINTR || n == -EAGAIN) return Step::kAgain;
+  if (n <= 0) {
+    if (n < 0) spdlog::error("reading /dev/fuse: {}", strerror(-n));
+    return Step::kEnded;
+  }
+  const fuse_buf& b = impl_->buf;
+  uint32_t opcode = 0;
+  if (!(b.flags & FUSE_BUF_IS_FD) && static_cast<size_t>(n) >= sizeof(fuse_in_header)) {
+    std::memcpy(&opcode, static_cast<const char*>(b.mem) + offsetof(fuse_in_header, opcode),
+                sizeof(opcode));
+  }
+  impl_->stats.count(opcode);
+  if (impl_->hook) impl_->hook(opcode);
+  fuse_session_process_buf(se, &impl_->buf);
+  return fuse_session_exited(se) ? Step::kEnded : Step::kProcessed;
+}
+
+void FuseBridge::post_invalidations(std::vector<Invalidation> items) {
+  if (items.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->inval_mu);
+    if (impl_->inval_stop) return;
+    for (Invalidation& i : items) impl_->inval_items.push_back(std::move(i));
+  }
+  impl_->inval_cv.notify_one();
+}
+
+void FuseBridge::unmount() {
+  if (!impl_->mounted) return;
+  impl_->stop_inval_thread();
+  impl_->mounted = false;
+  fuse_session_unmount(impl_->se);
+}
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,81 @@
+// Defines FuseBridge: the libfuse3 low-level session serving an
+// fs::Filesystem. It is driven by the daemon's event loop (process_one()
+// when the session fd is readable), never by a libfuse loop, so requests are
+// handled one at a time on the loop's thread. fuse_bridge.cc is the only
+// file of the project that includes fuse_lowlevel.h.
+//
+// What the session promises (shared/reference/performance.md §3.2):
+//   - mount options fsname=resctrl, subtype=resctrl, default_permissions,
+//     allow_other (plus the user's FUSE options);
+//   - every file opened direct_io (no keep_cache, seekable), its content
+//     rendered at open and served from that snapshot at any offset; a read
+//     at offset 0 of an already read fd renders again (seq_file restarts
+//     there, so pread(fd, .., 0) on a held fd sees fresh values);
+//   - entry/attr timeouts of an hour; directory listings cached by the
+//     kernel (zero-message opendir when the kernel supports it);
+//   - no flush handler, no writeback cache, atomic_o_trunc kept, so
+//     `echo > file` costs OPEN + WRITE (+ RELEASE);
+//   - each WRITE request is one command; more than 4096 bytes is E2BIG;
+//   - flock is left to the kernel's local lock implementation (a single
+//     mount has a single set of lockers, so it is exact).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/invalidation_queue.h"
+#include "daemon/request_stats.h"
+#include "fs/filesystem.h"
+
+namespace resctrlfs::daemon {
+
+struct FuseSettings {
+  std::string mountpoint;
+  std::vector<std::string> fuse_options;  // user -o options for libfuse
+  double entry_timeout_s = 3600;
+  double attr_timeout_s = 3600;
+};
+
+class FuseBridge {
+ public:
+  // Creates the session (not mounted yet). Fails with EINVAL when libfuse
+  // rejects an option.
+  static Result<std::unique_ptr<FuseBridge>> create(fs::Filesystem& fs, RequestStats& stats,
+                                                    const FuseSettings& settings);
+  ~FuseBridge();
+  FuseBridge(const FuseBridge&) = delete;
+  FuseBridge& operator=(const FuseBridge&) = delete;
+
+  Result<void> mount();
+  // The /dev/fuse descriptor to wait on (valid after mount()).
+  int fd() const;
+
+  // Called with each request's opcode before it is dispatched (the daemon
+  // drains the proc connector there so that forks are known before a
+  // tasks file is opened).
+  void set_request_hook(std::function<void(uint32_t opcode)> hook);
+
+  enum class Step { kProcessed, kAgain, kEnded };
+  // Reads one request and processes it (the reply is sent before this
+  // returns). kEnded: the file system was unmounted or the session failed.
+  Step process_one();
+
+  // Sends invalidations to the kernel from a helper thread: the kernel may
+  // need locks held by another process's pending request, which this thread
+  // must stay free to serve.
+  void post_invalidations(std::vector<Invalidation> items);
+
+  // Unmounts (lazily if busy) and closes the session fd. Idempotent.
+  void unmount();
+
+ private:
+  struct Impl;
+  explicit FuseBridge(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace resctrlfs::daemon

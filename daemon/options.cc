@@ -1,0 +1,117 @@
+// Implements resctrlfsd's command line parsing (CLI11) and the -o split.
+#include "daemon/options.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+namespace resctrlfs::daemon {
+
+namespace {
+
+// The kernel's resctrl mount parameters (rdt_fs_parameters): flags only.
+bool* resctrl_flag(fs::MountOptions& m, std::string_view name) {
+  if (name == "cdp") return &m.cdp;
+  if (name == "cdpl2") return &m.cdpl2;
+  if (name == "mba_MBps") return &m.mba_mbps;
+  if (name == "debug") return &m.debug;
+  return nullptr;
+}
+
+}  // namespace
+
+Result<SplitMountOptions> split_mount_options(const std::vector<std::string>& o_args) {
+  SplitMountOptions out;
+  for (const std::string& arg : o_args) {
+    size_t pos = 0;
+    while (pos <= arg.size()) {
+      size_t comma = arg.find(',', pos);
+      if (comma == std::string::npos) comma = arg.size();
+      std::string item = arg.substr(pos, comma - pos);
+      pos = comma + 1;
+      if (item.empty()) continue;
+      const size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      if (bool* flag = resctrl_flag(out.mount, key)) {
+        // The kernel's fs_parameter parser refuses a value on a flag.
+        if (eq != std::string::npos) {
+          return Error::make(EINVAL, "resctrl option '" + key + "' takes no value");
+        }
+        *flag = true;
+        continue;
+      }
+      out.fuse_options.push_back(item);
+    }
+  }
+  return out;
+}
+
+ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
+  ParsedArgs out;
+  DaemonOptions opts;
+  std::vector<std::string> o_args;
+  std::string backend = "sim";
+
+  CLI::App app{
+      "resctrlfsd: the Linux resctrl filesystem (Intel RDT / AMD PQoS) as a FUSE daemon.\n"
+      "Mounts a resctrl tree at MOUNTPOINT, backed by a simulated platform or by the\n"
+      "real MSRs through resctrl-msrd.",
+      "resctrlfsd"};
+  app.add_flag("-f,--foreground", opts.foreground,
+               "stay in the foreground (without it the daemon detaches once mounted)");
+  app.add_option("-o", o_args,
+                 "mount options: resctrl's cdp, cdpl2, mba_MBps, debug mixed with FUSE options "
+                 "(comma separated; may be repeated)")
+      ->allow_extra_args(false)
+      ->type_name("OPTIONS");
+  app.add_option("--platform", opts.platform,
+                 "simulated platform: a built-in name (intel-2s, intel-l2, intel-cmt, amd-2s, "
+                 "host) or a JSON profile file")
+      ->type_name("NAME|FILE.json")
+      ->capture_default_str();
+  app.add_option("--backend", backend, "hardware backend")
+      ->check(CLI::IsMember({"sim", "msr"}))
+      ->capture_default_str();
+  app.add_option("--state-dir", opts.state_dir,
+                 "directory for the daemon's state (the instance lock lives here)")
+      ->type_name("DIR");
+  app.add_option("--control", opts.control_socket,
+                 "Unix socket for resctrlfsctl (one JSON object per line)")
+      ->type_name("SOCKET");
+  app.add_option("--broker", opts.broker_socket, "resctrl-msrd socket (with --backend msr)")
+      ->type_name("SOCKET")
+      ->capture_default_str();
+  app.add_option("--log-level", opts.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.add_option("--dump-registers-on-exit", opts.dump_registers_on_exit,
+                 "test aid: after the unmount on exit, write the simulated registers as JSON "
+                 "to FILE")
+      ->type_name("FILE");
+  app.add_option("mountpoint", opts.mountpoint, "where to mount the resctrl tree")
+      ->required()
+      ->type_name("MOUNTPOINT");
+  app.set_version_flag("--version", "resctrlfsd 0.1.0");
+
+  std::ostringstream os_out, os_err;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    out.exit_code = app.exit(e, os_out, os_err);
+    out.output = out.exit_code == 0 ? os_out.str() : os_err.str();
+    return out;
+  }
+
+  opts.backend = backend == "msr" ? BackendKind::kMsr : BackendKind::kSim;
+  Result<SplitMountOptions> split = split_mount_options(o_args);
+  if (!split.ok()) {
+    out.exit_code = 2;
+    out.output = "resctrlfsd: " + split.error().message + "\n";
+    return out;
+  }
+  opts.mount = split->mount;
+  opts.fuse_options = std::move(split->fuse_options);
+  out.options = std::move(opts);
+  return out;
+}
+
+}  // namespace resctrlfs::daemon

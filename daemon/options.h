@@ -1,0 +1,57 @@
+// Defines the command line of resctrlfsd (DaemonOptions, parse_daemon_args)
+// and the split of `-o` into the kernel's resctrl mount options and the
+// options handed to libfuse.
+//
+// Pure functions: nothing here touches the system, so the parser is unit
+// tested directly.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "fs/filesystem.h"
+
+namespace resctrlfs::daemon {
+
+enum class BackendKind { kSim, kMsr };
+
+inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd.sock";
+inline constexpr const char* kDefaultLockDir = "/run/resctrlfs";
+
+struct DaemonOptions {
+  bool foreground = false;
+  std::string mountpoint;
+  std::string platform = "host";
+  BackendKind backend = BackendKind::kSim;
+  std::string state_dir;       // empty: no state directory
+  std::string control_socket;  // empty: no control socket
+  std::string broker_socket = kDefaultBrokerSocket;
+  std::string log_level = "info";
+  // Written with the simulated registers after the unmount on exit, so tests
+  // can check that unmount reset the hardware (the process is gone by then).
+  std::string dump_registers_on_exit;
+  fs::MountOptions mount;                 // the resctrl options of -o
+  std::vector<std::string> fuse_options;  // the rest of -o, for libfuse
+};
+
+// Splits the comma-separated `-o` arguments. `cdp`, `cdpl2`, `mba_MBps` and
+// `debug` are resctrl flags (like the kernel's parser, giving them a value is
+// EINVAL); everything else is a FUSE option, validated later by libfuse.
+struct SplitMountOptions {
+  fs::MountOptions mount;
+  std::vector<std::string> fuse_options;
+};
+Result<SplitMountOptions> split_mount_options(const std::vector<std::string>& o_args);
+
+// The outcome of parsing argv: either options to run with, or an exit (help,
+// version, usage error) with the text to print.
+struct ParsedArgs {
+  std::optional<DaemonOptions> options;  // set when the daemon should run
+  int exit_code = 0;
+  std::string output;  // for stdout when exit_code == 0, else for stderr
+};
+ParsedArgs parse_daemon_args(int argc, const char* const* argv);
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,229 @@
+// Implements the start-up steps of resctrlfsd: instance lock, MSR backend
+// preconditions, mount point preparation, the detach pipe, sd_notify.
+#include "daemon/startup.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace resctrlfs::daemon {
+
+std::string lock_file_name(std::string_view abs_mountpoint) {
+  std::string out;
+  std::string_view p = abs_mountpoint;
+  while (!p.empty() && p.front() == '/') p.remove_prefix(1);
+  while (!p.empty() && p.back() == '/') p.remove_suffix(1);
+  if (p.empty()) return "-.lock";
+  for (char c : p) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '/') {
+      out += '-';
+    } else if (std::isalnum(u) || c == '_' || c == '.') {
+      out += c;
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", u);
+      out += hex;
+    }
+  }
+  return out + ".lock";
+}
+
+Result<InstanceLock> InstanceLock::acquire(const std::string& dir,
+                                           const std::string& abs_mountpoint) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error::make(ec.value(), "cannot create " + dir + ": " + ec.message());
+  const std::string path = dir + "/" + lock_file_name(abs_mountpoint);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {};
+    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    if (err == EWOULDBLOCK) {
+      return Error::make(EBUSY, "another resctrlfsd (pid " + holder + ") already serves " +
+                                    abs_mountpoint + " (lock " + path + ")");
+    }
+    return Error::make(err, "cannot lock " + path + ": " + strerror(err));
+  }
+  // The pid is for the message above; the lock itself is the flock.
+  if (ftruncate(fd, 0) == 0) {
+    const std::string pid = std::to_string(getpid()) + "\n";
+    (void)pwrite(fd, pid.data(), pid.size(), 0);
+  }
+  return InstanceLock(fd, path);
+}
+
+InstanceLock::~InstanceLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<void> check_msr_preconditions(std::string_view proc_mounts, std::string_view cpuinfo) {
+  // /proc/mounts: "source target fstype options 0 0"; a kernel resctrl has
+  // fstype exactly "resctrl" (ours is "fuse.resctrl").
+  std::istringstream mounts{std::string(proc_mounts)};
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string source, target, type;
+    fields >> source >> target >> type;
+    if (type == "resctrl") {
+      return Error::make(EBUSY, "the kernel's resctrl is mounted at " + target +
+                                    "; the MSR backend would fight it over the same registers "
+                                    "(unmount it first)");
+    }
+  }
+  // The kernel's cpufeature flags for RDT (Intel) and PQoS (AMD).
+  static constexpr const char* kRdtFlags[] = {
+      "rdt_a",   "cat_l3",        "cat_l2",        "cdp_l3",        "cqm",
+      "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "mba"};
+  std::istringstream info{std::string(cpuinfo)};
+  while (std::getline(info, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream flags(line.substr(colon + 1));
+    std::string flag;
+    while (flags >> flag) {
+      for (const char* f : kRdtFlags) {
+        if (flag == f) return Ok();
+      }
+    }
+    break;  // every CPU lists the same flags
+  }
+  return Error::make(ENODEV,
+                     "this CPU has no RDT/PQoS (no rdt_a, cat_l3, cqm or mba flag in "
+                     "/proc/cpuinfo); use --backend sim");
+}
+
+Result<std::string> prepare_mountpoint(const std::string& mountpoint) {
+  struct stat st;
+  if (stat(mountpoint.c_str(), &st) != 0 && errno == ENOTCONN) {
+    // A FUSE mount whose daemon died: nobody can use it, detach it.
+    if (umount2(mountpoint.c_str(), MNT_DETACH) != 0) {
+      return Error::make(errno,
+                         "mount point " + mountpoint +
+                             " is a dead FUSE mount and cannot be detached: " + strerror(errno));
+    }
+  }
+  if (stat(mountpoint.c_str(), &st) != 0) {
+    return Error::make(errno, "mount point " + mountpoint + ": " + strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Error::make(ENOTDIR, "mount point " + mountpoint + " is not a directory");
+  }
+  char buf[PATH_MAX];
+  if (realpath(mountpoint.c_str(), buf) == nullptr) {
+    return Error::make(errno, "mount point " + mountpoint + ": " + strerror(errno));
+  }
+  return std::string(buf);
+}
+
+StartupPipe StartupPipe::detach() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    std::perror("resctrlfsd: pipe");
+    std::exit(1);
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("resctrlfsd: fork");
+    std::exit(1);
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    setsid();
+    return StartupPipe(fds[1]);
+  }
+  // Parent: wait for the child's verdict.
+  ::close(fds[1]);
+  std::string msg;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    msg.append(buf, static_cast<size_t>(n));
+  }
+  if (msg == "OK") std::_Exit(0);
+  if (msg.empty()) {
+    // The child died without a word: reap it to report how.
+    int status = 0;
+    if (waitpid(pid, &status, 0) == pid && WIFSIGNALED(status)) {
+      std::fprintf(stderr, "resctrlfsd: daemon killed by signal %d during start-up\n",
+                   WTERMSIG(status));
+    } else {
+      std::fprintf(stderr, "resctrlfsd: daemon exited during start-up\n");
+    }
+  } else {
+    std::fprintf(stderr, "%s\n", msg.c_str());
+  }
+  std::_Exit(1);
+}
+
+void StartupPipe::report_ready() {
+  if (fd_ < 0) return;
+  (void)!write(fd_, "OK", 2);
+  ::close(fd_);
+  fd_ = -1;
+  // Fully detached now: no terminal, no hold on the caller's directory.
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2) ::close(null);
+  }
+  (void)!chdir("/");
+}
+
+void StartupPipe::report_error(const std::string& message) {
+  if (fd_ < 0) return;
+  (void)!write(fd_, message.data(), message.size());
+  ::close(fd_);
+  fd_ = -1;
+}
+
+void notify_systemd_ready() {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (path == nullptr || path[0] == '\0') return;
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t len = std::min(std::strlen(path), sizeof(addr.sun_path) - 1);
+  std::memcpy(addr.sun_path, path, len);
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
+  const char msg[] = "READY=1";
+  (void)sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
+               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
+  ::close(fd);
+}
+
+}  // namespace resctrlfs::daemon

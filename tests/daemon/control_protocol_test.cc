@@ -1,0 +1,211 @@
+// Tests the control socket protocol: every request form parses to the right
+// typed request, hostile or malformed input is refused with a reply (never
+// an exception or a crash), and replies carry "ok".
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "daemon/control_protocol.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::daemon;
+using nlohmann::json;
+
+namespace {
+
+// Records what it was asked; fails on demand.
+class FakeTarget : public ControlTarget {
+ public:
+  std::vector<std::string> calls;
+  bool fail = false;
+
+  Result<json> answer(std::string what) {
+    calls.push_back(std::move(what));
+    if (fail) return Error::make(EOPNOTSUPP, "not simulated");
+    return json{{"did", calls.back()}};
+  }
+  Result<json> status() override { return answer("status"); }
+  Result<json> set_clock_mode(bool manual) override {
+    return answer(manual ? "clock manual" : "clock real");
+  }
+  Result<json> advance_clock(uint64_t ms) override {
+    return answer("advance " + std::to_string(ms));
+  }
+  Result<json> attach_workload(const WorkloadRequest& r) override {
+    return answer("workload " +
+                  (r.tid ? "tid " + std::to_string(*r.tid) : "cpu " + std::to_string(*r.cpu)) +
+                  " " + std::to_string(r.workload.cache_footprint_bytes) + " " +
+                  std::to_string(static_cast<int>(r.workload.bandwidth_mbps)) + " " +
+                  std::to_string(static_cast<int>(r.workload.local_fraction * 100)));
+  }
+  Result<json> inject_fault(const FaultRequest& r) override {
+    return answer("fault " + std::to_string(r.fail_writes) +
+                  (r.cpu ? " cpu " + std::to_string(*r.cpu) : ""));
+  }
+  Result<json> registers() override { return answer("registers"); }
+  Result<json> stats() override { return answer("stats"); }
+  Result<json> reset_stats() override { return answer("stats-reset"); }
+};
+
+json reply(FakeTarget& t, std::string_view line) {
+  const std::string out = handle_control_line(t, line);
+  CHECK(out.find('\n') == std::string::npos);  // one line per reply
+  json j = json::parse(out, nullptr, false);
+  REQUIRE_FALSE(j.is_discarded());
+  REQUIRE(j.is_object());
+  REQUIRE(j.contains("ok"));
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("every request form reaches the target") {
+  struct Case {
+    const char* line;
+    const char* call;
+  };
+  const Case cases[] = {
+      {R"({"cmd":"status"})", "status"},
+      {R"({"cmd":"clock","mode":"manual"})", "clock manual"},
+      {R"({"cmd":"clock","mode":"real"})", "clock real"},
+      {R"({"cmd":"clock","advance_ms":1500})", "advance 1500"},
+      {R"({"cmd":"clock","advance_ms":0})", "advance 0"},
+      {R"({"cmd":"workload","tid":42,"footprint_bytes":1048576,"bandwidth_mbps":500,)"
+       R"("local_fraction":0.25})",
+       "workload tid 42 1048576 500 25"},
+      {R"({"cmd":"workload","cpu":3,"bandwidth_mbps":100})", "workload cpu 3 0 100 100"},
+      {R"({"cmd":"fault","fail_writes":2})", "fault 2"},
+      {R"({"cmd":"fault","fail_writes":1,"cpu":5})", "fault 1 cpu 5"},
+      {R"({"cmd":"registers"})", "registers"},
+      {R"({"cmd":"stats"})", "stats"},
+      {R"({"cmd":"stats-reset"})", "stats-reset"},
+      // Whitespace and a trailing CR/LF are fine.
+      {" { \"cmd\" : \"status\" } \r\n", "status"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.line);
+    FakeTarget t;
+    json j = reply(t, c.line);
+    CHECK(j["ok"] == true);
+    REQUIRE(t.calls.size() == 1);
+    CHECK(t.calls[0] == c.call);
+    CHECK(j["did"] == c.call);
+  }
+}
+
+TEST_CASE("a failing target becomes {ok:false, error}") {
+  FakeTarget t;
+  t.fail = true;
+  json j = reply(t, R"({"cmd":"clock","mode":"manual"})");
+  CHECK(j["ok"] == false);
+  CHECK(j["error"] == "not simulated");
+}
+
+TEST_CASE("malformed and hostile requests are refused without reaching the target") {
+  const std::vector<std::string> bad = {
+      "",
+      "\n",
+      "not json",
+      "{",
+      "}",
+      "[]",
+      "null",
+      "42",
+      "\"status\"",
+      R"({"cmd":"status"} trailing)",
+      R"({"cmd":"status"}{"cmd":"status"})",
+      R"({})",
+      R"({"cmd":null})",
+      R"({"cmd":7})",
+      R"({"cmd":["status"]})",
+      R"({"cmd":"STATUS"})",
+      R"({"cmd":"reboot"})",
+      R"({"cmd":"status","extra":1})",
+      R"({"cmd":"clock"})",
+      R"({"cmd":"clock","mode":"manual","advance_ms":1})",
+      R"({"cmd":"clock","mode":"fast"})",
+      R"({"cmd":"clock","mode":1})",
+      R"({"cmd":"clock","advance_ms":-1})",
+      R"({"cmd":"clock","advance_ms":1.5})",
+      R"({"cmd":"clock","advance_ms":"10"})",
+      R"({"cmd":"clock","advance_ms":1e300})",
+      R"({"cmd":"clock","advance_ms":18446744073709551615})",
+      R"({"cmd":"clock","advance_ms":99999999999999999999999})",
+      R"({"cmd":"clock","advance":10})",
+      R"({"cmd":"workload"})",
+      R"({"cmd":"workload","tid":1,"cpu":1})",
+      R"({"cmd":"workload","tid":0})",
+      R"({"cmd":"workload","tid":-5})",
+      R"({"cmd":"workload","tid":4294967296})",
+      R"({"cmd":"workload","cpu":70000})",
+      R"({"cmd":"workload","cpu":1,"local_fraction":1.5})",
+      R"({"cmd":"workload","cpu":1,"local_fraction":-0.1})",
+      R"({"cmd":"workload","cpu":1,"bandwidth_mbps":-1})",
+      R"({"cmd":"workload","cpu":1,"bandwidth_mbps":"fast"})",
+      R"({"cmd":"workload","cpu":1,"footprint_bytes":-1})",
+      R"({"cmd":"workload","cpu":1,"footprint":1})",
+      R"({"cmd":"fault"})",
+      R"({"cmd":"fault","fail_writes":-1})",
+      R"({"cmd":"fault","fail_writes":10000000000})",
+      R"({"cmd":"fault","fail_writes":1,"cpu":"all"})",
+      "{\"cmd\":\"st\xff\xfe\"}",                 // invalid UTF-8
+      std::string("{\"cmd\":\"status\0\"}", 17),  // embedded NUL
+      std::string(200000, '['),                   // too long and deeply nested
+      std::string(kMaxControlLine + 1, ' '),
+  };
+  for (const std::string& line : bad) {
+    INFO(line.substr(0, 80));
+    FakeTarget t;
+    json j = reply(t, line);
+    CHECK(j["ok"] == false);
+    CHECK(j["error"].is_string());
+    CHECK_FALSE(j["error"].get<std::string>().empty());
+    CHECK(t.calls.empty());
+  }
+}
+
+TEST_CASE("deep nesting within the length limit is refused, not a stack overflow") {
+  std::string deep;
+  for (int i = 0; i < 30000; ++i) deep += "{\"a\":";
+  deep += "1";
+  for (int i = 0; i < 30000; ++i) deep += "}";
+  FakeTarget t;
+  json j = reply(t, deep);
+  CHECK(j["ok"] == false);
+  CHECK(t.calls.empty());
+}
+
+TEST_CASE("random bytes and truncated requests never escape as exceptions") {
+  std::mt19937 rng(12345);
+  const std::string valid =
+      R"({"cmd":"workload","tid":42,"footprint_bytes":1048576,"bandwidth_mbps":500,"local_fraction":0.25})";
+  FakeTarget t;
+  for (size_t cut = 0; cut < valid.size(); ++cut) {
+    json j = reply(t, valid.substr(0, cut));
+    CHECK(j["ok"] == false);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    std::string s = valid;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) s[rng() % s.size()] = static_cast<char>(rng() % 256);
+    (void)reply(t, s);  // any reply is fine; it must be one JSON object
+  }
+}
+
+TEST_CASE("parse_control_request gives typed values") {
+  auto r = parse_control_request(R"({"cmd":"workload","cpu":2,"local_fraction":0})");
+  REQUIRE(r.ok());
+  const auto* w = std::get_if<WorkloadRequest>(&*r);
+  REQUIRE(w != nullptr);
+  CHECK_FALSE(w->tid);
+  CHECK(*w->cpu == 2);
+  CHECK(w->workload.local_fraction == 0.0);
+  CHECK(w->workload.bandwidth_mbps == 0.0);
+
+  auto a = parse_control_request(R"({"cmd":"clock","advance_ms":604800000})");
+  REQUIRE(a.ok());
+  CHECK(std::get<ClockAdvanceRequest>(*a).ms == kMaxAdvanceMs);
+  CHECK_FALSE(parse_control_request(R"({"cmd":"clock","advance_ms":604800001})").ok());
+}

@@ -1,0 +1,130 @@
+// Tests resctrlfsd's command line: defaults, every option, the -o split
+// between resctrl flags and FUSE options, and usage errors.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "daemon/options.h"
+
+using resctrlfs::daemon::BackendKind;
+using resctrlfs::daemon::parse_daemon_args;
+using resctrlfs::daemon::ParsedArgs;
+using resctrlfs::daemon::split_mount_options;
+
+namespace {
+
+ParsedArgs parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "resctrlfsd");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return parse_daemon_args(static_cast<int>(argv.size()), argv.data());
+}
+
+}  // namespace
+
+TEST_CASE("defaults: detached, host platform, simulated backend") {
+  ParsedArgs p = parse({"/mnt/r"});
+  REQUIRE(p.options);
+  CHECK(p.options->mountpoint == "/mnt/r");
+  CHECK_FALSE(p.options->foreground);
+  CHECK(p.options->platform == "host");
+  CHECK(p.options->backend == BackendKind::kSim);
+  CHECK(p.options->control_socket.empty());
+  CHECK(p.options->state_dir.empty());
+  CHECK(p.options->broker_socket == "/run/resctrl-msrd.sock");
+  CHECK_FALSE(p.options->mount.cdp);
+  CHECK(p.options->fuse_options.empty());
+}
+
+TEST_CASE("every option") {
+  ParsedArgs p = parse({"-f", "-o", "cdp,noatime", "-o", "mba_MBps", "--platform", "intel-2s",
+                        "--backend", "msr", "--state-dir", "/var/lib/r", "--control", "/run/c.sock",
+                        "--broker", "/run/b.sock", "--log-level", "debug", "/sys/fs/resctrl"});
+  REQUIRE(p.options);
+  const auto& o = *p.options;
+  CHECK(o.foreground);
+  CHECK(o.mount.cdp);
+  CHECK(o.mount.mba_mbps);
+  CHECK_FALSE(o.mount.cdpl2);
+  CHECK_FALSE(o.mount.debug);
+  CHECK(o.fuse_options == std::vector<std::string>{"noatime"});
+  CHECK(o.platform == "intel-2s");
+  CHECK(o.backend == BackendKind::kMsr);
+  CHECK(o.state_dir == "/var/lib/r");
+  CHECK(o.control_socket == "/run/c.sock");
+  CHECK(o.broker_socket == "/run/b.sock");
+  CHECK(o.log_level == "debug");
+  CHECK(o.mountpoint == "/sys/fs/resctrl");
+}
+
+TEST_CASE("-o takes exactly one argument, so the mount point stays positional") {
+  ParsedArgs p = parse({"-o", "debug", "/mnt/x"});
+  REQUIRE(p.options);
+  CHECK(p.options->mount.debug);
+  CHECK(p.options->mountpoint == "/mnt/x");
+  ParsedArgs q = parse({"/mnt/y", "-o", "cdpl2"});
+  REQUIRE(q.options);
+  CHECK(q.options->mount.cdpl2);
+  CHECK(q.options->mountpoint == "/mnt/y");
+}
+
+TEST_CASE("split_mount_options: resctrl flags vs FUSE options") {
+  struct Case {
+    std::vector<std::string> in;
+    bool cdp, cdpl2, mba, debug;
+    std::vector<std::string> fuse;
+  };
+  const std::vector<Case> cases = {
+      {{}, false, false, false, false, {}},
+      {{"cdp"}, true, false, false, false, {}},
+      {{"cdpl2"}, false, true, false, false, {}},
+      {{"mba_MBps"}, false, false, true, false, {}},
+      {{"debug"}, false, false, false, true, {}},
+      {{"cdp,cdpl2,mba_MBps,debug"}, true, true, true, true, {}},
+      {{"cdp,,debug,"}, true, false, false, true, {}},
+      {{"max_read=4096,cdp", "ro"}, true, false, false, false, {"max_read=4096", "ro"}},
+      // Case matters like in the kernel's parser: MBA_MBPS is not mba_MBps.
+      {{"MBA_MBPS"}, false, false, false, false, {"MBA_MBPS"}},
+  };
+  for (const Case& c : cases) {
+    auto r = split_mount_options(c.in);
+    REQUIRE(r.ok());
+    CHECK(r->mount.cdp == c.cdp);
+    CHECK(r->mount.cdpl2 == c.cdpl2);
+    CHECK(r->mount.mba_mbps == c.mba);
+    CHECK(r->mount.debug == c.debug);
+    CHECK(r->fuse_options == c.fuse);
+  }
+}
+
+TEST_CASE("a resctrl flag with a value is refused like the kernel does (EINVAL)") {
+  for (const char* bad : {"cdp=1", "debug=yes", "mba_MBps=", "cdpl2=0"}) {
+    auto r = split_mount_options({bad});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+  }
+  ParsedArgs p = parse({"-o", "cdp=1", "/mnt/x"});
+  CHECK_FALSE(p.options);
+  CHECK(p.exit_code != 0);
+  CHECK(p.output.find("cdp") != std::string::npos);
+}
+
+TEST_CASE("usage errors exit non-zero with a message; --help exits 0") {
+  for (std::vector<std::string> bad :
+       std::vector<std::vector<std::string>>{{},                                 // no mount point
+                                             {"--backend", "kernel", "/mnt/x"},  // unknown backend
+                                             {"--bogus", "/mnt/x"},              // unknown option
+                                             {"/mnt/x", "/mnt/y"},               // two mount points
+                                             {"--log-level", "loud", "/mnt/x"}}) {  // unknown level
+    ParsedArgs p = parse(bad);
+    CHECK_FALSE(p.options);
+    CHECK(p.exit_code != 0);
+    CHECK_FALSE(p.output.empty());
+  }
+  ParsedArgs h = parse({"--help"});
+  CHECK_FALSE(h.options);
+  CHECK(h.exit_code == 0);
+  CHECK(h.output.find("--platform") != std::string::npos);
+  CHECK(h.output.find("--control") != std::string::npos);
+}

@@ -1,0 +1,453 @@
+#!/usr/bin/env python3
+"""Integration test harness: the real resctrlfsd, mounted on a temporary
+directory, used the way a shell would use /sys/fs/resctrl.
+
+Python 3 standard library only. Typical test file (tests/integration/test_X.py,
+registered automatically by CMake as ctest entry ``integration.test_X``)::
+
+    import errno
+    import resctrlfs_test as rt
+
+    class Schemata(rt.ResctrlfsTestCase):
+        PLATFORM = "intel-2s"         # --platform (built-in name or JSON file)
+        OPTIONS = []                  # -o options, e.g. ["cdp", "debug"]
+        MANUAL_CLOCK = False          # True: clock set to manual before the test
+
+        def test_bad_mask(self):
+            self.assertEqual(self.mkdir("g"), 0)
+            self.assertEqual(self.write("g/schemata", "L3:0=0\\n"), errno.EINVAL)
+            self.assertEqual(self.lcs(), "Mask can't be zero\\n")
+
+    if __name__ == "__main__":
+        rt.main()
+
+Each test gets a fresh daemon (started in setUp with -f, a control socket and a
+log file, stopped in tearDown with SIGTERM, killed and lazily unmounted if it
+gets stuck). When a test fails, the daemon's log is printed.
+
+Helpers on ResctrlfsTestCase (and on Mount, for tests that run several
+daemons or start them differently):
+
+    path(rel)                 absolute path inside the mount ("" is the root)
+    read(rel) -> str          whole file (raises OSError)
+    read_errno(rel)           (errno, text): (0, text) or (E..., None)
+    write(rel, data) -> int   ONE os.write() of str/bytes on an fd opened
+                              O_WRONLY|O_TRUNC; 0 on success, else the errno of
+                              open() or write()
+    lcs() -> str              info/last_cmd_status
+    mkdir(rel, mode=0o755) / rmdir(rel) / rename(old, new)  -> errno (0 = ok)
+    listdir(rel) -> sorted names
+    ctl(dict) -> dict         one request on the control socket, the reply
+    ctl_ok(dict) -> dict      the same, asserting "ok" is true
+    stats() -> {OPCODE: n}    FUSE request counts; reset_stats()
+    set_manual_clock(True) / advance(ms)    the simulated clock
+    registers() -> [{"cpu","msr","value",...}]  the simulated RDT registers
+    workload(tid=|cpu=, footprint_bytes=, bandwidth_mbps=, local_fraction=)
+    fail_writes(n, cpu=None)  make the next n MSR writes fail
+    daemon_log() -> str
+
+Control socket requests ({"cmd": ...}): status, clock (mode manual|real, or
+advance_ms N), workload, fault (fail_writes N [, cpu C]), registers, stats,
+stats-reset. Errors come back as {"ok": false, "error": "..."}.
+
+Environment: RESCTRLFSD and RESCTRLFSCTL name the binaries (CMake sets them;
+without them build*/daemon/ of the repository is searched). RESCTRLFS_KEEP=1
+keeps each test's temporary directory (log, socket). RESCTRLFS_LOG_LEVEL sets
+the daemon's --log-level (default info).
+
+Skipping: main() exits 77 with a loud SKIP line when not root, when /dev/fuse
+is unusable or fusermount3 is missing; ctest reports the test as skipped.
+"""
+
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def skip_reason():
+    """Why mounting FUSE cannot work here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (FUSE mounts with allow_other, the proc connector)"
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse"
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+        os.close(fd)
+    except OSError as e:
+        return "/dev/fuse is unusable: %s" % e.strerror
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed"
+    return None
+
+
+def require_fuse():
+    """Exits 77 (ctest: skipped) with a loud message when FUSE is unusable."""
+    reason = skip_reason()
+    if reason:
+        sys.stderr.write("SKIP: %s: %s\n" % (os.path.basename(sys.argv[0]), reason))
+        sys.stdout.write("SKIP: %s\n" % reason)
+        sys.exit(SKIP)
+
+
+def _find_binary(env, rel):
+    if os.environ.get(env):
+        return os.environ[env]
+    candidates = [os.path.join(REPO, "build", rel)]
+    for d in sorted(os.listdir(REPO)):
+        if d.startswith("build"):
+            candidates.append(os.path.join(REPO, d, rel))
+    for c in candidates:
+        if os.access(c, os.X_OK):
+            return c
+    raise RuntimeError("%s not found: set %s or build it" % (rel, env))
+
+
+def daemon_binary():
+    return _find_binary("RESCTRLFSD", "daemon/resctrlfsd")
+
+
+def ctl_binary():
+    return _find_binary("RESCTRLFSCTL", "daemon/resctrlfsctl")
+
+
+def control_request(sock_path, request, timeout=30):
+    """Sends one JSON request line to a control socket; returns the reply."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    return json.loads(buf.split(b"\n")[0])
+
+
+def is_mounted(path):
+    """True when `path` is a mount point in /proc/mounts (never touches it)."""
+    path = os.path.realpath(path)
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 1 and fields[1].replace("\\040", " ") == path:
+                return True
+    return False
+
+
+class Mount:
+    """One resctrlfsd process serving a fresh temporary mount point.
+
+    platform: --platform; options: list of -o options; args: extra arguments;
+    foreground: pass -f (the default; without it the daemon detaches and
+    self.proc is the short-lived parent).
+    """
+
+    def __init__(self, platform="intel-2s", options=(), args=(), foreground=True,
+                 control=True, start=True, timeout=10):
+        self.platform = platform
+        self.options = list(options)
+        self.args = list(args)
+        self.foreground = foreground
+        self.timeout = timeout
+        self.dir = tempfile.mkdtemp(prefix="resctrlfs-it-")
+        self.mnt = os.path.join(self.dir, "mnt")
+        os.mkdir(self.mnt)
+        self.sock = os.path.join(self.dir, "control.sock") if control else None
+        self.state_dir = os.path.join(self.dir, "state")
+        self.log_path = os.path.join(self.dir, "daemon.log")
+        self.proc = None
+        self.pid = None  # the serving process (differs from proc.pid when detached)
+        if start:
+            self.start()
+
+    def argv(self):
+        a = [daemon_binary()]
+        if self.foreground:
+            a.append("-f")
+        a += ["--platform", self.platform, "--state-dir", self.state_dir,
+              "--log-level", os.environ.get("RESCTRLFS_LOG_LEVEL", "info")]
+        if self.options:
+            a += ["-o", ",".join(self.options)]
+        if self.sock:
+            a += ["--control", self.sock]
+        return a + self.args + [self.mnt]
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        finally:
+            log.close()
+        deadline = time.time() + self.timeout
+        if not self.foreground:
+            try:
+                rc = self.proc.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise RuntimeError("resctrlfsd did not detach:\n" + self.daemon_log())
+            if rc != 0:
+                raise RuntimeError("resctrlfsd exited %d:\n%s" % (rc, self.daemon_log()))
+        while time.time() < deadline:
+            if is_mounted(self.mnt) and (not self.sock or os.path.exists(self.sock)):
+                break
+            if self.foreground and self.proc.poll() is not None:
+                raise RuntimeError("resctrlfsd exited %d before mounting:\n%s" %
+                                   (self.proc.returncode, self.daemon_log()))
+            time.sleep(0.02)
+        else:
+            self.kill()
+            raise RuntimeError("resctrlfsd did not mount within %ss:\n%s" %
+                               (self.timeout, self.daemon_log()))
+        self.pid = self.proc.pid if self.foreground else self._pid_from_lock()
+        return self
+
+    def _pid_from_lock(self):
+        for name in os.listdir(self.state_dir):
+            if name.endswith(".lock"):
+                with open(os.path.join(self.state_dir, name)) as f:
+                    return int(f.read().strip())
+        raise RuntimeError("no lock file in " + self.state_dir)
+
+    def alive(self):
+        if self.pid is None:
+            return False
+        if self.foreground:
+            return self.proc.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        # A zombie is not alive (the detached daemon is not our child).
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                return f.read().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def _wait_gone(self, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if not self.alive():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Signals the daemon and waits; returns its exit status (None if
+        detached). Kills it and unmounts lazily if it does not go away."""
+        rc = None
+        if self.alive():
+            os.kill(self.pid, sig)
+            if self.foreground:
+                try:
+                    rc = self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                    raise RuntimeError("resctrlfsd ignored signal %d:\n%s" %
+                                       (sig, self.daemon_log()))
+            elif not self._wait_gone(timeout):
+                self.kill()
+                raise RuntimeError("resctrlfsd ignored signal %d" % sig)
+        elif self.foreground and self.proc is not None:
+            rc = self.proc.wait()
+        self._force_unmount()
+        return rc
+
+    def kill(self):
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+            if self.foreground:
+                self.proc.wait()
+            else:
+                self._wait_gone(5)
+        self._force_unmount()
+
+    def _force_unmount(self):
+        if is_mounted(self.mnt):
+            subprocess.call(["fusermount3", "-uz", self.mnt], stderr=subprocess.DEVNULL)
+        if is_mounted(self.mnt):
+            subprocess.call(["umount", "-l", self.mnt], stderr=subprocess.DEVNULL)
+
+    def cleanup(self):
+        """Stops the daemon if needed and removes the temporary directory
+        (never while something is still mounted there)."""
+        try:
+            if self.alive():
+                self.stop()
+        finally:
+            self._force_unmount()
+            if not is_mounted(self.mnt) and not os.environ.get("RESCTRLFS_KEEP"):
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+    def daemon_log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    # --- the shell's view -------------------------------------------------
+
+    def path(self, rel=""):
+        return os.path.join(self.mnt, rel) if rel else self.mnt
+
+    def read(self, rel):
+        with open(self.path(rel)) as f:
+            return f.read()
+
+    def read_errno(self, rel):
+        try:
+            return 0, self.read(rel)
+        except OSError as e:
+            return e.errno, None
+
+    def write(self, rel, data, flags=os.O_WRONLY | os.O_TRUNC):
+        if isinstance(data, str):
+            data = data.encode()
+        try:
+            fd = os.open(self.path(rel), flags)
+        except OSError as e:
+            return e.errno
+        try:
+            os.write(fd, data)
+            return 0
+        except OSError as e:
+            return e.errno
+        finally:
+            os.close(fd)
+
+    def lcs(self):
+        return self.read("info/last_cmd_status")
+
+    @staticmethod
+    def _errno_of(fn, *args):
+        try:
+            fn(*args)
+            return 0
+        except OSError as e:
+            return e.errno
+
+    def mkdir(self, rel, mode=0o755):
+        return self._errno_of(os.mkdir, self.path(rel), mode)
+
+    def rmdir(self, rel):
+        return self._errno_of(os.rmdir, self.path(rel))
+
+    def rename(self, old, new):
+        return self._errno_of(os.rename, self.path(old), self.path(new))
+
+    def listdir(self, rel=""):
+        return sorted(os.listdir(self.path(rel)))
+
+    # --- the control socket -----------------------------------------------
+
+    def ctl(self, request):
+        if not self.sock:
+            raise RuntimeError("started without a control socket")
+        return control_request(self.sock, request)
+
+    def ctl_ok(self, request):
+        r = self.ctl(request)
+        if not r.get("ok"):
+            raise AssertionError("control request %s failed: %s" % (request, r))
+        return r
+
+    def stats(self):
+        return self.ctl_ok({"cmd": "stats"})["requests"]
+
+    def reset_stats(self):
+        self.ctl_ok({"cmd": "stats-reset"})
+
+    def set_manual_clock(self, manual=True):
+        return self.ctl_ok({"cmd": "clock", "mode": "manual" if manual else "real"})
+
+    def advance(self, ms):
+        return self.ctl_ok({"cmd": "clock", "advance_ms": int(ms)})
+
+    def registers(self):
+        return self.ctl_ok({"cmd": "registers"})["registers"]
+
+    def workload(self, tid=None, cpu=None, footprint_bytes=0, bandwidth_mbps=0.0,
+                 local_fraction=1.0):
+        req = {"cmd": "workload", "footprint_bytes": int(footprint_bytes),
+               "bandwidth_mbps": float(bandwidth_mbps), "local_fraction": float(local_fraction)}
+        if tid is not None:
+            req["tid"] = int(tid)
+        if cpu is not None:
+            req["cpu"] = int(cpu)
+        return self.ctl_ok(req)
+
+    def fail_writes(self, n, cpu=None):
+        req = {"cmd": "fault", "fail_writes": int(n)}
+        if cpu is not None:
+            req["cpu"] = int(cpu)
+        return self.ctl_ok(req)
+
+    def status(self):
+        return self.ctl_ok({"cmd": "status"})
+
+
+class ResctrlfsTestCase(unittest.TestCase):
+    """A test with its own freshly mounted daemon in self.fs (a Mount).
+
+    Class attributes choose the daemon: PLATFORM, OPTIONS (-o list), ARGS
+    (extra arguments), MANUAL_CLOCK. The Mount helpers are available directly
+    on the test (self.write(...), self.lcs(), ...).
+    """
+
+    PLATFORM = "intel-2s"
+    OPTIONS = []
+    ARGS = []
+    MANUAL_CLOCK = False
+
+    def setUp(self):
+        self.fs = Mount(platform=self.PLATFORM, options=self.OPTIONS, args=self.ARGS)
+        self.addCleanup(self._stop_daemon)
+        if self.MANUAL_CLOCK:
+            self.fs.set_manual_clock(True)
+
+    def _stop_daemon(self):
+        failed = self._outcome_failed()
+        if failed:
+            sys.stderr.write("\n--- resctrlfsd log (%s) ---\n%s--- end of log ---\n" %
+                             (self.id(), self.fs.daemon_log()))
+        self.fs.cleanup()
+
+    def _outcome_failed(self):
+        outcome = getattr(self, "_outcome", None)
+        return outcome is not None and not getattr(outcome, "success", True)
+
+    def __getattr__(self, name):
+        # Delegate the Mount helpers (path, read, write, lcs, mkdir, ctl, ...).
+        if name != "fs" and "fs" in self.__dict__ and hasattr(self.fs, name):
+            return getattr(self.fs, name)
+        raise AttributeError(name)
+
+
+def main():
+    """Entry point of a test file: skip loudly (77) without FUSE, else run."""
+    require_fuse()
+    unittest.main(verbosity=2)
+
+
+if __name__ == "__main__":
+    require_fuse()
+    print("resctrlfs_test.py is a library; run the test_*.py files")
