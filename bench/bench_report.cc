@@ -92,6 +92,29 @@ double cpu_per_request_us(const Report& r, const std::string& target, const std:
   return reqs ? ns / 1e3 / reqs : NAN;
 }
 
+std::string fmt(const char* f, double x) {
+  if (std::isnan(x)) return "-";
+  char b[64];
+  snprintf(b, sizeof(b), f, x);
+  return b;
+}
+
+// Time per counter at the largest N over the smallest (1.0 = flat).
+double growth(const Report& r, const std::string& target, bool sweep) {
+  auto it = r.scale.find(target);
+  if (it == r.scale.end()) return NAN;
+  const ScaleResult *lo = nullptr, *hi = nullptr;
+  for (const ScaleResult& s : it->second) {
+    if (!s.error.empty() || s.counters == 0) continue;
+    if (!lo || s.counters < lo->counters) lo = &s;
+    if (!hi || s.counters > hi->counters) hi = &s;
+  }
+  if (!lo || !hi || lo == hi) return NAN;
+  double a = (sweep ? lo->sweep_ms : lo->walk_ms) / lo->counters;
+  double b = (sweep ? hi->sweep_ms : hi->walk_ms) / hi->counters;
+  return a > 0 ? b / a : NAN;
+}
+
 std::vector<Verdict> verdicts(const Report& r) {
   std::vector<Verdict> v;
   const std::string placement = "pinned";
@@ -119,17 +142,26 @@ std::vector<Verdict> verdicts(const Report& r) {
       d.detail = "no 1536-counter sweep on both (needs N=256 with 2 domains)";
     v.push_back(d);
   }
+  for (bool sweep : {true, false}) {
+    // Flat: resctrlfs' time per counter grows no more than the floor's.
+    Verdict d{.name = std::string("time per counter flat in N, ") + (sweep ? "sweep" : "walk") +
+                      " (growth vs floor's)",
+              .limit = 1.25};
+    double gr = growth(r, "resctrlfs", sweep), gf = growth(r, "floor", sweep);
+    if (!std::isnan(gr) && !std::isnan(gf) && gf > 0) {
+      d.value = gr / gf;
+      d.detail = "resctrlfs " + fmt("%.2fx", gr) + ", floor " + fmt("%.2fx", gf);
+    } else {
+      d.detail = "needs scale results for two N on both";
+    }
+    v.push_back(d);
+  }
   v.push_back({.name = "daemon CPU per request (us)",
                .value = cpu_per_request_us(r, "resctrlfs", ""),
-               .limit = 3.0});
+               .limit = 3.0,
+               .detail = "floor in the same run: " +
+                         fmt("%.2f", cpu_per_request_us(r, "floor", "")) + " us"});
   return v;
-}
-
-std::string fmt(const char* f, double x) {
-  if (std::isnan(x)) return "-";
-  char b[64];
-  snprintf(b, sizeof(b), f, x);
-  return b;
 }
 
 std::string cell(const Sample& s) {
@@ -265,20 +297,10 @@ void print_report(const Report& r, FILE* out) {
                 static_cast<unsigned long long>(s.rss_kib),
                 static_cast<unsigned long long>(s.rss_base_kib));
       }
-      // Growth: per-counter cost at the largest N over the smallest.
-      const ScaleResult *lo = nullptr, *hi = nullptr;
-      for (const ScaleResult& s : rows) {
-        if (!s.error.empty() || s.counters == 0) continue;
-        if (!lo || s.counters < lo->counters) lo = &s;
-        if (!hi || s.counters > hi->counters) hi = &s;
-      }
-      if (lo && hi && lo != hi) {
-        double g_sweep = (hi->sweep_ms / hi->counters) / (lo->sweep_ms / lo->counters);
-        double g_walk = (hi->walk_ms / hi->counters) / (lo->walk_ms / lo->counters);
-        fprintf(out,
-                "%-10s growth of time per counter N=%d -> N=%d: sweep %.2fx, walk %.2fx (%s)\n",
-                t.c_str(), lo->groups, hi->groups, g_sweep, g_walk,
-                g_sweep < 1.5 && g_walk < 1.5 ? "flat" : "NOT FLAT");
+      double gs = growth(r, t, true), gw = growth(r, t, false);
+      if (!std::isnan(gs)) {
+        fprintf(out, "%-10s time per counter, largest N over smallest: sweep %.2fx, walk %.2fx\n",
+                t.c_str(), gs, gw);
       }
     }
   }

@@ -103,7 +103,10 @@ wait_mounted() {  # MOUNTPOINT PID
 }
 
 # A simulated two-socket Intel machine with RMIDs for 1024 MON groups plus
-# the groups the benchmark itself makes.
+# the groups the benchmark itself makes. The L3 is large on purpose: the
+# limbo threshold is L3 size / num_rmids rounded down to the upscaling
+# factor, and with a 16 MiB L3 it rounds to 0, so freed RMIDs would stay in
+# limbo forever (as they would under the kernel).
 cat >"$work/platform.json" <<'EOF'
 {
   "vendor": "GenuineIntel", "family": 6, "model": 106, "stepping": 6,
@@ -113,7 +116,7 @@ cat >"$work/platform.json" <<'EOF'
     {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
     {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}
   ],
-  "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+  "l3_size_bytes": 268435456, "l2_size_bytes": 1048576,
   "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
   "mba": {"num_closid": 8, "max_delay": 90, "linear": true, "per_thread": false},
   "l3_mon": {"num_rmids": 2048, "scale": 65536, "counter_width": 24,
