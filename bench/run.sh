@@ -133,7 +133,8 @@ args=(--floor "$work/floor" --floor-pid "$floor_pid" --floor-control "$work/floo
 
 tree_src="$work/floor"
 if [ "$have_daemon" = 1 ]; then
-  "$build/daemon/resctrlfsd" -f --platform "$work/platform.json" \
+  mkdir -p "$work/state"
+  "$build/daemon/resctrlfsd" -f --platform "$work/platform.json" --state-dir "$work/state" \
     --control "$work/resctrl.sock" "$work/resctrl" 2>"$work/resctrlfsd.log" &
   rpid=$!
   pids+=("$rpid")

@@ -134,6 +134,24 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class HarnessDaemon:
+    """resctrlfsd through the integration harness (resctrlfs_test.Mount)."""
+
+    def __init__(self, platform):
+        self.name = "resctrlfsd"
+        self.m = resctrlfs_test.Mount(platform=platform)
+        self.mnt = self.m.mnt
+
+    def reset(self):
+        self.m.reset_stats()
+
+    def counts(self):
+        return {k.upper(): v for k, v in self.m.stats().items() if v}
+
+    def close(self):
+        self.m.cleanup()
+
+
 def measure(d, action, expect_release=0):
     """Requests `action` causes; waits for asynchronous RELEASEs to arrive."""
     d.reset()
@@ -242,7 +260,6 @@ def main():
         print("SKIP: fusermount3 not installed")
         return SKIP
 
-    daemons = []
     floor = find_binary("FLOOR_FS", "bench/floor_fs")
     resctrlfsd = find_binary("RESCTRLFSD", "daemon/resctrlfsd")
     if not floor:
@@ -251,14 +268,22 @@ def main():
     if not resctrlfsd:
         print("FAIL: resctrlfsd not built (build the resctrlfsd target)")
         return 1
+    os.environ.setdefault("RESCTRLFSD", resctrlfsd)
+
     # intel-2s: an 11-bit L3 mask, so L3:0=7ff is a valid command.
-    daemons.append(("floor", [floor, "--domains", "2"], "L3:0=7ff\n"))
-    daemons.append(("resctrlfsd", [resctrlfsd, "--platform", "intel-2s"], "L3:0=7ff\n"))
+    def start_floor():
+        return Daemon("floor", [floor, "--domains", "2"])
+
+    def start_resctrlfsd():
+        if resctrlfs_test is not None:
+            return HarnessDaemon("intel-2s")
+        return Daemon("resctrlfsd", [resctrlfsd, "--platform", "intel-2s"])
 
     failures = []
-    for name, argv, line in daemons:
+    for start in (start_floor, start_resctrlfsd):
+        line = "L3:0=7ff\n"
         try:
-            d = Daemon(name, argv)
+            d = start()
         except RuntimeError as e:
             failures.append(str(e))
             continue
