@@ -31,6 +31,10 @@ namespace {
 using State = std::map<std::pair<int, int>, uint32_t>;
 
 void check_error_shape(const ParseResult& r, std::string_view input) {
+  // A write the kernel rejects before locking leaves no message behind.
+  if (rejected_before_lock(input) &&
+      (r.status.ok() || !r.status.error().message.empty() || !r.mba_sc_applied.empty()))
+    fail("unterminated write was not rejected silently", input, "");
   if (r.status.ok()) return;
   const Error& e = r.status.error();
   if (e.code != EINVAL) fail("errno is not EINVAL", input, e.message);
