@@ -108,12 +108,15 @@ struct Resource {
 // L3 monitoring capabilities.
 struct MonCaps {
   bool capable = false;
-  unsigned num_rmids = 0;            // info/L3_MON/num_rmids
-  unsigned occupancy_scale = 1;      // bytes per occupancy unit (CPUID.0xF.1:EBX)
-  unsigned counter_width = 24;       // MBM counter width in bits
-  std::vector<EventId> events;       // enabled events in event-id order
-  uint64_t l3_cache_size_bytes = 0;  // limit for max_threshold_occupancy
-  unsigned default_threshold = 0;    // default max_threshold_occupancy (bytes)
+  unsigned num_rmids = 0;        // info/L3_MON/num_rmids
+  unsigned occupancy_scale = 1;  // bytes per occupancy unit (CPUID.0xF.1:EBX)
+  unsigned counter_width = 24;   // MBM counter width in bits
+  std::vector<EventId> events;   // enabled events in event-id order
+  // Upper limit for max_threshold_occupancy writes (Linux's
+  // resctrl_rmid_realloc_limit = x86_cache_size): the L3 size on Intel, the
+  // per-core L2 size on AMD. default_threshold is derived from it.
+  uint64_t l3_cache_size_bytes = 0;
+  unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
   // BMEC (AMD): mbm_*_bytes_config files. Mask of supported transaction bits.
   bool bmec = false;
   uint32_t bmec_supported_mask = 0;  // e.g. 0x7f

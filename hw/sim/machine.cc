@@ -27,6 +27,8 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   limits_ = x86::decode_limits(*this, first);
   num_closid_any_ = std::max(1U, limits_.num_closid_any);
   num_rmid_any_ = limits_.max_rmid_any + 1;
+  l3_size_bytes_ = x86::cpuid_cache_size(*this, first, profile_.amd(), 3);
+  if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
 
   const Resource& l3r = info_.res(ResourceId::L3);
   const Resource& l2r = info_.res(ResourceId::L2);

@@ -165,6 +165,7 @@ class SimMachine final : public CpuidSource,
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
   unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit
+  uint64_t l3_size_bytes_ = 0;   // one L3 domain's capacity
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;

@@ -166,8 +166,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   std::vector<Entity> ents;
   entities_of(dom, ents);
   const size_t nrmid = d.occ.size();
-  const double l3_size = static_cast<double>(
-      info_.mon.l3_cache_size_bytes ? info_.mon.l3_cache_size_bytes : profile_.l3_size_bytes);
+  const double l3_size = static_cast<double>(l3_size_bytes_);
   const Resource& l3r = info_.res(ResourceId::L3);
 
   // Occupancy: what each CLOSID may fill, shared by its entities.

@@ -235,6 +235,10 @@ void synth_base_leaves(Profile& p) {
   CpuidRegs c;
   if (encode_cache(p.l2_size_bytes, 2, c)) set_leaf(p, cache_leaf, sub++, c);
   if (encode_cache(p.l3_size_bytes, 3, c)) set_leaf(p, cache_leaf, sub++, c);
+  // AMD also reports its L2 size in 0x80000006 (Linux's x86_cache_size).
+  if (p.amd() && p.l2_size_bytes >= 1024)
+    set_leaf(p, CPUID_LEAF_AMD_L2_L3, 0,
+             CpuidRegs{0, 0, static_cast<uint32_t>((p.l2_size_bytes / 1024) << 16) | 0x6140, 0});
   (void)leaf(p, CPUID_LEAF_EXT_FEATURES, 0);
 }
 

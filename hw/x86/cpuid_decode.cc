@@ -248,8 +248,17 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   }
   if (!mon.events.empty() && mon.occupancy_scale != 0) {
     mon.capable = true;
-    mon.l3_cache_size_bytes = l3_size;
-    uint64_t threshold = l3_size / mon.num_rmids;
+    // Linux bounds max_threshold_occupancy by boot_cpu_data.x86_cache_size:
+    // the L3 on Intel (leaf 4), but the L2 on AMD (CPUID 0x80000006
+    // ECX[31:16] in KiB), so AMD defaults are L2-sized.
+    uint64_t limit = l3_size;
+    if (amd) {
+      uint32_t kib =
+          max_ext >= CPUID_LEAF_AMD_L2_L3 ? src.cpuid(cpu, CPUID_LEAF_AMD_L2_L3, 0).ecx >> 16 : 0;
+      limit = kib != 0 ? uint64_t{kib} * 1024 : l2_size;
+    }
+    mon.l3_cache_size_bytes = limit;
+    uint64_t threshold = limit / mon.num_rmids;
     mon.default_threshold =
         static_cast<unsigned>(threshold / mon.occupancy_scale * mon.occupancy_scale);
     bool has_mbm =

@@ -131,6 +131,7 @@ inline constexpr uint32_t CPUID_LEAF_EXT_FEATURES = 0x7;  // subleaf 0
 inline constexpr uint32_t CPUID_LEAF_PQM = 0xF;           // RDT monitoring
 inline constexpr uint32_t CPUID_LEAF_PQE = 0x10;          // RDT allocation
 inline constexpr uint32_t CPUID_LEAF_EXT_MAX = 0x80000000;
+inline constexpr uint32_t CPUID_LEAF_AMD_L2_L3 = 0x80000006;  // ECX[31:16]: L2 KiB
 inline constexpr uint32_t CPUID_LEAF_AMD_EXT_IDS = 0x80000008;
 inline constexpr uint32_t CPUID_LEAF_AMD_CACHE_TOPO = 0x8000001D;
 inline constexpr uint32_t CPUID_LEAF_AMD_PQE_EXT = 0x80000020;

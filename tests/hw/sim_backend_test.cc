@@ -149,6 +149,9 @@ TEST_CASE("amd-2s profile decodes to the documented platform") {
   }
   CHECK(i.mon.num_rmids == 256);
   CHECK(i.mon.counter_width == 44);
+  // Linux derives AMD's default from the L2 (512 KiB / 256 RMIDs).
+  CHECK(i.mon.l3_cache_size_bytes == 512u << 10);
+  CHECK(i.mon.default_threshold == 2048);
   CHECK(i.mon.bmec);
   CHECK(i.mon.bmec_supported_mask == 0x7f);
   CHECK(i.mon.bmec_default_total == 0x7f);

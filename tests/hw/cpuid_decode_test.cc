@@ -1,0 +1,237 @@
+// Tests the CPUID decoder on raw CPUID dumps of real processors (see the
+// source notes in tests/hw/data/*.cpuid), asserting the values Linux shows
+// under /sys/fs/resctrl/info for them, the MBM errata selection and the
+// /proc/cpuinfo flags.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "hw/backend.h"
+#include "hw/real/msr_backend.h"
+#include "hw/x86/cpuid_decode.h"
+
+using namespace resctrlfs;
+using namespace resctrlfs::hw;
+using namespace resctrlfs::hw::x86;
+
+namespace {
+
+// A CPUID source answering from a dump file; absent leaves read as zero.
+class DumpSource final : public CpuidSource {
+ public:
+  explicit DumpSource(const std::string& name) {
+    std::ifstream f(std::string(RESCTRLFS_HW_TEST_DATA) + "/" + name);
+    REQUIRE(f.good());
+    std::string line;
+    while (std::getline(f, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream ss(line);
+      uint32_t leaf, sub;
+      CpuidRegs r;
+      ss >> std::hex >> leaf >> sub >> r.eax >> r.ebx >> r.ecx >> r.edx;
+      REQUIRE(!ss.fail());
+      leaves_[{leaf, sub}] = r;
+    }
+    REQUIRE(!leaves_.empty());
+  }
+  CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t sub) const override {
+    auto it = leaves_.find({leaf, sub});
+    return it == leaves_.end() ? CpuidRegs{} : it->second;
+  }
+
+ private:
+  std::map<std::pair<uint32_t, uint32_t>, CpuidRegs> leaves_;
+};
+
+// Four CPUs sharing one L3 (id 0), one L2 each.
+Topology four_cpus() {
+  Topology t;
+  t.nr_cpus = 4;
+  t.online = CpuMask(4);
+  for (unsigned c = 0; c < 4; ++c) t.online.set(c);
+  t.package = {0, 0, 0, 0};
+  t.l2_id = {0, 1, 2, 3};
+  t.l3_id = {0, 0, 0, 0};
+  return t;
+}
+
+const std::vector<EventId> kAllEvents = {EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL,
+                                         EventId::MBM_LOCAL};
+const std::vector<std::string> kFullFlags = {"cat_l3",        "cdp_l3",        "mba",
+                                             "cqm",           "rdt_a",         "cqm_llc",
+                                             "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local"};
+
+}  // namespace
+
+TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) decodes as Linux shows it") {
+  DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "GenuineIntel");
+  CHECK(i.family == 6);
+  CHECK(i.model == 0x55);
+  CHECK(i.stepping == 7);
+  const Resource& l3 = i.res(ResourceId::L3);
+  CHECK(l3.alloc_capable);
+  CHECK(l3.cache.full_mask() == 0x7ff);     // info/L3/cbm_mask
+  CHECK(l3.cache.min_cbm_bits == 1);        // info/L3/min_cbm_bits
+  CHECK(l3.num_closid == 16);               // info/L3/num_closids
+  CHECK(l3.cache.shareable_bits == 0x600);  // info/L3/shareable_bits
+  CHECK_FALSE(l3.cache.sparse_masks);       // info/L3/sparse_masks
+  CHECK(l3.cache.cdp_capable);
+  CHECK(l3.cache.cache_size_bytes == 37486592);  // 11 ways x 53248 sets x 64
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  const Resource& mb = i.res(ResourceId::MB);
+  CHECK(mb.alloc_capable);
+  CHECK(mb.membw.min_bw == 10);  // info/MB/min_bandwidth
+  CHECK(mb.membw.bw_gran == 10);
+  CHECK(mb.membw.max_bw == 100);
+  CHECK(mb.membw.delay_linear);
+  CHECK(mb.num_closid == 8);
+  CHECK(mb.membw.throttle_mode == ThrottleMode::MAX);
+  CHECK(i.mon.capable);
+  CHECK(i.mon.num_rmids == 208);
+  CHECK(i.mon.occupancy_scale == 106496);
+  CHECK(i.mon.counter_width == 24);
+  CHECK(i.mon.events == kAllEvents);
+  // 37486592 / 208 = 180224, rounded down to a multiple of 106496.
+  CHECK(i.mon.default_threshold == 106496);
+  CHECK_FALSE(i.mon.bmec);
+  CHECK_FALSE(i.mon.abmc);
+  // SKX99: 208 RMIDs -> threshold 191, factor 1.230921.
+  MbmCorrection c = mbm_correction(i);
+  CHECK(c.rmid_threshold == 191);
+  CHECK(c.factor == Approx(1.230921));
+  CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
+  HwLimits lim = decode_limits(src, 0);
+  CHECK(lim.mba_max_delay == 90);
+  CHECK(lim.max_rmid_any == 207);
+  CHECK(lim.num_closid_any == 16);
+  CHECK_FALSE(lim.amd);
+}
+
+TEST_CASE("Core i7-6900K (Broadwell-E, BDX die) decodes as Linux shows it") {
+  DumpSource src("intel-core-i7-6900k-broadwell-e.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.family == 6);
+  CHECK(i.model == 0x4F);
+  const Resource& l3 = i.res(ResourceId::L3);
+  CHECK(l3.alloc_capable);
+  CHECK(l3.cache.full_mask() == 0xfffff);
+  CHECK(l3.cache.shareable_bits == 0xc0000);
+  CHECK(l3.num_closid == 16);
+  CHECK(l3.cache.min_cbm_bits == 1);
+  CHECK(l3.cache.cdp_capable);
+  CHECK(l3.cache.cache_size_bytes == 20u << 20);
+  CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);  // no MBA before Skylake-SP
+  CHECK(i.mon.num_rmids == 64);
+  CHECK(i.mon.occupancy_scale == 32768);
+  CHECK(i.mon.counter_width == 24);
+  CHECK(i.mon.events == kAllEvents);
+  CHECK(i.mon.default_threshold == 327680);  // 20 MiB / 64
+  // BDF102 applies to the model, but 64 RMIDs have factor 1.
+  MbmCorrection c = mbm_correction(i);
+  CHECK(c.factor == Approx(1.0));
+  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cat_l3", "cdp_l3", "cqm", "rdt_a",
+                                                         "cqm_llc", "cqm_occup_llc",
+                                                         "cqm_mbm_total", "cqm_mbm_local"});
+}
+
+TEST_CASE("EPYC 7452 (Rome) decodes as Linux shows it") {
+  DumpSource src("amd-epyc-7452-rome.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "AuthenticAMD");
+  CHECK(i.family == 0x17);
+  CHECK(i.model == 0x31);
+  const Resource& l3 = i.res(ResourceId::L3);
+  CHECK(l3.cache.full_mask() == 0xffff);
+  CHECK(l3.cache.min_cbm_bits == 0);
+  CHECK(l3.cache.shareable_bits == 0);
+  CHECK(l3.cache.sparse_masks);
+  CHECK(l3.num_closid == 16);
+  CHECK(l3.cache.cdp_capable);
+  CHECK(l3.cache.cache_size_bytes == 16u << 20);  // one CCX's L3
+  const Resource& mb = i.res(ResourceId::MB);
+  CHECK(mb.alloc_capable);
+  CHECK(mb.num_closid == 16);
+  CHECK(mb.membw.min_bw == 0);
+  CHECK(mb.membw.bw_gran == 1);
+  CHECK(mb.membw.max_bw == 2048);
+  CHECK_FALSE(mb.membw.delay_linear);
+  CHECK(mb.membw.throttle_mode == ThrottleMode::UNDEFINED);
+  CHECK_FALSE(i.res(ResourceId::SMBA).alloc_capable);
+  CHECK(i.mon.num_rmids == 256);
+  CHECK(i.mon.occupancy_scale == 64);
+  CHECK(i.mon.counter_width == 44);  // 24 + the AMD default offset 20
+  CHECK(i.mon.events == kAllEvents);
+  CHECK(i.mon.default_threshold == 2048);  // Linux uses the 512 KiB L2 on AMD
+  CHECK_FALSE(i.mon.bmec);
+  CHECK_FALSE(i.mon.abmc);
+  CHECK(mbm_correction(i).factor == 0);
+  CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
+  HwLimits lim = decode_limits(src, 0);
+  CHECK(lim.amd);
+  CHECK(lim.amd_bw_len == 11);
+}
+
+TEST_CASE("EPYC 7742 (Rome, InstLatx64 dump) decodes as Linux shows it") {
+  DumpSource src("amd-epyc-7742-rome.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  const Resource& l3 = i.res(ResourceId::L3);
+  CHECK(l3.cache.full_mask() == 0xffff);
+  CHECK(l3.num_closid == 16);
+  CHECK(l3.cache.sparse_masks);
+  CHECK(i.mon.num_rmids == 256);
+  CHECK(i.mon.counter_width == 44);
+  CHECK(i.mon.default_threshold == 2048);
+  // The dump lacks CPUID 0x80000020.1: a zero bandwidth length enumerates no
+  // usable MB resource (Linux would compute max_bw = 1 << 0 from it).
+  CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);
+}
+
+TEST_CASE("EPYC 7551 (Naples) has no PQoS") {
+  DumpSource src("amd-epyc-7551-naples.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "AuthenticAMD");
+  CHECK(i.family == 0x17);
+  CHECK(i.model == 0x01);
+  for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
+  CHECK_FALSE(i.mon.capable);
+  CHECK(cpuinfo_rdt_flags(i).empty());
+}
+
+TEST_CASE("an EPYC guest without PQoS is refused by the real backend") {
+  DumpSource src("amd-epyc-milan-kvm-guest.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.family == 0x19);
+  CHECK_FALSE(i.mon.capable);
+  for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
+  auto b = real::make_msr_backend_with(src, four_cpus(), "/nonexistent.sock");
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().code == ENODEV);
+  CHECK(b.error().message.find("no RDT/PQoS") != std::string::npos);
+}
+
+TEST_CASE("MBM correction table rows (SKX99/BDF102)") {
+  struct Row {
+    unsigned model, rmids;
+    uint32_t threshold;
+    double factor;
+  };
+  const Row rows[] = {
+      {0x55, 24, 15, 0.969650},   {0x55, 40, 31, 1.066667},   {0x4F, 56, 47, 1.142857},
+      {0x4F, 88, 79, 1.454545},   {0x55, 176, 159, 1.454334}, {0x55, 192, 127, 0.969744},
+      {0x55, 224, 191, 1.143118}, {0x55, 232, 0, 0.0},        {0x6A, 224, 0, 0.0},
+  };
+  for (const auto& r : rows) {
+    PlatformInfo i;
+    i.vendor = "GenuineIntel";
+    i.family = 6;
+    i.model = r.model;
+    i.mon.num_rmids = r.rmids;
+    INFO("model " << r.model << " rmids " << r.rmids);
+    MbmCorrection c = mbm_correction(i);
+    CHECK(c.rmid_threshold == r.threshold);
+    CHECK(c.factor == Approx(r.factor));
+  }
+}
