@@ -1,6 +1,7 @@
 // Implements make_filesystem(), status_json() and the journal hooks
 // save_state_json()/restore_state_json() of FsImpl.
 #include <cerrno>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "fs/cpus.h"
@@ -72,13 +73,249 @@ std::string FsImpl::status_json() {
   return j.dump();
 }
 
-std::string FsImpl::save_state_json() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return "{}";
+namespace {
+
+using nlohmann::json;
+
+schemata::GroupMode mode_from(const std::string& s, bool& ok) {
+  ok = true;
+  if (s == "shareable") return schemata::GroupMode::SHAREABLE;
+  if (s == "exclusive") return schemata::GroupMode::EXCLUSIVE;
+  ok = false;
+  return schemata::GroupMode::SHAREABLE;
 }
 
-Result<void> FsImpl::restore_state_json(const std::string& json) {
-  return Error::make(ENOSYS, "state restore not implemented");
+Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
+
+}  // namespace
+
+// The journal document (version 1):
+//   {"version": 1, "options": {...},
+//    "settings": {"max_threshold_occupancy", "mbm_assign_mode", "mbm_assign_on_mkdir",
+//                 "event_filter": {"mbm_total_bytes", "mbm_local_bytes"}},
+//    "groups": [{"name", "closid", "rmid", "mode", "cpus", "mba_event", "dir_mode",
+//                "uid", "gid", "schemata": {"<schema>": {"<domain>": value}},
+//                "assigned": [[domain, "event"]],
+//                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
+//                                "assigned"}]}],   (the default group first, name "")
+//    "threads": [[tid, closid, rmid]]}
+std::string FsImpl::save_state_json() {
+  std::lock_guard<std::mutex> lock(mu_);
+  json j;
+  j["version"] = 1;
+  j["mounted"] = mounted_;
+  j["options"] = {{"cdp", opts_.cdp},
+                  {"cdpl2", opts_.cdpl2},
+                  {"mba_MBps", opts_.mba_mbps},
+                  {"debug", opts_.debug}};
+  j["settings"] = {
+      {"max_threshold_occupancy", threshold_},
+      {"mbm_assign_mode", mbm_event_mode_ ? "mbm_event" : "default"},
+      {"mbm_assign_on_mkdir", assign_on_mkdir_},
+      {"event_filter",
+       {{"mbm_total_bytes", event_filter_total_}, {"mbm_local_bytes", event_filter_local_}}}};
+  auto assigned = [this](const Group& g) {
+    json a = json::array();
+    for (auto& [key, id] : g.cntrs) a.push_back({key.first, event_name(key.second)});
+    return a;
+  };
+  auto dir_fields = [this](const Group& g, json& o) {
+    if (const Node* d = node(g.dir)) {
+      o["dir_mode"] = d->mode & 07777;
+      o["uid"] = d->uid;
+      o["gid"] = d->gid;
+    }
+  };
+  json groups = json::array();
+  if (mounted_) {
+    for (auto& gp : groups_) {
+      const Group& g = *gp;
+      if (g.type != GroupType::kCtrlMon) continue;
+      json o = {{"name", g.name},
+                {"closid", g.closid},
+                {"rmid", g.rmid},
+                {"mode", mode_str(g.mode)},
+                {"cpus", format_cpu_list(g.cpus)},
+                {"mba_event", event_name(g.mba_event)},
+                {"assigned", assigned(g)}};
+      dir_fields(g, o);
+      json sch = json::object();
+      for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
+        const schemata::Schema& s = schemas_.schemas[si];
+        json vals = json::object();
+        for (int d : s.domain_ids)
+          vals[std::to_string(d)] = ctrl_value(static_cast<int>(si), d, g.closid);
+        sch[s.name] = vals;
+      }
+      o["schemata"] = sch;
+      json mons = json::array();
+      for (const Group* m : g.mon_children) {
+        json mo = {{"name", m->name},
+                   {"rmid", m->rmid},
+                   {"cpus", format_cpu_list(m->cpus)},
+                   {"assigned", assigned(*m)}};
+        dir_fields(*m, mo);
+        mons.push_back(mo);
+      }
+      o["mon_groups"] = mons;
+      groups.push_back(o);
+    }
+  }
+  j["groups"] = groups;
+  std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(thread_tags_.begin(), thread_tags_.end());
+  json threads = json::array();
+  for (auto& [tid, tags] : sorted) threads.push_back({tid, tags.first, tags.second});
+  j["threads"] = threads;
+  return j.dump();
+}
+
+Result<void> FsImpl::restore_state_json(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad_state("not a JSON object");
+  if (j.value("version", 0) != 1) return bad_state("unknown version");
+  if (!mounted_) return bad_state("not mounted");
+  if (groups_.size() != 1) return bad_state("the model is not fresh");
+  try {
+    // Global settings first: a mode switch releases every counter.
+    if (j.contains("settings")) {
+      const json& st = j["settings"];
+      uint32_t thr = st.value("max_threshold_occupancy", threshold_);
+      if (thr <= info_.mon.l3_cache_size_bytes || !mon_capable()) threshold_ = thr;
+      bool want_event = st.value("mbm_assign_mode", std::string("default")) == "mbm_event";
+      if (info_.mon.abmc && want_event != mbm_event_mode_)
+        RESCTRLFS_RETURN_IF_ERROR(set_assign_mode(want_event));
+      if (st.contains("event_filter")) {
+        const uint32_t mask = info_.mon.bmec_supported_mask;
+        event_filter_total_ =
+            st["event_filter"].value("mbm_total_bytes", event_filter_total_) & mask;
+        event_filter_local_ =
+            st["event_filter"].value("mbm_local_bytes", event_filter_local_) & mask;
+      }
+      if (mbm_event_mode_) assign_on_mkdir_ = st.value("mbm_assign_on_mkdir", assign_on_mkdir_);
+    }
+    auto parse_cpus = [this](const json& o) -> Result<CpuMask> {
+      Result<CpuMask> m = parse_cpu_list(o.value("cpus", std::string()), info_.nr_cpus);
+      if (!m.ok()) return bad_state("bad cpu list");
+      CpuMask off = *m;
+      off.subtract(info_.online);
+      if (!off.empty()) return bad_state("offline CPUs");
+      return m;
+    };
+    auto make_dir = [this](Group* g, Node* parent, const json& o) {
+      uint32_t mode = o.value("dir_mode", 0755U) & 07777;
+      uid_t uid = o.value("uid", mount_uid_);
+      gid_t gid = o.value("gid", mount_gid_);
+      Node* dir = add_node(parent, g->name, NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
+      build_group_dir(g, dir, mode, uid, gid);
+      reset_group_mbm(g);
+    };
+    auto restore_assigned = [this](Group* g, const json& o) {
+      if (!mbm_event_mode_ || !o.contains("assigned")) return;
+      for (const json& a : o["assigned"]) {
+        int dom = a.at(0).get<int>();
+        std::string ev = a.at(1).get<std::string>();
+        hw::EventId e = ev == "mbm_local_bytes" ? hw::EventId::MBM_LOCAL : hw::EventId::MBM_TOTAL;
+        (void)assign_cntr(g, dom, e);
+      }
+    };
+    std::vector<hw::CtrlUpdate> updates;
+    for (const json& go : j.value("groups", json::array())) {
+      const std::string name = go.value("name", std::string());
+      Group* g = nullptr;
+      if (name.empty()) {
+        g = root_;
+      } else {
+        if (name.size() > 255 || name.find('\n') != std::string::npos ||
+            name.find('/') != std::string::npos || child(root_node_, name) != nullptr)
+          return bad_state("bad group name " + name);
+        uint32_t closid = go.at("closid").get<uint32_t>();
+        if (!closids_.claim(closid))
+          return bad_state("CLOSID " + std::to_string(closid) + " unusable");
+        uint32_t rmid = go.value("rmid", 0U);
+        if (mon_capable() && !rmids_.claim(rmid)) {
+          closids_.free(closid);
+          return bad_state("RMID " + std::to_string(rmid) + " unusable");
+        }
+        g = new_group();
+        g->type = GroupType::kCtrlMon;
+        g->name = name;
+        g->closid = closid;
+        g->rmid = mon_capable() ? rmid : 0;
+        make_dir(g, root_node_, go);
+      }
+      bool ok = true;
+      g->mode = mode_from(go.value("mode", std::string("shareable")), ok);
+      if (!ok) return bad_state("bad mode");
+      std::string ev = go.value("mba_event", std::string());
+      if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))
+        g->mba_event = hw::EventId::MBM_TOTAL;
+      if (ev == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL))
+        g->mba_event = hw::EventId::MBM_LOCAL;
+      if (go.contains("schemata")) {
+        for (auto& [sname, vals] : go["schemata"].items()) {
+          int si = schemas_.find(sname);
+          if (si < 0) return bad_state("unknown schema " + sname);
+          const schemata::Schema& s = schemas_.schemas[si];
+          for (auto& [dom, v] : vals.items()) {
+            int d = std::stoi(dom);
+            uint32_t value = v.get<uint32_t>();
+            if (s.mba_sc) {
+              mbps_target_[{d, g->closid}] = value;
+            } else {
+              updates.push_back({static_cast<hw::ResourceId>(s.resource_index),
+                                 static_cast<hw::ConfType>(s.conf_type), d, g->closid, value});
+            }
+          }
+        }
+      }
+      if (!name.empty()) {
+        RESCTRLFS_ASSIGN_OR_RETURN(CpuMask cpus, parse_cpus(go));
+        for (auto& other : groups_)
+          if (other.get() != g) other->cpus.subtract(cpus);
+        g->cpus = cpus;
+      }
+      restore_assigned(g, go);
+      for (const json& mo : go.value("mon_groups", json::array())) {
+        if (!mon_capable()) return bad_state("MON groups without monitoring");
+        const std::string mname = mo.value("name", std::string());
+        Node* mg = node(g->mon_groups_dir);
+        if (mname.empty() || mname == "mon_groups" || mname.find('/') != std::string::npos ||
+            mg == nullptr || child(mg, mname) != nullptr)
+          return bad_state("bad MON group name " + mname);
+        uint32_t rmid = mo.at("rmid").get<uint32_t>();
+        if (!rmids_.claim(rmid)) return bad_state("RMID " + std::to_string(rmid) + " unusable");
+        Group* m = new_group();
+        m->type = GroupType::kMon;
+        m->name = mname;
+        m->parent = g;
+        m->closid = g->closid;
+        m->rmid = rmid;
+        g->mon_children.push_back(m);
+        make_dir(m, mg, mo);
+        RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, parse_cpus(mo));
+        m->cpus = mcpus;
+        restore_assigned(m, mo);
+      }
+    }
+    // MON groups' CPUs must be within their parent's.
+    for (auto& gp : groups_) {
+      if (gp->type == GroupType::kMon) gp->cpus &= gp->parent->cpus;
+    }
+    RESCTRLFS_RETURN_IF_ERROR(arch_->update_ctrls(updates));
+    for (const json& t : j.value("threads", json::array())) {
+      pid_t tid = t.at(0).get<pid_t>();
+      uint32_t closid = t.at(1).get<uint32_t>(), rmid = t.at(2).get<uint32_t>();
+      if (tasks_ != nullptr && !tasks_->exists(tid)) continue;
+      bool known = false;
+      for (auto& gp : groups_) known = known || (gp->closid == closid && gp->rmid == rmid);
+      if (known) set_thread(tid, closid, rmid);
+    }
+    update_cpu_assoc();
+  } catch (const json::exception& e) {
+    return bad_state(e.what());
+  }
+  return Ok();
 }
 
 }  // namespace internal

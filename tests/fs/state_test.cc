@@ -1,0 +1,70 @@
+// save_state_json()/restore_state_json(): a restored model on a fresh
+// machine shows the same tree, values, CPUs and memberships, and programs
+// the hardware accordingly; bad documents are refused.
+#include <catch2/catch.hpp>
+
+#include "tests/fs/harness.h"
+
+namespace resctrlfs::fs::testing {
+
+TEST_CASE("state: save and restore round trip", "[state]") {
+  SimFixture a("intel-2s");
+  Shell& sa = *a.sh;
+  a.tasks.add(10);
+  a.tasks.add(11);
+  REQUIRE(sa.mkdir("/p0", 0750) == 0);
+  REQUIRE(sa.mkdir("/p0/mon_groups/m") == 0);
+  REQUIRE(sa.mkdir("/mon_groups/r") == 0);
+  CHECK(sa.echo("/schemata", "L3:0=7f0;1=7f0") == 0);
+  CHECK(sa.echo("/p0/schemata", "L3:0=f;1=3\nMB:1=50") == 0);
+  CHECK(sa.echo("/p0/mode", "exclusive") == 0);
+  REQUIRE(sa.mkdir("/p1") == 0);
+  CHECK(sa.echo("/p0/cpus_list", "1-3") == 0);
+  CHECK(sa.echo("/p0/mon_groups/m/cpus_list", "2") == 0);
+  CHECK(sa.echo("/p0/tasks", "10") == 0);
+  CHECK(sa.echo("/p0/mon_groups/m/tasks", "10") == 0);
+  CHECK(sa.echo("/mon_groups/r/tasks", "11") == 0);
+  CHECK(sa.echo("/info/L3_MON/max_threshold_occupancy", "131072") == 0);
+  const std::string saved = a.fs->save_state_json();
+
+  SimFixture b("intel-2s");
+  Shell& sb = *b.sh;
+  b.tasks.add(10);
+  b.tasks.add(11);
+  REQUIRE(b.fs->restore_state_json(saved).ok());
+  for (const char* f :
+       {"/schemata", "/p0/schemata", "/p1/schemata", "/p0/mode", "/p0/cpus_list", "/cpus_list",
+        "/p0/mon_groups/m/cpus_list", "/p0/tasks", "/p0/mon_groups/m/tasks", "/mon_groups/r/tasks",
+        "/tasks", "/info/L3/bit_usage", "/info/L3_MON/max_threshold_occupancy"}) {
+    INFO(f);
+    CHECK(sb.cat(f) == sa.cat(f));
+  }
+  CHECK((sb.stat("/p0").mode & 07777) == 0750);
+  CHECK(b.fs->save_state_json() == saved);
+  // The restored pools continue where the saved ones were.
+  REQUIRE(sb.mkdir("/p2") == 0);
+  CHECK(sb.cat("/p2/schemata") == "    MB:0=100;1=100\n    L3:0=7f0;1=7fc\n");
+  // Hardware: CPU 2 runs with p0's CLOSID and m's RMID.
+  bool seen = false;
+  for (const hw::RegisterValue& r : b.backend.sim->dump_registers()) {
+    if (r.msr == 0xc8f && r.cpu == 2) {
+      seen = true;
+      CHECK((r.value >> 32) == 1);
+    }
+  }
+  CHECK(seen);
+}
+
+TEST_CASE("state: bad documents are refused", "[state]") {
+  SimFixture f("intel-2s");
+  CHECK(f.fs->restore_state_json("not json").error().code == EINVAL);
+  CHECK(f.fs->restore_state_json(R"({"version": 2})").error().code == EINVAL);
+  CHECK(f.fs->restore_state_json(
+                R"({"version": 1, "groups": [{"name": "x", "closid": 99, "rmid": 1}]})")
+            .error()
+            .code == EINVAL);
+  REQUIRE(f.sh->mkdir("/p0") == 0);
+  CHECK(f.fs->restore_state_json(R"({"version": 1})").error().code == EINVAL);  // not fresh
+}
+
+}  // namespace resctrlfs::fs::testing
