@@ -29,8 +29,8 @@ if [ -z "${RESCTRLFS_SANDBOX:-}" ]; then
     echo "FAIL: rdtclient does not build" >&2
     exit 1
   fi
-  export GOWORK
-  "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" --platform host -- bash "$0"
+  export GOWORK RESCTRLFS_CONTROL=$GOWORK/ctl.sock
+  "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" --platform host --control "$RESCTRLFS_CONTROL" -- bash "$0"
   rc=$?
   rm -rf "$GOWORK"
   exit $rc
@@ -47,6 +47,17 @@ echo "== without the per-process mount table goresctrl finds no resctrl"
 out=$("$CLIENT" "$HERE/goresctrl/config.yaml" gold $PID 2>&1)
 check "plain rdtclient fails" test $? -ne 0
 check_match "plain rdtclient cannot find the mount" "$out" 'resctrl|mount'
+
+# A synthetic load on the process, so that the monitoring data goresctrl
+# reads must come from the simulated counters through the tree.
+CTL=$(dirname "$RESCTRLFSD_BIN")/resctrlfsctl
+LOADED=0
+if [ -x "$CTL" ] && [ -S "${RESCTRLFS_CONTROL:-}" ]; then
+  "$CTL" workload --tid $PID --footprint $((2 << 20)) --bandwidth 800 --local 1 >/dev/null && LOADED=1
+  check_eq "synthetic workload attached to pid $PID" $LOADED 1
+else
+  echo "*** no resctrlfsctl or control socket: monitoring values are not checked ***" >&2
+fi
 
 echo "== rdtclient through the sandbox"
 out=$("$SB" -- "$CLIENT" "$HERE/goresctrl/config.yaml" gold $PID 2>"$GOWORK/stderr")
@@ -93,6 +104,14 @@ if [ -d $R/info/L3_MON ]; then
       check_match "monitoring data of mon1, domain $id, $ev read" "$out" "^mon_data [^ ]*mon1 $id $ev [0-9]+\$"
     done
   done
+  if [ $LOADED = 1 ]; then
+    # The workload started before the group existed: its count starts at
+    # the group's creation, and the client read it right after.
+    sleep 1
+    v=$(cat "$mg/mon_data/mon_L3_00/mbm_local_bytes")
+    check "mon1's mbm_local_bytes grows under the load ($v)" test "${v:-0}" -gt 0 2>/dev/null
+    check_match "goresctrl read mon1's LLC occupancy under the load" "$out" '^mon_data [^ ]*mon1 [0-9]+ llc_occupancy [1-9][0-9]*$'
+  fi
 else
   check_match "no monitoring reported" "$out" '^monitoring no$'
 fi

@@ -20,15 +20,18 @@ require_sandbox
 require_daemon
 
 if [ -z "${RESCTRLFS_SANDBOX:-}" ]; then
+  CTLSOCK=/tmp/client-pqos-$$.sock
+  export RESCTRLFS_CONTROL=$CTLSOCK
   if [ "$SOCKETS" = 1 ]; then
-    enter_sandbox --platform host
+    enter_sandbox --platform host --control "$CTLSOCK"
   fi
   [ "$(host_cpus)" -ge 2 ] || skip "two sockets need at least 2 CPUs (host has $(host_cpus))"
   PLATFORM_JSON=$(mktemp /tmp/client-pqos-2s.XXXXXX.json)
   make_platform_json "$PLATFORM_JSON" "$(host_vendor)" 2 full
   echo "== two-socket profile for vendor $(host_vendor):"
   cat "$PLATFORM_JSON"
-  "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" --platform "$PLATFORM_JSON" -- bash "$0" "$@"
+  "$RESCTRLFS_SANDBOX_BIN" --daemon "$RESCTRLFSD_BIN" --platform "$PLATFORM_JSON" \
+    --control "$CTLSOCK" -- bash "$0" "$@"
   rc=$?
   rm -f "$PLATFORM_JSON"
   exit $rc
@@ -52,6 +55,15 @@ PID=$!
 trap 'kill $PID 2>/dev/null; rm -rf "$WORK"' EXIT
 echo "vendor $VENDOR, L3 domains [$L3_IDS], MB domains [$MB_IDS], MB max $MB_MAX, CPUs $ALL_CPUS"
 check_eq "L3 domains as expected for $SOCKETS socket(s)" "$(wc -w <<<"$L3_IDS")" "$SOCKETS"
+
+# pqos 4.5 predates AMD's assignable counters (ABMC): in mbm_event mode its
+# 15 COS groups take the counters and its monitoring groups read
+# "Unassigned". A pqos user on such a machine switches to default mode.
+if [ -f $R/info/L3_MON/mbm_assign_mode ] && grep -q '^\[mbm_event\]' $R/info/L3_MON/mbm_assign_mode; then
+  echo default >$R/info/L3_MON/mbm_assign_mode
+  check_match "ABMC: switched mbm_assign_mode to default for pqos" \
+    "$(cat $R/info/L3_MON/mbm_assign_mode)" '^\[default\]$'
+fi
 
 # group COSk -> its directory (COS0 is the root)
 gdir() { if [ "$1" = 0 ]; then echo $R; else echo $R/COS$1; fi; }
@@ -165,6 +177,20 @@ mon_groups_with() {  # mon_groups_with FILE VALUE: mon groups whose FILE is VALU
     [ -d "$g" ] && [ "$(cat $g/$1 2>/dev/null)" = "$2" ] && echo "$g"
   done
 }
+# Synthetic load through the daemon's control socket, so that the counts
+# pqos prints must come from the simulated counters through the tree.
+CTL=$(dirname "$RESCTRLFSD_BIN")/resctrlfsctl
+LOADED=0
+if [ -x "$CTL" ] && [ -S "${RESCTRLFS_CONTROL:-}" ]; then
+  "$CTL" workload --cpu 0 --footprint $((4 << 20)) --bandwidth 1000 --local 1 &&
+    "$CTL" workload --tid $PID --footprint $((2 << 20)) --bandwidth 500 --local 1 && LOADED=1
+  check_eq "synthetic workloads attached on cpu 0 and pid $PID" $LOADED 1
+else
+  echo "*** no resctrlfsctl or control socket: monitoring values are not checked ***" >&2
+fi
+# last_sample FILE ID: the LLC and MBL columns of ID's last sample line
+# (-m lines: CORE LLC MBL MBR; -p lines: PID CORE LLC MBL MBR)
+last_sample() { awk -v id="$2" '$1 == id {v = $(NF - 2) " " $(NF - 1)} END {print v}' "$1"; }
 $PQ $MON -m "all:0,1" -t 2 -i 5 >"$WORK/m" 2>&1 &
 mpid=$!
 sleep 1
@@ -175,6 +201,11 @@ wait $mpid
 check_eq "pqos -m exit status" $? 0
 cat "$WORK/m" | tail -4
 check_match "-m printed a sample line for core 0" "$(cat "$WORK/m")" '^ +0( +[0-9.]+k?){3}$'
+if [ $LOADED = 1 ]; then
+  read -r llc mbl <<<"$(last_sample "$WORK/m" 0)"
+  check "-m: core 0 (loaded) shows LLC occupancy ($llc KB) and local bandwidth ($mbl MB/s)" \
+    awk -v a="${llc:-0}" -v b="${mbl:-0}" 'BEGIN {exit !(a > 0 && b > 0)}'
+fi
 check_eq "mon groups removed after -m" "$(ls -d $R/mon_groups/pqos-* $R/COS*/mon_groups/pqos-* 2>/dev/null)" ""
 $PQ $MON -p "all:$PID" -t 2 -i 5 >"$WORK/p" 2>&1 &
 mpid=$!
@@ -184,6 +215,11 @@ check_match "while -p runs, pid $PID has a mon group under COS2" "$g" "^$R/COS2/
 wait $mpid
 check_eq "pqos -p exit status" $? 0
 check_match "-p printed a sample line for the pid" "$(cat "$WORK/p")" "^ +$PID +"
+if [ $LOADED = 1 ]; then
+  read -r llc mbl <<<"$(last_sample "$WORK/p" $PID)"
+  check "-p: pid $PID (loaded) shows LLC occupancy ($llc KB) and local bandwidth ($mbl MB/s)" \
+    awk -v a="${llc:-0}" -v b="${mbl:-0}" 'BEGIN {exit !(a > 0 && b > 0)}'
+fi
 check_eq "mon groups removed after -p" "$(ls -d $R/mon_groups/pqos-* $R/COS*/mon_groups/pqos-* 2>/dev/null)" ""
 
 echo "== pqos -R (reset)"
