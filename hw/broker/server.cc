@@ -61,8 +61,7 @@ class BrokerServer::Session : public std::enable_shared_from_this<Session> {
 
 BrokerServer::BrokerServer(asio::io_context& io, std::string socket_path, uid_t allowed_uid,
                            Policy policy, std::shared_ptr<MsrDevice> msr, Logger log)
-    : io_(io),
-      path_(std::move(socket_path)),
+    : path_(std::move(socket_path)),
       allowed_uid_(allowed_uid),
       policy_(std::move(policy)),
       msr_(std::move(msr)),

@@ -37,7 +37,6 @@ class BrokerServer {
   class Session;
   void accept_next();
 
-  boost::asio::io_context& io_;
   std::string path_;
   uid_t allowed_uid_;
   Policy policy_;

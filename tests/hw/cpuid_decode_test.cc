@@ -10,6 +10,8 @@
 #include "hw/backend.h"
 #include "hw/real/msr_backend.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/registers.h"
+#include "recording_msr.h"
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
@@ -234,4 +236,30 @@ TEST_CASE("MBM correction table rows (SKX99/BDF102)") {
     CHECK(c.rmid_threshold == r.threshold);
     CHECK(c.factor == Approx(r.factor));
   }
+}
+
+TEST_CASE("Haswell server L3 CAT is found by probing IA32_L3_MASK_0") {
+  // Haswell-EP (family 6 model 0x3F) does not enumerate CAT in CPUID.
+  class Haswell final : public CpuidSource {
+   public:
+    CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t) const override {
+      if (leaf == 0) return {0xF, 0x756e6547, 0x6c65746e, 0x49656e69};
+      if (leaf == 1) return {0x000306f2, 0, 0, 0};
+      return {};
+    }
+  } src;
+  testing::RecordingMsr probe;
+  PlatformInfo i = decode_platform(src, four_cpus(), &probe);
+  const Resource& l3 = i.res(ResourceId::L3);
+  REQUIRE(l3.alloc_capable);
+  CHECK(l3.num_closid == 4);
+  CHECK(l3.cache.cbm_len == 20);
+  CHECK(l3.cache.shareable_bits == 0xc0000);
+  CHECK(l3.cache.min_cbm_bits == 2);
+  CHECK(probe.log.front() == testing::W(0, IA32_L3_MASK_0, 0xfffff));
+  // Without a probe device (or on other models) nothing is assumed.
+  CHECK_FALSE(decode_platform(src, four_cpus(), nullptr).res(ResourceId::L3).alloc_capable);
+  testing::RecordingMsr failing;
+  failing.fail_in = 0;
+  CHECK_FALSE(decode_platform(src, four_cpus(), &failing).res(ResourceId::L3).alloc_capable);
 }
