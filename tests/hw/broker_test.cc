@@ -3,7 +3,9 @@
 // out-of-range indices, reserved bits and a wrong peer uid are refused and
 // logged), and the real backend's Arch programming through it.
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -226,4 +228,31 @@ TEST_CASE("make_msr_backend refuses a machine without RDT, or fails cleanly with
   INFO(r.error().message);
   CHECK_FALSE(r.error().message.empty());
   CHECK((r.error().code == ENODEV || r.error().code == ENOENT || r.error().code == ECONNREFUSED));
+}
+
+TEST_CASE("resctrl-msrd drops a malformed request and keeps serving others") {
+  BrokerProcess b("intel-2s", ::getuid());
+  {
+    broker::BrokerClient raw(b.socket());
+    REQUIRE(raw.connect().ok());
+  }
+  // A client speaking garbage: bad magic, then an oversized batch.
+  for (uint32_t magic : {0xdeadbeefU, broker::kRequestMagic}) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", b.socket().c_str());
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    broker::WireHeader h{magic, magic == broker::kRequestMagic ? broker::kMaxBatch + 1 : 1};
+    REQUIRE(::send(fd, &h, sizeof(h), MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(h)));
+    char c;
+    CHECK(::recv(fd, &c, 1, 0) == 0);  // the broker closed the connection
+    ::close(fd);
+  }
+  broker::BrokerClient client(b.socket());
+  auto r = client.transact({Op{0, IA32_PQR_ASSOC, 0, OpKind::kRead}});
+  REQUIRE(r.ok());
+  CHECK((*r)[0].err == 0);
+  CHECK(b.log().find("malformed") != std::string::npos);
 }

@@ -204,3 +204,23 @@ TEST_CASE("sim backend programs registers through the Arch") {
   CHECK(r.error().code == EIO);
   CHECK(a.get_ctrl(ResourceId::L3, ConfType::NONE, 0, 1) == 0x7ff);
 }
+
+TEST_CASE("a JSON profile of raw CPUID leaves from a real machine") {
+  Backend b = make(std::string(RESCTRLFS_HW_TEST_DATA) + "/profile-xeon-gold-6252.json");
+  const PlatformInfo& i = b.arch->info();
+  CHECK(i.model == 0x55);
+  CHECK(i.nr_cpus == 4);
+  const Resource& l3 = i.res(ResourceId::L3);
+  CHECK(l3.cache.full_mask() == 0x7ff);
+  CHECK(l3.cache.shareable_bits == 0x600);
+  CHECK(l3.cache.cache_size_bytes == 37486592);  // from leaf 4, not the profile
+  CHECK(l3.ctrl_domains.size() == 2);
+  CHECK(i.res(ResourceId::MB).num_closid == 8);
+  CHECK(i.mon.num_rmids == 208);
+  CHECK(i.mon.default_threshold == 106496);
+  // The simulated hardware enforces the dump's limits.
+  CHECK(b.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 1, 7, 10}}).ok());
+  CHECK(reg(*b.sim, 2, x86::IA32_L2_QOS_EXT_BW_THRTL_0 + 7) == 90);
+  CHECK(b.arch->set_cpu_assoc(3, 15, 207).ok());
+  CHECK_FALSE(b.arch->set_cpu_assoc(3, 16, 0).ok());
+}
