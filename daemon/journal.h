@@ -1,0 +1,120 @@
+// Defines StateJournal, the durable record of the resctrl model that lets a
+// restarted resctrlfsd (after a crash or kill -9) restore the tree and
+// re-program the hardware, plus the record encoding it uses.
+//
+// Design: one snapshot file, replaced atomically. Every committed command
+// writes the whole model (fs::Filesystem::save_state_json, a few KB) to
+// `<dir>/state.journal.tmp`, fsyncs it, renames it over
+// `<dir>/state.journal` and fsyncs the directory, before the command's
+// reply leaves the daemon. The model is small and already serialised as a
+// whole, so a snapshot costs the same as a log record, needs no compaction
+// or replay, and the file on disk is always exactly one complete state:
+// the old one or the new one, never a mix.
+//
+// Record format (text header, then the body):
+//   resctrlfs-state 1\n
+//   generation <N>\n        strictly increasing, starts at 1
+//   length <L>\n            bytes of body
+//   crc32c <8 hex>\n        CRC-32C of the body
+//   \n
+//   <body>                  {"platform": "<name>", "fs": <model document>}
+// A record that is cut short (torn), has trailing bytes, a bad header or a
+// checksum mismatch is corrupt. A corrupt journal is never applied, not
+// even in part: the daemon refuses to start and says which file to move
+// away (see open_and_restore). That choice keeps an operator's
+// configuration from silently disappearing; a fresh start is one `mv` away.
+//
+// Threading: not synchronised; used from the daemon's event loop only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "fs/filesystem.h"
+
+namespace resctrlfs::daemon {
+
+inline constexpr const char* kJournalFile = "state.journal";
+inline constexpr const char* kJournalTmpFile = "state.journal.tmp";
+// A journal larger than this is not read (a model with 100k threads is ~2 MB).
+inline constexpr size_t kMaxJournalBytes = 64 * 1024 * 1024;
+
+// CRC-32C (Castagnoli), as used by ext4 and iSCSI.
+uint32_t crc32c(std::string_view data);
+
+struct JournalRecord {
+  uint64_t generation = 0;
+  std::string body;
+};
+
+std::string encode_journal_record(const JournalRecord& rec);
+// EBADMSG with a message naming what is wrong ("torn", "checksum", ...).
+Result<JournalRecord> decode_journal_record(std::string_view bytes);
+
+// The journal body: the platform name and the model document.
+std::string make_journal_body(std::string_view platform, std::string_view fs_state);
+struct JournalBody {
+  std::string platform;
+  std::string fs_state;  // the model document, serialised
+};
+Result<JournalBody> parse_journal_body(std::string_view body);
+
+class StateJournal {
+ public:
+  ~StateJournal();
+  StateJournal(const StateJournal&) = delete;
+  StateJournal& operator=(const StateJournal&) = delete;
+
+  // Opens the journal directory (created 0700 if missing) and removes a
+  // temporary file a crash may have left. Does not read the journal.
+  static Result<std::unique_ptr<StateJournal>> open(const std::string& dir);
+
+  // Start-up: opens the journal in `dir` and, if it holds a state, restores
+  // it onto `fs` (freshly mounted) with restore_state_json(), which also
+  // re-programs the hardware and re-attaches the threads still alive. Then
+  // commits the restored state at once (dead threads dropped). Fails, and
+  // the daemon must not start, when the journal is corrupt, belongs to
+  // another platform or mount options, or cannot be applied; the file is
+  // left in place for inspection.
+  static Result<std::unique_ptr<StateJournal>> open_and_restore(const std::string& dir,
+                                                                const std::string& platform,
+                                                                fs::Filesystem& fs);
+
+  // Reads the journal. nullopt when there is none; EBADMSG when corrupt.
+  // Later commits continue from its generation.
+  Result<std::optional<JournalRecord>> load();
+
+  // Makes `body` durable as the next generation (temp file, fsync, rename,
+  // directory fsync). A body equal to the last one committed or loaded is
+  // not written again.
+  Result<void> commit(const std::string& body);
+  // commit(make_journal_body(platform, fs.save_state_json())).
+  Result<void> commit_state(const std::string& platform, fs::Filesystem& fs);
+
+  // Removes the journal: the clean unmount resets resctrl, so nothing is
+  // to be restored after it.
+  Result<void> clear();
+
+  uint64_t generation() const { return generation_; }
+  const std::string& path() const { return path_; }
+  // Number of records written by this object (for tests and status).
+  uint64_t writes() const { return writes_; }
+
+ private:
+  StateJournal(std::string dir, int dir_fd);
+  Result<void> fsync_dir();
+
+  std::string dir_;
+  std::string path_;
+  std::string tmp_path_;
+  int dir_fd_ = -1;
+  uint64_t generation_ = 0;
+  uint64_t writes_ = 0;
+  std::optional<std::string> last_body_;
+};
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,279 @@
+// Tests of the state journal (daemon/journal.h): the record encoding
+// detects every torn prefix and every flipped bit, commits are atomic and
+// monotonic, a leftover temporary file is ignored, and start-up refuses a
+// journal that is corrupt, foreign or unrestorable instead of applying
+// part of it.
+#include "daemon/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace resctrlfs::daemon {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/resctrlfs-journal-test.XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { stdfs::remove_all(path); }
+  std::string path;
+};
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& p, const std::string& data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+// A Filesystem that only records what the journal asks of it.
+class StateOnlyFs final : public fs::Filesystem {
+ public:
+  std::string state = R"({"options":{"cdp":false},"groups":[]})";
+  std::optional<std::string> restored;
+  bool fail_restore = false;
+
+  Result<void> mount(const fs::MountOptions&) override { return Ok(); }
+  void unmount() override {}
+  Result<fs::Attr> lookup(fs::Ino, std::string_view) override { return Error::make(ENOENT); }
+  Result<fs::Attr> getattr(fs::Ino) override { return Error::make(ENOENT); }
+  Result<std::vector<fs::DirEntry>> readdir(fs::Ino) override { return Error::make(ENOENT); }
+  Result<fs::Attr> setattr(fs::Ino, const uint32_t*, const uid_t*, const gid_t*) override {
+    return Error::make(ENOENT);
+  }
+  Result<fs::OpenFile> open(fs::Ino, int, const fs::Caller&) override {
+    return Error::make(ENOENT);
+  }
+  Result<size_t> write(fs::Ino, std::string_view, const fs::Caller&) override {
+    return Error::make(ENOENT);
+  }
+  Result<fs::Attr> create(fs::Ino, std::string_view) override { return Error::make(EACCES); }
+  Result<void> unlink(fs::Ino, std::string_view) override { return Error::make(EPERM); }
+  Result<fs::Attr> mkdir(fs::Ino, std::string_view, uint32_t, const fs::Caller&) override {
+    return Error::make(ENOENT);
+  }
+  Result<void> rmdir(fs::Ino, std::string_view) override { return Error::make(ENOENT); }
+  Result<void> rename(fs::Ino, std::string_view, fs::Ino, std::string_view, unsigned) override {
+    return Error::make(ENOENT);
+  }
+  void forget(fs::Ino, uint64_t) override {}
+  void tick(std::chrono::steady_clock::time_point) override {}
+  void on_fork(pid_t, pid_t) override {}
+  void on_exit(pid_t) override {}
+  std::string status_json() override { return "{}"; }
+  std::string save_state_json() override { return state; }
+  Result<void> restore_state_json(const std::string& json) override {
+    if (fail_restore) return Error::make(EINVAL, "state: does not fit");
+    restored = json;
+    state = json;
+    return Ok();
+  }
+};
+
+TEST_CASE("crc32c matches the standard check value", "[journal]") {
+  CHECK(crc32c("123456789") == 0xE3069283U);
+  CHECK(crc32c("") == 0U);
+}
+
+TEST_CASE("a record round-trips", "[journal]") {
+  JournalRecord rec{42, R"({"platform":"intel-2s","fs":{"x":[1,2,3]}})"};
+  std::string bytes = encode_journal_record(rec);
+  Result<JournalRecord> back = decode_journal_record(bytes);
+  REQUIRE(back.ok());
+  CHECK(back->generation == 42);
+  CHECK(back->body == rec.body);
+}
+
+TEST_CASE("every torn prefix of a record is detected", "[journal]") {
+  const std::string bytes = encode_journal_record({7, R"({"platform":"p","fs":{"a":1}})"});
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Result<JournalRecord> r = decode_journal_record(std::string_view(bytes).substr(0, n));
+    INFO("prefix of " << n << " bytes");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EBADMSG);
+  }
+  CHECK_FALSE(decode_journal_record(bytes + "x").ok());
+}
+
+TEST_CASE("every flipped bit of a record is detected", "[journal]") {
+  const std::string bytes = encode_journal_record({3, R"({"platform":"p","fs":{"g":"abc"}})"});
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = bytes;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
+      Result<JournalRecord> r = decode_journal_record(bad);
+      // A flip inside a decimal digit of the generation can give another
+      // valid generation with an intact body; the body is what matters.
+      if (r.ok()) {
+        INFO("byte " << i << " bit " << bit);
+        CHECK(r->body == decode_journal_record(bytes)->body);
+        CHECK(bytes.compare(0, 18, bad, 0, 18) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("journal bodies name their platform", "[journal]") {
+  std::string body = make_journal_body("amd-2s", R"({"groups":[]})");
+  Result<JournalBody> b = parse_journal_body(body);
+  REQUIRE(b.ok());
+  CHECK(b->platform == "amd-2s");
+  CHECK(b->fs_state == R"({"groups":[]})");
+  CHECK_FALSE(parse_journal_body("[]").ok());
+  CHECK_FALSE(parse_journal_body(R"({"platform":1,"fs":{}})").ok());
+  CHECK_FALSE(parse_journal_body(R"({"platform":"p"})").ok());
+}
+
+TEST_CASE("commits are durable, monotonic and deduplicated", "[journal]") {
+  TempDir dir;
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  auto loaded = (*j)->load();
+  REQUIRE(loaded.ok());
+  CHECK_FALSE(loaded->has_value());
+
+  REQUIRE((*j)->commit("one").ok());
+  CHECK((*j)->generation() == 1);
+  REQUIRE((*j)->commit("one").ok());  // unchanged: not rewritten
+  CHECK((*j)->generation() == 1);
+  CHECK((*j)->writes() == 1);
+  REQUIRE((*j)->commit("two").ok());
+  CHECK((*j)->generation() == 2);
+  CHECK_FALSE(stdfs::exists(dir.path + "/" + kJournalTmpFile));
+
+  // A new process continues the generations where the file left them.
+  auto j2 = StateJournal::open(dir.path);
+  REQUIRE(j2.ok());
+  auto rec = (*j2)->load();
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->body == "two");
+  CHECK((*rec)->generation == 2);
+  REQUIRE((*j2)->commit("three").ok());
+  CHECK((*j2)->generation() == 3);
+
+  REQUIRE((*j2)->clear().ok());
+  CHECK_FALSE(stdfs::exists((*j2)->path()));
+  auto j3 = StateJournal::open(dir.path);
+  REQUIRE(j3.ok());
+  auto none = (*j3)->load();
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+}
+
+TEST_CASE("a temporary file left by a crash is ignored and removed", "[journal]") {
+  TempDir dir;
+  {
+    auto j = StateJournal::open(dir.path);
+    REQUIRE(j.ok());
+    REQUIRE((*j)->commit("committed").ok());
+  }
+  // A crash between writing the temporary file and the rename.
+  write_file(dir.path + "/" + kJournalTmpFile, "resctrlfs-state 1\ngeneration 2\nlen");
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  CHECK_FALSE(stdfs::exists(dir.path + "/" + kJournalTmpFile));
+  auto rec = (*j)->load();
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->body == "committed");
+}
+
+TEST_CASE("the journal directory is created private", "[journal]") {
+  TempDir dir;
+  const std::string sub = dir.path + "/state";
+  REQUIRE(StateJournal::open(sub).ok());
+  CHECK((stdfs::status(sub).permissions() & stdfs::perms::all) == stdfs::perms::owner_all);
+  CHECK_FALSE(StateJournal::open("").ok());
+}
+
+TEST_CASE("start-up restores a valid journal and commits at once", "[journal]") {
+  TempDir dir;
+  StateOnlyFs before;
+  before.state = R"({"options":{"cdp":false},"groups":["g1"]})";
+  {
+    auto j = StateJournal::open(dir.path);
+    REQUIRE(j.ok());
+    REQUIRE((*j)->commit_state("intel-2s", before).ok());
+  }
+  StateOnlyFs after;
+  auto j = StateJournal::open_and_restore(dir.path, "intel-2s", after);
+  REQUIRE(j.ok());
+  REQUIRE(after.restored.has_value());
+  CHECK(nlohmann::json::parse(*after.restored) == nlohmann::json::parse(before.state));
+  CHECK((*j)->generation() <= 2);
+}
+
+TEST_CASE("start-up refuses a journal it cannot apply whole", "[journal]") {
+  TempDir dir;
+  StateOnlyFs saved;
+  {
+    auto j = StateJournal::open(dir.path);
+    REQUIRE(j.ok());
+    REQUIRE((*j)->commit_state("intel-2s", saved).ok());
+  }
+  const std::string path = dir.path + "/" + kJournalFile;
+  const std::string good = read_file(path);
+
+  SECTION("corrupt") {
+    std::string bad = good;
+    bad[bad.size() - 3] ^= 0x20;
+    write_file(path, bad);
+    StateOnlyFs fs;
+    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().code == EBADMSG);
+    CHECK(j.error().message.find("checksum") != std::string::npos);
+    CHECK(j.error().message.find("refusing to start") != std::string::npos);
+    CHECK_FALSE(fs.restored.has_value());
+    CHECK(read_file(path) == bad);  // kept for inspection
+  }
+  SECTION("torn") {
+    write_file(path, good.substr(0, good.size() / 2));
+    StateOnlyFs fs;
+    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().message.find("torn") != std::string::npos);
+    CHECK_FALSE(fs.restored.has_value());
+  }
+  SECTION("another platform") {
+    StateOnlyFs fs;
+    auto j = StateJournal::open_and_restore(dir.path, "amd-2s", fs);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().message.find("intel-2s") != std::string::npos);
+    CHECK_FALSE(fs.restored.has_value());
+  }
+  SECTION("other mount options") {
+    StateOnlyFs fs;
+    fs.state = R"({"options":{"cdp":true},"groups":[]})";
+    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().message.find("mount options") != std::string::npos);
+    CHECK_FALSE(fs.restored.has_value());
+  }
+  SECTION("restore fails") {
+    StateOnlyFs fs;
+    fs.fail_restore = true;
+    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().message.find("cannot be restored") != std::string::npos);
+    CHECK(read_file(path) == good);
+  }
+}
+
+}  // namespace
+}  // namespace resctrlfs::daemon
