@@ -269,13 +269,17 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, EBADF);
       return;
     }
-    if (off == 0 && h->served) {
+    // seq_file runs show again when a read starts over at offset 0; a file
+    // whose rendering failed at open fails each read the same way until a
+    // rendering succeeds.
+    if (h->file.read_errno != 0 || (off == 0 && h->served)) {
       Result<std::string> r = s->fs.render(h->file.ino, caller(req));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
       }
       h->file.snapshot = std::move(r).value();
+      h->file.read_errno = 0;
     }
     h->served = true;
     const std::string& snap = h->file.snapshot;
