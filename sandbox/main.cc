@@ -78,6 +78,15 @@ std::string host_vendor() {
   return v;
 }
 
+// Where the staging directory goes: $TMPDIR if it is a directory, else /tmp.
+// It is the only thing the sandbox creates on the host's filesystem.
+std::string staging_parent() {
+  const char* t = std::getenv("TMPDIR");
+  std::error_code ec;
+  if (t && *t == '/' && std::filesystem::is_directory(t, ec)) return t;
+  return "/tmp";
+}
+
 bool is_executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
 Result<std::string> find_daemon(const Options& o) {
@@ -244,7 +253,7 @@ Result<void> Sandbox::setup() {
     }
   }
   RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
-  RESCTRLFS_ASSIGN_OR_RETURN(staging_, make_staging_dir("/tmp"));
+  RESCTRLFS_ASSIGN_OR_RETURN(staging_, make_staging_dir(staging_parent()));
   RESCTRLFS_RETURN_IF_ERROR(cover_sys_fs(staging_));
   RESCTRLFS_RETURN_IF_ERROR(start_daemon());
   RESCTRLFS_RETURN_IF_ERROR(wait_mounted());

@@ -13,8 +13,12 @@ SB=$RESCTRLFS_SANDBOX_BIN
 FAKE="$(dirname "$0")/fake_resctrlfsd.sh"
 WORK=$(mktemp -d /tmp/client-sandbox.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
+# The sandbox creates its staging directory in $TMPDIR: a private one lets
+# this test see exactly what its own sandboxes leave behind.
+export TMPDIR=$WORK/tmp
+mkdir "$TMPDIR"
 
-staging_dirs() { ls -d /tmp/resctrlfs-sandbox.* 2>/dev/null | sort; }
+staging_dirs() { ls -d "$TMPDIR"/resctrlfs-sandbox.* 2>/dev/null | sort; }
 BEFORE_STAGING=$(staging_dirs)
 
 # Checks that the daemon whose pid COMMAND printed is gone, that no staging
@@ -141,11 +145,12 @@ if [ "$ncpu" -ge 2 ]; then
   last=$((ncpu - 1))
   t=/sys/devices/system/cpu/cpu$last
   l3=$(grep -l '^3$' $t/cache/index*/level | head -1 | xargs dirname)
+  host_before=$(cat $t/topology/physical_package_id $l3/id)
   out=$(run --platform "$WORK/two.json" -- cat $t/topology/physical_package_id $l3/id $l3/shared_cpu_list /sys/devices/system/cpu/cpu0/topology/physical_package_id)
   check_eq "two-socket platform: cpu$last is in package 1 with L3 id 1, cpu0 in package 0" \
     "$out" "$(printf '1\n1\n%s\n0' "$(seq -s, $((ncpu / 2 + ncpu % 2)) $last | sed -E 's/^([0-9]+),.*,([0-9]+)$/\1-\2/;s/^([0-9]+),([0-9]+)$/\1-\2/')")"
   check_eq "two-socket platform: the host's sysfs is unchanged" \
-    "$(cat $t/topology/physical_package_id $l3/id)" "$(printf '0\n0')"
+    "$(cat $t/topology/physical_package_id $l3/id)" "$host_before"
 else
   echo "(one CPU: two-socket topology not checked)"
 fi
@@ -179,5 +184,24 @@ else
   done
   check_match "real daemon: info/L3 exists" "$out" '^L3$'
   check_clean "real daemon" "$(sed -n 's/^pid=//p' <<<"$out")"
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -o cdp,mba_MBps -- sh -c \
+    'cat /proc/$$/mounts; ls /sys/fs/resctrl/info' 2>/dev/null)
+  check_match "real daemon, -o cdp,mba_MBps: COMMAND's table shows the options" "$out" \
+    '^resctrl /sys/fs/resctrl resctrl rw[^ ]*,cdp,mba_MBps 0 0$'
+  check_match "real daemon, -o cdp: the tree has info/L3CODE" "$out" '^L3CODE$'
+  "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/cmt.json" -o cdp -- true 2>"$WORK/stderr"
+  check_eq "real daemon refusing -o cdp on a platform without CAT gives 125" $? 125
+  check_match "the refusal is reported" "$(cat "$WORK/stderr")" 'exited before mounting'
+  rm -f "$WORK/pid"
+  "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- \
+    sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
+  sbpid=$!
+  for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+  kill -KILL "$sbpid"
+  wait "$sbpid" 2>/dev/null
+  for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do
+    for i in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+  done
+  check_clean "real daemon, after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
 fi
 finish
