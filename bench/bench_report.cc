@@ -74,19 +74,28 @@ const ScaleResult* scale_at(const Report& r, const std::string& target, int coun
 // of every operation that sends the daemon at least one request per call.
 // Operations the kernel serves from its caches (stat, warm readdir) are left
 // out of the total: the daemon's idle housekeeping would be divided by ~0.
-double cpu_per_request_us(const Report& r, const std::string& target, const std::string& op) {
+double cpu_per_request_us(const Report& r, const std::string& target, const std::string& op,
+                          bool subtract_idle = true) {
+  double idle_ns_per_us = 0;
+  if (subtract_idle) {
+    auto ip = r.idle_cpu_ns_per_s.find("pinned");
+    if (ip != r.idle_cpu_ns_per_s.end() && ip->second.count(target)) {
+      idle_ns_per_us = ip->second.at(target) / 1e6;
+    }
+  }
   auto p = r.daemon_cpu.find("pinned");
   if (p == r.daemon_cpu.end()) return NAN;
   auto t = p->second.find(1);
   if (t == p->second.end()) return NAN;
-  uint64_t ns = 0, reqs = 0;
+  double ns = 0;
+  uint64_t reqs = 0;
   for (auto& [o, by_target] : t->second) {
     if (!op.empty() && o != op) continue;
     auto it = by_target.find(target);
     if (it == by_target.end()) continue;
     const Report::DaemonCpu& d = it->second;
     if (op.empty() && d.requests < d.calls) continue;
-    ns += d.ns;
+    ns += std::max(0.0, d.ns - idle_ns_per_us * d.wall_us);
     reqs += d.requests;
   }
   return reqs ? ns / 1e3 / reqs : NAN;
@@ -159,7 +168,9 @@ std::vector<Verdict> verdicts(const Report& r) {
   v.push_back({.name = "daemon CPU per request (us)",
                .value = cpu_per_request_us(r, "resctrlfs", ""),
                .limit = 3.0,
-               .detail = "floor in the same run: " +
+               .detail = "idle CPU subtracted; without: " +
+                         fmt("%.2f", cpu_per_request_us(r, "resctrlfs", "", false)) +
+                         " us; floor in the same run: " +
                          fmt("%.2f", cpu_per_request_us(r, "floor", "")) + " us"});
   return v;
 }
@@ -278,6 +289,15 @@ void print_report(const Report& r, FILE* out) {
   fprintf(out, "%-27s resctrlfs %8s   floor %8s\n", "ops with >= 1 request/call",
           fmt("%.2f", cpu_per_request_us(r, "resctrlfs", "")).c_str(),
           fmt("%.2f", cpu_per_request_us(r, "floor", "")).c_str());
+  fprintf(out, "%-27s resctrlfs %8s   floor %8s\n", "  same, idle not subtracted",
+          fmt("%.2f", cpu_per_request_us(r, "resctrlfs", "", false)).c_str(),
+          fmt("%.2f", cpu_per_request_us(r, "floor", "", false)).c_str());
+  for (auto& [placement, by_target] : r.idle_cpu_ns_per_s) {
+    for (auto& [t, ns] : by_target) {
+      fprintf(out, "idle daemon CPU (%s, %s): %.2f ms/s (proc connector events, timers)\n",
+              t.c_str(), placement.c_str(), ns / 1e6);
+    }
+  }
 
   if (!r.scale.empty()) {
     fprintf(out, "\n## scale (pinned): N MON groups x domains x 3 events\n");
@@ -367,7 +387,10 @@ bool write_json(const Report& r, const std::string& path) {
   for (const char* t : {"resctrlfs", "floor"}) {
     double v = cpu_per_request_us(r, t, "");
     if (!std::isnan(v)) j["daemon_cpu_us_per_request"][t]["all"] = v;
+    v = cpu_per_request_us(r, t, "", false);
+    if (!std::isnan(v)) j["daemon_cpu_us_per_request"][t]["all_idle_not_subtracted"] = v;
   }
+  j["idle_daemon_cpu_ns_per_s"] = r.idle_cpu_ns_per_s;
   for (auto& [t, rows] : r.scale) {
     for (const ScaleResult& s : rows) {
       j["scale"][t].push_back({{"groups", s.groups},

@@ -29,7 +29,12 @@ struct Report {
   // Daemon CPU time and FUSE requests over the timed calls of one operation.
   struct DaemonCpu {
     uint64_t ns = 0, requests = 0, calls = 0;
+    double wall_us = 0;  // how long the measurement window was
   };
+  // placement -> target -> daemon CPU ns per second with no requests (proc
+  // connector events of the whole machine, timers): subtracted from the
+  // per-request figure, and reported.
+  std::map<std::string, std::map<std::string, double>> idle_cpu_ns_per_s;
   // placement -> client threads -> op -> target -> totals over runs
   std::map<std::string, std::map<int, std::map<std::string, std::map<std::string, DaemonCpu>>>>
       daemon_cpu;
@@ -45,8 +50,10 @@ struct Report {
     samples[placement][threads][op][target].push_back(s);
   }
   void add_daemon_cpu(const std::string& placement, int threads, const std::string& op,
-                      const std::string& target, uint64_t ns, uint64_t reqs, uint64_t calls) {
+                      const std::string& target, uint64_t ns, uint64_t reqs, uint64_t calls,
+                      double wall_us) {
     DaemonCpu& d = daemon_cpu[placement][threads][op][target];
+    d.wall_us += wall_us;
     d.ns += ns;
     d.requests += reqs;
     d.calls += calls;

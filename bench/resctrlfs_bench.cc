@@ -202,6 +202,16 @@ int run(const Options& o) {
     }
     fprintf(stderr, "== placement %s: daemons and client %s\n", placement.c_str(),
             pinned ? ("pinned to CPU " + std::to_string(o.cpu)).c_str() : "not pinned");
+    // The daemon's CPU with no requests at all: what the rest of the machine
+    // (forks and exits reported by the proc connector) and timers cost it.
+    for (const Target* t : targets) {
+      if (!t->fuse()) continue;
+      uint64_t c0 = process_cpu_ns(t->pid);
+      double w0 = now_us();
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      rep.idle_cpu_ns_per_s[placement][t->name] =
+          (process_cpu_ns(t->pid) - c0) / ((now_us() - w0) / 1e6);
+    }
     for (int th : o.threads) {
       for (int r = 0; r < runs; ++r) {
         for (const OpInfo& info : all_ops()) {
@@ -216,6 +226,7 @@ int run(const Options& o) {
             if (groups && t->fuse()) count = std::min(count, 600);
             if (groups) pacer.before(*t);
             uint64_t cpu0 = t->fuse() ? process_cpu_ns(t->pid) : 0;
+            double wall0 = now_us();
             if (t->fuse()) reset_request_counts(t->control);
             int warmup = std::min(200, count / 10);
             Sample s = time_op(*op, th, warmup, count, cpu);
@@ -228,7 +239,8 @@ int run(const Options& o) {
               }
               // The counters were reset before the warm-up: count its calls too.
               uint64_t calls = s.error.empty() ? static_cast<uint64_t>(warmup + count) * th : 0;
-              rep.add_daemon_cpu(placement, th, info.key, t->name, cpu_ns, reqs, calls);
+              rep.add_daemon_cpu(placement, th, info.key, t->name, cpu_ns, reqs, calls,
+                                 now_us() - wall0);
             }
             rep.add(placement, th, info.key, t->name, s);
             if (groups) pacer.after(*t);
