@@ -18,7 +18,7 @@ namespace resctrlfs::daemon {
 
 namespace {
 
-constexpr std::string_view kMagic = "resctrlfs-state 1\n";
+constexpr const char* kFormat = "resctrlfs-state";
 
 std::array<uint32_t, 256> make_crc_table() {
   std::array<uint32_t, 256> t{};
@@ -35,20 +35,6 @@ Error corrupt(const std::string& why) { return Error::make(EBADMSG, why); }
 Error sys_error(const std::string& what, const std::string& path) {
   const int e = errno;
   return Error::make(e, "state journal: " + what + " " + path + ": " + std::strerror(e));
-}
-
-// Parses "<key> <decimal>\n" at the front of `in`.
-bool take_field(std::string_view& in, std::string_view key, uint64_t& out, int base = 10) {
-  if (in.substr(0, key.size()) != key || in.size() <= key.size() || in[key.size()] != ' ')
-    return false;
-  in.remove_prefix(key.size() + 1);
-  const size_t nl = in.find('\n');
-  if (nl == std::string_view::npos || nl == 0 || nl > 20) return false;
-  std::string_view num = in.substr(0, nl);
-  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), out, base);
-  if (ec != std::errc() || ptr != num.data() + num.size()) return false;
-  in.remove_prefix(nl + 1);
-  return true;
 }
 
 Result<void> write_all(int fd, std::string_view data, const std::string& path) {
@@ -73,36 +59,42 @@ uint32_t crc32c(std::string_view data) {
 }
 
 std::string encode_journal_record(const JournalRecord& rec) {
-  char head[128];
-  std::snprintf(head, sizeof(head), "generation %llu\nlength %zu\ncrc32c %08x\n\n",
-                static_cast<unsigned long long>(rec.generation), rec.body.size(), crc32c(rec.body));
-  std::string out(kMagic);
-  out += head;
-  out += rec.body;
-  return out;
+  char crc[16];
+  std::snprintf(crc, sizeof(crc), "%08x", crc32c(rec.body));
+  nlohmann::json j = {{"format", kFormat},         {"version", 1},  {"generation", rec.generation},
+                      {"length", rec.body.size()}, {"crc32c", crc}, {"body", rec.body}};
+  return j.dump() + "\n";
 }
 
 Result<JournalRecord> decode_journal_record(std::string_view in) {
-  if (in.empty()) return corrupt("empty file (torn before the header)");
-  if (in.substr(0, kMagic.size()) != kMagic) {
-    if (kMagic.substr(0, in.size()) == in) return corrupt("torn inside the header");
-    return corrupt("not a resctrlfs state journal (bad magic)");
-  }
-  in.remove_prefix(kMagic.size());
+  if (in.empty()) return corrupt("empty file (torn before the first byte)");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corrupt("torn or not JSON");
+  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+    return corrupt("not a resctrlfs state journal");
+  auto gen = j.find("generation");
+  auto len = j.find("length");
+  auto crc = j.find("crc32c");
+  auto body = j.find("body");
+  auto ver = j.find("version");
+  if (ver == j.end() || *ver != 1) return corrupt("unsupported version");
+  if (gen == j.end() || !gen->is_number_unsigned() || gen->get<uint64_t>() == 0 || len == j.end() ||
+      !len->is_number_unsigned() || crc == j.end() || !crc->is_string() || body == j.end() ||
+      !body->is_string())
+    return corrupt("bad envelope");
   JournalRecord rec;
-  uint64_t length = 0, crc = 0;
-  if (!take_field(in, "generation", rec.generation) || rec.generation == 0 ||
-      !take_field(in, "length", length) || !take_field(in, "crc32c", crc, 16) || crc > UINT32_MAX ||
-      in.empty() || in[0] != '\n')
-    return corrupt("bad or torn header");
-  in.remove_prefix(1);
-  if (in.size() < length) {
-    return corrupt("torn: body has " + std::to_string(in.size()) + " of " + std::to_string(length) +
-                   " bytes");
+  rec.generation = gen->get<uint64_t>();
+  rec.body = body->get<std::string>();
+  if (rec.body.size() != len->get<uint64_t>()) {
+    return corrupt("length mismatch: body has " + std::to_string(rec.body.size()) + " of " +
+                   std::to_string(len->get<uint64_t>()) + " bytes");
   }
-  if (in.size() > length) return corrupt("trailing bytes after the body");
-  if (crc32c(in) != crc) return corrupt("checksum mismatch");
-  rec.body = std::string(in);
+  uint64_t want = 0;
+  const std::string hex = crc->get<std::string>();
+  auto [ptr, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), want, 16);
+  if (hex.size() != 8 || ec != std::errc() || ptr != hex.data() + hex.size())
+    return corrupt("bad envelope");
+  if (crc32c(rec.body) != want) return corrupt("checksum mismatch");
   return rec;
 }
 
@@ -224,46 +216,72 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
                                                                      const std::string& platform,
                                                                      fs::Filesystem& fs) {
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<StateJournal> j, open(dir));
-  const std::string refuse = "; refusing to start so that it is not half-applied or lost (move " +
-                             j->path() + " away to start with a fresh resctrl tree)";
+  // Why the journal cannot be applied, or empty.
+  std::string why;
+  uint64_t generation = 0;
+  bool touched_fs = false;
+  // The options of the fresh mount, to mount again if a restore fails.
+  const nlohmann::json fresh = nlohmann::json::parse(fs.save_state_json(), nullptr, false);
+  fs::MountOptions opts;
+  if (fresh.is_object() && fresh.contains("options") && fresh["options"].is_object()) {
+    const nlohmann::json& o = fresh["options"];
+    opts.cdp = o.value("cdp", false);
+    opts.cdpl2 = o.value("cdpl2", false);
+    opts.mba_mbps = o.value("mba_MBps", false);
+    opts.debug = o.value("debug", false);
+  }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {
-    return Error::make(rec.error().code, "state journal " + j->path() +
-                                             " is corrupt: " + rec.error().message + refuse);
-  }
-  if (!rec->has_value()) {
+    why = "corrupt: " + rec.error().message;
+  } else if (!rec->has_value()) {
     spdlog::info("state journal {}: none, starting with a fresh tree", j->path());
     return j;
+  } else {
+    generation = (*rec)->generation;
+    Result<JournalBody> body = parse_journal_body((*rec)->body);
+    if (!body.ok()) {
+      why = "corrupt: " + body.error().message;
+    } else if (body->platform != platform) {
+      why = "written for platform '" + body->platform + "', this daemon runs '" + platform + "'";
+    } else {
+      // The mount options are part of what the state means (CDP splits
+      // the schemata): they must be the ones this daemon mounted with.
+      const nlohmann::json saved = nlohmann::json::parse(body->fs_state, nullptr, false);
+      if (saved.is_object() && fresh.is_object() && saved.contains("options") &&
+          fresh.contains("options") && saved["options"] != fresh["options"]) {
+        why = "written with mount options " + saved["options"].dump() +
+              ", this daemon mounted with " + fresh["options"].dump();
+      } else {
+        touched_fs = true;
+        Result<void> r = fs.restore_state_json(body->fs_state);
+        if (!r.ok()) why = "cannot be restored: " + r.error().message;
+      }
+    }
   }
-  Result<JournalBody> body = parse_journal_body((*rec)->body);
-  if (!body.ok()) {
-    return Error::make(
-        EBADMSG, "state journal " + j->path() + " is corrupt: " + body.error().message + refuse);
+  if (why.empty()) {
+    j->outcome_ = Outcome::kRestored;
+    spdlog::info("state journal {}: restored generation {}", j->path(), generation);
+    // Threads that died meanwhile are gone from the model: record that now.
+    RESCTRLFS_RETURN_IF_ERROR(j->commit_state(platform, fs));
+    return j;
   }
-  if (body->platform != platform) {
-    return Error::make(EINVAL, "state journal " + j->path() + " was written for platform '" +
-                                   body->platform + "', this daemon runs '" + platform + "'" +
-                                   refuse);
+
+  // Never half-applied: back to the fresh tree, the journal kept aside.
+  j->outcome_ = Outcome::kRejected;
+  j->rejected_reason_ = why;
+  if (touched_fs) {
+    fs.unmount();
+    RESCTRLFS_RETURN_IF_ERROR(fs.mount(opts));
   }
-  // The mount options are part of what the state means (CDP splits the
-  // schemata): they must be the ones this daemon just mounted with.
-  const nlohmann::json saved = nlohmann::json::parse(body->fs_state, nullptr, false);
-  const nlohmann::json fresh = nlohmann::json::parse(fs.save_state_json(), nullptr, false);
-  if (saved.is_object() && fresh.is_object() && saved.contains("options") &&
-      fresh.contains("options") && saved["options"] != fresh["options"]) {
-    return Error::make(EINVAL, "state journal " + j->path() + " was written with mount options " +
-                                   saved["options"].dump() + ", this daemon mounted with " +
-                                   fresh["options"].dump() + refuse);
-  }
-  Result<void> r = fs.restore_state_json(body->fs_state);
-  if (!r.ok()) {
-    return Error::make(r.error().code, "state journal " + j->path() + " (generation " +
-                                           std::to_string((*rec)->generation) +
-                                           ") cannot be restored: " + r.error().message + refuse);
-  }
-  spdlog::info("state journal {}: restored generation {}", j->path(), (*rec)->generation);
-  // Threads that died meanwhile are gone from the model: record that now.
-  RESCTRLFS_RETURN_IF_ERROR(j->commit_state(platform, fs));
+  const std::string aside = j->path() + kJournalRejectedSuffix;
+  if (::rename(j->path().c_str(), aside.c_str()) != 0) return sys_error("rename", j->path());
+  (void)j->fsync_dir();
+  j->generation_ = generation;
+  j->last_body_.reset();
+  spdlog::error(
+      "state journal {} (generation {}) is NOT restored, it is {}; moved to {}; starting "
+      "with a fresh resctrl tree",
+      j->path(), generation, why, aside);
   return j;
 }
 

@@ -11,18 +11,19 @@
 // or replay, and the file on disk is always exactly one complete state:
 // the old one or the new one, never a mix.
 //
-// Record format (text header, then the body):
-//   resctrlfs-state 1\n
-//   generation <N>\n        strictly increasing, starts at 1
-//   length <L>\n            bytes of body
-//   crc32c <8 hex>\n        CRC-32C of the body
-//   \n
-//   <body>                  {"platform": "<name>", "fs": <model document>}
-// A record that is cut short (torn), has trailing bytes, a bad header or a
-// checksum mismatch is corrupt. A corrupt journal is never applied, not
-// even in part: the daemon refuses to start and says which file to move
-// away (see open_and_restore). That choice keeps an operator's
-// configuration from silently disappearing; a fresh start is one `mv` away.
+// Record format: one JSON object (so the file is plain JSON to tools):
+//   {"format": "resctrlfs-state", "version": 1,
+//    "generation": N,          strictly increasing, starts at 1
+//    "length": L,              bytes of body
+//    "crc32c": "xxxxxxxx",     CRC-32C of body
+//    "body": "<text>"}         {"platform": "<name>", "fs": <model document>}
+// A record that is cut short (torn: never a complete JSON object), has a
+// bad envelope, a length or checksum mismatch is corrupt. A corrupt
+// journal is never applied, not even in part: the daemon reports it loudly
+// (error log), moves it aside to state.json.rejected for inspection and
+// starts with a fresh tree, as after the kernel's mount (see
+// open_and_restore). Refusing to start was rejected: under systemd it
+// turns one bad file into a daemon that never comes back.
 //
 // Threading: not synchronised; used from the daemon's event loop only.
 #pragma once
@@ -38,8 +39,9 @@
 
 namespace resctrlfs::daemon {
 
-inline constexpr const char* kJournalFile = "state.journal";
-inline constexpr const char* kJournalTmpFile = "state.journal.tmp";
+inline constexpr const char* kJournalFile = "state.json";
+inline constexpr const char* kJournalTmpFile = "state.json.tmp";
+inline constexpr const char* kJournalRejectedSuffix = ".rejected";
 // A journal larger than this is not read (a model with 100k threads is ~2 MB).
 inline constexpr size_t kMaxJournalBytes = 64 * 1024 * 1024;
 
@@ -74,15 +76,21 @@ class StateJournal {
   static Result<std::unique_ptr<StateJournal>> open(const std::string& dir);
 
   // Start-up: opens the journal in `dir` and, if it holds a state, restores
-  // it onto `fs` (freshly mounted) with restore_state_json(), which also
-  // re-programs the hardware and re-attaches the threads still alive. Then
-  // commits the restored state at once (dead threads dropped). Fails, and
-  // the daemon must not start, when the journal is corrupt, belongs to
-  // another platform or mount options, or cannot be applied; the file is
-  // left in place for inspection.
+  // it onto `fs` (freshly mounted) with restore_state_json(),
+  // which also re-programs the hardware and re-attaches the threads still
+  // alive. Then commits the restored state at once (dead threads dropped).
+  // A journal that is corrupt, belongs to another platform or mount
+  // options, or cannot be applied is moved aside (kJournalRejectedSuffix)
+  // with an error in the log, and `fs` is left (or put back, by unmount and
+  // a mount with the options it had) in the fresh state: never half-applied. Fails only when the
+  // directory or the fresh remount fails.
   static Result<std::unique_ptr<StateJournal>> open_and_restore(const std::string& dir,
                                                                 const std::string& platform,
                                                                 fs::Filesystem& fs);
+  // What open_and_restore did, for the log and tests.
+  enum class Outcome { kNone, kRestored, kRejected };
+  Outcome outcome() const { return outcome_; }
+  const std::string& rejected_reason() const { return rejected_reason_; }
 
   // Reads the journal. nullopt when there is none; EBADMSG when corrupt.
   // Later commits continue from its generation.
@@ -115,6 +123,8 @@ class StateJournal {
   uint64_t generation_ = 0;
   uint64_t writes_ = 0;
   std::optional<std::string> last_body_;
+  Outcome outcome_ = Outcome::kNone;
+  std::string rejected_reason_;
 };
 
 }  // namespace resctrlfs::daemon

@@ -46,9 +46,13 @@ class StateOnlyFs final : public fs::Filesystem {
   std::string state = R"({"options":{"cdp":false},"groups":[]})";
   std::optional<std::string> restored;
   bool fail_restore = false;
+  int mounts = 0, unmounts = 0;
 
-  Result<void> mount(const fs::MountOptions&) override { return Ok(); }
-  void unmount() override {}
+  Result<void> mount(const fs::MountOptions&) override {
+    ++mounts;
+    return Ok();
+  }
+  void unmount() override { ++unmounts; }
   Result<fs::Attr> lookup(fs::Ino, std::string_view) override { return Error::make(ENOENT); }
   Result<fs::Attr> getattr(fs::Ino) override { return Error::make(ENOENT); }
   Result<std::vector<fs::DirEntry>> readdir(fs::Ino) override { return Error::make(ENOENT); }
@@ -100,7 +104,8 @@ TEST_CASE("a record round-trips", "[journal]") {
 
 TEST_CASE("every torn prefix of a record is detected", "[journal]") {
   const std::string bytes = encode_journal_record({7, R"({"platform":"p","fs":{"a":1}})"});
-  for (size_t n = 0; n < bytes.size(); ++n) {
+  // The last byte is the newline after the object.
+  for (size_t n = 0; n + 1 < bytes.size(); ++n) {
     Result<JournalRecord> r = decode_journal_record(std::string_view(bytes).substr(0, n));
     INFO("prefix of " << n << " bytes");
     REQUIRE_FALSE(r.ok());
@@ -121,7 +126,6 @@ TEST_CASE("every flipped bit of a record is detected", "[journal]") {
       if (r.ok()) {
         INFO("byte " << i << " bit " << bit);
         CHECK(r->body == decode_journal_record(bytes)->body);
-        CHECK(bytes.compare(0, 18, bad, 0, 18) == 0);
       }
     }
   }
@@ -183,7 +187,7 @@ TEST_CASE("a temporary file left by a crash is ignored and removed", "[journal]"
     REQUIRE((*j)->commit("committed").ok());
   }
   // A crash between writing the temporary file and the rename.
-  write_file(dir.path + "/" + kJournalTmpFile, "resctrlfs-state 1\ngeneration 2\nlen");
+  write_file(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
   auto j = StateJournal::open(dir.path);
   REQUIRE(j.ok());
   CHECK_FALSE(stdfs::exists(dir.path + "/" + kJournalTmpFile));
@@ -218,7 +222,7 @@ TEST_CASE("start-up restores a valid journal and commits at once", "[journal]") 
   CHECK((*j)->generation() <= 2);
 }
 
-TEST_CASE("start-up refuses a journal it cannot apply whole", "[journal]") {
+TEST_CASE("start-up never applies part of a journal", "[journal]") {
   TempDir dir;
   StateOnlyFs saved;
   {
@@ -227,52 +231,59 @@ TEST_CASE("start-up refuses a journal it cannot apply whole", "[journal]") {
     REQUIRE((*j)->commit_state("intel-2s", saved).ok());
   }
   const std::string path = dir.path + "/" + kJournalFile;
+  const std::string aside = path + kJournalRejectedSuffix;
   const std::string good = read_file(path);
+  StateOnlyFs fs;
+  std::string platform = "intel-2s";
+  std::string expect;
 
   SECTION("corrupt") {
     std::string bad = good;
-    bad[bad.size() - 3] ^= 0x20;
+    bad[bad.size() - 5] ^= 0x01;
     write_file(path, bad);
-    StateOnlyFs fs;
-    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
-    REQUIRE_FALSE(j.ok());
-    CHECK(j.error().code == EBADMSG);
-    CHECK(j.error().message.find("checksum") != std::string::npos);
-    CHECK(j.error().message.find("refusing to start") != std::string::npos);
-    CHECK_FALSE(fs.restored.has_value());
-    CHECK(read_file(path) == bad);  // kept for inspection
+    expect = "corrupt";
   }
   SECTION("torn") {
     write_file(path, good.substr(0, good.size() / 2));
-    StateOnlyFs fs;
-    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
-    REQUIRE_FALSE(j.ok());
-    CHECK(j.error().message.find("torn") != std::string::npos);
-    CHECK_FALSE(fs.restored.has_value());
+    expect = "torn";
+  }
+  SECTION("not ours") {
+    write_file(path, "{not json");
+    expect = "corrupt";
   }
   SECTION("another platform") {
-    StateOnlyFs fs;
-    auto j = StateJournal::open_and_restore(dir.path, "amd-2s", fs);
-    REQUIRE_FALSE(j.ok());
-    CHECK(j.error().message.find("intel-2s") != std::string::npos);
-    CHECK_FALSE(fs.restored.has_value());
+    platform = "amd-2s";
+    expect = "intel-2s";
   }
   SECTION("other mount options") {
-    StateOnlyFs fs;
     fs.state = R"({"options":{"cdp":true},"groups":[]})";
-    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
-    REQUIRE_FALSE(j.ok());
-    CHECK(j.error().message.find("mount options") != std::string::npos);
-    CHECK_FALSE(fs.restored.has_value());
+    expect = "mount options";
   }
   SECTION("restore fails") {
-    StateOnlyFs fs;
     fs.fail_restore = true;
-    auto j = StateJournal::open_and_restore(dir.path, "intel-2s", fs);
-    REQUIRE_FALSE(j.ok());
-    CHECK(j.error().message.find("cannot be restored") != std::string::npos);
-    CHECK(read_file(path) == good);
+    expect = "cannot be restored";
   }
+  const std::string before = read_file(path);
+  auto j = StateJournal::open_and_restore(dir.path, platform, fs);
+  REQUIRE(j.ok());
+  CHECK((*j)->outcome() == StateJournal::Outcome::kRejected);
+  INFO((*j)->rejected_reason());
+  CHECK((*j)->rejected_reason().find(expect) != std::string::npos);
+  CHECK_FALSE(fs.restored.has_value());
+  // A restore that failed half-way is undone by a fresh remount.
+  CHECK(fs.unmounts == (fs.fail_restore ? 1 : 0));
+  CHECK(fs.mounts == fs.unmounts);
+  // Kept for inspection, out of the way of the next start.
+  CHECK_FALSE(stdfs::exists(path));
+  CHECK(read_file(aside) == before);
+  // The next commit starts a valid journal again.
+  REQUIRE((*j)->commit("fresh").ok());
+  auto again = StateJournal::open(dir.path);
+  REQUIRE(again.ok());
+  auto rec = (*again)->load();
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->body == "fresh");
 }
 
 }  // namespace
