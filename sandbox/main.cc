@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -263,6 +264,16 @@ Result<void> Sandbox::setup() {
 Result<void> Sandbox::start_daemon() {
   std::vector<std::string> args = {daemon_, "-f"};
   args.insert(args.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
+  if (!opts_.has_state_dir) {
+    // The daemon's instance lock is keyed by mount point, which every
+    // sandbox shares; a private state directory keeps sandboxes apart and
+    // makes each start from a fresh tree, as a kernel mount does.
+    std::string state = staging_ + "/state";
+    if (::mkdir(state.c_str(), 0700) != 0)
+      return Error::make(errno, "mkdir " + state + ": " + std::strerror(errno));
+    args.push_back("--state-dir");
+    args.push_back(state);
+  }
   args.push_back(kMountpoint);
   pid_t pid = ::fork();
   if (pid < 0) return Error::make(errno, std::string("fork: ") + std::strerror(errno));

@@ -47,6 +47,8 @@ std::string usage() {
          "  -h, --help          this text\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
          "  --control SOCKET, --state-dir DIR, --backend sim|msr, ...\n"
+         "  Without --state-dir the daemon keeps its state and instance lock in the staging\n"
+         "  directory: every sandbox starts fresh, and several can run at once.\n"
          "\n"
          "Inside the sandbox, `resctrlfs-sandbox -- CMD` (no daemon options) gives CMD its own\n"
          "rewritten mount tables: only the sandbox's COMMAND process has them otherwise.\n";
@@ -81,6 +83,9 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     if (take_value(args, i, "--platform", &v, &err)) {
       if (err.code) return err;
       o.platform = v;
+    } else if (take_value(args, i, "--state-dir", &v, &err)) {
+      if (err.code) return err;
+      o.has_state_dir = true;
     } else if (take_value(args, i, "--backend", &v, &err)) {
       if (err.code) return err;
       o.backend = v;

@@ -19,6 +19,7 @@ struct Options {
   std::string platform = "host";         // from --platform
   std::string backend = "sim";           // from --backend
   std::string mount_options;             // every -o value, joined by ','
+  bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology
   bool help = false;                     // -h / --help
   std::vector<std::string> command;      // after "--"; empty = shell

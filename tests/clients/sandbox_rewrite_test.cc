@@ -213,6 +213,11 @@ TEST_CASE("options: daemon options pass through, the sandbox reads what it needs
                                                    "--control=/run/s", "-omba_MBps"});
   CHECK(o->command == std::vector<std::string>{"pqos", "-I", "-d"});
   CHECK(!o->ignore_topology);
+  CHECK(!o->has_state_dir);
+  o = parse_options({"--state-dir", "/var/lib/x"});
+  REQUIRE(o.ok());
+  CHECK(o->has_state_dir);
+  CHECK(o->daemon_args == std::vector<std::string>{"--state-dir", "/var/lib/x"});
 }
 
 TEST_CASE("options: defaults, --platform=, --backend, help, errors") {

@@ -80,8 +80,12 @@ check_eq "cpuinfo (monitoring only): RDT flags" "$(rdt_flags_of <<<"$out")" \
   "cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc "
 
 out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
-check_eq "daemon got -f, the daemon options and the mount point" "$out" \
-  "$(printf '%s\n' -f --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" /sys/fs/resctrl)"
+check_match "daemon got -f, the daemon options, a private --state-dir and the mount point" \
+  "$(tr '\n' ' ' <<<"$out")" \
+  "^-f --platform $WORK/full.json -o cdp --control $WORK/ctl --state-dir $TMPDIR/resctrlfs-sandbox\\.[^/ ]+/state /sys/fs/resctrl \$"
+out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
+check_eq "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
+  "-f --platform $WORK/full.json --state-dir /var/lib/mine /sys/fs/resctrl "
 
 echo "== exit status and cleanup"
 out=$(run --platform "$WORK/full.json" -- sh -c 'echo $RESCTRLFSD_PID; exit 3')
@@ -192,6 +196,16 @@ else
   "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/cmt.json" -o cdp -- true 2>"$WORK/stderr"
   check_eq "real daemon refusing -o cdp on a platform without CAT gives 125" $? 125
   check_match "the refusal is reported" "$(cat "$WORK/stderr")" 'exited before mounting'
+  "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c 'mkdir /sys/fs/resctrl/g1; sleep 3' 2>/dev/null &
+  sbpid=$!
+  sleep 1
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- ls /sys/fs/resctrl 2>"$WORK/stderr")
+  check_eq "real daemon: a second sandbox runs while the first does" $? 0
+  check_nomatch "real daemon: each sandbox has its own tree" "$out" '^g1$'
+  wait $sbpid
+  check_eq "real daemon: the first sandbox finished normally" $? 0
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- ls /sys/fs/resctrl 2>/dev/null)
+  check_nomatch "real daemon: a new sandbox starts from a fresh tree" "$out" '^g1$'
   rm -f "$WORK/pid"
   "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- \
     sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
