@@ -1,0 +1,222 @@
+// Implements group membership in FsImpl: the tasks, cpus and cpus_list
+// files (§3.3, §3.4), the per-thread tags they set (and fork/exit events),
+// and the per-CPU PQR_ASSOC programming derived from CPU ownership.
+#include <cerrno>
+#include <string>
+
+#include "fs/cpus.h"
+#include "fs/impl.h"
+#include "fs/kstr.h"
+
+namespace resctrlfs::fs::internal {
+
+// ---------------------------------------------------------------------------
+// Tags
+
+std::pair<uint32_t, uint32_t> FsImpl::cpu_tags(unsigned cpu) const {
+  const Group* ctrl = root_;
+  for (auto& g : groups_) {
+    if (g->type == GroupType::kCtrlMon && g.get() != root_ && g->cpus.test(cpu)) {
+      ctrl = g.get();
+      break;
+    }
+  }
+  if (ctrl == nullptr) return {0, 0};
+  for (const Group* m : ctrl->mon_children)
+    if (m->cpus.test(cpu)) return {ctrl->closid, m->rmid};
+  return {ctrl->closid, ctrl->rmid};
+}
+
+void FsImpl::update_cpu_assoc() {
+  for (unsigned cpu : info_.online.cpus()) {
+    if (cpu >= cpu_assoc_.size()) continue;
+    auto tags = cpu_tags(cpu);
+    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) continue;
+    // A failed write leaves the entry invalid, so the next change retries.
+    if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
+      cpu_assoc_[cpu] = tags;
+      cpu_assoc_valid_[cpu] = true;
+    } else {
+      cpu_assoc_valid_[cpu] = false;
+    }
+  }
+}
+
+std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
+  auto it = thread_tags_.find(tid);
+  return it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
+}
+
+void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
+  if (closid == 0 && rmid == 0) {
+    thread_tags_.erase(tid);
+  } else {
+    thread_tags_[tid] = {closid, rmid};
+  }
+  arch_->set_thread_tags(tid, closid, rmid);
+}
+
+void FsImpl::move_group_tasks(const Group* from, const Group* to) {
+  std::vector<pid_t> moving;
+  for (auto& [tid, tags] : thread_tags_) {
+    bool match =
+        from->type == GroupType::kCtrlMon ? tags.first == from->closid : tags.second == from->rmid;
+    if (match) moving.push_back(tid);
+  }
+  for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
+}
+
+void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!mounted_) return;
+  auto tags = thread_tags(parent_tid);
+  if (tags.first == 0 && tags.second == 0) {
+    thread_tags_.erase(child_tid);
+    return;
+  }
+  set_thread(child_tid, tags.first, tags.second);
+}
+
+void FsImpl::on_exit(pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  thread_tags_.erase(tid);
+  arch_->thread_exited(tid);
+}
+
+// ---------------------------------------------------------------------------
+// tasks (§3.3)
+
+Result<std::string> FsImpl::show_tasks(const Node& n) {
+  const Group* g = n.group;
+  std::string out;
+  std::vector<pid_t> all = tasks_ != nullptr ? tasks_->all_threads() : std::vector<pid_t>{};
+  std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
+  for (pid_t tid : all) {
+    auto tags = thread_tags(tid);
+    if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
+    bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
+    if (match && tid != 0) {
+      out += std::to_string(tid);
+      out += '\n';
+    }
+  }
+  // Threads that died without an exit event are forgotten here.
+  if (tasks_ != nullptr && alive.size() != thread_tags_.size()) thread_tags_.swap(alive);
+  return out;
+}
+
+Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
+  pid_t tid = pid;
+  if (pid != 0) {
+    if (tasks_ == nullptr || !tasks_->exists(pid))
+      return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
+  } else {
+    tid = c.tid;
+  }
+  uid_t ruid = 0, suid = 0;
+  if (c.uid != 0) {
+    bool known = tasks_ != nullptr && tasks_->uids(tid, ruid, suid);
+    if (!known || (c.uid != ruid && c.uid != suid))
+      return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
+  }
+  auto tags = thread_tags(tid);
+  if (g->type == GroupType::kCtrlMon) {
+    if (tags.first == g->closid && tags.second == g->rmid) return Ok();
+    set_thread(tid, g->closid, g->rmid);
+  } else {
+    if (tags.first == g->closid && tags.second == g->rmid) return Ok();
+    if (tags.first != g->parent->closid)
+      return fail(EINVAL, "Can't move task to different control group\n");
+    set_thread(tid, g->parent->closid, g->rmid);
+  }
+  return Ok();
+}
+
+Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c) {
+  Group* g = n.group;
+  lcs_.clear();
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n");
+  std::optional<std::string_view> buf = kstr::c_string(data);
+  while (buf && !buf->empty() && (*buf)[0] != '\n') {
+    std::string_view item = kstr::strim(kstr::strsep(buf, ","));
+    int pid = 0;
+    if (kstr::kstrtoint(item, 0, pid) != 0)
+      return fail(EINVAL, "Task list parsing error pid " + std::string(item) + "\n");
+    if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
+    Result<void> r = move_task(pid, g, c);
+    if (!r.ok()) {
+      lcs_.printf("Error while processing task " + std::to_string(pid) + "\n");
+      return r;
+    }
+  }
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------
+// cpus, cpus_list (§3.4)
+
+Result<std::string> FsImpl::show_cpus(const Node& n) {
+  return format_cpu_mask(n.group->cpus) + "\n";
+}
+
+Result<std::string> FsImpl::show_cpus_list(const Node& n) {
+  return format_cpu_list(n.group->cpus) + "\n";
+}
+
+Result<void> FsImpl::write_cpus(Node& n, std::string_view data, const Caller&) {
+  return write_cpus_common(n, data, false);
+}
+
+Result<void> FsImpl::write_cpus_list(Node& n, std::string_view data, const Caller&) {
+  return write_cpus_common(n, data, true);
+}
+
+Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list) {
+  Group* g = n.group;
+  lcs_.clear();
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n");
+  Result<CpuMask> parsed =
+      list ? parse_cpu_list(data, info_.nr_cpus) : parse_cpu_mask(data, info_.nr_cpus);
+  if (!parsed.ok()) return fail(parsed.error().code, "Bad CPU list/mask\n");
+  CpuMask newmask = *parsed;
+  CpuMask offline = newmask;
+  offline.subtract(info_.online);
+  if (!offline.empty()) return fail(EINVAL, "Can only assign online CPUs\n");
+
+  if (g->type == GroupType::kCtrlMon) {
+    CpuMask dropped = g->cpus;
+    dropped.subtract(newmask);
+    if (!dropped.empty()) {
+      if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
+      root_->cpus |= dropped;
+    }
+    CpuMask added = newmask;
+    added.subtract(g->cpus);
+    if (!added.empty()) {
+      for (auto& other : groups_) {
+        if (other.get() == g) continue;
+        other->cpus.subtract(added);
+      }
+    }
+    g->cpus = newmask;
+    // Every write clears the MON groups' CPUs, even an unchanged mask.
+    for (Group* m : g->mon_children) m->cpus.clear();
+  } else {
+    Group* parent = g->parent;
+    if (!newmask.subset_of(parent->cpus))
+      return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
+    CpuMask added = newmask;
+    added.subtract(g->cpus);
+    for (Group* sib : parent->mon_children)
+      if (sib != g) sib->cpus.subtract(added);
+    g->cpus = newmask;
+  }
+  update_cpu_assoc();
+  return Ok();
+}
+
+}  // namespace resctrlfs::fs::internal
