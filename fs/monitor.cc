@@ -195,10 +195,11 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
       std::optional<std::string_view> item = kstr::strim(kstr::strsep(line, ";"));
       std::string_view id_str = kstr::strsep(item, "=");
       std::string state = item ? std::string(*item) : std::string("(null)");
-      const std::string op_failed = "Assign operation '" + std::string(event) + ":" +
-                                    std::string(id_str) + "=" + state + "' failed\n";
+      auto op_failed = [&](const std::string& id) {
+        return "Assign operation '" + std::string(event) + ":" + id + "=" + state + "' failed\n";
+      };
       if (!id_str.empty() && id_str[0] == '*') {
-        if (state != "e" && state != "_") return fail(EINVAL, op_failed);
+        if (state != "e" && state != "_") return fail(EINVAL, op_failed("*"));
         Result<void> last = Ok();
         for (const hw::MonDomain& d : info_.mon.mon_domains) {
           if (state == "e") {
@@ -209,7 +210,7 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
           }
         }
         if (!last.ok()) {
-          lcs_.printf(op_failed);
+          lcs_.printf(op_failed("*"));
           return last;
         }
         break;  // the rest of the line is ignored after '*'
@@ -223,13 +224,13 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
       if (state == "e") {
         Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
         if (!r.ok()) {
-          lcs_.printf(op_failed);
+          lcs_.printf(op_failed(std::to_string(dom)));
           return r;
         }
       } else if (state == "_") {
         unassign_cntr(g, static_cast<int>(dom), ev);
       } else {
-        return fail(EINVAL, op_failed);
+        return fail(EINVAL, op_failed(std::to_string(dom)));
       }
     }
   }
