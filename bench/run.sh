@@ -52,13 +52,19 @@ fi
 echo "== building in $build" >&2
 [ -f "$build/build.ninja" ] || [ -f "$build/Makefile" ] ||
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-targets=(floor_fs resctrlfs_bench)
+cmake --build "$build" -j2 --target floor_fs resctrlfs_bench >&2
 have_daemon=0
 if cmake --build "$build" --target help 2>/dev/null | grep -q '^resctrlfsd:'; then
-  targets+=(resctrlfsd)
-  have_daemon=1
+  if cmake --build "$build" -j2 --target resctrlfsd >"$build/resctrlfsd-build.log" 2>&1; then
+    have_daemon=1
+  elif [ -x "$build/daemon/resctrlfsd" ]; then
+    echo "!!! run.sh: building resctrlfsd failed (see $build/resctrlfsd-build.log);" \
+      "measuring the previously built binary" >&2
+    have_daemon=1
+  else
+    echo "!!! run.sh: building resctrlfsd failed (see $build/resctrlfsd-build.log)" >&2
+  fi
 fi
-cmake --build "$build" -j2 --target "${targets[@]}" >&2
 
 work=$(mktemp -d /tmp/resctrlfs-bench.XXXXXX)
 pids=()
