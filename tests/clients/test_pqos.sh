@@ -193,12 +193,14 @@ fi
 # last_sample FILE ID: the LLC and MBL columns of ID's last sample line
 # (-m lines: CORE LLC MBL MBR; -p lines: PID CORE LLC MBL MBR)
 last_sample() { awk -v id="$2" '$1 == id {v = $(NF - 2) " " $(NF - 1)} END {print v}' "$1"; }
-$PQ $MON -m "all:0,1" -t 2 -i 5 >"$WORK/m" 2>&1 &
+$PQ $MON -m "all:0,1" -t 3 -i 5 >"$WORK/m" 2>&1 &
 mpid=$!
-sleep 1
-check_match "while -m runs, core 0 has a mon group under COS1" "$(mon_groups_with cpus_list 0)" "^$R/COS1/mon_groups/pqos-"
+has_mon_group() { mon_groups_with "$1" "$2" | grep -q "^$3"; }  # FILE VALUE PREFIX
+check "while -m runs, core 0 has a mon group under COS1" \
+  wait_for has_mon_group cpus_list 0 "$R/COS1/mon_groups/pqos-"
 [ "$NCPU" -ge 2 ] &&
-  check_match "while -m runs, core 1 has a mon group under the root" "$(mon_groups_with cpus_list 1)" "^$R/mon_groups/pqos-"
+  check "while -m runs, core 1 has a mon group under the root" \
+    wait_for has_mon_group cpus_list 1 "$R/mon_groups/pqos-"
 wait $mpid
 check_eq "pqos -m exit status" $? 0
 cat "$WORK/m" | tail -4
@@ -209,11 +211,10 @@ if [ $LOADED = 1 ]; then
     awk -v a="${llc:-0}" -v b="${mbl:-0}" 'BEGIN {exit !(a > 0 && b > 0)}'
 fi
 check_eq "mon groups removed after -m" "$(ls -d $R/mon_groups/pqos-* $R/COS*/mon_groups/pqos-* 2>/dev/null)" ""
-$PQ $MON -p "all:$PID" -t 2 -i 5 >"$WORK/p" 2>&1 &
+$PQ $MON -p "all:$PID" -t 3 -i 5 >"$WORK/p" 2>&1 &
 mpid=$!
-sleep 1
-g=$(mon_groups_with tasks $PID)
-check_match "while -p runs, pid $PID has a mon group under COS2" "$g" "^$R/COS2/mon_groups/pqos-"
+check "while -p runs, pid $PID has a mon group under COS2" \
+  wait_for has_mon_group tasks $PID "$R/COS2/mon_groups/pqos-"
 wait $mpid
 check_eq "pqos -p exit status" $? 0
 check_match "-p printed a sample line for the pid" "$(cat "$WORK/p")" "^ +$PID +"
