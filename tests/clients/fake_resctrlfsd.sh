@@ -5,8 +5,13 @@
 # like `resctrlfsd -f` does.
 set -u
 mp="${!#}"
-mount -t tmpfs -o size=64k fake-resctrl "$mp" || exit 1
-printf '%s\n' "$@" > "$mp/args"
+# Populate the tmpfs before it appears at the mount point, as a FUSE daemon
+# answers as soon as it is mounted.
+tmp=$(mktemp -d /tmp/fake-resctrl.XXXXXX)
+mount -t tmpfs -o size=64k fake-resctrl "$tmp" || exit 1
+printf '%s\n' "$@" > "$tmp/args"
+mount --move "$tmp" "$mp" || exit 1
+rmdir "$tmp"
 stop() {
   kill "$sleeper" 2>/dev/null
   umount "$mp"

@@ -23,7 +23,7 @@ if [ -z "${RESCTRLFS_SANDBOX:-}" ]; then
   mkdir -p "$GOWORK/src/rdtclient"
   cp "$HERE/goresctrl/main.go" "$GOWORK/src/rdtclient/"
   echo "== building rdtclient offline (GOPATH mode against /usr/share/gocode)"
-  if ! (cd "$GOWORK/src/rdtclient" && GO111MODULE=off GOPROXY=off GOFLAGS= GOCACHE="$GOWORK/cache" \
+  if ! (cd "$GOWORK/src/rdtclient" && GO111MODULE=off GOPROXY=off GOFLAGS= GOCACHE="${CLIENT_GOCACHE:-$GOWORK/cache}" \
         GOPATH="$GOWORK:/usr/share/gocode" go build -o "$GOWORK/rdtclient" .); then
     rm -rf "$GOWORK"
     echo "FAIL: rdtclient does not build" >&2

@@ -129,6 +129,12 @@ check "COMMAND is gone after the sandbox was SIGKILLed" bash -c "! kill -0 ${sle
 for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; done
 check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
 
+if command -v setpriv >/dev/null; then
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --daemon "$FAKE" -- true 2>"$WORK/stderr"
+  check_eq "not root: refused with 125" $? 125
+  check_match "not root: says it must run as root" "$(cat "$WORK/stderr")" 'must run as root'
+fi
+
 echo "== per-process mount tables, nested use, interactive shell"
 out=$(run --platform "$WORK/full.json" -- sh -c 'cat /proc/self/mounts')
 check_match "a child of COMMAND sees the real mount table" "$out" '^fake-resctrl /sys/fs/resctrl tmpfs '
