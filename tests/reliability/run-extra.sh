@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Extra stages of the reliability tests (run after ctest by tests/run-extra.sh):
+#
+#   fuzz  builds the libFuzzer targets of tests/reliability/fuzz (fs/ file
+#         parsers and state restore, control socket, state journal decoder)
+#         with clang-14 in $FUZZ_BUILD_DIR and runs each for FUZZ_SECONDS
+#         (default 20) on a scratch copy of its seed corpus; any crash,
+#         sanitizer report, leak or timeout fails the stage.
+#   asan  builds the whole project with -DRESCTRLFS_SANITIZE=ON (ASan+UBSan)
+#         in $ASAN_BUILD_DIR and runs the full ctest suite there, leak
+#         checking on (a process that exits normally must free what it
+#         allocated; a kill -9 in the crash test is not an exit).
+#   tsan  builds the threaded programs with -DRESCTRLFS_TSAN=ON in
+#         $TSAN_BUILD_DIR and runs their tests: the daemon (its Asio loop,
+#         the FUSE invalidation thread) through the integration and
+#         reliability suites, the MSR broker's tests.
+#
+# RELIABILITY_STAGES="fuzz asan tsan" (default: all) chooses stages. The
+# mount-based tests skip (exit 77) without root and /dev/fuse. Time on two
+# cores: fuzz ~2 min + builds, asan ~1 build + the suite, tsan ~1 build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+STAGES="${RELIABILITY_STAGES:-fuzz asan tsan}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-rel-fuzz}"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-rel-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-rel-tsan}"
+JOBS="${JOBS:-2}"
+FUZZ_TARGETS=(
+  "fuzz_fs_files:tests/reliability/fuzz/corpus/fuzz_fs_files"
+  "fuzz_control:tests/reliability/fuzz/corpus/fuzz_control"
+  "fuzz_journal:tests/reliability/fuzz/corpus/fuzz_journal"
+)
+
+say() { echo "== reliability: $*"; }
+fail() { echo "run-extra (reliability): $*" >&2; exit 1; }
+for tool in cmake ninja ctest; do command -v "$tool" >/dev/null || fail "$tool not found (see dev.sh)"; done
+
+stage_fuzz() {
+  for tool in clang-14 clang++-14; do command -v "$tool" >/dev/null || fail "$tool not found"; done
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$FUZZ_BUILD_DIR" -G Ninja -DRESCTRLFS_FUZZ=ON >/dev/null
+  grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' "$FUZZ_BUILD_DIR/CMakeCache.txt" ||
+    fail "$FUZZ_BUILD_DIR was configured without clang; remove it and rerun"
+  local scratch status=0
+  scratch="$(mktemp -d /tmp/resctrlfs-relfuzz.XXXXXX)"
+  trap 'rm -rf "$scratch"' RETURN
+  local names=()
+  for entry in "${FUZZ_TARGETS[@]}"; do names+=("${entry%%:*}"); done
+  say "building ${names[*]}"
+  cmake --build "$FUZZ_BUILD_DIR" -j"$JOBS" --target "${names[@]}"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    local target="${entry%%:*}" corpus="${entry#*:}" bin work artifacts
+    bin="$(find "$FUZZ_BUILD_DIR" -type f -name "$target" -perm -u+x | head -n 1)"
+    [ -n "$bin" ] || fail "$target was not built"
+    work="$scratch/$target"
+    artifacts="$PWD/$FUZZ_BUILD_DIR/fuzz-artifacts/$target"
+    mkdir -p "$work" "$artifacts"
+    cp -r "$corpus"/. "$work"/
+    say "fuzzing $target for ${FUZZ_SECONDS}s ($(ls "$work" | wc -l) seeds)"
+    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" >"$scratch/$target.log" 2>&1; then
+      grep -E '^stat::number_of_executed_units' "$scratch/$target.log" || true
+      say "$target: no crash"
+    else
+      tail -n 60 "$scratch/$target.log" >&2
+      echo "== reliability: $target FAILED; reproducers in $artifacts" >&2
+      status=1
+    fi
+  done
+  return "$status"
+}
+
+stage_asan() {
+  cmake -S . -B "$ASAN_BUILD_DIR" -G Ninja -DRESCTRLFS_SANITIZE=ON -DRESCTRLFS_FUZZ=OFF >/dev/null
+  say "building everything with ASan+UBSan in $ASAN_BUILD_DIR"
+  cmake --build "$ASAN_BUILD_DIR" -j"$JOBS"
+  say "ctest under ASan+UBSan"
+  # Fewer kills than the plain run: the sanitized daemon starts slower.
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:${ASAN_OPTIONS:-}" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+  RELIABILITY_KILLS="${RELIABILITY_KILLS:-20}" \
+    ctest --test-dir "$ASAN_BUILD_DIR" --output-on-failure -j1 --timeout 1200
+}
+
+stage_tsan() {
+  cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DRESCTRLFS_TSAN=ON -DRESCTRLFS_FUZZ=OFF >/dev/null
+  say "building the threaded programs with TSan in $TSAN_BUILD_DIR"
+  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl hw_tests daemon_unit_tests
+  say "ctest (daemon, broker, integration, reliability) under TSan"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
+  RELIABILITY_KILLS="${RELIABILITY_KILLS:-10}" \
+    ctest --test-dir "$TSAN_BUILD_DIR" --output-on-failure -j1 --timeout 1200 \
+      -R '^(hw_tests|daemon\.|integration\.|reliability\.(test_crash|test_conc|test_hw))'
+}
+
+rc=0
+for s in $STAGES; do
+  case "$s" in
+    fuzz | asan | tsan) say "stage $s"; "stage_$s" || rc=1 ;;
+    *) fail "unknown stage $s" ;;
+  esac
+done
+exit "$rc"

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Security through the mounted daemon: a non-root user (nobody) cannot
+write any control file or create/remove groups (EACCES, as on the kernel,
+from the files' 0644/0755 root-owned modes), and cannot move another user's
+task even where it may write the tasks file (EPERM, with the kernel's
+messages in last_cmd_status); it may move its own. A second daemon for the
+same mount point is refused while the first holds the instance lock.
+
+Covered elsewhere: the kernel-resctrl-mounted refusal of the MSR backend
+(tests/daemon startup_test "MSR backend preconditions": /proc/mounts text
+with a resctrl line) and resctrl-msrd's register policy and peer-uid check
+(tests/hw broker_test)."""
+
+import errno
+import os
+import pwd
+import subprocess
+import sys
+import unittest
+
+import reltree
+from reltree import rt
+from test_crash_restore import SLEEPER
+
+NOBODY = pwd.getpwnam("nobody")
+# Runs as nobody: tries to open every path in argv for writing, then
+# mkdir/rmdir; prints "<errno> <path>" per attempt.
+PROBE = r"""
+import os, sys
+for p in sys.argv[2:]:
+    try:
+        fd = os.open(p, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")
+            print(0, p)
+        except OSError as e:
+            print(e.errno, p)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        print(e.errno, p)
+for fn, p in ((os.mkdir, sys.argv[1] + "/evil"), (os.rmdir, sys.argv[1] + "/g"),
+              (os.mkdir, sys.argv[1] + "/g/mon_groups/evil")):
+    try:
+        fn(p)
+        print(0, p)
+    except OSError as e:
+        print(e.errno, p)
+"""
+
+
+def as_nobody(argv, **kw):
+    return subprocess.run(["setpriv", "--reuid=%d" % NOBODY.pw_uid,
+                           "--regid=%d" % NOBODY.pw_gid, "--clear-groups"] + argv,
+                          capture_output=True, text=True, **kw)
+
+
+class Security(unittest.TestCase):
+    def setUp(self):
+        self.m = rt.Mount(platform="intel-2s", options=["debug"])
+        self.addCleanup(self.m.cleanup)
+        self.assertEqual(self.m.mkdir("g"), 0)
+        self.assertEqual(self.m.mkdir("g/mon_groups/m"), 0)
+
+    def writable_files(self):
+        out = []
+        for d, dirs, files in os.walk(self.m.mnt):
+            for f in files:
+                p = os.path.join(d, f)
+                if os.stat(p).st_mode & 0o222:
+                    out.append(p)
+        return out
+
+    def test_non_root_cannot_write_or_create(self):
+        files = self.writable_files()
+        self.assertGreater(len(files), 20)
+        before = {p: self.m.read(os.path.relpath(p, self.m.mnt)) for p in files
+                  if "last_cmd_status" not in p}
+        r = as_nobody([sys.executable, "-c", PROBE, self.m.mnt] + files)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        results = [line.split(" ", 1) for line in r.stdout.splitlines()]
+        self.assertEqual(len(results), len(files) + 3)
+        for code, path in results:
+            self.assertEqual(int(code), errno.EACCES, path)
+        after = {p: self.m.read(os.path.relpath(p, self.m.mnt)) for p in before}
+        # Monitoring counters move by themselves; control files must not.
+        changed = [p for p in before if before[p] != after[p] and "/mon_data/" not in p]
+        self.assertEqual(changed, [])
+        self.assertTrue(os.path.isdir(self.m.path("g")))
+        self.assertFalse(os.path.exists(self.m.path("evil")))
+
+    def test_cannot_move_another_users_task(self):
+        m = self.m
+        root_sleeper = subprocess.Popen([sys.executable, "-c", SLEEPER, "1"],
+                                        stdout=subprocess.PIPE, text=True)
+        self.addCleanup(root_sleeper.kill)
+        root_tid = int(root_sleeper.stdout.readline().split()[0])
+        own = subprocess.Popen(["setpriv", "--reuid=%d" % NOBODY.pw_uid,
+                                "--regid=%d" % NOBODY.pw_gid, "--clear-groups",
+                                sys.executable, "-c", SLEEPER, "1"],
+                               stdout=subprocess.PIPE, text=True)
+        self.addCleanup(own.kill)
+        own_tid = int(own.stdout.readline().split()[0])
+        # The administrator delegates the group to nobody (as on the kernel).
+        for rel in ("g", "g/tasks"):
+            os.chown(m.path(rel), NOBODY.pw_uid, NOBODY.pw_gid)
+        write = ("import os,sys\nfd=os.open(sys.argv[1],os.O_WRONLY)\n"
+                 "try:\n os.write(fd,sys.argv[2].encode()); print(0)\n"
+                 "except OSError as e: print(e.errno)\n")
+        r = as_nobody([sys.executable, "-c", write, m.path("g/tasks"), "%d\n" % root_tid])
+        self.assertEqual(r.stdout.strip(), str(errno.EPERM), r.stderr)
+        self.assertEqual(m.lcs(), "No permission to move task %d\n"
+                                  "Error while processing task %d\n" % (root_tid, root_tid))
+        self.assertNotIn(root_tid, reltree.read_tasks(m, "g/tasks"))
+        r = as_nobody([sys.executable, "-c", write, m.path("g/tasks"), "%d\n" % own_tid])
+        self.assertEqual(r.stdout.strip(), "0", r.stderr)
+        self.assertIn(own_tid, reltree.read_tasks(m, "g/tasks"))
+        # Still no write access to the files it was not given.
+        r = as_nobody([sys.executable, "-c", write, m.path("g/schemata"), "L3:0=1\n"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("PermissionError", r.stderr)
+
+    def test_second_instance_is_refused(self):
+        argv = self.m.argv()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(str(self.m.pid), r.stdout + r.stderr)
+        self.assertTrue(self.m.alive())
+        self.assertEqual(self.m.read("g/mode"), "shareable\n")
+
+
+if __name__ == "__main__":
+    rt.main()
