@@ -101,7 +101,11 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
     }
   }
   // Threads that died without an exit event are forgotten here.
-  if (tasks_ != nullptr && alive.size() != thread_tags_.size()) thread_tags_.swap(alive);
+  if (tasks_ != nullptr && !all.empty() && alive.size() != thread_tags_.size()) {
+    for (auto& [tid, tags] : thread_tags_)
+      if (alive.count(tid) == 0) arch_->thread_exited(tid);
+    thread_tags_.swap(alive);
+  }
   return out;
 }
 
