@@ -219,6 +219,18 @@ class Clocked(rt.ResctrlfsTestCase):
         self.assertAlmostEqual(total / (seconds * 10000e6), 1.0, delta=0.1)
 
 
+class Faults(rt.ResctrlfsTestCase):
+    def test_failed_register_write_changes_nothing(self):
+        self.assertEqual(self.mkdir("p0"), 0)
+        self.fail_writes(1)
+        e = self.write("p0/schemata", "L3:0=3;1=3\n")
+        self.assertEqual(e, errno.EIO)
+        self.assertNotEqual(self.lcs(), "ok\n")
+        self.assertEqual(self.read("p0/schemata"), "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n")
+        self.assertEqual(self.write("p0/schemata", "L3:0=3;1=3\n"), 0)
+        self.assertEqual(self.read("p0/schemata"), "    MB:0=100;1=100\n    L3:0=3;1=3\n")
+
+
 class Fork(rt.ResctrlfsTestCase):
     def test_child_inherits_and_exit_forgets(self):
         self.assertEqual(self.mkdir("p0"), 0)
