@@ -8,7 +8,7 @@ exactly one CTRL_MON group, every CPU in exactly one, CLOSIDs and RMIDs
 unique (debug ctrl_hw_id/mon_hw_id), bit_usage consistent with the
 schemata, the simulated registers equal to what the tree says.
 
-RELIABILITY_WRITERS (default 4) and RELIABILITY_OPS (default 250)."""
+RELIABILITY_WRITERS (default 6) and RELIABILITY_OPS (default 400)."""
 
 import os
 import subprocess
@@ -20,8 +20,8 @@ import reltree
 from reltree import rt
 from test_crash_restore import spawn_sleepers
 
-WRITERS = int(os.environ.get("RELIABILITY_WRITERS", "4"))
-OPS = int(os.environ.get("RELIABILITY_OPS", "250"))
+WRITERS = int(os.environ.get("RELIABILITY_WRITERS", "6"))
+OPS = int(os.environ.get("RELIABILITY_OPS", "400"))
 TIMEOUT = 300
 WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "concurrent_writer.sh")
 

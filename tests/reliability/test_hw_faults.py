@@ -35,6 +35,22 @@ class HardwareFaults(unittest.TestCase):
         self.assertEqual(errs, [])
         return snap
 
+    def test_register_comparison_can_fail(self):
+        # The checker used by every reliability test must see a tree that
+        # disagrees with the registers.
+        m = self.m
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/cpus_list", "3\n"), 0, m.lcs())
+        snap = self.assert_consistent()
+        bad = reltree.snapshot(m)
+        bad["groups"]["g"]["schemata"]["L3"][1] = "1"
+        self.assertEqual(len(reltree.check_registers(m, bad)), 1)
+        bad = reltree.snapshot(m)
+        bad["groups"]["g"]["cpus"] = {4}
+        bad["groups"][""]["cpus"] = set(CPUS) - {4}
+        self.assertEqual(len(reltree.check_registers(m, bad)), 2)
+        self.assertTrue(reltree.check_invariants(bad | {"groups": dict(bad["groups"], h=snap["groups"]["g"])}, CPUS))
+
     def test_schemata_write_failing_in_second_domain_changes_nothing(self):
         m = self.m
         self.assertEqual(m.mkdir("g"), 0)
@@ -76,13 +92,20 @@ class HardwareFaults(unittest.TestCase):
 
     def test_mkdir_failing_to_program_frees_its_closid(self):
         m = self.m
-        m.fail_writes(1)
+        # An exclusive group makes a new group's default masks differ from
+        # the reset values, so creating one must write registers.
+        self.assertEqual(m.write("schemata", "L3:0=7fc;1=7fc\n"), 0, m.lcs())
+        self.assertEqual(m.mkdir("x"), 0)
+        self.assertEqual(m.write("x/schemata", "L3:0=3;1=3\n"), 0, m.lcs())
+        self.assertEqual(m.write("x/mode", "exclusive\n"), 0, m.lcs())
+        m.fail_writes(1, cpu=self.domain_cpu(1))
         rc = m.mkdir("g")
         self.assertEqual(rc, errno.EIO)
         self.assertFalse(os.path.exists(m.path("g")))
         self.assertTrue(m.lcs().strip())
         self.assertEqual(m.mkdir("g"), 0, m.lcs())
-        self.assertEqual(m.read("g/ctrl_hw_id"), "1\n")
+        self.assertEqual(m.read("g/ctrl_hw_id"), "2\n")
+        self.assertEqual(reltree.parse_schemata(m.read("g/schemata"))["L3"], {0: "7fc", 1: "7fc"})
         self.assert_consistent()
 
     def test_pqr_assoc_failure_is_repaired_by_the_next_command(self):
