@@ -47,7 +47,8 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       (mb.alloc_capable && limits_.amd && in_bank(msr, L3QOS_BW_CONTROL_0, mb.num_closid)) ||
       (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
       (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
-      (mon.abmc && (msr == L3_QOS_EXT_CFG || msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC));
+      (mon.abmc && (msr == L3_QOS_EXT_CFG || msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
+      ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG);
   if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
   if (kind == OpKind::kRead) return Ok();
   if (kind != OpKind::kWrite) return refuse("unknown operation %llu", static_cast<uint64_t>(kind));
@@ -81,6 +82,12 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
   }
   if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == L3_QOS_EXT_CFG || msr == MBA_CFG) {
     if (v > 1) return refuse("MSR 0x%llx reserved bits in 0x%llx", msr, v);
+    return Ok();
+  }
+  if (msr == IA32_L3_IO_RDT_CFG) {
+    uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
+                  (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
+    if ((v & ~ok) != 0) return refuse("L3_IO_RDT_CFG bits 0x%llx not enumerated", v);
     return Ok();
   }
   if (in_bank(msr, IA32_L3_MASK_0, l3.num_closid)) {

@@ -141,6 +141,8 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
       return d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0];
     if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) return d->evt_cfg[msr - QOS_EVT_CFG_0];
     if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) return d->ext_cfg;
+    if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon))
+      return d->io_rdt_cfg;
     if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) return d->abmc_cfg_last;
     if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) {
       unsigned id = (d->abmc_cfg_last >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK;
@@ -235,6 +237,13 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       // Unavailable.
       std::fill(d->mbm[e].begin(), d->mbm[e].end(), 0.0);
       std::fill(d->unavail_once[e].begin(), d->unavail_once[e].end(), 1);
+      return Ok();
+    }
+    if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon)) {
+      uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
+                    (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
+      if ((v & ~ok) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
+      d->io_rdt_cfg = v;
       return Ok();
     }
     if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) {

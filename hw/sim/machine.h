@@ -115,6 +115,7 @@ class SimMachine final : public CpuidSource,
     std::vector<uint64_t> smba_bw;
     uint64_t evt_cfg[2] = {0, 0};
     uint64_t ext_cfg = 0;
+    uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
     uint64_t abmc_cfg_last = 0;
     std::vector<AbmcCounter> cntrs;
     // Model state, indexed by RMID.

@@ -101,9 +101,14 @@ HwLimits decode_limits(const CpuidSource& src, unsigned cpu) {
       if (r.eax == 0 && r.edx == 0) continue;
       lim.num_closid_any = std::max(lim.num_closid_any, (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1);
       if (sub == 3) lim.mba_max_delay = (r.eax & CPUID_10_3_EAX_MAX_DELAY_MASK) + 1;
+      if (sub == 1 && !lim.amd) lim.io_rdt_alloc = (r.ecx & CPUID_10_CACHE_ECX_IO) != 0;
     }
   }
-  if (max_leaf >= CPUID_LEAF_PQM) lim.max_rmid_any = src.cpuid(cpu, CPUID_LEAF_PQM, 0).ebx;
+  if (max_leaf >= CPUID_LEAF_PQM) {
+    lim.max_rmid_any = src.cpuid(cpu, CPUID_LEAF_PQM, 0).ebx;
+    uint32_t eax = src.cpuid(cpu, CPUID_LEAF_PQM, 1).eax;
+    lim.io_rdt_mon = !lim.amd && (eax & (CPUID_F_1_EAX_IO_CMT | CPUID_F_1_EAX_IO_MBM)) != 0;
+  }
   if (lim.amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) {
     CpuidRegs mb = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 1);
     CpuidRegs smba = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 2);

@@ -57,6 +57,11 @@ struct HwLimits {
   unsigned max_rmid_any = 0;    // CPUID.0xF.0:EBX (highest RMID of any resource)
   unsigned num_closid_any = 0;  // highest CLOSID count of any resource
   bool amd = false;
+  // Intel non-CPU agent RDT (I/O RDT): L3 CAT (CPUID.0x10.1:ECX[1]) and
+  // CMT/MBM (CPUID.0xF.1:EAX[9,10]) for devices; enabled through
+  // IA32_L3_IO_RDT_CFG. resctrl has no interface for them yet.
+  bool io_rdt_alloc = false;
+  bool io_rdt_mon = false;
 };
 HwLimits decode_limits(const CpuidSource& src, unsigned cpu);
 

@@ -19,6 +19,11 @@ inline constexpr uint32_t IA32_L3_QOS_CFG = 0xC81;
 // L2_QOS_CFG: bit 0 enables L2 CDP.
 inline constexpr uint32_t IA32_L2_QOS_CFG = 0xC82;
 inline constexpr uint64_t QOS_CFG_CDP_ENABLE = 1ULL << 0;
+// Intel non-CPU agent (I/O) RDT enable: IRAE (bit 0) allocation, IRME
+// (bit 1) monitoring. Present when CPUID enumerates I/O RDT (below).
+inline constexpr uint32_t IA32_L3_IO_RDT_CFG = 0xC83;
+inline constexpr uint64_t L3_IO_RDT_CFG_IRAE = 1ULL << 0;
+inline constexpr uint64_t L3_IO_RDT_CFG_IRME = 1ULL << 1;
 // Intel second-generation MBA: bit 0 selects min (1) or max (0) of the
 // per-thread delays of a core.
 inline constexpr uint32_t MBA_CFG = 0xC84;
@@ -144,6 +149,9 @@ inline constexpr uint32_t CPUID_F_0_EDX_L3 = 1U << 1;
 // CPUID.0xF.1: EAX[7:0] counter width offset, EBX upscaling factor,
 // ECX highest L3 RMID, EDX event bits (0 occupancy, 1 total, 2 local).
 inline constexpr uint32_t CPUID_F_1_EAX_WIDTH_MASK = 0xFF;
+// CPUID.0xF.1:EAX bits 9 and 10: CMT and MBM for non-CPU (I/O) agents.
+inline constexpr uint32_t CPUID_F_1_EAX_IO_CMT = 1U << 9;
+inline constexpr uint32_t CPUID_F_1_EAX_IO_MBM = 1U << 10;
 inline constexpr uint32_t CPUID_F_1_EDX_OCCUP = 1U << 0;
 inline constexpr uint32_t CPUID_F_1_EDX_MBM_TOTAL = 1U << 1;
 inline constexpr uint32_t CPUID_F_1_EDX_MBM_LOCAL = 1U << 2;
@@ -154,6 +162,7 @@ inline constexpr uint32_t CPUID_10_0_EBX_MBA = 1U << 3;
 // CPUID.0x10.{1,2}: EAX[4:0] CBM length - 1, EBX shareable bits,
 // ECX bit 2 CDP, ECX bit 3 non-contiguous CBMs, EDX[15:0] highest CLOS.
 inline constexpr uint32_t CPUID_10_CACHE_EAX_CBM_LEN_MASK = 0x1F;
+inline constexpr uint32_t CPUID_10_CACHE_ECX_IO = 1U << 1;  // L3 CAT for I/O agents
 inline constexpr uint32_t CPUID_10_CACHE_ECX_CDP = 1U << 2;
 inline constexpr uint32_t CPUID_10_CACHE_ECX_NONCONT = 1U << 3;
 inline constexpr uint32_t CPUID_10_EDX_COS_MAX_MASK = 0xFFFF;

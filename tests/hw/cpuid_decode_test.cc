@@ -8,7 +8,10 @@
 #include <sstream>
 
 #include "hw/backend.h"
+#include "hw/broker/policy.h"
 #include "hw/real/msr_backend.h"
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/registers.h"
 #include "recording_msr.h"
@@ -262,4 +265,32 @@ TEST_CASE("Haswell server L3 CAT is found by probing IA32_L3_MASK_0") {
   testing::RecordingMsr failing;
   failing.fail_in = 0;
   CHECK_FALSE(decode_platform(src, four_cpus(), &failing).res(ResourceId::L3).alloc_capable);
+}
+
+TEST_CASE("I/O RDT enumeration bits") {
+  CHECK_FALSE(
+      decode_limits(DumpSource("intel-xeon-gold-6252-cascadelake-sp.cpuid"), 0).io_rdt_alloc);
+  auto p = sim::parse_profile(R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}],
+      "l3_size_bytes": 8388608,
+      "l3_cat": {"cbm_len": 12, "num_closid": 16},
+      "l3_mon": {"num_rmids": 128, "events": ["llc_occupancy"]},
+      "cpuid": {"0x10.1": ["0xb", "0", "0x2", "0xf"], "0xf.1": ["0x200", "65536", "127", "1"]}})",
+                              "io-rdt");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  CHECK(m.limits().io_rdt_alloc);
+  CHECK(m.limits().io_rdt_mon);
+  CHECK(m.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
+  CHECK_FALSE(m.write(0, IA32_L3_IO_RDT_CFG, 4).ok());
+  broker::Policy pol(m.info(), m.limits());
+  CHECK(pol.check(0, IA32_L3_IO_RDT_CFG, 3, broker::OpKind::kWrite).ok());
+  CHECK_FALSE(pol.check(0, IA32_L3_IO_RDT_CFG, 4, broker::OpKind::kWrite).ok());
+  auto plain = sim::load_profile("intel-2s");
+  REQUIRE(plain.ok());
+  sim::SimMachine m2(*plain);
+  CHECK_FALSE(m2.limits().io_rdt_alloc);
+  CHECK_FALSE(m2.write(0, IA32_L3_IO_RDT_CFG, 1).ok());
+  CHECK_FALSE(broker::Policy(m2.info(), m2.limits())
+                  .check(0, IA32_L3_IO_RDT_CFG, 0, broker::OpKind::kRead)
+                  .ok());
 }
