@@ -107,7 +107,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(asio::io_context& i
   const mode_t old_umask = umask(0177);
   if (!ec) server->acceptor_.bind(Local::endpoint(path), ec);
   umask(old_umask);
-  if (!ec) server->acceptor_.listen(16, ec);
+  if (!ec) server->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Error::make(EIO, "control socket " + path + ": " + ec.message());
   server->accept();
   return server;

@@ -25,10 +25,6 @@ namespace {
 // the control socket and the proc connector run.
 constexpr int kFuseBatch = 64;
 constexpr std::chrono::milliseconds kTickInterval{1000};
-// How long a committed change may wait for the journal. Saving after every
-// command would cost more than the command (serialising the model, a page
-// cache write), so changes within this window are saved together.
-constexpr std::chrono::milliseconds kJournalDelay{100};
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -52,34 +48,15 @@ bool needs_task_events(uint32_t opcode) {
   }
 }
 
-// Requests after which the model may differ (the journal is saved).
-bool may_change_model(uint32_t opcode) {
-  switch (opcode) {
-    case FUSE_WRITE:
-    case FUSE_MKDIR:
-    case FUSE_RMDIR:
-    case FUSE_RENAME:
-    case FUSE_RENAME2:
-    case FUSE_SETATTR:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Daemon::Daemon(DaemonOptions opts)
     : opts_(std::move(opts)),
       timer_(io_),
-      journal_timer_(io_),
       signals_(io_),
       clock_base_(std::chrono::steady_clock::now()) {}
 
-Daemon::~Daemon() {
-  shutdown("daemon destroyed");
-  if (journal_fd_ >= 0) close(journal_fd_);
-}
+Daemon::~Daemon() { shutdown("daemon destroyed"); }
 
 std::chrono::steady_clock::time_point Daemon::fs_now() const {
   if (parts_ && parts_->backend.sim != nullptr) {
@@ -103,7 +80,15 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     return Error::make(m.error().code, msg);
   }
   fs_mounted_ = true;
-  restore_journal();
+  if (!opts_.state_dir.empty()) {
+    Result<std::unique_ptr<StateJournal>> j =
+        StateJournal::open_and_restore(opts_.state_dir, parts_->backend.platform_name, fs);
+    if (!j.ok()) {
+      shutdown("start-up failed");
+      return std::move(j).error();
+    }
+    journal_ = std::move(j).value();
+  }
 
   FuseSettings settings;
   settings.mountpoint = opts_.mountpoint;
@@ -120,9 +105,9 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     return fm;
   }
   bridge_->set_request_hook([this](uint32_t opcode) {
-    last_opcode_ = opcode;
     if (needs_task_events(opcode)) drain_proc();
   });
+  if (journal_) bridge_->set_commit_hook([this] { commit_journal(); });
 
   // The loop reads /dev/fuse until EAGAIN; Asio gets its own descriptor so
   // that closing its copy never closes libfuse's.
@@ -184,12 +169,8 @@ void Daemon::arm_fuse() {
 void Daemon::serve_fuse_batch() {
   for (int i = 0; i < kFuseBatch; ++i) {
     const FuseBridge::Step step = bridge_->process_one();
-    // The reply is out: now the kernel may be told about what fs/ changed,
-    // and the change may be journaled.
+    // The reply is out: now the kernel may be told about what fs/ changed.
     flush_invalidations();
-    if (step == FuseBridge::Step::kProcessed && may_change_model(last_opcode_)) {
-      schedule_journal();
-    }
     if (step == FuseBridge::Step::kEnded) {
       spdlog::info("{} was unmounted", opts_.mountpoint);
       shutdown("unmounted");
@@ -248,7 +229,7 @@ void Daemon::arm_timer() {
       parts_->fs->tick(fs_now());
       flush_invalidations();
     }
-    if (tasks_dirty_) save_journal();
+    if (tasks_dirty_) commit_journal();
     arm_timer();
   });
 }
@@ -269,7 +250,6 @@ void Daemon::shutdown(const char* why) {
   if (control_) control_->close();
   boost::system::error_code ec;
   timer_.cancel();
-  journal_timer_.cancel();
   signals_.cancel(ec);
   if (proc_fd_) proc_fd_->close(ec);
   if (fuse_fd_) fuse_fd_->close(ec);
@@ -277,11 +257,11 @@ void Daemon::shutdown(const char* why) {
     // A user's unmount resets everything, like the kernel's, so nothing is
     // left to restore; a daemon stopped by a signal keeps its journal and
     // the next start restores the groups.
-    if (std::string_view(why) == "unmounted") {
-      if (!journal_path().empty()) std::remove(journal_path().c_str());
-      journal_saved_.clear();
-    } else {
-      save_journal();
+    if (journal_ && std::string_view(why) == "unmounted") {
+      Result<void> c = journal_->clear();
+      if (!c.ok()) spdlog::warn("{}", c.error().message);
+    } else if (std::string_view(why) != "start-up failed") {
+      commit_journal();
     }
     // The kernel's unmount: controls back to defaults, CPUs and tasks back
     // to the default group.
@@ -297,73 +277,13 @@ void Daemon::shutdown(const char* why) {
   io_.stop();
 }
 
-std::string Daemon::journal_path() const {
-  return opts_.state_dir.empty() ? std::string() : opts_.state_dir + "/state.json";
-}
-
-void Daemon::restore_journal() {
-  const std::string path = journal_path();
-  if (path.empty()) return;
-  std::ifstream in(path);
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<void> r = parts_->fs->restore_state_json(text.str());
-  if (r.ok() || r.error().code == ENOSYS) journal_size_ = text.str().size();
-  if (r.ok()) {
-    journal_saved_ = text.str();
-    spdlog::info("restored the groups journaled in {}", path);
-    return;
-  }
-  if (r.error().code == ENOSYS) return;
-  // Keep the document for inspection, start from a clean mount.
-  const std::string aside = path + ".rejected";
-  std::rename(path.c_str(), aside.c_str());
-  spdlog::warn("journal {} not restored ({}); moved to {}", path, r.error().message, aside);
-}
-
-void Daemon::schedule_journal() {
-  if (journal_pending_ || opts_.state_dir.empty()) return;
-  journal_pending_ = true;
-  journal_timer_.expires_after(kJournalDelay);
-  journal_timer_.async_wait([this](const boost::system::error_code& ec) {
-    journal_pending_ = false;
-    if (ec || stopping_) return;
-    save_journal();
-  });
-}
-
-void Daemon::save_journal() {
+void Daemon::commit_journal() {
   tasks_dirty_ = false;
-  const std::string path = journal_path();
-  if (path.empty() || !parts_ || !fs_mounted_) return;
-  std::string doc = parts_->fs->save_state_json();
-  if (doc == journal_saved_) return;
-  if (journal_fd_ < 0) {
-    journal_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (journal_fd_ < 0) {
-      spdlog::warn("cannot open the journal {}: {}", path, strerror(errno));
-      return;
-    }
-  }
-  // One pwrite over the old document, padded with blanks (valid trailing
-  // JSON whitespace) to its length: a crash of the daemon leaves the old or
-  // the new journal, never a mix; and unlike write-aside-and-rename it does
-  // not make ext4 flush data on every command.
-  std::string padded = doc;
-  if (padded.size() < journal_size_) padded.append(journal_size_ - padded.size(), ' ');
-  const ssize_t n = pwrite(journal_fd_, padded.data(), padded.size(), 0);
-  if (n != static_cast<ssize_t>(padded.size())) {
-    spdlog::warn("cannot write the journal {}: {}", path, strerror(errno));
-    return;
-  }
-  journal_size_ = padded.size();
-  // Shrink once the blanks dominate (between two commands, not atomic, so
-  // only when cheap to lose: the document above is complete anyway).
-  if (journal_size_ > 4096 && journal_size_ > 4 * doc.size()) {
-    if (ftruncate(journal_fd_, static_cast<off_t>(doc.size())) == 0) journal_size_ = doc.size();
-  }
-  journal_saved_ = std::move(doc);
+  if (!journal_ || !parts_ || !fs_mounted_) return;
+  Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
+  // The command itself is done; a journal that cannot be written loses
+  // durability, not the command.
+  if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
 }
 
 Result<hw::SimControl*> Daemon::sim() {

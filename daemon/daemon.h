@@ -21,6 +21,7 @@
 #include "daemon/control_server.h"
 #include "daemon/fuse_bridge.h"
 #include "daemon/invalidation_queue.h"
+#include "daemon/journal.h"
 #include "daemon/options.h"
 #include "daemon/proc_connector.h"
 #include "daemon/request_stats.h"
@@ -73,13 +74,11 @@ class Daemon : public ControlTarget {
   void arm_timer();
   void flush_invalidations();
   void shutdown(const char* why);
-  // The state journal (--state-dir): restored after the resctrl mount,
-  // saved within kJournalDelay of a request that may change the model, at
-  // most once per tick for task events, and when a signal stops the daemon.
-  std::string journal_path() const;
-  void restore_journal();
-  void save_journal();
-  void schedule_journal();
+  // The state journal (--state-dir, see journal.h): restored after the
+  // resctrl mount; committed before the reply of every request that changed
+  // the model, once per tick after task events, and when a signal stops the
+  // daemon; cleared by a user's unmount.
+  void commit_journal();
   Result<hw::SimControl*> sim();
 
   DaemonOptions opts_;
@@ -93,17 +92,12 @@ class Daemon : public ControlTarget {
   std::unique_ptr<ProcConnector> proc_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> proc_fd_;
   boost::asio::steady_timer timer_;
-  boost::asio::steady_timer journal_timer_;
-  bool journal_pending_ = false;
   boost::asio::signal_set signals_;
   std::unique_ptr<ControlServer> control_;
   std::chrono::steady_clock::time_point clock_base_;
   bool stopping_ = false;
-  uint32_t last_opcode_ = 0;
   bool tasks_dirty_ = false;
-  std::string journal_saved_;  // what the journal file holds
-  int journal_fd_ = -1;
-  size_t journal_size_ = 0;
+  std::unique_ptr<StateJournal> journal_;
   int exit_code_ = 0;
 };
 

@@ -65,6 +65,7 @@ struct FuseBridge::Impl {
   bool mounted = false;
   bool no_opendir = false;  // the kernel handles opendir/releasedir itself
   std::function<void(uint32_t)> hook;
+  std::function<void()> commit_hook;
 
   // Parent of every directory inode the kernel knows (for ".." in
   // listings), with the kernel's lookup count so entries die with forget.
@@ -85,6 +86,10 @@ struct FuseBridge::Impl {
       : fs(f), stats(s), settings(std::move(st)) {}
 
   static Impl* self(fuse_req_t req) { return static_cast<Impl*>(fuse_req_userdata(req)); }
+
+  void committed() {
+    if (commit_hook) commit_hook();
+  }
 
   static fs::Caller caller(fuse_req_t req) {
     const fuse_ctx* ctx = fuse_req_ctx(req);
@@ -189,6 +194,7 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, errno_of(r.error()));
       return;
     }
+    s->committed();
     struct stat st;
     fill_stat(*r, &st);
     fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
@@ -205,6 +211,7 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, errno_of(r.error()));
       return;
     }
+    s->committed();
     s->reply_entry(req, parent, *r);
   }
 
@@ -214,7 +221,9 @@ struct FuseBridge::Impl {
   }
 
   static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
-    Result<void> r = self(req)->fs.rmdir(parent, name);
+    Impl* s = self(req);
+    Result<void> r = s->fs.rmdir(parent, name);
+    if (r.ok()) s->committed();
     fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
   }
 
@@ -231,6 +240,7 @@ struct FuseBridge::Impl {
     }
     Impl* s = self(req);
     Result<void> r = s->fs.rename(parent, name, newparent, newname, 0);
+    if (r.ok()) s->committed();
     fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
   }
 
@@ -304,6 +314,7 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, errno_of(r.error()));
       return;
     }
+    s->committed();
     fuse_reply_write(req, *r);
   }
 
@@ -512,6 +523,10 @@ int FuseBridge::fd() const { return fuse_session_fd(impl_->se); }
 
 void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
   impl_->hook = std::move(hook);
+}
+
+void FuseBridge::set_commit_hook(std::function<void()> hook) {
+  impl_->commit_hook = std::move(hook);
 }
 
 FuseBridge::Step FuseBridge::process_one() {

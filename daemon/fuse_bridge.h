@@ -59,6 +59,12 @@ class FuseBridge {
   // tasks file is opened).
   void set_request_hook(std::function<void(uint32_t opcode)> hook);
 
+  // Called after a request changed the model (a successful write, mkdir,
+  // rmdir, rename or setattr) and before its reply is sent: the daemon
+  // makes the change durable there, so an acknowledged command survives a
+  // crash.
+  void set_commit_hook(std::function<void()> hook);
+
   enum class Step { kProcessed, kAgain, kEnded };
   // Reads one request and processes it (the reply is sent before this
   // returns). kEnded: the file system was unmounted or the session failed.

@@ -124,10 +124,20 @@ def ctl_binary():
 
 def control_request(sock_path, request, timeout=30):
     """Sends one JSON request line to a control socket; returns the reply."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
+    deadline = time.time() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(sock_path)
+            break
+        except BlockingIOError:
+            # The listen backlog is full (the daemon is busy): try again.
+            s.close()
+            if time.time() > deadline:
+                raise
+            time.sleep(0.01)
     try:
-        s.connect(sock_path)
         s.sendall((json.dumps(request) + "\n").encode())
         buf = b""
         while b"\n" not in buf:
