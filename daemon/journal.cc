@@ -182,7 +182,7 @@ Result<void> StateJournal::commit(const std::string& body) {
   const int fd = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return sys_error("create", tmp_path_);
   Result<void> w = write_all(fd, bytes, tmp_path_);
-  if (w.ok() && ::fsync(fd) != 0) w = sys_error("fsync", tmp_path_);
+  if (w.ok() && fsync_ && ::fsync(fd) != 0) w = sys_error("fsync", tmp_path_);
   if (::close(fd) != 0 && w.ok()) w = sys_error("close", tmp_path_);
   if (!w.ok()) {
     (void)::unlink(tmp_path_.c_str());
@@ -194,7 +194,7 @@ Result<void> StateJournal::commit(const std::string& body) {
     return e;
   }
   // The rename is durable only once the directory is.
-  RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
+  if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
   generation_ = rec.generation;
   last_body_ = body;
   ++writes_;

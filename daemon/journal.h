@@ -107,6 +107,13 @@ class StateJournal {
   // to be restored after it.
   Result<void> clear();
 
+  // With fsync (the default) a commit survives a power loss or kernel
+  // crash; without, it survives the daemon's crash or kill -9 (the page
+  // cache keeps the renamed file) at a fraction of the cost (ext4 here:
+  // ~16 ms vs ~0.2 ms per command). After a reboot the hardware is reset
+  // and the threads are gone anyway, so only the groups would be lost.
+  void set_fsync(bool on) { fsync_ = on; }
+
   uint64_t generation() const { return generation_; }
   const std::string& path() const { return path_; }
   // Number of records written by this object (for tests and status).
@@ -122,6 +129,7 @@ class StateJournal {
   int dir_fd_ = -1;
   uint64_t generation_ = 0;
   uint64_t writes_ = 0;
+  bool fsync_ = true;
   std::optional<std::string> last_body_;
   Outcome outcome_ = Outcome::kNone;
   std::string rejected_reason_;

@@ -179,6 +179,22 @@ TEST_CASE("commits are durable, monotonic and deduplicated", "[journal]") {
   CHECK_FALSE(none->has_value());
 }
 
+TEST_CASE("without fsync a commit is still atomic and readable", "[journal]") {
+  TempDir dir;
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  (*j)->set_fsync(false);
+  REQUIRE((*j)->commit("a").ok());
+  REQUIRE((*j)->commit("b").ok());
+  auto again = StateJournal::open(dir.path);
+  REQUIRE(again.ok());
+  auto rec = (*again)->load();
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->body == "b");
+  CHECK((*rec)->generation == 2);
+}
+
 TEST_CASE("a temporary file left by a crash is ignored and removed", "[journal]") {
   TempDir dir;
   {
