@@ -141,6 +141,9 @@ Result<void> Daemon::start(const PartsFactory& factory) {
 
   signals_.add(SIGTERM);
   signals_.add(SIGINT);
+  // A foreground daemon whose terminal goes away unmounts cleanly instead
+  // of dying and leaving a dead mount behind.
+  signals_.add(SIGHUP);
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("signal {}: unmounting", strsignal(sig));

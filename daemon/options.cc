@@ -72,7 +72,8 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"sim", "msr"}))
       ->capture_default_str();
   app.add_option("--state-dir", opts.state_dir,
-                 "directory for the daemon's state (the instance lock lives here)")
+                 "state journal (groups survive a restart of the daemon) and the instance "
+                 "lock; without it the lock lives in /run/resctrlfs")
       ->type_name("DIR");
   app.add_option("--control", opts.control_socket,
                  "Unix socket for resctrlfsctl (one JSON object per line)")

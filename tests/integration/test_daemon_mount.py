@@ -77,6 +77,12 @@ class Shutdown(unittest.TestCase):
         self.assertEqual(m.stop(signal.SIGINT), 0, m.daemon_log())
         self.assertFalse(rt.is_mounted(m.mnt))
 
+    def test_sighup_unmounts(self):
+        # A foreground daemon whose terminal closes must not leave a dead mount.
+        m = self.start()
+        self.assertEqual(m.stop(signal.SIGHUP), 0, m.daemon_log())
+        self.assertFalse(rt.is_mounted(m.mnt))
+
     def test_external_unmount_ends_the_daemon(self):
         m = self.start()
         subprocess.check_call(["fusermount3", "-u", m.mnt])
