@@ -158,10 +158,10 @@ schemata_value() {
   sed -n "s/^ *$res:\(.*\)$/\1/p" "$group/schemata" | tr ';' '\n' | sed -n "s/^ *$id=//p" | tr -d ' '
 }
 
-# Waits up to 5 s for `test` to succeed.
+# Waits up to 15 s (a loaded CI machine) for `test` to succeed.
 wait_for() {
   local i
-  for i in $(seq 50); do "$@" && return 0; sleep 0.1; done
+  for i in $(seq 150); do "$@" && return 0; sleep 0.1; done
   return 1
 }
 

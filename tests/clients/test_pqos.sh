@@ -239,20 +239,21 @@ check_eq "after -R the root owns every CPU" "$(cat $R/cpus_list)" "$ALL_CPUS"
 check "after -R pid $PID is back in the root" in_tasks $R $PID
 
 echo "== rdtset -I (run a command with a class)"
-set -- $(sed -n 's/^ *L3:\(.*\)$/\1/p' $R/schemata)
 l3_of_cpu0=$(cat $(dirname $(grep -l '^3$' /sys/devices/system/cpu/cpu0/cache/index*/level))/id)
-rdtset -I -t 'l3=0xf' -c 0 -- sleep 6 >"$WORK/rdtset" 2>&1 &
+rdtset -I -t 'l3=0xf' -c 0 -- sh -c "echo \$\$ > $WORK/rdtset.pid; exec sleep 10" >"$WORK/rdtset" 2>&1 &
 rpid=$!
-sp=""
-for i in $(seq 50); do
-  sp=$(pgrep -x sleep -P $rpid || true)
-  [ -z "$sp" ] && [ "$(cat /proc/$rpid/comm 2>/dev/null)" = sleep ] && sp=$rpid
-  [ -n "$sp" ] && break
-  sleep 0.1
-done
+# rdtset initialises the library (reading every task's group) before it
+# starts the command: that can take a while on a loaded machine.
+for i in $(seq 300); do [ -s "$WORK/rdtset.pid" ] && break; sleep 0.1; done
+sp=$(cat "$WORK/rdtset.pid" 2>/dev/null)
 check "rdtset started the command (pid ${sp:-none})" test -n "$sp"
+find_group() {
+  local g
+  for g in $R/COS*; do in_tasks "$g" "$1" && { echo "$g"; return 0; }; done
+  return 1
+}
 grp=""
-for g in $R/COS*; do in_tasks $g "${sp:-x}" && grp=$g; done
+for i in $(seq 150); do grp=$(find_group "${sp:-x}") && break; sleep 0.1; done
 check "the command's pid is in a COS group's tasks (${grp:-none})" test -n "$grp"
 if [ -n "$grp" ]; then
   check_eq "that group's L3 on cpu0's domain $l3_of_cpu0 is 0xf" \

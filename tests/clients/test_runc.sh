@@ -81,7 +81,7 @@ echo "container init pid: $init; group tasks:"; cat "$G/tasks" 2>/dev/null | tr 
 GAP="CLONE_PARENT children inherit the real parent's group (proc connector limit)"
 known_gap "the container's init ($init) is in $CTR/tasks" "$GAP" wait_for in_tasks "$G" "$init"
 child=""
-for i in $(seq 50); do child=$(pgrep -P "${init:-1}" | head -1); [ -n "$child" ] && break; sleep 0.1; done
+for i in $(seq 150); do child=$(pgrep -P "${init:-1}" | head -1); [ -n "$child" ] && break; sleep 0.1; done
 check "the init forked a child" test -n "$child"
 known_gap "the forked child ($child) is in $CTR/tasks (fork inheritance)" "$GAP" \
   wait_for in_tasks "$G" "${child:-x}"

@@ -26,7 +26,7 @@ BEFORE_STAGING=$(staging_dirs)
 check_clean() {
   local what=$1 pid=$2
   local i
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for i in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   check "$what: daemon $pid stopped" bash -c "! kill -0 $pid 2>/dev/null"
   check_eq "$what: no staging directory left" "$(staging_dirs)" "$BEFORE_STAGING"
   check "$what: host has no /sys/fs/resctrl mount" bash -c "! grep -q ' /sys/fs/resctrl ' /proc/self/mountinfo"
@@ -106,8 +106,10 @@ check_eq "no staging directory left after a failed start" "$(staging_dirs)" "$BE
 "$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
   sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
 sbpid=$!
-for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
-sleep_pid=$(pgrep -P "$sbpid" -x sleep)
+for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+sleep_pid=""
+for i in $(seq 100); do sleep_pid=$(pgrep -P "$sbpid" -x sleep) && break; sleep 0.1; done
+check "COMMAND (sleep) is running as the sandbox's child (${sleep_pid:-none})" test -n "$sleep_pid"
 kill -TERM "$sbpid"
 wait "$sbpid"
 check_eq "SIGTERM to the sandbox is forwarded (COMMAND's status 143)" $? 143
@@ -120,11 +122,13 @@ rm -f "$WORK/pid"
 "$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
   sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
 sbpid=$!
-for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
-sleep_pid=$(pgrep -P "$sbpid" -x sleep)
+for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+sleep_pid=""
+for i in $(seq 100); do sleep_pid=$(pgrep -P "$sbpid" -x sleep) && break; sleep 0.1; done
+check "COMMAND (sleep) is running as the sandbox's child (${sleep_pid:-none})" test -n "$sleep_pid"
 kill -KILL "$sbpid"
 wait "$sbpid" 2>/dev/null
-for i in $(seq 50); do kill -0 "${sleep_pid:-999999}" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 150); do kill -0 "${sleep_pid:-999999}" 2>/dev/null || break; sleep 0.1; done
 check "COMMAND is gone after the sandbox was SIGKILLed" bash -c "! kill -0 ${sleep_pid:-999999} 2>/dev/null"
 for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; done
 check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
@@ -216,7 +220,7 @@ else
   "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- \
     sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
   sbpid=$!
-  for i in $(seq 100); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+  for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
   kill -KILL "$sbpid"
   wait "$sbpid" 2>/dev/null
   for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do
