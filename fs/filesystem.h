@@ -17,7 +17,8 @@
 //
 // Threading: every public method takes the model lock (the rdtgroup_mutex
 // analogue) itself; callers need not serialise. Methods never block on I/O
-// other than the hardware layer's MSR accesses.
+// other than the hardware layer's MSR accesses and the TaskSource (which
+// reads /proc for tasks files and task moves).
 #pragma once
 
 #include <fcntl.h>
@@ -80,7 +81,9 @@ struct OpenFile {
   std::string snapshot;  // content rendered at open for readable files
   // When non-zero, rendering failed the way the kernel fails the first
   // read(2) of this file (e.g. EINVAL for available_mbm_cntrs outside
-  // mbm_event mode): open succeeds and every read must fail with this errno.
+  // mbm_event mode) on an O_RDWR open: open succeeds and every read must fail
+  // with this errno. A read-only open of such a file fails with that errno
+  // instead (nothing could be read from it).
   int read_errno = 0;
 };
 
