@@ -179,7 +179,8 @@ std::string cell(const Sample& s) {
   if (s.error == "n/a") return "-";
   if (!s.error.empty()) return "ERR";
   char b[64];
-  snprintf(b, sizeof(b), "%.2f/%.1f", s.p50_us, s.p99_us);
+  // '*': the time budget stopped the measurement early (fewer calls).
+  snprintf(b, sizeof(b), "%.2f/%.1f%s", s.p50_us, s.p99_us, s.truncated ? "*" : "");
   return b;
 }
 
@@ -195,11 +196,8 @@ std::string opcode_list(const std::map<std::string, double>& m) {
 
 nlohmann::json sample_json(const Sample& s) {
   if (!s.error.empty()) return {{"error", s.error}};
-  return {{"p50_us", s.p50_us},
-          {"p99_us", s.p99_us},
-          {"mean_us", s.mean_us},
-          {"ops_per_s", s.ops_per_s},
-          {"ops", s.ops}};
+  return {{"p50_us", s.p50_us},       {"p99_us", s.p99_us}, {"mean_us", s.mean_us},
+          {"ops_per_s", s.ops_per_s}, {"ops", s.ops},       {"truncated", s.truncated}};
 }
 
 }  // namespace
@@ -217,6 +215,7 @@ Sample summarize(const std::vector<Sample>& runs) {
     mean.push_back(s.mean_us);
     ops.push_back(s.ops_per_s);
     out.ops += s.ops;
+    out.truncated |= s.truncated;
   }
   if (p50.empty()) return out;
   out.error.clear();
@@ -232,7 +231,9 @@ void print_report(const Report& r, FILE* out) {
   for (const Target* t : r.targets) names.push_back(t->name);
   bool has_floor = std::count(names.begin(), names.end(), "floor");
   bool has_sysfs = std::count(names.begin(), names.end(), "sysfs");
-  fprintf(out, "\nresctrlfs benchmark: %d run(s) per figure, medians of per-run p50/p99 (us)%s\n",
+  fprintf(out,
+          "\nresctrlfs benchmark: %d run(s) per figure, medians of per-run p50/p99 (us)%s;"
+          " * = stopped early by the time budget\n",
           r.runs, r.quick ? ", QUICK mode" : "");
   for (const std::string& placement : r.placements) {
     for (int th : r.threads) {
@@ -331,13 +332,13 @@ void print_report(const Report& r, FILE* out) {
             "move ms", "us/id", "list ms", "move back ms", "listed");
     for (auto& [t, rows] : r.tasks) {
       for (const TasksResult& s : rows) {
-        if (!s.error.empty()) {
+        if (!s.error.empty() && s.move_ms == 0) {
           fprintf(out, "%-10s %9d ERROR %s\n", t.c_str(), s.requested, s.error.c_str());
           continue;
         }
-        fprintf(out, "%-10s %9d %9d %12.1f %12.2f %12.2f %12.1f %9zu\n", t.c_str(), s.requested,
+        fprintf(out, "%-10s %9d %9d %12.1f %12.2f %12.2f %12.1f %9zu%s%s\n", t.c_str(), s.requested,
                 s.threads, s.move_ms, s.threads ? s.move_ms * 1e3 / s.threads : 0, s.list_ms,
-                s.move_back_ms, s.listed);
+                s.move_back_ms, s.listed, s.error.empty() ? "" : "  ", s.error.c_str());
       }
     }
   }

@@ -96,17 +96,20 @@ uint64_t process_rss_kib(pid_t pid) {
   return 0;
 }
 
-Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional<int> cpu) {
+Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional<int> cpu,
+               double budget_s) {
   std::vector<std::vector<float>> lat(threads);
   std::vector<double> start(threads), end(threads);
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::atomic<int> err{0};
+  std::atomic<bool> truncated{false};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       pin_self(cpu);
-      for (int i = 0; i < warmup && !err; ++i) {
+      double w0 = now_us();
+      for (int i = 0; i < warmup && !err && now_us() - w0 < budget_s * 1e6 / 4; ++i) {
         if (int e = op(t)) err = e;
       }
       lat[t].reserve(count);
@@ -116,6 +119,10 @@ Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional
       start[t] = now_us();
       for (int i = 0; i < count && !err; ++i) {
         double a = now_us();
+        if (a - start[t] > budget_s * 1e6) {
+          truncated = true;
+          break;
+        }
         if (int e = op(t)) {
           err = e;
           break;
@@ -134,6 +141,7 @@ Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional
     s.error = strerror(err);
     return s;
   }
+  s.truncated = truncated;
   std::vector<float> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   if (all.empty()) return s;

@@ -35,7 +35,8 @@ struct Target {
 struct Sample {
   double p50_us = 0, p99_us = 0, mean_us = 0, ops_per_s = 0;
   uint64_t ops = 0;
-  std::string error;  // non-empty when the operation failed
+  bool truncated = false;  // stopped by the time budget before `count` calls
+  std::string error;       // non-empty when the operation failed
 };
 
 // An operation body: called with the thread index, returns 0 or an errno.
@@ -45,7 +46,11 @@ using OpFn = std::function<int(int thread)>;
 // per thread, all threads starting together. Each thread pins itself to
 // `cpu` when it is set. Per-call latencies go into the percentiles; ops/s is
 // total calls over the wall time from the first start to the last end.
-Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional<int> cpu);
+// A thread stops early once `budget_s` seconds of timed calls have passed, so
+// a pathologically slow operation costs the run seconds, not hours; the
+// Sample then holds fewer calls (its `truncated` flag says so).
+Sample time_op(const OpFn& op, int threads, int warmup, int count, std::optional<int> cpu,
+               double budget_s = 10);
 
 // Pins every thread of `pid` (or, with pid 0, the calling thread) to `cpu`,
 // or to all online CPUs when `cpu` is empty.

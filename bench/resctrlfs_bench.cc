@@ -238,7 +238,7 @@ int run(const Options& o) {
                 for (auto& [k, n] : *c) reqs += n;
               }
               // The counters were reset before the warm-up: count its calls too.
-              uint64_t calls = s.error.empty() ? static_cast<uint64_t>(warmup + count) * th : 0;
+              uint64_t calls = s.error.empty() ? static_cast<uint64_t>(warmup) * th + s.ops : 0;
               rep.add_daemon_cpu(placement, th, info.key, t->name, cpu_ns, reqs, calls,
                                  now_us() - wall0);
             }
