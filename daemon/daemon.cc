@@ -88,6 +88,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
       return std::move(j).error();
     }
     journal_ = std::move(j).value();
+    journal_->set_fsync(opts_.journal_fsync);
   }
 
   FuseSettings settings;

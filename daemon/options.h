@@ -25,7 +25,10 @@ struct DaemonOptions {
   std::string mountpoint;
   std::string platform = "host";
   BackendKind backend = BackendKind::kSim;
-  std::string state_dir;       // empty: no state directory
+  std::string state_dir;  // empty: no state directory (no journal)
+  // fsync every journal commit: survives power loss, not only a crash of
+  // the daemon, at ~16 ms instead of ~0.2 ms per command on ext4.
+  bool journal_fsync = false;
   std::string control_socket;  // empty: no control socket
   std::string broker_socket = kDefaultBrokerSocket;
   std::string log_level = "info";

@@ -32,15 +32,17 @@ TEST_CASE("defaults: detached, host platform, simulated backend") {
   CHECK(p.options->backend == BackendKind::kSim);
   CHECK(p.options->control_socket.empty());
   CHECK(p.options->state_dir.empty());
+  CHECK_FALSE(p.options->journal_fsync);
   CHECK(p.options->broker_socket == "/run/resctrl-msrd.sock");
   CHECK_FALSE(p.options->mount.cdp);
   CHECK(p.options->fuse_options.empty());
 }
 
 TEST_CASE("every option") {
-  ParsedArgs p = parse({"-f", "-o", "cdp,noatime", "-o", "mba_MBps", "--platform", "intel-2s",
-                        "--backend", "msr", "--state-dir", "/var/lib/r", "--control", "/run/c.sock",
-                        "--broker", "/run/b.sock", "--log-level", "debug", "/sys/fs/resctrl"});
+  ParsedArgs p =
+      parse({"-f", "-o", "cdp,noatime", "-o", "mba_MBps", "--platform", "intel-2s", "--backend",
+             "msr", "--state-dir", "/var/lib/r", "--journal-fsync", "--control", "/run/c.sock",
+             "--broker", "/run/b.sock", "--log-level", "debug", "/sys/fs/resctrl"});
   REQUIRE(p.options);
   const auto& o = *p.options;
   CHECK(o.foreground);
@@ -52,6 +54,7 @@ TEST_CASE("every option") {
   CHECK(o.platform == "intel-2s");
   CHECK(o.backend == BackendKind::kMsr);
   CHECK(o.state_dir == "/var/lib/r");
+  CHECK(o.journal_fsync);
   CHECK(o.control_socket == "/run/c.sock");
   CHECK(o.broker_socket == "/run/b.sock");
   CHECK(o.log_level == "debug");
