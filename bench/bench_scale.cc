@@ -293,7 +293,7 @@ TasksResult run_tasks(const Target& t, const std::string& group, const ThreadHer
   TasksResult r;
   r.threads = static_cast<int>(herd.tids().size());
   std::string gt = t.root + "/" + group + "/tasks";
-  const double budget_s = 60;
+  const double budget_s = 30;
   size_t moved = 0, back = 0;
   double a = now_us();
   if (int e = write_ids(gt, herd.tids(), budget_s, &moved)) {

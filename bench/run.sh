@@ -24,6 +24,8 @@
 # vm.max_map_count for the duration of the run (restored at exit). Without
 # it the benchmark measures the most threads the current limits allow and
 # says so.
+# --no-journal: run resctrlfsd without --state-dir (no state journal), to
+# see what journaling costs each command.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,14 +34,16 @@ out="$repo/bench/results/latest.json"
 quick=()
 extra=()
 raise_limits=0
+no_journal=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick --tasks 10000); shift ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --raise-limits) raise_limits=1; shift ;;
+    --no-journal) no_journal=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -139,8 +143,10 @@ args=(--floor "$work/floor" --floor-pid "$floor_pid" --floor-control "$work/floo
 
 tree_src="$work/floor"
 if [ "$have_daemon" = 1 ]; then
+  state=(--state-dir "$work/state")
+  [ "$no_journal" = 1 ] && state=()
   mkdir -p "$work/state"
-  "$build/daemon/resctrlfsd" -f --platform "$work/platform.json" --state-dir "$work/state" \
+  "$build/daemon/resctrlfsd" -f --platform "$work/platform.json" "${state[@]}" \
     --control "$work/resctrl.sock" "$work/resctrl" 2>"$work/resctrlfsd.log" &
   rpid=$!
   pids+=("$rpid")
