@@ -64,6 +64,7 @@ struct FuseBridge::Impl {
   fuse_buf buf{};
   bool mounted = false;
   bool no_opendir = false;  // the kernel handles opendir/releasedir itself
+  unsigned max_read = 0;    // -o max_read=N, which init must repeat to libfuse
   std::function<void(uint32_t)> hook;
   std::function<void()> commit_hook;
 
@@ -136,6 +137,8 @@ struct FuseBridge::Impl {
     s->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
     // The page cache must never hold resctrl content or buffer its writes.
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    // libfuse refuses INIT unless init() asks for the -o max_read it mounted with.
+    if (s->max_read != 0) conn->max_read = s->max_read;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     spdlog::debug("FUSE init: protocol {}.{}, zero-message opendir {}", conn->proto_major,
                   conn->proto_minor, s->no_opendir ? "yes" : "no");
@@ -494,6 +497,10 @@ FuseBridge::~FuseBridge() {
 Result<std::unique_ptr<FuseBridge>> FuseBridge::create(fs::Filesystem& fs, RequestStats& stats,
                                                        const FuseSettings& settings) {
   auto impl = std::make_unique<Impl>(fs, stats, settings);
+  for (const std::string& o : settings.fuse_options) {
+    if (o.rfind("max_read=", 0) == 0)
+      impl->max_read = static_cast<unsigned>(std::strtoul(o.c_str() + 9, nullptr, 0));
+  }
   std::string opts = "fsname=resctrl,subtype=resctrl,default_permissions,allow_other";
   for (const std::string& o : settings.fuse_options) opts += "," + o;
   std::vector<std::string> argv_s = {"resctrlfsd", "-o", opts};

@@ -37,6 +37,21 @@ class MountTable(rt.ResctrlfsTestCase):
         self.assertEqual(st["daemon"]["mountpoint"], os.path.realpath(self.fs.mnt))
 
 
+class MixedOptions(rt.ResctrlfsTestCase):
+    """-o mixes resctrl flags (debug) with FUSE options (noatime, max_read)."""
+    OPTIONS = ["noatime", "debug", "max_read=8192"]
+
+    def test_fuse_options_reach_the_mount_and_resctrl_flags_the_tree(self):
+        with open("/proc/mounts") as f:
+            opts = [l.split()[3] for l in f if l.split()[1] == os.path.realpath(self.fs.mnt)]
+        self.assertEqual(len(opts), 1)
+        self.assertIn("noatime", opts[0].split(","))
+        self.assertNotIn("debug", opts[0].split(","))
+        self.assertTrue(os.path.exists(self.path("ctrl_hw_id")))  # resctrl's debug files
+        self.assertEqual(self.read("ctrl_hw_id"), "0\n")
+        self.assertIn("L3:", self.read("schemata"))
+
+
 class Shutdown(unittest.TestCase):
     def setUp(self):
         self.m = None
