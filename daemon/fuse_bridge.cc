@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -26,6 +27,8 @@ namespace {
 
 // The kernel refuses resctrl writes larger than a page (kernfs).
 constexpr size_t kMaxWrite = 4096;
+// How long the loop waits for the kernel to take invalidations.
+constexpr std::chrono::milliseconds kInvalidationWait{20};
 
 // An open file: what fs/ returned at open, and whether a read has been
 // served (a later read at offset 0 renders again).
@@ -80,6 +83,7 @@ struct FuseBridge::Impl {
   std::mutex inval_mu;
   std::condition_variable inval_cv;
   std::deque<Invalidation> inval_items;
+  int inval_busy = 0;  // items taken but not yet told to the kernel
   bool inval_stop = false;
   std::thread inval_thread;
 
@@ -458,10 +462,16 @@ struct FuseBridge::Impl {
         if (inval_stop) return;
         item = std::move(inval_items.front());
         inval_items.pop_front();
+        ++inval_busy;
       }
       int rc;
       if (item.kind == Invalidation::Kind::kEntry) {
         rc = fuse_lowlevel_notify_inval_entry(se, item.ino, item.name.c_str(), item.name.size());
+        // The kernel drops its cached listing of the parent only when the
+        // entry itself was cached; a name that appears for the first time
+        // must reach the listing too, through the parent's page cache.
+        const int rc_dir = fuse_lowlevel_notify_inval_inode(se, item.ino, 0, 0);
+        if (rc == -ENOENT) rc = rc_dir;
       } else {
         rc = fuse_lowlevel_notify_inval_inode(se, item.ino, 0, 0);
       }
@@ -469,6 +479,11 @@ struct FuseBridge::Impl {
       if (rc != 0 && rc != -ENOENT) {
         spdlog::debug("invalidation of inode {} failed: {}", item.ino, strerror(-rc));
       }
+      {
+        std::lock_guard<std::mutex> lock(inval_mu);
+        --inval_busy;
+      }
+      inval_cv.notify_all();
     }
   }
 
@@ -564,7 +579,15 @@ void FuseBridge::post_invalidations(std::vector<Invalidation> items) {
     if (impl_->inval_stop) return;
     for (Invalidation& i : items) impl_->inval_items.push_back(std::move(i));
   }
-  impl_->inval_cv.notify_one();
+  impl_->inval_cv.notify_all();
+  // Wait (briefly) until the kernel knows, so that the next request of the
+  // client that caused the change already sees it. The bound keeps a
+  // notification stuck behind another process's pending request (which
+  // only this thread can serve) from stalling the daemon.
+  std::unique_lock<std::mutex> lock(impl_->inval_mu);
+  impl_->inval_cv.wait_for(lock, kInvalidationWait, [&] {
+    return impl_->inval_stop || (impl_->inval_items.empty() && impl_->inval_busy == 0);
+  });
 }
 
 void FuseBridge::unmount() {

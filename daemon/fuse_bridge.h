@@ -72,7 +72,8 @@ class FuseBridge {
 
   // Sends invalidations to the kernel from a helper thread: the kernel may
   // need locks held by another process's pending request, which this thread
-  // must stay free to serve.
+  // must stay free to serve. Waits up to 20 ms for them to be taken, so the
+  // client whose request changed the tree sees the change at once.
   void post_invalidations(std::vector<Invalidation> items);
 
   // Unmounts (lazily if busy) and closes the session fd. Idempotent.

@@ -208,5 +208,24 @@ class Directories(rt.ResctrlfsTestCase):
         self.assertTrue(os.path.isfile(self.path("g/schemata")))
 
 
+class Invalidation(rt.ResctrlfsTestCase):
+    """Files fs/ adds or removes by itself reach the kernel's caches."""
+    PLATFORM = "amd-2s"  # BMEC config files exist only outside mbm_event mode
+
+    def test_listing_follows_files_appearing_and_vanishing(self):
+        mon = "info/L3_MON"
+        before = self.listdir(mon)
+        self.listdir(mon)  # cached by the kernel from now on
+        self.assertNotIn("mbm_total_bytes_config", before)
+        self.assertEqual(self.write(mon + "/mbm_assign_mode", "default\n"), 0, self.lcs())
+        now = self.listdir(mon)  # no sleep: the invalidation precedes the next request
+        self.assertIn("mbm_total_bytes_config", now)
+        self.assertIn("mbm_local_bytes_config", now)
+        self.assertTrue(os.path.isfile(self.path(mon + "/mbm_total_bytes_config")))
+        self.assertEqual(self.write(mon + "/mbm_assign_mode", "mbm_event\n"), 0, self.lcs())
+        self.assertEqual(self.listdir(mon), before)
+        self.assertFalse(os.path.exists(self.path(mon + "/mbm_total_bytes_config")))
+
+
 if __name__ == "__main__":
     rt.main()
