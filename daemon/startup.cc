@@ -121,6 +121,18 @@ Result<void> check_msr_preconditions(std::string_view proc_mounts, std::string_v
                      "/proc/cpuinfo); use --backend sim");
 }
 
+bool resctrl_mounted_at(std::string_view proc_mounts, std::string_view abs_path) {
+  std::istringstream mounts{std::string(proc_mounts)};
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string source, target, type;
+    fields >> source >> target >> type;
+    if (target == abs_path && (type == "resctrl" || type == "fuse.resctrl")) return true;
+  }
+  return false;
+}
+
 Result<std::string> prepare_mountpoint(const std::string& mountpoint) {
   struct stat st;
   if (stat(mountpoint.c_str(), &st) != 0 && errno == ENOTCONN) {
@@ -140,6 +152,9 @@ Result<std::string> prepare_mountpoint(const std::string& mountpoint) {
   char buf[PATH_MAX];
   if (realpath(mountpoint.c_str(), buf) == nullptr) {
     return Error::make(errno, "mount point " + mountpoint + ": " + strerror(errno));
+  }
+  if (resctrl_mounted_at(read_text_file("/proc/mounts"), buf)) {
+    return Error::make(EBUSY, std::string("resctrl is already mounted at ") + buf);
   }
   return std::string(buf);
 }

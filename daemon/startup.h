@@ -38,12 +38,17 @@ class InstanceLock {
 // /proc/mounts and /proc/cpuinfo.
 Result<void> check_msr_preconditions(std::string_view proc_mounts, std::string_view cpuinfo);
 
+// True when /proc/mounts (its text) lists a resctrl file system, ours
+// (fuse.resctrl) or the kernel's, mounted at `abs_path`.
+bool resctrl_mounted_at(std::string_view proc_mounts, std::string_view abs_path);
+
 // Reads a whole small file (/proc text); empty on failure.
 std::string read_text_file(const std::string& path);
 
 // Makes `mountpoint` absolute and checks it is a directory. A mount point
 // left dead by a crashed daemon ("Transport endpoint is not connected") is
-// detached first.
+// detached first; one where resctrl is mounted and alive is EBUSY (resctrl
+// mounts once, like the kernel's).
 Result<std::string> prepare_mountpoint(const std::string& mountpoint);
 
 // The start-up pipe: without -f the process forks at once; the parent waits

@@ -72,6 +72,19 @@ TEST_CASE("MSR backend preconditions") {
   CHECK(kernel.error().message.find("/sys/fs/resctrl") != std::string::npos);
 }
 
+TEST_CASE("resctrl already mounted at a path") {
+  const std::string mounts =
+      "proc /proc proc rw 0 0\n"
+      "resctrl /sys/fs/resctrl resctrl rw,relatime 0 0\n"
+      "resctrl /mnt/r fuse.resctrl rw,nosuid,nodev 0 0\n"
+      "other /mnt/o fuse.other rw 0 0\n";
+  CHECK(resctrl_mounted_at(mounts, "/sys/fs/resctrl"));
+  CHECK(resctrl_mounted_at(mounts, "/mnt/r"));
+  CHECK_FALSE(resctrl_mounted_at(mounts, "/mnt/o"));
+  CHECK_FALSE(resctrl_mounted_at(mounts, "/mnt"));
+  CHECK_FALSE(resctrl_mounted_at("", "/mnt/r"));
+}
+
 TEST_CASE("mount point preparation") {
   const std::string dir = temp_dir();
   auto ok = prepare_mountpoint(dir + "/./");

@@ -113,6 +113,17 @@ class Shutdown(unittest.TestCase):
         self.assertTrue(m.alive())
         self.assertEqual(m.read("info/last_cmd_status"), "ok\n")
 
+    def test_second_instance_with_another_state_dir_is_refused_too(self):
+        m = self.start()
+        argv = m.argv()
+        other = os.path.join(m.dir, "other-state")
+        argv[argv.index("--state-dir") + 1] = other
+        argv[argv.index("--control") + 1] = os.path.join(m.dir, "other.sock")
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("resctrl is already mounted at", r.stderr)
+        self.assertTrue(m.alive())
+
     def test_detached_parent_exits_once_mounted(self):
         m = self.start(foreground=False)
         self.assertEqual(m.proc.returncode, 0)
