@@ -294,3 +294,60 @@ TEST_CASE("I/O RDT enumeration bits") {
                   .check(0, IA32_L3_IO_RDT_CFG, 0, broker::OpKind::kRead)
                   .ok());
 }
+
+TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) decodes as Linux shows it") {
+  DumpSource src("intel-xeon-e5-2699v3-haswell-ep.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "GenuineIntel");
+  CHECK(i.family == 6);
+  CHECK(i.model == 0x3F);
+  CHECK(i.stepping == 2);
+  // CPUID enumerates no allocation (no leaf 0x10, CPUID.7.0:EBX[15] clear):
+  // without the IA32_L3_MASK_0 probe there is no info/L3, no info/MB.
+  for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
+  CHECK(i.mon.capable);
+  CHECK(i.mon.num_rmids == 72);           // info/L3_MON/num_rmids: CPUID.0xF.1:ECX + 1
+  CHECK(i.mon.occupancy_scale == 73728);  // CPUID.0xF.1:EBX
+  CHECK(i.mon.counter_width == 24);       // CPUID.0xF.1:EAX[7:0] = 0
+  // CPUID.0xF.1:EDX = 1: info/L3_MON/mon_features is llc_occupancy alone.
+  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  // L3 from CPUID.4.3: 20 ways x 1 partition x 64 B x 36864 sets = 47185920
+  // (45 MiB); 47185920 / 72 = 655360, rounded down to a multiple of 73728 (8 x 73728).
+  CHECK(i.mon.default_threshold == 589824);
+  CHECK_FALSE(i.mon.bmec);
+  CHECK_FALSE(i.mon.abmc);
+  // Neither SKX99 nor BDF102 covers model 0x3F (and there is no MBM).
+  CHECK(mbm_correction(i).factor == 0);
+  // /proc/cpuinfo: cqm from CPUID.7.0:EBX[12], cqm_llc from CPUID.0xF.0:EDX[1],
+  // cqm_occup_llc from CPUID.0xF.1:EDX[0]; no rdt_a, and the probe below sets
+  // no CPU flag, so no cat_l3 either.
+  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cqm", "cqm_llc", "cqm_occup_llc"});
+  HwLimits lim = decode_limits(src, 0);
+  CHECK(lim.max_rmid_any == 71);  // CPUID.0xF.0:EBX
+  CHECK(lim.mba_max_delay == 0);
+  CHECK_FALSE(lim.amd);
+  CHECK_FALSE(lim.io_rdt_alloc);
+  CHECK_FALSE(lim.io_rdt_mon);
+}
+
+TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 probe") {
+  DumpSource src("intel-xeon-e5-2699v3-haswell-ep.cpuid");
+  testing::RecordingMsr probe;
+  PlatformInfo i = decode_platform(src, four_cpus(), &probe);
+  const Resource& l3 = i.res(ResourceId::L3);
+  REQUIRE(l3.alloc_capable);
+  CHECK(probe.log.front() == testing::W(0, IA32_L3_MASK_0, 0xfffff));
+  CHECK(l3.cache.full_mask() == 0xfffff);     // info/L3/cbm_mask
+  CHECK(l3.cache.min_cbm_bits == 2);          // info/L3/min_cbm_bits
+  CHECK(l3.num_closid == 4);                  // info/L3/num_closids
+  CHECK(l3.cache.shareable_bits == 0xc0000);  // info/L3/shareable_bits
+  CHECK_FALSE(l3.cache.sparse_masks);         // info/L3/sparse_masks
+  CHECK_FALSE(l3.cache.cdp_capable);          // no CPUID.0x10.1:ECX[2]
+  CHECK(l3.cache.cache_size_bytes == 47185920);
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);
+  // Monitoring is unchanged by the probe.
+  CHECK(i.mon.num_rmids == 72);
+  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(i.mon.default_threshold == 589824);
+}
