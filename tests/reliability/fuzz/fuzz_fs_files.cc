@@ -64,7 +64,8 @@ fs::Ino resolve(fs::Filesystem& f, std::string_view path) {
   size_t pos = 1;
   while (pos < path.size()) {
     size_t next = path.find('/', pos);
-    std::string_view comp = path.substr(pos, next == std::string_view::npos ? path.npos : next - pos);
+    std::string_view comp =
+        path.substr(pos, next == std::string_view::npos ? path.npos : next - pos);
     auto a = f.lookup(cur, comp);
     if (!a.ok()) return 0;
     cur = a->ino;
