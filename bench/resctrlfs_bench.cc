@@ -291,6 +291,17 @@ int run(const Options& o) {
     fprintf(stderr, "   scale N=%d done\n", n);
   }
 
+  // The herd inherits the group of the thread that forks it (as under the
+  // kernel): put this thread back into the default group first, so that the
+  // moves below really move every thread.
+  for (const Target* t : targets) {
+    if (!t->fuse() || !t->resctrl_tree()) continue;
+    std::string tid = std::to_string(gettid()) + "\n";
+    if (FILE* f = fopen((t->root + "/tasks").c_str(), "w")) {
+      fputs(tid.c_str(), f);
+      fclose(f);
+    }
+  }
   std::string reason;
   int cap = max_herd_size(&reason);
   rep.tasks_limit = reason;
