@@ -62,8 +62,7 @@ class CpuMask {
     return *this;
   }
   CpuMask& operator&=(const CpuMask& o) {
-    for (size_t i = 0; i < words_.size(); ++i)
-      words_[i] &= (i < o.words_.size() ? o.words_[i] : 0);
+    for (size_t i = 0; i < words_.size(); ++i) words_[i] &= (i < o.words_.size() ? o.words_[i] : 0);
     return *this;
   }
   // Removes every CPU of o from this set.

@@ -22,9 +22,7 @@ struct Error {
   int code = EINVAL;
   std::string message;
 
-  static Error make(int code, std::string message = {}) {
-    return Error{code, std::move(message)};
-  }
+  static Error make(int code, std::string message = {}) { return Error{code, std::move(message)}; }
 };
 
 template <typename T>
@@ -93,17 +91,17 @@ inline Result<void> Ok() { return {}; }
 }  // namespace resctrlfs
 
 // Propagates an error from an expression yielding Result<...>.
-#define RESCTRLFS_RETURN_IF_ERROR(expr)                                  \
-  do {                                                                   \
-    auto resctrlfs_status_ = (expr);                                     \
+#define RESCTRLFS_RETURN_IF_ERROR(expr)                                       \
+  do {                                                                        \
+    auto resctrlfs_status_ = (expr);                                          \
     if (!resctrlfs_status_.ok()) return std::move(resctrlfs_status_).error(); \
   } while (0)
 
 #define RESCTRLFS_CONCAT_INNER_(a, b) a##b
 #define RESCTRLFS_CONCAT_(a, b) RESCTRLFS_CONCAT_INNER_(a, b)
 // Declares `lhs` from a Result<T> expression, or returns its error.
-#define RESCTRLFS_ASSIGN_OR_RETURN(lhs, expr)                                 \
-  auto RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__) = (expr);                    \
-  if (!RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__).ok())                        \
-    return std::move(RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__)).error();      \
+#define RESCTRLFS_ASSIGN_OR_RETURN(lhs, expr)                            \
+  auto RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__) = (expr);               \
+  if (!RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__).ok())                   \
+    return std::move(RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__)).error(); \
   lhs = std::move(RESCTRLFS_CONCAT_(resctrlfs_r_, __LINE__)).value()
