@@ -75,9 +75,9 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "state journal (groups survive a restart of the daemon) and the instance "
                  "lock; without it the lock lives in /run/resctrlfs")
       ->type_name("DIR");
-  app.add_flag("--journal-fsync", opts.journal_fsync,
-               "fsync each journal commit (survives power loss; without it the journal "
-               "survives crashes of the daemon)");
+  app.add_flag("--journal-fsync,!--no-journal-fsync", opts.journal_fsync,
+               "fsync each journal commit (default; survives power loss). With "
+               "--no-journal-fsync the journal survives crashes of the daemon only");
   app.add_option("--control", opts.control_socket,
                  "Unix socket for resctrlfsctl (one JSON object per line)")
       ->type_name("SOCKET");

@@ -32,10 +32,16 @@ TEST_CASE("defaults: detached, host platform, simulated backend") {
   CHECK(p.options->backend == BackendKind::kSim);
   CHECK(p.options->control_socket.empty());
   CHECK(p.options->state_dir.empty());
-  CHECK_FALSE(p.options->journal_fsync);
+  CHECK(p.options->journal_fsync);
   CHECK(p.options->broker_socket == "/run/resctrl-msrd.sock");
   CHECK_FALSE(p.options->mount.cdp);
   CHECK(p.options->fuse_options.empty());
+}
+
+TEST_CASE("--no-journal-fsync turns the journal's fsync off") {
+  ParsedArgs p = parse({"--no-journal-fsync", "/mnt/r"});
+  REQUIRE(p.options);
+  CHECK_FALSE(p.options->journal_fsync);
 }
 
 TEST_CASE("every option") {
