@@ -53,7 +53,7 @@ case "${1:-}" in
     mp=$(mountpoint_default)
     mkdir -p "$mp"
     "$ROOT/build/daemon/resctrlfsd" --control /run/resctrlfsd.sock "$@" "$mp"
-    echo "resctrlfs is mounted at $mp (platform: host)."
+    echo "resctrlfs is mounted at $mp (platform: host unless --platform was given)."
     echo "Unmount with: fusermount3 -u $mp"
     ;;
   test)
