@@ -294,7 +294,6 @@ class FsImpl final : public Filesystem {
   hw::EventId default_mba_event() const;
   Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
   Result<std::string> show_bmec(hw::EventId ev) const;
-  const char* event_name(hw::EventId ev) const;
 
   // ---- state ----
   std::mutex mu_;

@@ -36,18 +36,6 @@ constexpr const char* kNotEnabled = "mbm_event counter assignment mode is not en
 
 }  // namespace
 
-const char* FsImpl::event_name(EventId ev) const {
-  switch (ev) {
-    case EventId::LLC_OCCUPANCY:
-      return "llc_occupancy";
-    case EventId::MBM_TOTAL:
-      return "mbm_total_bytes";
-    case EventId::MBM_LOCAL:
-      return "mbm_local_bytes";
-  }
-  return "unknown";
-}
-
 bool FsImpl::cond_throttle_mode() const {
   for (const hw::Resource& r : info_.resources) {
     if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)

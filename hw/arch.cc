@@ -1,5 +1,4 @@
-// Implements the names of resources and events (hw/arch.h) and the
-// /proc/cpuinfo flags a platform implies (hw/backend.h).
+// Implements the /proc/cpuinfo flags a platform implies (hw/backend.h).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -8,32 +7,6 @@
 #include "hw/backend.h"
 
 namespace resctrlfs::hw {
-
-const char* event_name(EventId e) {
-  switch (e) {
-    case EventId::LLC_OCCUPANCY:
-      return "llc_occupancy";
-    case EventId::MBM_TOTAL:
-      return "mbm_total_bytes";
-    case EventId::MBM_LOCAL:
-      return "mbm_local_bytes";
-  }
-  return "unknown";
-}
-
-const char* resource_name(ResourceId r) {
-  switch (r) {
-    case ResourceId::L3:
-      return "L3";
-    case ResourceId::L2:
-      return "L2";
-    case ResourceId::MB:
-      return "MB";
-    case ResourceId::SMBA:
-      return "SMBA";
-  }
-  return "unknown";
-}
 
 std::vector<std::string> cpuinfo_rdt_flags(const PlatformInfo& info) {
   // Ordered by the kernel's feature numbers: word 7 (cat_l3 .. mba), word 9

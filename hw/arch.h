@@ -57,8 +57,34 @@ constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
 // Monitoring event ids (the kernel's QOS_L3_*_EVENT_ID values).
 enum class EventId : uint8_t { LLC_OCCUPANCY = 1, MBM_TOTAL = 2, MBM_LOCAL = 3 };
 
-const char* event_name(EventId e);        // "llc_occupancy", "mbm_total_bytes", ...
-const char* resource_name(ResourceId r);  // "L3", "L2", "MB", "SMBA"
+// Names as resctrl prints them (file names, mon_features lines). Inline so
+// that fs/, which sees hw/ only through this header, uses the same table.
+constexpr const char* event_name(EventId e) {
+  switch (e) {
+    case EventId::LLC_OCCUPANCY:
+      return "llc_occupancy";
+    case EventId::MBM_TOTAL:
+      return "mbm_total_bytes";
+    case EventId::MBM_LOCAL:
+      return "mbm_local_bytes";
+  }
+  return "unknown";
+}
+
+// "L3", "L2", "MB", "SMBA".
+constexpr const char* resource_name(ResourceId r) {
+  switch (r) {
+    case ResourceId::L3:
+      return "L3";
+    case ResourceId::L2:
+      return "L2";
+    case ResourceId::MB:
+      return "MB";
+    case ResourceId::SMBA:
+      return "SMBA";
+  }
+  return "unknown";
+}
 
 enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
 
