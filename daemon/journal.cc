@@ -70,7 +70,10 @@ Result<JournalRecord> decode_journal_record(std::string_view in) {
   if (in.empty()) return corrupt("empty file (torn before the first byte)");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return corrupt("torn or not JSON");
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+  // Every field is type-checked before use: the file is outside input.
+  if (!j.is_object()) return corrupt("not a resctrlfs state journal");
+  auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != kFormat)
     return corrupt("not a resctrlfs state journal");
   auto gen = j.find("generation");
   auto len = j.find("length");
