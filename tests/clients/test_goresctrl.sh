@@ -106,7 +106,7 @@ if [ -d $R/info/L3_MON ]; then
   done
   if [ $LOADED = 1 ]; then
     # The workload started before the group existed: its count starts at
-    # the group's creation, and the client read it right after.
+    # the group's creation; the client samples a second after the move.
     sleep 1
     v=$(cat "$mg/mon_data/mon_L3_00/mbm_local_bytes")
     check "mon1's mbm_local_bytes grows under the load ($v)" test "${v:-0}" -gt 0 2>/dev/null

@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/intel/goresctrl/pkg/rdt"
 )
@@ -74,6 +75,10 @@ func main() {
 		die("pids of mon group: %v", err)
 	}
 	fmt.Printf("mon_pids %s\n", strings.Join(mpids, ","))
+	// Sample the way a monitoring agent does, after the task has run under
+	// the new RMID for a while: a freshly assigned RMID owns no cache lines
+	// yet, so an immediate read of llc_occupancy is legitimately 0.
+	time.Sleep(time.Second)
 	for _, g := range []rdt.ResctrlGroup{mg, cls} {
 		data := g.GetMonData()
 		var ids []uint64
