@@ -84,6 +84,10 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_option("--broker", opts.broker_socket, "resctrl-msrd socket (with --backend msr)")
       ->type_name("SOCKET")
       ->capture_default_str();
+  app.add_option("--rdt", opts.rdt,
+                 "the kernel's rdt= boot parameter: features forced on or (with !) off, e.g. "
+                 "l3cat,!mba; like Linux, Skylake/Cascade Lake servers need l3cat for L3 CAT")
+      ->type_name("LIST");
   app.add_option("--log-level", opts.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

@@ -32,6 +32,8 @@ struct DaemonOptions {
   bool journal_fsync = true;
   std::string control_socket;  // empty: no control socket
   std::string broker_socket = kDefaultBrokerSocket;
+  // The kernel's rdt= boot parameter (e.g. "l3cat" on a Cascade Lake).
+  std::string rdt;
   std::string log_level = "info";
   // Written with the simulated registers after the unmount on exit, so tests
   // can check that unmount reset the hardware (the process is gone by then).

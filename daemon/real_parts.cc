@@ -8,9 +8,9 @@ namespace resctrlfs::daemon {
 Result<DaemonParts> make_real_parts(const DaemonOptions& opts, fs::InvalidationSink* inval) {
   DaemonParts parts;
   if (opts.backend == BackendKind::kMsr) {
-    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_msr_backend(opts.broker_socket));
+    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_msr_backend(opts.broker_socket, opts.rdt));
   } else {
-    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_sim_backend(opts.platform));
+    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_sim_backend(opts.platform, opts.rdt));
   }
   parts.tasks = fs::make_proc_task_source();
   fs::FilesystemConfig cfg;

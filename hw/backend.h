@@ -78,12 +78,15 @@ struct Backend {
 std::vector<std::string> builtin_platforms();
 
 // Builds the simulated backend from a built-in profile name or a JSON file.
-Result<Backend> make_sim_backend(const std::string& platform);
+// `rdt` is the kernel's rdt= boot parameter (e.g. "l3cat,!mba"), added to
+// the profile's own "rdt" entries.
+Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt = "");
 
 // Builds the real backend: CPUID from /dev/cpu/N/cpuid, MSRs through the
 // broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
-// when the CPU has no RDT/PQoS.
-Result<Backend> make_msr_backend(const std::string& broker_socket);
+// when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:
+// like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "");
 
 // The /proc/cpuinfo flags the platform implies, in the order the kernel
 // prints them (cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,

@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     real::DevCpuidSource cpuid(dev_root);
-    PlatformInfo info = x86::decode_platform(cpuid, *topo, nullptr);
+    // The guard follows what the hardware implements, not a kernel policy
+    // (rdt= options and model quirks are the daemon's business).
+    PlatformInfo info = x86::decode_platform(cpuid, *topo, nullptr, x86::RdtOptions::all());
     bool any = info.mon.capable;
     for (const auto& r : info.resources) any = any || r.alloc_capable;
     if (!any) {

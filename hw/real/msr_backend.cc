@@ -3,6 +3,7 @@
 #include "hw/real/msr_backend.h"
 
 #include <memory>
+#include <string>
 
 #include "hw/broker/client.h"
 #include "hw/real/dev_cpuid.h"
@@ -13,12 +14,27 @@ namespace resctrlfs::hw {
 
 namespace real {
 
-Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
-                                      const std::string& broker_socket) {
-  PlatformInfo info = x86::decode_platform(cpuid, topo, nullptr);
+namespace {
+
+bool any_resource(const PlatformInfo& info) {
   bool any = info.mon.capable;
   for (const auto& r : info.resources) any = any || r.alloc_capable;
-  if (!any) {
+  return any;
+}
+
+}  // namespace
+
+Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
+                                      const std::string& broker_socket,
+                                      const x86::RdtOptions& rdt) {
+  PlatformInfo info = x86::decode_platform(cpuid, topo, nullptr, rdt);
+  if (!any_resource(info)) {
+    if (any_resource(x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all()))) {
+      return Error::make(ENODEV, "the rdt= options and Linux's quirks for this CPU (" +
+                                     info.vendor + " family " + std::to_string(info.family) +
+                                     " model " + std::to_string(info.model) +
+                                     ") turn every RDT/PQoS feature off");
+    }
     return Error::make(ENODEV, "this CPU (" + info.vendor +
                                    ") enumerates no RDT/PQoS resource in CPUID (leaves 0x7, "
                                    "0xF, 0x10, 0x80000020); use the simulated platform instead");
@@ -38,11 +54,11 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
 
 }  // namespace real
 
-Result<Backend> make_msr_backend(const std::string& broker_socket) {
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt) {
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
                              sim::read_sysfs_topology("/sys/devices/system/cpu"));
   real::DevCpuidSource cpuid;
-  return real::make_msr_backend_with(cpuid, topo, broker_socket);
+  return real::make_msr_backend_with(cpuid, topo, broker_socket, x86::RdtOptions::parse(rdt));
 }
 
 }  // namespace resctrlfs::hw

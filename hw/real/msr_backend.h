@@ -11,8 +11,10 @@
 namespace resctrlfs::hw::real {
 
 // make_msr_backend() with the CPUID source and topology given: refuses
-// (ENODEV) a platform without RDT/PQoS, then connects to the broker.
+// (ENODEV) a platform without RDT/PQoS, or one whose features `rdt` and
+// Linux's model quirks all turn off, then connects to the broker.
 Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
-                                      const std::string& broker_socket);
+                                      const std::string& broker_socket,
+                                      const x86::RdtOptions& rdt = {});
 
 }  // namespace resctrlfs::hw::real

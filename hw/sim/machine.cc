@@ -21,7 +21,8 @@ bool in_bank(uint32_t msr, uint32_t base, size_t n) { return msr >= base && msr 
 
 SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   const x86::Topology topo = profile_.topology();
-  info_ = x86::decode_platform(*this, topo, nullptr);
+  info_ = x86::decode_platform(*this, topo, nullptr, x86::RdtOptions::all());
+  os_info_ = x86::decode_platform(*this, topo, nullptr, profile_.rdt);
   unsigned first = topo.online.first();
   if (first >= topo.nr_cpus) first = 0;
   limits_ = x86::decode_limits(*this, first);

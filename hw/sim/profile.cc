@@ -256,6 +256,10 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
   p.family = static_cast<unsigned>(fam);
   p.model = static_cast<unsigned>(model);
   p.stepping = static_cast<unsigned>(stepping);
+  if (auto it = j.find("rdt"); it != j.end()) {
+    if (!it->is_string()) return bad("\"rdt\" must be a string such as \"l3cat,!mba\"");
+    p.rdt = x86::RdtOptions::parse(it->get<std::string>());
+  }
   RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0));
 

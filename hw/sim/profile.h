@@ -9,6 +9,9 @@
 //     "family": 6, "model": 106, "stepping": 6,
 //     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0}, ...], (required)
 //     "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+//     // The kernel's rdt= boot parameter the simulated machine was booted
+//     // with, e.g. "l3cat" on a Cascade Lake, "!mba" (see x86::RdtOptions).
+//     "rdt": "l3cat,!l3cdp",
 //     // High-level capabilities; the simulator synthesises the CPUID leaves.
 //     "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0,
 //                "sparse": false, "cdp": true},
@@ -71,6 +74,7 @@ struct Profile {
   uint64_t l2_size_bytes = 0;
   uint64_t l3_size_bytes = 0;
   std::map<CpuidKey, CpuidRegs> cpuid;  // the complete CPUID table
+  x86::RdtOptions rdt;                  // the rdt= boot parameter
   SimParams sim;
 
   bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }

@@ -11,12 +11,15 @@ namespace resctrlfs::hw {
 
 std::vector<std::string> builtin_platforms() { return sim::builtin_profile_names(); }
 
-Result<Backend> make_sim_backend(const std::string& platform) {
+Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt) {
   RESCTRLFS_ASSIGN_OR_RETURN(sim::Profile profile, sim::load_profile(platform));
+  x86::RdtOptions extra = x86::RdtOptions::parse(rdt);
+  for (auto& f : extra.force_on) profile.rdt.force_on.push_back(std::move(f));
+  for (auto& f : extra.force_off) profile.rdt.force_off.push_back(std::move(f));
   auto machine = std::make_shared<sim::SimMachine>(std::move(profile));
   RESCTRLFS_ASSIGN_OR_RETURN(
       std::unique_ptr<x86::X86Arch> arch,
-      x86::X86Arch::create(machine->info(), machine->limits(), machine, machine));
+      x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine));
   Backend b;
   b.arch = std::move(arch);
   b.sim = machine.get();

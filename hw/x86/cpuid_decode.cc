@@ -62,6 +62,32 @@ static_assert(std::size(kMbmCfTable) == 28);
 
 }  // namespace
 
+RdtOptions RdtOptions::parse(std::string_view list) {
+  RdtOptions o;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view tok = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    bool off = !tok.empty() && tok.front() == '!';
+    if (off) tok.remove_prefix(1);
+    if (tok.empty()) continue;
+    (off ? o.force_off : o.force_on).emplace_back(tok);
+  }
+  return o;
+}
+
+RdtOptions RdtOptions::all() {
+  return parse("cmt,mbmtotal,mbmlocal,l3cat,l3cdp,l2cat,l2cdp,mba,smba,bmec,abmc");
+}
+
+bool RdtOptions::forced_on(std::string_view name) const {
+  return std::find(force_on.begin(), force_on.end(), name) != force_on.end();
+}
+
+bool RdtOptions::forced_off(std::string_view name) const {
+  return std::find(force_off.begin(), force_off.end(), name) != force_off.end();
+}
+
 std::string cpuid_vendor(const CpuidSource& src, unsigned cpu) {
   CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0);
   char buf[13];
@@ -120,7 +146,8 @@ HwLimits decode_limits(const CpuidSource& src, unsigned cpu) {
   return lim;
 }
 
-PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe) {
+PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe,
+                             const RdtOptions& options) {
   PlatformInfo info;
   const unsigned cpu = first_cpu(topo);
   info.vendor = cpuid_vendor(src, cpu);
@@ -136,6 +163,18 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     info.model = (sig >> 4) & 0xF;
     if (info.family >= 0x6) info.model += ((sig >> 16) & 0xF) << 4;
     info.stepping = sig & 0xF;
+  }
+
+  // Linux's boot-time quirk for Skylake-SP and its successors on the same
+  // model number (Cascade/Cooper Lake): their L3 CAT misbehaves (and, up to
+  // stepping 4, CMT and MBM too), so those features start forced off; an
+  // explicit rdt= entry still turns them on.
+  RdtOptions opts = options;
+  if (intel && info.family == 6 && info.model == INTEL_FAM6_SKYLAKE_X) {
+    if (info.stepping <= 4) {
+      for (const char* f : {"cmt", "mbmtotal", "mbmlocal"}) opts.force_off.emplace_back(f);
+    }
+    opts.force_off.emplace_back("l3cat");
   }
 
   info.nr_cpus = topo.nr_cpus;
@@ -170,9 +209,15 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   Resource& smba = info.resources[static_cast<int>(ResourceId::SMBA)];
   if (rdt_a && max_leaf >= CPUID_LEAF_PQE) {
     CpuidRegs pqe0 = src.cpuid(cpu, CPUID_LEAF_PQE, 0);
-    if (pqe0.ebx & CPUID_10_0_EBX_L3) decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 1), amd, l3);
-    if (pqe0.ebx & CPUID_10_0_EBX_L2) decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 2), amd, l2);
-    if (intel && (pqe0.ebx & CPUID_10_0_EBX_MBA)) {
+    if ((pqe0.ebx & CPUID_10_0_EBX_L3) && opts.enabled("l3cat")) {
+      decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 1), amd, l3);
+      l3.cache.cdp_capable = l3.cache.cdp_capable && opts.enabled("l3cdp");
+    }
+    if ((pqe0.ebx & CPUID_10_0_EBX_L2) && opts.enabled("l2cat")) {
+      decode_cache(src.cpuid(cpu, CPUID_LEAF_PQE, 2), amd, l2);
+      l2.cache.cdp_capable = l2.cache.cdp_capable && opts.enabled("l2cdp");
+    }
+    if (intel && (pqe0.ebx & CPUID_10_0_EBX_MBA) && opts.enabled("mba")) {
       CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQE, 3);
       unsigned max_delay = (r.eax & CPUID_10_3_EAX_MAX_DELAY_MASK) + 1;
       // Linux refuses non-linear Intel MBA (arch_needs_linear), and a
@@ -205,13 +250,14 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     };
     bool amd_mba = max_ext >= CPUID_LEAF_AMD_EXT_IDS &&
                    (src.cpuid(cpu, CPUID_LEAF_AMD_EXT_IDS, 0).ebx & CPUID_80000008_EBX_BE) != 0;
-    if (amd_mba) amd_bw(mb, 1);
-    if (amd20.ebx & CPUID_80000020_0_EBX_SMBA) amd_bw(smba, 2);
+    if (amd_mba && opts.enabled("mba")) amd_bw(mb, 1);
+    if ((amd20.ebx & CPUID_80000020_0_EBX_SMBA) && opts.enabled("smba")) amd_bw(smba, 2);
   }
   // Haswell server: CAT exists but CPUID does not say so. Probe the first
   // mask register as Linux does; the part has 4 CLOSIDs and a 20-bit mask.
+  // Only an explicit rdt=!l3cat skips it (a force-on does not undo that).
   if (intel && info.family == 6 && info.model == INTEL_FAM6_HASWELL_X && !l3.alloc_capable &&
-      probe != nullptr) {
+      probe != nullptr && !opts.forced_off("l3cat")) {
     constexpr uint64_t kHswMask = 0xFFFFF;
     if (probe->write(cpu, IA32_L3_MASK_0, kHswMask).ok()) {
       auto back = probe->read(cpu, IA32_L3_MASK_0);
@@ -237,7 +283,7 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
 
   // ---- Monitoring.
   MonCaps& mon = info.mon;
-  const bool abmc = (amd20.ebx & CPUID_80000020_0_EBX_ABMC) != 0;
+  const bool abmc = (amd20.ebx & CPUID_80000020_0_EBX_ABMC) != 0 && opts.enabled("abmc");
   if (cqm && max_leaf >= CPUID_LEAF_PQM &&
       (src.cpuid(cpu, CPUID_LEAF_PQM, 0).edx & CPUID_F_0_EDX_L3) != 0) {
     CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQM, 1);
@@ -247,9 +293,15 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     mon.counter_width = MBM_CNTR_WIDTH_BASE + (offset <= MBM_CNTR_WIDTH_OFFSET_MAX ? offset : 0);
     mon.occupancy_scale = r.ebx;
     mon.num_rmids = r.ecx + 1;
-    if (r.edx & CPUID_F_1_EDX_OCCUP) mon.events.push_back(EventId::LLC_OCCUPANCY);
-    if ((r.edx & CPUID_F_1_EDX_MBM_TOTAL) || abmc) mon.events.push_back(EventId::MBM_TOTAL);
-    if ((r.edx & CPUID_F_1_EDX_MBM_LOCAL) || abmc) mon.events.push_back(EventId::MBM_LOCAL);
+    if ((r.edx & CPUID_F_1_EDX_OCCUP) && opts.enabled("cmt")) {
+      mon.events.push_back(EventId::LLC_OCCUPANCY);
+    }
+    if (((r.edx & CPUID_F_1_EDX_MBM_TOTAL) || abmc) && opts.enabled("mbmtotal")) {
+      mon.events.push_back(EventId::MBM_TOTAL);
+    }
+    if (((r.edx & CPUID_F_1_EDX_MBM_LOCAL) || abmc) && opts.enabled("mbmlocal")) {
+      mon.events.push_back(EventId::MBM_LOCAL);
+    }
   }
   if (!mon.events.empty() && mon.occupancy_scale != 0) {
     mon.capable = true;
@@ -269,7 +321,7 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     bool has_mbm =
         std::find(mon.events.begin(), mon.events.end(), EventId::MBM_TOTAL) != mon.events.end() ||
         std::find(mon.events.begin(), mon.events.end(), EventId::MBM_LOCAL) != mon.events.end();
-    if ((amd20.ebx & CPUID_80000020_0_EBX_BMEC) && has_mbm) {
+    if ((amd20.ebx & CPUID_80000020_0_EBX_BMEC) && has_mbm && opts.enabled("bmec")) {
       mon.bmec = true;
       mon.bmec_supported_mask =
           src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 3).ecx & BMEC_MAX_EVT_CONFIG_BITS;

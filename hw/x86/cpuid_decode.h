@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/cpumask.h"
@@ -33,11 +34,32 @@ uint64_t cpuid_cache_size(const CpuidSource& src, unsigned cpu, bool amd, unsign
 // The vendor string of CPUID leaf 0 ("GenuineIntel", "AuthenticAMD", ...).
 std::string cpuid_vendor(const CpuidSource& src, unsigned cpu);
 
+// The kernel's rdt= boot parameter: a comma-separated list of feature names
+// (cmt, mbmtotal, mbmlocal, l3cat, l3cdp, l2cat, l2cdp, mba, smba, bmec,
+// abmc), each turned off by a leading '!'. A feature the CPU does not
+// enumerate cannot be turned on; a name given both ways is on; unknown
+// names are ignored. The default (empty) is what a plain boot shows.
+struct RdtOptions {
+  std::vector<std::string> force_on, force_off;
+
+  static RdtOptions parse(std::string_view list);
+  // Every feature on: the platform as the hardware enumerates it, before
+  // any kernel policy (what a register model or an MSR guard needs).
+  static RdtOptions all();
+  bool forced_on(std::string_view name) const;
+  bool forced_off(std::string_view name) const;
+  // Whether a feature the CPU has stays enabled.
+  bool enabled(std::string_view name) const { return forced_on(name) || !forced_off(name); }
+};
+
 // Decodes the platform. `probe` (optional) is used only for the Haswell
 // server quirk, whose L3 CAT is found by writing and reading back
-// IA32_L3_MASK_0 rather than by CPUID.
+// IA32_L3_MASK_0 rather than by CPUID. `options` are the rdt= boot
+// parameter; on top of them the decoder applies Linux's model quirks (on
+// Skylake/Cascade Lake servers, family 6 model 0x55, L3 CAT is off unless
+// rdt=l3cat, and up to stepping 4 so are cmt, mbmtotal and mbmlocal).
 PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo,
-                             MsrDevice* probe = nullptr);
+                             MsrDevice* probe = nullptr, const RdtOptions& options = {});
 
 // The MBM errata correction (Intel SKX99 / BDF102): counts of RMIDs above
 // `rmid_threshold` are multiplied by `factor`. Absent (factor 0) on

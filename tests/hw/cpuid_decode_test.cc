@@ -69,9 +69,24 @@ const std::vector<std::string> kFullFlags = {"cat_l3",        "cdp_l3",        "
 
 }  // namespace
 
-TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) decodes as Linux shows it") {
+TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) by default: Linux's quirk turns L3 CAT off") {
+  // Model 0x55 stepping 7 (> 4): Linux's Skylake-server quirk forces l3cat
+  // off (rdt=l3cat turns it back on); monitoring and MBA stay.
   DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
   PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.stepping == 7);
+  CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
+  CHECK(i.res(ResourceId::MB).alloc_capable);
+  CHECK(i.mon.capable);
+  CHECK(i.mon.events == kAllEvents);
+  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"mba", "cqm", "rdt_a", "cqm_llc",
+                                                         "cqm_occup_llc", "cqm_mbm_total",
+                                                         "cqm_mbm_local"});
+}
+
+TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) with rdt=l3cat decodes as Linux shows it") {
+  DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.family == 6);
   CHECK(i.model == 0x55);
@@ -350,4 +365,171 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 prob
   CHECK(i.mon.num_rmids == 72);
   CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
   CHECK(i.mon.default_threshold == 589824);
+}
+
+// Xeon Gold 6140 (Skylake-SP, CPUID.1:EAX = 0x50654: family 6, model 0x55,
+// stepping 4). Expected values come from the raw registers of the dump:
+//   CPUID.7.0:EBX = 0xd39ffffb: bit 12 (RDT-M) and bit 15 (RDT-A) set.
+//   CPUID.0x10.0:EBX = 0xa: L3 CAT (bit 1) and MBA (bit 3); no L2 CAT.
+//   CPUID.0x10.1 = 0xa 0x600 0x4 0xf: CBM length 0xa + 1 = 11 bits, shared
+//     bits 0x600, ECX[2] CDP, ECX[3] (non-contiguous masks) clear, COS_MAX 15.
+//   CPUID.0x10.3 = 0x59 0 0x4 0x7: max delay 0x59 + 1 = 90, ECX[2] linear,
+//     ECX[0] (per-thread) clear, COS_MAX 7.
+//   CPUID.0xF.0 = 0 0x8f 0 0x2: highest RMID 0x8f, EDX[1] L3 monitoring.
+//   CPUID.0xF.1 = 0 0x12000 0x8f 0x7: width offset 0, upscale factor 73728,
+//     0x8f + 1 = 144 RMIDs, EDX[0..2] occupancy, total and local MBM.
+//   CPUID.4.3 = 0x7c0fc163 0x0280003f 0x8fff: 11 ways x 1 partition x 64 B
+//     x 36864 sets = 25952256 bytes (24.75 MiB).
+TEST_CASE("Xeon Gold 6140 (Skylake-SP stepping 4) by default: only MB, as Linux shows it") {
+  DumpSource src("intel-xeon-gold-6140-skylake-sp.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "GenuineIntel");
+  CHECK(i.family == 6);
+  CHECK(i.model == 0x55);
+  CHECK(i.stepping == 4);
+  // Linux's quirk for model 0x55 stepping <= 4 forces cmt, mbmtotal,
+  // mbmlocal and l3cat off: no info/L3, no info/L3_MON.
+  CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  CHECK_FALSE(i.mon.capable);
+  CHECK(i.mon.events.empty());
+  // MBA is not part of the quirk.
+  const Resource& mb = i.res(ResourceId::MB);
+  REQUIRE(mb.alloc_capable);
+  CHECK(mb.num_closid == 8);                           // info/MB/num_closids: COS_MAX 7 + 1
+  CHECK(mb.membw.min_bw == 10);                        // info/MB/min_bandwidth: 100 - 90
+  CHECK(mb.membw.bw_gran == 10);                       // info/MB/bandwidth_gran: 100 - 90
+  CHECK(mb.membw.max_bw == 100);                       // the default MB schemata value
+  CHECK(mb.membw.delay_linear);                        // info/MB/delay_linear: 1
+  CHECK(mb.membw.throttle_mode == ThrottleMode::MAX);  // info/MB/thread_throttle_mode: max
+  CHECK(mb.ctrl_domains.size() == 1);                  // one L3 in four_cpus()
+  HwLimits lim = decode_limits(src, 0);
+  CHECK(lim.mba_max_delay == 90);
+  CHECK(lim.max_rmid_any == 0x8f);
+  CHECK(lim.num_closid_any == 16);
+  CHECK_FALSE(lim.amd);
+  CHECK_FALSE(lim.io_rdt_alloc);  // CPUID.0x10.1:ECX[1] clear
+  CHECK_FALSE(lim.io_rdt_mon);    // CPUID.0xF.1:EAX[9,10] clear
+}
+
+TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as Linux shows it") {
+  DumpSource src("intel-xeon-gold-6140-skylake-sp.cpuid");
+  PlatformInfo i =
+      decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt,mbmtotal,mbmlocal,l3cat"));
+  const Resource& l3 = i.res(ResourceId::L3);
+  REQUIRE(l3.alloc_capable);
+  CHECK(l3.cache.cbm_len == 11);
+  CHECK(l3.cache.full_mask() == 0x7ff);     // info/L3/cbm_mask
+  CHECK(l3.cache.min_cbm_bits == 1);        // info/L3/min_cbm_bits (Intel)
+  CHECK(l3.num_closid == 16);               // info/L3/num_closids: COS_MAX 15 + 1
+  CHECK(l3.cache.shareable_bits == 0x600);  // info/L3/shareable_bits
+  CHECK_FALSE(l3.cache.sparse_masks);       // info/L3/sparse_masks: 0
+  CHECK(l3.cache.cdp_capable);              // mount -o cdp works
+  CHECK(l3.cache.cache_size_bytes == 25952256);
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  CHECK(i.res(ResourceId::MB).alloc_capable);
+  CHECK(i.mon.capable);
+  CHECK(i.mon.num_rmids == 144);          // info/L3_MON/num_rmids
+  CHECK(i.mon.occupancy_scale == 73728);  // CPUID.0xF.1:EBX
+  CHECK(i.mon.counter_width == 24);       // 24 + CPUID.0xF.1:EAX[7:0] (0)
+  CHECK(i.mon.events == kAllEvents);      // info/L3_MON/mon_features
+  // info/L3_MON/max_threshold_occupancy: 25952256 / 144 = 180224, rounded
+  // down to a multiple of 73728: 2 x 73728.
+  CHECK(i.mon.default_threshold == 147456);
+  CHECK_FALSE(i.mon.bmec);
+  CHECK_FALSE(i.mon.abmc);
+  // SKX99 correction table, row 144 / 8 - 1 = 17: RMIDs above 127 are
+  // multiplied by 1.185255.
+  MbmCorrection c = mbm_correction(i);
+  CHECK(c.rmid_threshold == 127);
+  CHECK(c.factor == Approx(1.185255));
+  CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
+  // A user's rdt= entry beats the quirk only for the features it names.
+  PlatformInfo only_cat = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
+  CHECK(only_cat.res(ResourceId::L3).alloc_capable);
+  CHECK_FALSE(only_cat.mon.capable);
+  PlatformInfo only_occ = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt"));
+  CHECK(only_occ.mon.capable);
+  CHECK(only_occ.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK_FALSE(only_occ.res(ResourceId::L3).alloc_capable);
+}
+
+// Xeon E5-2699 v4 (Broadwell-EP, CPUID.1:EAX = 0x406f1: family 6, model
+// 0x4F, stepping 1). Expected values from the raw registers of the dump:
+//   CPUID.7.0:EBX = 0x021cbfbb: bit 12 (RDT-M) and bit 15 (RDT-A) set.
+//   CPUID.0x10.0:EBX = 0x2: L3 CAT only (no MBA on this generation).
+//   CPUID.0x10.1 = 0x13 0xc0000 0x4 0xf: 0x13 + 1 = 20-bit CBM, shared bits
+//     0xc0000, ECX[2] CDP, contiguous masks only, 16 CLOSIDs.
+//   CPUID.0xF.1 = 0 0x16000 0xaf 0x7: upscale 90112, 0xaf + 1 = 176 RMIDs,
+//     all three events, width offset 0.
+//   CPUID.4.3 = 0x7c0fc163 0x04c0003f 0xafff: 20 ways x 64 B x 45056 sets
+//     = 57671680 bytes (55 MiB).
+TEST_CASE("Xeon E5-2699 v4 (Broadwell-EP) decodes as Linux shows it") {
+  DumpSource src("intel-xeon-e5-2699v4-broadwell-ep.cpuid");
+  PlatformInfo i = decode_platform(src, four_cpus());
+  CHECK(i.vendor == "GenuineIntel");
+  CHECK(i.family == 6);
+  CHECK(i.model == 0x4F);
+  CHECK(i.stepping == 1);
+  const Resource& l3 = i.res(ResourceId::L3);
+  REQUIRE(l3.alloc_capable);                  // no rdt= quirk for model 0x4F
+  CHECK(l3.cache.full_mask() == 0xfffff);     // info/L3/cbm_mask
+  CHECK(l3.cache.min_cbm_bits == 1);          // info/L3/min_cbm_bits
+  CHECK(l3.num_closid == 16);                 // info/L3/num_closids
+  CHECK(l3.cache.shareable_bits == 0xc0000);  // info/L3/shareable_bits
+  CHECK_FALSE(l3.cache.sparse_masks);         // info/L3/sparse_masks
+  CHECK(l3.cache.cdp_capable);
+  CHECK(l3.cache.cache_size_bytes == 57671680);
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);  // CPUID.0x10.0:EBX[3] clear
+  CHECK(i.mon.capable);
+  CHECK(i.mon.num_rmids == 176);          // info/L3_MON/num_rmids
+  CHECK(i.mon.occupancy_scale == 90112);  // CPUID.0xF.1:EBX
+  CHECK(i.mon.counter_width == 24);
+  CHECK(i.mon.events == kAllEvents);  // info/L3_MON/mon_features
+  // info/L3_MON/max_threshold_occupancy: 57671680 / 176 = 327680, rounded
+  // down to a multiple of 90112: 3 x 90112.
+  CHECK(i.mon.default_threshold == 270336);
+  // BDF102 (same table as SKX99), row 176 / 8 - 1 = 21: RMIDs above 159 are
+  // multiplied by 1.454334.
+  MbmCorrection c = mbm_correction(i);
+  CHECK(c.rmid_threshold == 159);
+  CHECK(c.factor == Approx(1.454334));
+  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cat_l3", "cdp_l3", "cqm", "rdt_a",
+                                                         "cqm_llc", "cqm_occup_llc",
+                                                         "cqm_mbm_total", "cqm_mbm_local"});
+  HwLimits lim = decode_limits(src, 0);
+  CHECK(lim.max_rmid_any == 0xaf);
+  CHECK(lim.num_closid_any == 16);
+  CHECK(lim.mba_max_delay == 0);
+  CHECK_FALSE(lim.io_rdt_alloc);
+  CHECK_FALSE(lim.io_rdt_mon);
+  // rdt=!l3cdp hides CDP, rdt=!mbmlocal one event.
+  PlatformInfo j =
+      decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("!l3cdp,!mbmlocal"));
+  CHECK(j.res(ResourceId::L3).alloc_capable);
+  CHECK_FALSE(j.res(ResourceId::L3).cache.cdp_capable);
+  CHECK(j.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL});
+}
+
+TEST_CASE("rdt= option lists parse as the kernel's boot parameter") {
+  RdtOptions o = RdtOptions::parse("cmt,!mba,,bogus,!l3cat,l3cat");
+  CHECK(o.forced_on("cmt"));
+  CHECK(o.forced_off("mba"));
+  CHECK_FALSE(o.forced_on("mba"));
+  // Both given: the force-on wins, as in the kernel.
+  CHECK(o.forced_on("l3cat"));
+  CHECK(o.forced_off("l3cat"));
+  CHECK(RdtOptions::parse("").force_on.empty());
+  // rdt=!mba hides info/MB.
+  DumpSource clx("intel-xeon-gold-6252-cascadelake-sp.cpuid");
+  CHECK_FALSE(decode_platform(clx, four_cpus(), nullptr, RdtOptions::parse("!mba"))
+                  .res(ResourceId::MB)
+                  .alloc_capable);
+  // Haswell server: rdt=!l3cat skips the probe (no MSR write at all).
+  DumpSource hsw("intel-xeon-e5-2699v3-haswell-ep.cpuid");
+  testing::RecordingMsr probe;
+  PlatformInfo h = decode_platform(hsw, four_cpus(), &probe, RdtOptions::parse("!l3cat"));
+  CHECK_FALSE(h.res(ResourceId::L3).alloc_capable);
+  CHECK(probe.log.empty());
 }

@@ -1,7 +1,11 @@
 // Tests make_sim_backend() on every built-in profile: the decoded platform
 // carries exactly the parameters the profiles promise, and the basic
 // downcalls reach the simulated registers.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
 
 #include "hw/backend.h"
 #include "hw/x86/registers.h"
@@ -223,4 +227,33 @@ TEST_CASE("a JSON profile of raw CPUID leaves from a real machine") {
   CHECK(reg(*b.sim, 2, x86::IA32_L2_QOS_EXT_BW_THRTL_0 + 7) == 90);
   CHECK(b.arch->set_cpu_assoc(3, 15, 207).ok());
   CHECK_FALSE(b.arch->set_cpu_assoc(3, 16, 0).ok());
+}
+
+TEST_CASE("the rdt= boot parameter of a profile and of the daemon") {
+  const std::string path = std::string(RESCTRLFS_HW_TEST_DATA) + "/profile-xeon-gold-6252.json";
+  // The profile says rdt=l3cat; an extra !mba hides MB on top of it.
+  Backend b = make_sim_backend(path, "!mba").value();
+  CHECK(b.arch->info().res(ResourceId::L3).alloc_capable);
+  CHECK_FALSE(b.arch->info().res(ResourceId::MB).alloc_capable);
+  // The registers are the hardware's, whatever the kernel shows: MBA's
+  // throttle MSRs exist (boot value 0) though MB is hidden.
+  CHECK(reg(*b.sim, 0, x86::IA32_L2_QOS_EXT_BW_THRTL_0) == 0);
+  // A force-off does not undo the profile's force-on (the kernel's rule).
+  Backend still = make_sim_backend(path, "!l3cat").value();
+  CHECK(still.arch->info().res(ResourceId::L3).alloc_capable);
+  // Without any rdt=l3cat, Linux's quirk for model 0x55 hides L3 CAT.
+  auto text = R"({"vendor": "GenuineIntel", "family": 6, "model": 85, "stepping": 7,
+      "cpus": [{"cpu": 0}], "l3_size_bytes": 8388608,
+      "l3_cat": {"cbm_len": 11, "num_closid": 16},
+      "l3_mon": {"num_rmids": 64, "events": ["llc_occupancy"]}})";
+  char tmpl[] = "/tmp/rdt-profile-XXXXXX";
+  int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, text, strlen(text)) == static_cast<ssize_t>(strlen(text)));
+  close(fd);
+  Backend clx = make_sim_backend(tmpl).value();
+  CHECK_FALSE(clx.arch->info().res(ResourceId::L3).alloc_capable);
+  CHECK(clx.arch->info().mon.capable);
+  CHECK(make_sim_backend(tmpl, "l3cat").value().arch->info().res(ResourceId::L3).alloc_capable);
+  unlink(tmpl);
 }
