@@ -34,6 +34,7 @@ TEST_CASE("defaults: detached, host platform, simulated backend") {
   CHECK(p.options->state_dir.empty());
   CHECK(p.options->journal_fsync);
   CHECK(p.options->broker_socket == "/run/resctrl-msrd.sock");
+  CHECK(p.options->rdt.empty());  // a plain boot: Linux's own defaults and quirks
   CHECK_FALSE(p.options->mount.cdp);
   CHECK(p.options->fuse_options.empty());
 }
@@ -45,10 +46,13 @@ TEST_CASE("--no-journal-fsync turns the journal's fsync off") {
 }
 
 TEST_CASE("every option") {
-  ParsedArgs p =
-      parse({"-f", "-o", "cdp,noatime", "-o", "mba_MBps", "--platform", "intel-2s", "--backend",
-             "msr", "--state-dir", "/var/lib/r", "--journal-fsync", "--control", "/run/c.sock",
-             "--broker", "/run/b.sock", "--log-level", "debug", "/sys/fs/resctrl"});
+  ParsedArgs p = parse({"-f",          "-o",          "cdp,noatime",
+                        "-o",          "mba_MBps",    "--platform",
+                        "intel-2s",    "--backend",   "msr",
+                        "--state-dir", "/var/lib/r",  "--journal-fsync",
+                        "--control",   "/run/c.sock", "--broker",
+                        "/run/b.sock", "--rdt",       "l3cat,!mba",
+                        "--log-level", "debug",       "/sys/fs/resctrl"});
   REQUIRE(p.options);
   const auto& o = *p.options;
   CHECK(o.foreground);
@@ -63,6 +67,7 @@ TEST_CASE("every option") {
   CHECK(o.journal_fsync);
   CHECK(o.control_socket == "/run/c.sock");
   CHECK(o.broker_socket == "/run/b.sock");
+  CHECK(o.rdt == "l3cat,!mba");
   CHECK(o.log_level == "debug");
   CHECK(o.mountpoint == "/sys/fs/resctrl");
 }
