@@ -533,3 +533,18 @@ TEST_CASE("rdt= option lists parse as the kernel's boot parameter") {
   CHECK_FALSE(h.res(ResourceId::L3).alloc_capable);
   CHECK(probe.log.empty());
 }
+
+TEST_CASE("the real backend refuses a CPU whose every feature rdt= and the quirks turn off") {
+  // Gold 6140 on a plain boot keeps only MB; rdt=!mba leaves nothing, and
+  // Linux would register no resctrl at all.
+  DumpSource src("intel-xeon-gold-6140-skylake-sp.cpuid");
+  auto b =
+      real::make_msr_backend_with(src, four_cpus(), "/nonexistent.sock", RdtOptions::parse("!mba"));
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().code == ENODEV);
+  CHECK(b.error().message.find("turn every RDT/PQoS feature off") != std::string::npos);
+  // With MB left on it gets as far as the (absent) broker.
+  auto c = real::make_msr_backend_with(src, four_cpus(), "/nonexistent.sock");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message.find("RDT/PQoS") == std::string::npos);
+}
