@@ -161,6 +161,30 @@ class Filesystem {
   virtual void on_fork(pid_t parent_tid, pid_t child_tid) = 0;
   virtual void on_exit(pid_t tid) = 0;
 
+  // CPU hotplug: the OS side of the kernel's cpuhp callbacks
+  // (resctrl_offline_cpu / resctrl_online_cpu, with the arch's domain
+  // up-calls in between). The caller powers the CPU down after
+  // cpu_offline() and up before cpu_online().
+  //   - cpu_offline: the CPU leaves every group's cpus; each domain left
+  //     without online CPUs goes away: its mon_<RES>_<id> directory from
+  //     every group's mon_data (the kernel's dcache is told), its entries
+  //     from schemata/size/bit_usage, its limbo marks (force-cleared) and
+  //     its assigned counters.
+  //   - cpu_online: a domain that comes back has the default control value
+  //     for every CLOSID and fresh MBM state; its mon_data directories are
+  //     re-created in every group; the CPU joins the default group.
+  // Errors (nothing changed): EINVAL (no such CPU, or already in that
+  // state), EBUSY (the last online CPU), EOPNOTSUPP (the hardware layer
+  // cannot follow hotplug), EIO (a register write failed).
+  virtual Result<void> cpu_offline(unsigned cpu) {
+    (void)cpu;
+    return Error::make(ENOSYS, "CPU hotplug not implemented");
+  }
+  virtual Result<void> cpu_online(unsigned cpu) {
+    (void)cpu;
+    return Error::make(ENOSYS, "CPU hotplug not implemented");
+  }
+
   // A JSON-ish status text for the control socket (platform, groups, pools,
   // limbo), as a serialized JSON object.
   virtual std::string status_json() = 0;

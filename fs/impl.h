@@ -163,6 +163,8 @@ class FsImpl final : public Filesystem {
   void on_fork(pid_t parent_tid, pid_t child_tid) override;
   void on_exit(pid_t tid) override;
   std::string status_json() override;
+  Result<void> cpu_offline(unsigned cpu) override;
+  Result<void> cpu_online(unsigned cpu) override;
   std::string save_state_json() override;
   Result<void> restore_state_json(const std::string& json) override;
 
@@ -241,6 +243,9 @@ class FsImpl final : public Filesystem {
   uint32_t group_flags(const Group& g) const;
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
+  // One mon_<RES>_<id> directory and its event files under `mon_data`,
+  // which lends it mode and owner. Returns the directory.
+  Node* build_mon_domain(Node* mon_data, int domain_id);
   void build_info_tree();
   Group* group_of(const Node& n) const;  // null for info nodes
   int64_t now_seconds() const;
@@ -294,6 +299,13 @@ class FsImpl final : public Filesystem {
   hw::EventId default_mba_event() const;
   Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
   Result<std::string> show_bmec(hw::EventId ev) const;
+
+  // ---- CPU hotplug (hotplug.cc): the ArchEvents up-calls ----
+  friend class HotplugEvents;
+  void ctrl_domain_gone(hw::ResourceId rid, int domain_id);
+  void ctrl_domain_back(hw::ResourceId rid, int domain_id);
+  void mon_domain_gone(int domain_id);
+  void mon_domain_back(int domain_id);
 
   // ---- state ----
   std::mutex mu_;

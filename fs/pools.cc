@@ -99,6 +99,17 @@ void RmidPool::force_clear(int domain) {
   for (uint32_t r : rmids) unbusy(domain, r);
 }
 
+void RmidPool::add_domain(int domain) {
+  auto pos = std::lower_bound(domains_.begin(), domains_.end(), domain);
+  if (pos == domains_.end() || *pos != domain) domains_.insert(pos, domain);
+}
+
+void RmidPool::remove_domain(int domain) {
+  force_clear(domain);
+  busy_.erase(domain);
+  std::erase(domains_, domain);
+}
+
 bool RmidPool::has_busy(int domain) const {
   auto it = busy_.find(domain);
   return it != busy_.end() && !it->second.empty();

@@ -59,6 +59,11 @@ class RmidPool {
   void check_limbo(int domain, const std::function<bool(int, uint32_t)>& dirty);
   // Clears every busy mark of `domain` (the domain went away).
   void force_clear(int domain);
+  // CPU hotplug: a monitoring domain appears (nothing is busy in it) or
+  // goes away (its busy marks force-cleared, so RMIDs clean everywhere
+  // else join the free list).
+  void add_domain(int domain);
+  void remove_domain(int domain);
 
   bool has_busy(int domain) const;
   unsigned limbo_count() const { return static_cast<unsigned>(busy_count_.size()); }

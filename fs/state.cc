@@ -1,5 +1,6 @@
 // Implements make_filesystem(), status_json() and the journal hooks
 // save_state_json()/restore_state_json() of FsImpl.
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -197,9 +198,9 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
     auto parse_cpus = [this](const json& o) -> Result<CpuMask> {
       Result<CpuMask> m = parse_cpu_list(o.value("cpus", std::string()), info_.nr_cpus);
       if (!m.ok()) return bad_state("bad cpu list");
-      CpuMask off = *m;
-      off.subtract(info_.online);
-      if (!off.empty()) return bad_state("offline CPUs");
+      // A CPU that has gone offline since the state was saved has left
+      // every group, as it would have if it had gone while we ran.
+      *m &= info_.online;
       return m;
     };
     auto make_dir = [this](Group* g, Node* parent, const json& o) {
@@ -215,6 +216,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
       for (const json& a : o["assigned"]) {
         int dom = a.at(0).get<int>();
         std::string ev = a.at(1).get<std::string>();
+        if (cntr_owner_.count(dom) == 0) continue;  // the domain is offline now
         hw::EventId e = ev == "mbm_local_bytes" ? hw::EventId::MBM_LOCAL : hw::EventId::MBM_TOTAL;
         (void)assign_cntr(g, dom, e);
       }
@@ -260,6 +262,10 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
           for (auto& [dom, v] : vals.items()) {
             int d = std::stoi(dom);
             uint32_t value = v.get<uint32_t>();
+            // A domain that is offline now gets defaults when it returns,
+            // whatever was saved for it.
+            if (std::find(s.domain_ids.begin(), s.domain_ids.end(), d) == s.domain_ids.end())
+              continue;
             if (s.mba_sc) {
               mbps_target_[{d, g->closid}] = value;
             } else {

@@ -120,16 +120,19 @@ void FsImpl::build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, 
 
 void FsImpl::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
   Node* md = add_node(dir, "mon_data", NodeKind::kMonData, S_IFDIR | dir_mode, uid, gid);
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
-    char name[32];
-    std::snprintf(name, sizeof(name), "mon_L3_%02d", d.id);
-    Node* dd = add_node(md, name, NodeKind::kMonDomain, S_IFDIR | dir_mode, uid, gid);
-    dd->domain = d.id;
-    for (hw::EventId ev : info_.mon.events) {
-      Node* f = add_node(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, uid, gid);
-      f->event = ev;
-    }
+  for (const hw::MonDomain& d : info_.mon.mon_domains) build_mon_domain(md, d.id);
+}
+
+Node* FsImpl::build_mon_domain(Node* md, int domain_id) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "mon_L3_%02d", domain_id);
+  Node* dd = add_node(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid);
+  dd->domain = domain_id;
+  for (hw::EventId ev : info_.mon.events) {
+    Node* f = add_node(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, md->uid, md->gid);
+    f->event = ev;
   }
+  return dd;
 }
 
 void FsImpl::build_info_tree() {

@@ -20,6 +20,7 @@
 // its model lock (the rdtgroup_mutex analogue) across every call.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -154,11 +155,17 @@ struct MonCaps {
   std::vector<MonDomain> mon_domains;  // sorted by id
 };
 
+// The machine as decoded at start-up, then kept current across CPU hotplug:
+// `online`, every resource's ctrl_domains and mon.mon_domains change when
+// Arch::offline_cpu()/online_cpu() run (a domain is listed only while at
+// least one of its CPUs is online, as in the kernel's domain lists). Every
+// other field is fixed for the life of the Arch. The per-CPU topology
+// vectors cover offline CPUs too, so a CPU that comes back finds its domains.
 struct PlatformInfo {
   std::string vendor;  // "GenuineIntel" / "AuthenticAMD"
   unsigned family = 0, model = 0, stepping = 0;
   unsigned nr_cpus = 0;               // nr_cpu_ids: bitmap width for cpus files
-  CpuMask online;                     // online CPUs
+  CpuMask online;                     // online CPUs (changes with hotplug)
   std::vector<int> cpu_package;       // package id per CPU
   std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
@@ -188,13 +195,17 @@ struct CounterValue {
   uint64_t bytes = 0;
 };
 
+class ArchEvents;
+
 // The downcalls fs/ makes. Implemented once for x86 (hw/x86/), on top of an
 // MSR device and a CPUID source that are either real or simulated.
 class Arch {
  public:
   virtual ~Arch() = default;
 
-  // The decoded platform. Stable for the life of the Arch.
+  // The decoded platform. The reference stays valid for the life of the
+  // Arch; its online CPUs and domain lists change only inside
+  // offline_cpu()/online_cpu() (see PlatformInfo).
   virtual const PlatformInfo& info() const = 0;
 
   // Applies a batch of control changes, all or nothing. Only registers whose
@@ -259,14 +270,52 @@ class Arch {
   // filter `evt_cfg`, or unbinds it. Resets the counter's count.
   virtual Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
                                    uint32_t evt_cfg, bool assign) = 0;
+
+  // CPU hotplug, the arch half of the kernel's cpuhp callbacks. The caller
+  // (fs/) has already done its own part of an offline (the CPU left every
+  // group) and does its part of an online after this returns.
+  //
+  // offline_cpu: `cpu` must be online and not the last online CPU. It
+  // leaves info().online and every domain's CPU mask; each domain left
+  // without CPUs is announced through `events` and removed. The CPU's
+  // PQR_ASSOC is forgotten (the hardware loses it when it powers down).
+  //
+  // online_cpu: `cpu` must be offline and powered (its MSRs accessible).
+  // It joins info().online and its domains; a domain that was absent is
+  // created with every CLOSID's control at default_ctrl() written to the
+  // hardware, CDP as currently enabled, fresh MBM state and the hardware's
+  // BMEC configuration, then announced through `events`. The CPU's
+  // PQR_ASSOC is written 0/0. EIO if a register write fails (the CPU then
+  // stays offline).
+  //
+  // An Arch that cannot follow hotplug answers EOPNOTSUPP.
+  virtual Result<void> offline_cpu(unsigned cpu, ArchEvents* events) {
+    (void)cpu;
+    (void)events;
+    return Error::make(EOPNOTSUPP, "CPU hotplug is not supported by this backend");
+  }
+  virtual Result<void> online_cpu(unsigned cpu, ArchEvents* events) {
+    (void)cpu;
+    (void)events;
+    return Error::make(EOPNOTSUPP, "CPU hotplug is not supported by this backend");
+  }
 };
 
-// Up-calls hw/ makes into its user (domain hot-plug). Optional.
+// Up-calls hw/ makes into its user during CPU hotplug (the kernel's
+// resctrl_online_*_domain / resctrl_offline_*_domain). They run inside
+// Arch::online_cpu()/offline_cpu(), so under the caller's model lock.
+//   - *_online: the domain has just been added to info() (its registers
+//     already hold the defaults, its MBM state is fresh);
+//   - *_offline: the domain's last CPU is leaving; the domain is still in
+//     info() during the call and is removed right after it.
 class ArchEvents {
  public:
   virtual ~ArchEvents() = default;
-  virtual void domain_online(ResourceId rid, int domain_id) = 0;
-  virtual void domain_offline(ResourceId rid, int domain_id) = 0;
+  virtual void ctrl_domain_online(ResourceId rid, int domain_id) = 0;
+  virtual void ctrl_domain_offline(ResourceId rid, int domain_id) = 0;
+  // Monitoring domains of the L3 monitor resource.
+  virtual void mon_domain_online(int domain_id) = 0;
+  virtual void mon_domain_offline(int domain_id) = 0;
 };
 
 }  // namespace resctrlfs::hw

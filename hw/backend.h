@@ -61,8 +61,23 @@ class SimControl {
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
 
   // Every RDT register the simulator holds (per CPU for PQR_ASSOC, one CPU
-  // per domain for domain registers).
+  // per domain for domain registers). Offline CPUs and domains without an
+  // online CPU are left out.
   virtual std::vector<RegisterValue> dump_registers() const = 0;
+
+  // CPU hotplug of the machine itself: powers logical CPU `cpu` down or up.
+  // An offline CPU's MSRs cannot be accessed (EIO, as the MSR driver fails
+  // for an offline CPU). A CPU powering up has PQR_ASSOC 0/0. When the last
+  // CPU of an L3 (or L2) domain goes down the domain loses its register
+  // state like a powered-down package: when a CPU of it comes back its
+  // masks, bandwidth limits, QOS_CFG, BMEC and ABMC registers hold their
+  // power-on values and its occupancy and MBM counts start from zero. A
+  // CPU workload on a CPU going down is dropped. This is only the hardware:
+  // the caller tells the OS side (Arch::offline_cpu before powering down,
+  // Arch::online_cpu after powering up). EINVAL for a CPU the platform does
+  // not have; a no-op when the CPU is already in that state.
+  virtual Result<void> set_cpu_online(unsigned cpu, bool online) = 0;
+  virtual bool cpu_online(unsigned cpu) const = 0;
 };
 
 struct Backend {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <string>
 
 #include "hw/x86/registers.h"
 
@@ -31,16 +32,11 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   l3_size_bytes_ = x86::cpuid_cache_size(*this, first, profile_.amd(), 3);
   if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
 
-  const Resource& l3r = info_.res(ResourceId::L3);
-  const Resource& l2r = info_.res(ResourceId::L2);
-  const Resource& mbr = info_.res(ResourceId::MB);
-  const Resource& smr = info_.res(ResourceId::SMBA);
-  const bool amd = profile_.amd();
-
   cpus_.resize(topo.nr_cpus);
   std::map<int, size_t> l3_index, l2_index;
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
+    cpus_[c].present = true;
     cpus_[c].online = true;
     if (topo.l3_id[c] >= 0) {
       auto [it, added] = l3_index.try_emplace(topo.l3_id[c], l3_index.size());
@@ -68,32 +64,96 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
       l2_[cpus_[c].l2].cpus.push_back(c);
     }
   }
-  const unsigned nrmid = info_.mon.capable ? info_.mon.num_rmids : 1;
-  for (auto& d : l3_) {
-    if (l3r.alloc_capable) d.l3_mask.assign(l3r.num_closid, l3r.cache.full_mask());
-    if (mbr.alloc_capable) {
-      if (amd) {
-        d.amd_bw.assign(mbr.num_closid, uint64_t{1} << limits_.amd_bw_len);
-      } else {
-        d.mba_thrtl.assign(mbr.num_closid, 0);
-      }
-    }
-    if (smr.alloc_capable) d.smba_bw.assign(smr.num_closid, uint64_t{1} << limits_.amd_smba_len);
-    d.evt_cfg[0] = info_.mon.bmec_default_total;
-    d.evt_cfg[1] = info_.mon.bmec_default_local;
-    d.cntrs.resize(info_.mon.num_mbm_cntrs);
-    d.occ.assign(nrmid, 0);
-    for (int e = 0; e < 2; ++e) {
-      d.mbm[e].assign(nrmid, 0);
-      d.unavail_once[e].assign(nrmid, 0);
-    }
-    d.tracked.assign(nrmid, 0);
-    d.last_active_us.assign(nrmid, 0);
-  }
-  for (auto& d : l2_) {
-    if (l2r.alloc_capable) d.l2_mask.assign(l2r.num_closid, l2r.cache.full_mask());
-  }
+  for (auto& d : l3_) power_on_l3(d);
+  for (auto& d : l2_) power_on_l2(d);
   start_ = std::chrono::steady_clock::now();
+}
+
+void SimMachine::power_on_l3(L3Dom& d) {
+  const Resource& l3r = info_.res(ResourceId::L3);
+  const Resource& mbr = info_.res(ResourceId::MB);
+  const Resource& smr = info_.res(ResourceId::SMBA);
+  const unsigned nrmid = info_.mon.capable ? info_.mon.num_rmids : 1;
+  d.l3_mask.clear();
+  d.mba_thrtl.clear();
+  d.amd_bw.clear();
+  d.smba_bw.clear();
+  if (l3r.alloc_capable) d.l3_mask.assign(l3r.num_closid, l3r.cache.full_mask());
+  if (mbr.alloc_capable) {
+    if (profile_.amd()) {
+      d.amd_bw.assign(mbr.num_closid, uint64_t{1} << limits_.amd_bw_len);
+    } else {
+      d.mba_thrtl.assign(mbr.num_closid, 0);
+    }
+  }
+  if (smr.alloc_capable) d.smba_bw.assign(smr.num_closid, uint64_t{1} << limits_.amd_smba_len);
+  d.l3_qos_cfg = 0;
+  d.evt_cfg[0] = info_.mon.bmec_default_total;
+  d.evt_cfg[1] = info_.mon.bmec_default_local;
+  d.ext_cfg = 0;
+  d.io_rdt_cfg = 0;
+  d.abmc_cfg_last = 0;
+  d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
+  d.occ.assign(nrmid, 0);
+  for (int e = 0; e < 2; ++e) {
+    d.mbm[e].assign(nrmid, 0);
+    d.unavail_once[e].assign(nrmid, 0);
+  }
+  d.tracked.assign(nrmid, 0);
+  d.last_active_us.assign(nrmid, 0);
+  d.n_tracked = 0;
+}
+
+void SimMachine::power_on_l2(L2Dom& d) {
+  const Resource& l2r = info_.res(ResourceId::L2);
+  d.l2_mask.clear();
+  if (l2r.alloc_capable) d.l2_mask.assign(l2r.num_closid, l2r.cache.full_mask());
+  d.l2_qos_cfg = 0;
+}
+
+bool SimMachine::any_online(const std::vector<unsigned>& cpus) const {
+  return first_online(cpus) >= 0;
+}
+
+int SimMachine::first_online(const std::vector<unsigned>& cpus) const {
+  for (unsigned c : cpus)
+    if (cpus_[c].online) return static_cast<int>(c);
+  return -1;
+}
+
+bool SimMachine::cpu_online(unsigned cpu) const {
+  std::lock_guard lock(mu_);
+  return cpu < cpus_.size() && cpus_[cpu].online;
+}
+
+Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
+  std::lock_guard lock(mu_);
+  if (cpu >= cpus_.size() || !cpus_[cpu].present)
+    return Error::make(EINVAL, "no CPU " + std::to_string(cpu) + " on this platform");
+  Cpu& c = cpus_[cpu];
+  if (c.online == online) return Ok();
+  // Account the traffic up to now with the old set of running CPUs.
+  const uint64_t now = now_us_locked();
+  advance_all_locked(now);
+  L3Dom* d3 = c.l3 >= 0 ? &l3_[c.l3] : nullptr;
+  L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
+  if (online) {
+    // The first CPU of a powered-down domain brings it up from reset.
+    if (d3 != nullptr && !any_online(d3->cpus)) {
+      power_on_l3(*d3);
+      d3->last_us = now;
+    }
+    if (d2 != nullptr && !any_online(d2->cpus)) power_on_l2(*d2);
+    c.online = true;
+  } else {
+    c.online = false;
+    cpu_work_.erase(cpu);
+  }
+  c.pqr_assoc = 0;
+  c.qm_evtsel = 0;
+  c.mba_cfg = 0;
+  tracking_dirty_ = true;
+  return Ok();
 }
 
 CpuidRegs SimMachine::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const {
@@ -314,8 +374,9 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
       out.push_back({cpu, base + static_cast<uint32_t>(i), regs[i]});
   };
   for (const auto& d : l3_) {
-    if (d.cpus.empty()) continue;
-    unsigned cpu = d.cpus.front();
+    const int first = first_online(d.cpus);
+    if (first < 0) continue;
+    const unsigned cpu = static_cast<unsigned>(first);
     if (info_.res(ResourceId::L3).cache.cdp_capable)
       out.push_back({cpu, IA32_L3_QOS_CFG, d.l3_qos_cfg});
     bank(cpu, IA32_L3_MASK_0, d.l3_mask);
@@ -329,8 +390,9 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
     if (info_.mon.abmc) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
   }
   for (const auto& d : l2_) {
-    if (d.cpus.empty()) continue;
-    unsigned cpu = d.cpus.front();
+    const int first = first_online(d.cpus);
+    if (first < 0) continue;
+    const unsigned cpu = static_cast<unsigned>(first);
     if (info_.res(ResourceId::L2).cache.cdp_capable)
       out.push_back({cpu, IA32_L2_QOS_CFG, d.l2_qos_cfg});
     bank(cpu, IA32_L2_MASK_0, d.l2_mask);

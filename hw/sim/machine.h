@@ -96,6 +96,8 @@ class SimMachine final : public CpuidSource,
   Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) override;
   void fail_next_writes(unsigned count, std::optional<unsigned> cpu) override;
   std::vector<RegisterValue> dump_registers() const override;
+  Result<void> set_cpu_online(unsigned cpu, bool online) override;
+  bool cpu_online(unsigned cpu) const override;
 
   // For tests of the model: the exact (unquantised) occupancy in bytes of
   // `rmid` on L3 domain `domain_id` after advancing to now.
@@ -138,6 +140,7 @@ class SimMachine final : public CpuidSource,
     uint64_t l2_qos_cfg = 0;
   };
   struct Cpu {
+    bool present = false;  // in the platform (online at start-up)
     bool online = false;
     uint64_t pqr_assoc = 0;
     uint64_t qm_evtsel = 0;
@@ -164,6 +167,12 @@ class SimMachine final : public CpuidSource,
   bool mask_ok(const Resource& r, uint64_t v) const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
   Result<void> gp(unsigned cpu, uint32_t msr, const char* why) const;
+  // Power-on values of a domain's registers and model state.
+  void power_on_l3(L3Dom& d);
+  void power_on_l2(L2Dom& d);
+  bool any_online(const std::vector<unsigned>& cpus) const;
+  // The first online CPU of a domain, or -1.
+  int first_online(const std::vector<unsigned>& cpus) const;
 
   Profile profile_;
   PlatformInfo info_;

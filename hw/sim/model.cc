@@ -136,12 +136,19 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
                          w.local_fraction});
   }
-  const double spread = l3_.empty() ? 1.0 : 1.0 / static_cast<double>(l3_.size());
+  // An unpinned thread spreads over the domains that have a running CPU; a
+  // pinned one stops while its CPU is offline.
+  size_t powered = 0;
+  for (const auto& d : l3_) powered += any_online(d.cpus) ? 1 : 0;
+  const bool here = any_online(l3_[dom].cpus);
+  const double spread = powered == 0 ? 1.0 : 1.0 / static_cast<double>(powered);
   for (const auto& [tid, w] : thread_work_) {
     double weight = spread;
     if (w.cpu >= 0) {
-      if (cpus_[w.cpu].l3 != static_cast<int>(dom)) continue;
+      if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
       weight = 1.0;
+    } else if (!here) {
+      continue;
     }
     Tags t;
     if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) t = it->second;
@@ -273,6 +280,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
     const size_t nrmid = d.tracked.size();
     std::vector<uint8_t> active(nrmid, 0);
     for (unsigned c : d.cpus) {
+      if (!cpus_[c].online) continue;
       uint64_t r = cpus_[c].pqr_assoc & PQR_ASSOC_RMID_MASK;
       if (r < nrmid) active[r] = 1;
     }

@@ -4,6 +4,7 @@
 #include "hw/x86/arch_x86.h"
 
 #include <algorithm>
+#include <string>
 
 #include "hw/x86/registers.h"
 
@@ -35,13 +36,16 @@ X86Arch::X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> 
                       std::vector<uint32_t>(res.num_closid, default_ctrl(res.rid)));
   }
   pqr_cache_.resize(info_.nr_cpus);
-  mon_.resize(info_.mon.mon_domains.size());
-  for (auto& m : mon_) {
-    for (auto& v : m.rmid) v.resize(info_.mon.num_rmids);
-    m.cntr.resize(info_.mon.num_mbm_cntrs);
-    m.evt_cfg[0] = info_.mon.bmec_default_total;
-    m.evt_cfg[1] = info_.mon.bmec_default_local;
-  }
+  mon_.assign(info_.mon.mon_domains.size(), fresh_mon_state());
+}
+
+X86Arch::MonDomState X86Arch::fresh_mon_state() const {
+  MonDomState m;
+  for (auto& v : m.rmid) v.resize(info_.mon.num_rmids);
+  m.cntr.resize(info_.mon.num_mbm_cntrs);
+  m.evt_cfg[0] = info_.mon.bmec_default_total;
+  m.evt_cfg[1] = info_.mon.bmec_default_local;
+  return m;
 }
 
 Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
@@ -365,6 +369,137 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
   if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
   mon_[d].cntr[cntr_id] = MbmState{};
   (void)ev;  // the counter counts whatever evt_cfg selects
+  return Ok();
+}
+
+// ---- CPU hotplug.
+
+int X86Arch::ctrl_domain_id_of(ResourceId rid, unsigned cpu) const {
+  // L2 controls are per L2 cache; L3, MB and SMBA per L3 cache (the scopes
+  // decode_platform() used to build the domain lists).
+  const std::vector<int>& ids = rid == ResourceId::L2 ? info_.cpu_l2_id : info_.cpu_l3_id;
+  return cpu < ids.size() ? ids[cpu] : -1;
+}
+
+int X86Arch::mon_domain_id_of(unsigned cpu) const {
+  return cpu < info_.cpu_l3_id.size() ? info_.cpu_l3_id[cpu] : -1;
+}
+
+Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
+  if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
+  for (int r = 0; r < kNumResources; ++r) {
+    Resource& res = info_.resources[r];
+    for (size_t i = 0; i < res.ctrl_domains.size(); ++i) {
+      if (!res.ctrl_domains[i].cpus.test(cpu)) continue;
+      res.ctrl_domains[i].cpus.reset(cpu);
+      if (res.ctrl_domains[i].cpus.empty()) {
+        if (events != nullptr) events->ctrl_domain_offline(res.rid, res.ctrl_domains[i].id);
+        res.ctrl_domains.erase(res.ctrl_domains.begin() + static_cast<long>(i));
+        if (i < shadow_[r].size()) shadow_[r].erase(shadow_[r].begin() + static_cast<long>(i));
+      }
+      break;
+    }
+  }
+  auto& mons = info_.mon.mon_domains;
+  for (size_t i = 0; i < mons.size(); ++i) {
+    if (!mons[i].cpus.test(cpu)) continue;
+    mons[i].cpus.reset(cpu);
+    if (mons[i].cpus.empty()) {
+      if (events != nullptr) events->mon_domain_offline(mons[i].id);
+      mons.erase(mons.begin() + static_cast<long>(i));
+      if (i < mon_.size()) mon_.erase(mon_.begin() + static_cast<long>(i));
+    }
+    break;
+  }
+  info_.online.reset(cpu);
+  // The register goes with the CPU's power; the next online writes it.
+  pqr_cache_[cpu].reset();
+  return Ok();
+}
+
+Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
+  if (info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is already online");
+  if (cpu >= info_.cpu_package.size() || info_.cpu_package[cpu] < 0)
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not present");
+
+  // Every register first, so that a failing write leaves nothing half done.
+  for (int r = 0; r < kNumResources; ++r) {
+    const Resource& res = info_.resources[r];
+    if (!res.alloc_capable) continue;
+    const int id = ctrl_domain_id_of(res.rid, cpu);
+    if (id < 0) continue;
+    const bool exists = ctrl_domain_index(res.rid, id) >= 0;
+    if (!exists) {
+      // A domain coming back starts from the defaults, whatever its
+      // registers held before it went away.
+      const uint64_t dflt = ctrl_reg_value(res.rid, default_ctrl(res.rid));
+      for (uint32_t i = 0; i < res.num_closid; ++i)
+        if (!msr_->write(cpu, ctrl_msr(res.rid, i), dflt).ok()) return write_failed();
+    }
+    // CDP state: once per new domain on Intel, on every CPU on AMD (where
+    // QOS_CFG is per logical processor).
+    if (res.is_cache() && res.cache.cdp_capable && (!exists || limits_.amd)) {
+      const uint32_t msr = res.rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
+      if (!msr_->write(cpu, msr, cdp_[r] ? QOS_CFG_CDP_ENABLE : 0).ok()) return write_failed();
+    }
+  }
+  const int mon_id = info_.mon.capable ? mon_domain_id_of(cpu) : -1;
+  const bool new_mon = mon_id >= 0 && mon_domain_index(mon_id) < 0;
+  MonDomState mon_state = fresh_mon_state();
+  if (new_mon && info_.mon.bmec) {
+    // Adopt what the hardware holds, as at start-up.
+    for (int e = 0; e < 2; ++e) {
+      auto v = msr_->read(cpu, QOS_EVT_CFG_0 + e);
+      if (v.ok()) mon_state.evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
+    }
+  }
+  if (info_.mon.abmc && abmc_enabled_) {
+    // L3_QOS_EXT_CFG is per logical CPU: the newcomer follows the mode.
+    if (!msr_->write(cpu, L3_QOS_EXT_CFG, L3_QOS_EXT_CFG_ABMC_EN).ok()) return write_failed();
+  }
+  if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
+  pqr_cache_[cpu] = 0;
+
+  // Then the domain lists, announcing each domain that appeared.
+  info_.online.set(cpu);
+  for (int r = 0; r < kNumResources; ++r) {
+    Resource& res = info_.resources[r];
+    if (!res.alloc_capable) continue;
+    const int id = ctrl_domain_id_of(res.rid, cpu);
+    if (id < 0) continue;
+    auto pos = std::lower_bound(res.ctrl_domains.begin(), res.ctrl_domains.end(), id,
+                                [](const CtrlDomain& d, int v) { return d.id < v; });
+    if (pos != res.ctrl_domains.end() && pos->id == id) {
+      pos->cpus.set(cpu);
+      continue;
+    }
+    const long idx = pos - res.ctrl_domains.begin();
+    CtrlDomain d{id, CpuMask(info_.nr_cpus)};
+    d.cpus.set(cpu);
+    res.ctrl_domains.insert(pos, d);
+    shadow_[r].insert(shadow_[r].begin() + idx,
+                      std::vector<uint32_t>(res.num_closid, default_ctrl(res.rid)));
+    if (events != nullptr) events->ctrl_domain_online(res.rid, id);
+  }
+  if (mon_id >= 0) {
+    auto& mons = info_.mon.mon_domains;
+    auto pos = std::lower_bound(mons.begin(), mons.end(), mon_id,
+                                [](const MonDomain& d, int v) { return d.id < v; });
+    if (pos != mons.end() && pos->id == mon_id) {
+      pos->cpus.set(cpu);
+    } else {
+      const long idx = pos - mons.begin();
+      MonDomain d{mon_id, CpuMask(info_.nr_cpus)};
+      d.cpus.set(cpu);
+      mons.insert(pos, d);
+      mon_.insert(mon_.begin() + idx, std::move(mon_state));
+      if (events != nullptr) events->mon_domain_online(mon_id);
+    }
+  }
   return Ok();
 }
 

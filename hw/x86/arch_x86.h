@@ -53,6 +53,8 @@ class X86Arch final : public Arch {
   Result<void> set_abmc_enabled(bool enable) override;
   Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
                            uint32_t evt_cfg, bool assign) override;
+  Result<void> offline_cpu(unsigned cpu, ArchEvents* events) override;
+  Result<void> online_cpu(unsigned cpu, ArchEvents* events) override;
 
   // The register and value a control value becomes (exposed for tests and
   // for the broker's policy).
@@ -71,6 +73,10 @@ class X86Arch final : public Arch {
   // CPUs already written to `old_value` and returns EIO.
   Result<void> write_on(const std::vector<unsigned>& cpus, uint32_t msr, uint64_t value,
                         uint64_t old_value);
+  // The domain id `cpu` belongs to for a resource's controls, and for
+  // monitoring; -1 when it has none (no such cache).
+  int ctrl_domain_id_of(ResourceId rid, unsigned cpu) const;
+  int mon_domain_id_of(unsigned cpu) const;
 
   struct MbmState {
     bool valid = false;
@@ -82,6 +88,7 @@ class X86Arch final : public Arch {
     std::vector<MbmState> cntr;     // ABMC counters
     uint32_t evt_cfg[2] = {0, 0};
   };
+  MonDomState fresh_mon_state() const;
 
   PlatformInfo info_;
   HwLimits limits_;

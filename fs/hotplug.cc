@@ -1,0 +1,128 @@
+// Implements CPU hotplug in FsImpl: the OS half of the cpuhp callbacks
+// (a CPU leaving every group on offline, joining the default group on
+// online) and the domain up-calls hw/ makes in between, which make
+// mon_data directories, schemata columns, limbo marks and counters follow
+// the domains that exist.
+#include <algorithm>
+#include <cerrno>
+#include <string>
+
+#include "fs/impl.h"
+
+namespace resctrlfs::fs::internal {
+
+// The ArchEvents hw/ calls back during Arch::offline_cpu/online_cpu, while
+// FsImpl holds its model lock.
+class HotplugEvents final : public hw::ArchEvents {
+ public:
+  explicit HotplugEvents(FsImpl& fs) : fs_(fs) {}
+  void ctrl_domain_online(hw::ResourceId rid, int id) override { fs_.ctrl_domain_back(rid, id); }
+  void ctrl_domain_offline(hw::ResourceId rid, int id) override { fs_.ctrl_domain_gone(rid, id); }
+  void mon_domain_online(int id) override { fs_.mon_domain_back(id); }
+  void mon_domain_offline(int id) override { fs_.mon_domain_gone(id); }
+
+ private:
+  FsImpl& fs_;
+};
+
+Result<void> FsImpl::cpu_offline(unsigned cpu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Checked here as well as in hw/, so that a refusal changes nothing.
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
+  if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
+  if (mounted_) {
+    // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
+    // groups; clearing it everywhere is the same.
+    for (auto& g : groups_) g->cpus.reset(cpu);
+    if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
+  }
+  HotplugEvents events(*this);
+  return arch_->offline_cpu(cpu, &events);
+}
+
+Result<void> FsImpl::cpu_online(unsigned cpu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HotplugEvents events(*this);
+  RESCTRLFS_RETURN_IF_ERROR(arch_->online_cpu(cpu, &events));
+  if (mounted_) {
+    root_->cpus.set(cpu);
+    // hw/ has written PQR_ASSOC 0/0, the default group's tags.
+    if (cpu < cpu_assoc_.size()) {
+      cpu_assoc_[cpu] = {0, 0};
+      cpu_assoc_valid_[cpu] = true;
+    }
+  }
+  return Ok();
+}
+
+void FsImpl::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
+  if (!mounted_) return;
+  for (schemata::Schema& s : schemas_.schemas) {
+    if (s.resource_index == static_cast<int>(rid)) std::erase(s.domain_ids, domain_id);
+  }
+  if (rid == hw::ResourceId::MB) {
+    for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
+      it = it->first.first == domain_id ? mbps_target_.erase(it) : std::next(it);
+  }
+}
+
+void FsImpl::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
+  // hw/ has put the default value in every CLOSID; under mba_MBps an absent
+  // target reads as the unlimited default too.
+  if (!mounted_) return;
+  for (schemata::Schema& s : schemas_.schemas) {
+    if (s.resource_index != static_cast<int>(rid)) continue;
+    auto pos = std::lower_bound(s.domain_ids.begin(), s.domain_ids.end(), domain_id);
+    if (pos == s.domain_ids.end() || *pos != domain_id) s.domain_ids.insert(pos, domain_id);
+  }
+}
+
+void FsImpl::mon_domain_gone(int domain_id) {
+  if (!mon_capable()) return;
+  rmids_.remove_domain(domain_id);
+  if (!mounted_) return;
+  for (auto& g : groups_) {
+    // The domain's counters vanish with it.
+    for (auto it = g->cntrs.begin(); it != g->cntrs.end();)
+      it = it->first.first == domain_id ? g->cntrs.erase(it) : std::next(it);
+    Node* dir = node(g->dir);
+    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    if (md == nullptr) continue;
+    std::vector<Node*> gone;
+    for (auto& [name, ino] : md->children) {
+      Node* c = node(ino);
+      if (c != nullptr && c->kind == NodeKind::kMonDomain && c->domain == domain_id)
+        gone.push_back(c);
+    }
+    // Nobody named these entries: the kernel's dcache must be told.
+    for (Node* c : gone) remove_node(c, true);
+  }
+  cntr_owner_.erase(domain_id);
+  for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();)
+    it = it->first.second == domain_id ? mba_prev_bytes_.erase(it) : std::next(it);
+}
+
+void FsImpl::mon_domain_back(int domain_id) {
+  if (!mon_capable()) return;
+  rmids_.add_domain(domain_id);
+  if (!mounted_) return;
+  // A new domain has every counter free; no group has one assigned there.
+  cntr_owner_[domain_id].assign(info_.mon.num_mbm_cntrs, std::nullopt);
+  for (auto& g : groups_) {
+    Node* dir = node(g->dir);
+    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    if (md == nullptr) continue;
+    Node* dd = build_mon_domain(md, domain_id);
+    // A negative dentry for the name may be cached from while it was gone.
+    if (inval_ != nullptr) inval_->inval_entry(md->ino, dd->name);
+  }
+  // MBM state of the new domain is fresh in hw/: the first read of each
+  // group is its baseline, as the kernel's mkdir_mondata_subdir read does.
+  for (auto& g : groups_) {
+    for (hw::EventId ev : info_.mon.events)
+      if (is_mbm(ev)) arch_->reset_event(domain_id, g->rmid, ev);
+  }
+}
+
+}  // namespace resctrlfs::fs::internal
