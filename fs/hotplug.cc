@@ -27,18 +27,18 @@ class HotplugEvents final : public hw::ArchEvents {
 
 Result<void> FsImpl::cpu_offline(unsigned cpu) {
   std::lock_guard<std::mutex> lock(mu_);
-  // Checked here as well as in hw/, so that a refusal changes nothing.
-  if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
-    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
-  if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
+  // The kernel lets go of the CPU in its groups before the domains; nothing
+  // in between looks at group CPUs, so doing it after hw/ has agreed keeps
+  // a refusal free of side effects.
+  HotplugEvents events(*this);
+  RESCTRLFS_RETURN_IF_ERROR(arch_->offline_cpu(cpu, &events));
   if (mounted_) {
     // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
     // groups; clearing it everywhere is the same.
     for (auto& g : groups_) g->cpus.reset(cpu);
     if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
   }
-  HotplugEvents events(*this);
-  return arch_->offline_cpu(cpu, &events);
+  return Ok();
 }
 
 Result<void> FsImpl::cpu_online(unsigned cpu) {
