@@ -110,6 +110,18 @@ Result<ControlRequest> parse_fault(const json& obj) {
   return ControlRequest{req};
 }
 
+Result<ControlRequest> parse_cpu(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {"cpu", "online"}));
+  if (!obj.contains("cpu") || !obj.contains("online")) return bad("cpu needs 'cpu' and 'online'");
+  CpuOnlineRequest req;
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
+  req.cpu = static_cast<unsigned>(cpu);
+  const json& on = obj.at("online");
+  if (!on.is_boolean()) return bad("'online' must be true or false");
+  req.online = on.get<bool>();
+  return ControlRequest{req};
+}
+
 template <typename T>
 Result<ControlRequest> no_args(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {}));
@@ -126,6 +138,7 @@ Result<ControlRequest> parse_object(const json& obj) {
   if (cmd == "workload") return parse_workload(obj);
   if (cmd == "fault") return parse_fault(obj);
   if (cmd == "registers") return no_args<RegistersRequest>(obj);
+  if (cmd == "cpu") return parse_cpu(obj);
   if (cmd == "stats") return no_args<StatsRequest>(obj);
   if (cmd == "stats-reset") return no_args<StatsResetRequest>(obj);
   return bad("unknown cmd '" + cmd + "'");
@@ -168,6 +181,7 @@ json run_control_request(ControlTarget& target, const ControlRequest& req) {
         if constexpr (std::is_same_v<T, RegistersRequest>) return target.registers();
         if constexpr (std::is_same_v<T, StatsRequest>) return target.stats();
         if constexpr (std::is_same_v<T, StatsResetRequest>) return target.reset_stats();
+        if constexpr (std::is_same_v<T, CpuOnlineRequest>) return target.set_cpu_online(q);
       },
       req);
   if (!r.ok()) {

@@ -12,6 +12,7 @@
 //    "bandwidth_mbps":M, "local_fraction":F}
 //   {"cmd":"fault","fail_writes":N[,"cpu":C]}
 //   {"cmd":"registers"}
+//   {"cmd":"cpu","cpu":N,"online":true|false}   (CPU hotplug, simulated only)
 //   {"cmd":"stats"}            {"cmd":"stats-reset"}
 #pragma once
 
@@ -51,13 +52,18 @@ struct FaultRequest {
   unsigned fail_writes = 0;
   std::optional<unsigned> cpu;
 };
+struct CpuOnlineRequest {
+  unsigned cpu = 0;
+  bool online = false;
+};
 struct RegistersRequest {};
 struct StatsRequest {};
 struct StatsResetRequest {};
 
 using ControlRequest =
     std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest, WorkloadRequest,
-                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest>;
+                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest,
+                 CpuOnlineRequest>;
 
 Result<ControlRequest> parse_control_request(std::string_view line);
 
@@ -74,6 +80,8 @@ class ControlTarget {
   virtual Result<nlohmann::json> registers() = 0;
   virtual Result<nlohmann::json> stats() = 0;
   virtual Result<nlohmann::json> reset_stats() = 0;
+  // CPU hotplug of the simulated machine, followed by the filesystem.
+  virtual Result<nlohmann::json> set_cpu_online(const CpuOnlineRequest& req) = 0;
 };
 
 nlohmann::json run_control_request(ControlTarget& target, const ControlRequest& req);

@@ -56,6 +56,14 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   fault->add_option("--fail-writes", fail_writes, "how many writes fail")->required();
   auto* f_cpu = fault->add_option("--cpu", fault_cpu, "only on this CPU");
 
+  CLI::App* cpu_cmd = app.add_subcommand("cpu", "CPU hotplug of the simulated machine");
+  cpu_cmd->require_subcommand(1);
+  unsigned hotplug_cpu = 0;
+  CLI::App* cpu_off = cpu_cmd->add_subcommand("offline", "take CPU N offline");
+  cpu_off->add_option("cpu", hotplug_cpu, "CPU number")->required();
+  CLI::App* cpu_on = cpu_cmd->add_subcommand("online", "bring CPU N online");
+  cpu_on->add_option("cpu", hotplug_cpu, "CPU number")->required();
+
   CLI::App* registers = app.add_subcommand("registers", "dump the simulated RDT registers");
   CLI::App* stats = app.add_subcommand("stats", "FUSE request counts per opcode");
   std::string stats_action;
@@ -99,6 +107,8 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
     json r = {{"cmd", "fault"}, {"fail_writes", fail_writes}};
     if (f_cpu->count() != 0) r["cpu"] = fault_cpu;
     out.request = std::move(r);
+  } else if (cpu_off->parsed() || cpu_on->parsed()) {
+    out.request = json{{"cmd", "cpu"}, {"cpu", hotplug_cpu}, {"online", cpu_on->parsed()}};
   } else if (registers->parsed()) {
     out.request = json{{"cmd", "registers"}};
   } else if (stats->parsed()) {

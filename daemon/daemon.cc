@@ -375,4 +375,36 @@ Result<json> Daemon::reset_stats() {
   return json::object();
 }
 
+Result<json> Daemon::set_cpu_online(const CpuOnlineRequest& req) {
+  hw::SimControl* s = parts_ ? parts_->backend.sim : nullptr;
+  if (s == nullptr) {
+    // On real hardware the kernel decides which CPUs run; following
+    // /sys/devices/system/cpu/cpuN/online is not implemented.
+    return Error::make(EOPNOTSUPP,
+                       "CPU hotplug is simulated only: the backend is real hardware, whose CPUs "
+                       "the kernel brings online and offline");
+  }
+  fs::Filesystem& fs = *parts_->fs;
+  if (req.online) {
+    // The machine powers the CPU up, then the OS takes it.
+    const bool was_powered = s->cpu_online(req.cpu);
+    RESCTRLFS_RETURN_IF_ERROR(s->set_cpu_online(req.cpu, true));
+    Result<void> r = fs.cpu_online(req.cpu);
+    if (!r.ok()) {
+      if (!was_powered) (void)s->set_cpu_online(req.cpu, false);
+      return std::move(r).error();
+    }
+  } else {
+    // The OS lets go of the CPU, then the machine powers it down.
+    RESCTRLFS_RETURN_IF_ERROR(fs.cpu_offline(req.cpu));
+    RESCTRLFS_RETURN_IF_ERROR(s->set_cpu_online(req.cpu, false));
+  }
+  // Group CPU masks changed: the journal follows, as after a cpus write.
+  commit_journal();
+  const CpuMask& on = parts_->backend.arch->info().online;
+  json cpus = json::array();
+  for (unsigned c : on.cpus()) cpus.push_back(c);
+  return json{{"cpu", req.cpu}, {"online", req.online}, {"online_cpus", std::move(cpus)}};
+}
+
 }  // namespace resctrlfs::daemon

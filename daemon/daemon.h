@@ -62,6 +62,7 @@ class Daemon : public ControlTarget {
   Result<nlohmann::json> registers() override;
   Result<nlohmann::json> stats() override;
   Result<nlohmann::json> reset_stats() override;
+  Result<nlohmann::json> set_cpu_online(const CpuOnlineRequest& req) override;
 
  private:
   // The time fs/ sees: the simulated machine's clock when there is one (so

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/control_protocol.h"
+#include "daemon/daemon.h"
 
 using namespace resctrlfs;
 using namespace resctrlfs::daemon;
@@ -47,6 +48,9 @@ class FakeTarget : public ControlTarget {
   Result<json> registers() override { return answer("registers"); }
   Result<json> stats() override { return answer("stats"); }
   Result<json> reset_stats() override { return answer("stats-reset"); }
+  Result<json> set_cpu_online(const CpuOnlineRequest& r) override {
+    return answer("cpu " + std::to_string(r.cpu) + (r.online ? " online" : " offline"));
+  }
 };
 
 json reply(FakeTarget& t, std::string_view line) {
@@ -81,6 +85,8 @@ TEST_CASE("every request form reaches the target") {
       {R"({"cmd":"registers"})", "registers"},
       {R"({"cmd":"stats"})", "stats"},
       {R"({"cmd":"stats-reset"})", "stats-reset"},
+      {R"({"cmd":"cpu","cpu":5,"online":false})", "cpu 5 offline"},
+      {R"({"cmd":"cpu","online":true,"cpu":0})", "cpu 0 online"},
       // Whitespace and a trailing CR/LF are fine.
       {" { \"cmd\" : \"status\" } \r\n", "status"},
   };
@@ -150,6 +156,14 @@ TEST_CASE("malformed and hostile requests are refused without reaching the targe
       R"({"cmd":"fault","fail_writes":-1})",
       R"({"cmd":"fault","fail_writes":10000000000})",
       R"({"cmd":"fault","fail_writes":1,"cpu":"all"})",
+      R"({"cmd":"cpu"})",
+      R"({"cmd":"cpu","cpu":1})",
+      R"({"cmd":"cpu","online":false})",
+      R"({"cmd":"cpu","cpu":1,"online":"false"})",
+      R"({"cmd":"cpu","cpu":1,"online":0})",
+      R"({"cmd":"cpu","cpu":-1,"online":true})",
+      R"({"cmd":"cpu","cpu":70000,"online":true})",
+      R"({"cmd":"cpu","cpu":1,"online":true,"force":true})",
       "{\"cmd\":\"st\xff\xfe\"}",                 // invalid UTF-8
       std::string("{\"cmd\":\"status\0\"}", 17),  // embedded NUL
       std::string(200000, '['),                   // too long and deeply nested
@@ -208,4 +222,13 @@ TEST_CASE("parse_control_request gives typed values") {
   REQUIRE(a.ok());
   CHECK(std::get<ClockAdvanceRequest>(*a).ms == kMaxAdvanceMs);
   CHECK_FALSE(parse_control_request(R"({"cmd":"clock","advance_ms":604800001})").ok());
+}
+
+TEST_CASE("CPU hotplug is refused without a simulated machine, with a reason") {
+  // A daemon without a simulated backend (here: none at all, which takes the
+  // same path as the real-hardware backend) cannot power CPUs.
+  Daemon d(DaemonOptions{});
+  json j = run_control_request(d, ControlRequest{CpuOnlineRequest{3, false}});
+  CHECK(j["ok"] == false);
+  CHECK(j["error"].get<std::string>().find("simulated only") != std::string::npos);
 }

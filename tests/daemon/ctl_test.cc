@@ -48,6 +48,8 @@ TEST_CASE("subcommands map to protocol requests") {
       {{"fault", "--fail-writes", "1", "--cpu", "2"},
        {{"cmd", "fault"}, {"fail_writes", 1}, {"cpu", 2}}},
       {{"registers"}, {{"cmd", "registers"}}},
+      {{"cpu", "offline", "6"}, {{"cmd", "cpu"}, {"cpu", 6}, {"online", false}}},
+      {{"cpu", "online", "6"}, {{"cmd", "cpu"}, {"cpu", 6}, {"online", true}}},
       {{"stats"}, {{"cmd", "stats"}}},
       {{"stats", "reset"}, {{"cmd", "stats-reset"}}},
       {{"send", R"({"cmd":"status"})"}, {{"cmd", "status"}}},
@@ -78,6 +80,10 @@ TEST_CASE("usage errors") {
                                              {"workload", "--bandwidth", "1"},
                                              {"workload", "--tid", "1", "--cpu", "1"},
                                              {"fault"},
+                                             {"cpu"},
+                                             {"cpu", "offline"},
+                                             {"cpu", "off", "1"},
+                                             {"cpu", "online", "x"},
                                              {"stats", "clear"},
                                              {"send", "{"}}) {
     ParsedCtlArgs p = parse(bad);
