@@ -62,8 +62,7 @@ struct StatsResetRequest {};
 
 using ControlRequest =
     std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest, WorkloadRequest,
-                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest,
-                 CpuOnlineRequest>;
+                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest, CpuOnlineRequest>;
 
 Result<ControlRequest> parse_control_request(std::string_view line);
 

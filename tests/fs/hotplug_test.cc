@@ -33,8 +33,7 @@ size_t count_inval(const RecordingInval& r, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("offline CPUs leave their groups; the last one of a domain takes it away",
-          "[hotplug]") {
+TEST_CASE("offline CPUs leave their groups; the last one of a domain takes it away", "[hotplug]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/g") == 0);
@@ -144,14 +143,12 @@ TEST_CASE("a domain going offline force-clears its limbo marks", "[hotplug][limb
   REQUIRE(sh.mkdir("/g") == 0);
   REQUIRE(sh.rmdir("/g") == 0);
   f.fs->tick(std::chrono::steady_clock::now());
-  CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1],\"1\":[1]}") !=
-        std::string::npos);
+  CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1],\"1\":[1]}") != std::string::npos);
   for (unsigned c : {4U, 5U, 6U, 7U}) offline(f, c);
   CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1]}") != std::string::npos);
   online(f, 4);
   // A returning domain has nothing busy; RMIDs freed now are busy there too.
-  CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1],\"1\":[]}") !=
-        std::string::npos);
+  CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1],\"1\":[]}") != std::string::npos);
   REQUIRE(sh.mkdir("/h") == 0);
   REQUIRE(sh.rmdir("/h") == 0);
   CHECK(f.fs->status_json().find("\"busy_per_domain\":{\"0\":[1,2],\"1\":[2]}") !=

@@ -179,8 +179,7 @@ TEST_CASE("arch: a returning domain has default controls, CDP as mounted, PQR_AS
   REQUIRE(m.set_cpu_online(4, true).ok());
   REQUIRE(a.online_cpu(4, &ev).ok());
   CHECK(ev.log.empty());
-  CHECK(a.info().res(ResourceId::L3).ctrl_domains[1].cpus.cpus() ==
-        std::vector<unsigned>{4, 6});
+  CHECK(a.info().res(ResourceId::L3).ctrl_domains[1].cpus.cpus() == std::vector<unsigned>{4, 6});
   REQUIRE(a.update_ctrls({{ResourceId::L3, ConfType::CODE, 1, 2, 0xc}}).ok());
   CHECK(*m.read(4, IA32_L3_MASK_0 + 5) == 0xc);
   CHECK(a.online_cpu(4, &ev).error().code == EINVAL);
