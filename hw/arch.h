@@ -96,9 +96,16 @@ struct CtrlDomain {
 };
 
 // A monitoring domain (one set of RMID counters).
+//
+// Without Sub-NUMA Clustering (MonCaps::snc_ways == 1) a domain is one L3
+// cache: id == l3_id == the cache id. With SNC the L3 monitoring scope is the
+// NUMA node: one domain per node, id = the node id, l3_id = the id of the L3
+// cache the node shares with its sibling nodes (what mon_L3_XX is named
+// after; its files sum the domains with that l3_id).
 struct MonDomain {
-  int id = 0;  // L3 cache id
+  int id = 0;  // L3 cache id, or NUMA node id under SNC
   CpuMask cpus;
+  int l3_id = -1;  // the L3 cache id this domain belongs to (== id without SNC)
 };
 
 struct CacheCaps {
@@ -135,10 +142,15 @@ struct Resource {
 // L3 monitoring capabilities.
 struct MonCaps {
   bool capable = false;
-  unsigned num_rmids = 0;        // info/L3_MON/num_rmids
-  unsigned occupancy_scale = 1;  // bytes per occupancy unit (CPUID.0xF.1:EBX)
-  unsigned counter_width = 24;   // MBM counter width in bits
-  std::vector<EventId> events;   // enabled events in event-id order
+  unsigned num_rmids = 0;        // info/L3_MON/num_rmids (per SNC node: CPUID count / snc_ways)
+  unsigned occupancy_scale = 1;  // bytes per counter unit (CPUID.0xF.1:EBX / snc_ways)
+  // Sub-NUMA Clustering: NUMA nodes sharing one L3 cache (1: no SNC). When
+  // > 1, mon_domains are per node (see MonDomain), RMIDs are logical
+  // (read_event maps them to the node's physical RMID) and the MBA control
+  // scope (L3) differs from the monitoring scope, so mba_MBps is refused.
+  unsigned snc_ways = 1;
+  unsigned counter_width = 24;  // MBM counter width in bits
+  std::vector<EventId> events;  // enabled events in event-id order
   // Upper limit for max_threshold_occupancy writes (Linux's
   // resctrl_rmid_realloc_limit = x86_cache_size): the L3 size on Intel, the
   // per-core L2 size on AMD. default_threshold is derived from it.
@@ -169,6 +181,7 @@ struct PlatformInfo {
   std::vector<int> cpu_package;       // package id per CPU
   std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
+  std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
   Resource resources[kNumResources];  // indexed by ResourceId
   MonCaps mon;
   bool pseudo_lock_capable = false;  // we do not emulate pseudo-locking
@@ -246,8 +259,9 @@ class Arch {
   virtual bool models_thread_tags() const = 0;
 
   // Reads event `ev` of `rmid` on monitoring domain `domain_id`, folding
-  // counter wrap-around into a running total (MBM). Error/Unavailable come
-  // from the hardware's bits. In ABMC mode `cntr_id` names the assigned
+  // counter wrap-around into a running total (MBM). Under SNC `rmid` is the
+  // logical RMID and `domain_id` a node; hw/ reads that node's physical RMID.
+  // Error/Unavailable come from the hardware's bits. In ABMC mode `cntr_id` names the assigned
   // counter to read instead of the RMID. Cost: two MSR accesses.
   virtual CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                                   std::optional<unsigned> cntr_id = std::nullopt) = 0;

@@ -48,7 +48,8 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
       (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
       (mon.abmc && (msr == L3_QOS_EXT_CFG || msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
-      ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG);
+      ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG) ||
+      (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG);
   if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
   if (kind == OpKind::kRead) return Ok();
   if (kind != OpKind::kWrite) return refuse("unknown operation %llu", static_cast<uint64_t>(kind));
@@ -77,10 +78,13 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     }
     if (evt < QOS_L3_OCCUP_EVENT_ID || evt > QOS_L3_MBM_LOCAL_EVENT_ID)
       return refuse("QM_EVTSEL event id %llu unknown", evt);
-    if (id >= mon.num_rmids) return refuse("QM_EVTSEL RMID %llu beyond %llu", id, mon.num_rmids);
+    // Under SNC the counters are read by physical RMID: every node's slice.
+    const uint64_t phys = uint64_t{mon.num_rmids} * mon.snc_ways;
+    if (id >= phys) return refuse("QM_EVTSEL RMID %llu beyond %llu", id, phys);
     return Ok();
   }
-  if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == L3_QOS_EXT_CFG || msr == MBA_CFG) {
+  if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == L3_QOS_EXT_CFG || msr == MBA_CFG ||
+      msr == MSR_RMID_SNC_CONFIG) {
     if (v > 1) return refuse("MSR 0x%llx reserved bits in 0x%llx", msr, v);
     return Ok();
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -31,6 +32,9 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   num_rmid_any_ = limits_.max_rmid_any + 1;
   l3_size_bytes_ = x86::cpuid_cache_size(*this, first, profile_.amd(), 3);
   if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
+  // The hardware's own RMID count and unit, whatever Linux makes of SNC.
+  const CpuidRegs pqm1 = cpuid(first, CPUID_LEAF_PQM, 1);
+  phys_rmids_ = info_.mon.capable ? pqm1.ecx + 1 : 1;
 
   cpus_.resize(topo.nr_cpus);
   std::map<int, size_t> l3_index, l2_index;
@@ -64,6 +68,33 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
       l2_[cpus_[c].l2].cpus.push_back(c);
     }
   }
+  // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
+  // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
+  const bool intel = info_.vendor == "GenuineIntel";
+  auto node_of = [&](unsigned c) { return intel && c < topo.node.size() ? topo.node[c] : -1; };
+  for (auto& d : l3_) {
+    std::vector<int> nodes;
+    for (unsigned c : d.cpus) {
+      const int n = node_of(c);
+      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    d.snc_ways = std::max<unsigned>(1, static_cast<unsigned>(nodes.size()));
+    for (unsigned c : d.cpus) {
+      const int n = node_of(c);
+      cpus_[c].snc = static_cast<int>(std::find(nodes.begin(), nodes.end(), n) - nodes.begin());
+    }
+    const unsigned unit = pqm1.ebx / d.snc_ways;
+    d.unit = unit == 0 ? 1.0 : static_cast<double>(unit);
+  }
+  // MSR_RMID_SNC_CONFIG is modelled on the listed models with SNC enabled
+  // (some L3 split between nodes). Without SNC nothing uses it, and 0xCA0
+  // would alias L3 mask 16, which the existing parts' CLOSID limit refuses.
+  const bool snc_model =
+      intel && info_.family == 6 &&
+      std::find(std::begin(kSncModels), std::end(kSncModels), info_.model) != std::end(kSncModels);
+  snc_msr_ = snc_model &&
+             std::any_of(l3_.begin(), l3_.end(), [](const L3Dom& d) { return d.snc_ways > 1; });
   for (auto& d : l3_) power_on_l3(d);
   for (auto& d : l2_) power_on_l2(d);
   start_ = std::chrono::steady_clock::now();
@@ -73,7 +104,7 @@ void SimMachine::power_on_l3(L3Dom& d) {
   const Resource& l3r = info_.res(ResourceId::L3);
   const Resource& mbr = info_.res(ResourceId::MB);
   const Resource& smr = info_.res(ResourceId::SMBA);
-  const unsigned nrmid = info_.mon.capable ? info_.mon.num_rmids : 1;
+  const unsigned nrmid = phys_rmids_;
   d.l3_mask.clear();
   d.mba_thrtl.clear();
   d.amd_bw.clear();
@@ -93,6 +124,7 @@ void SimMachine::power_on_l3(L3Dom& d) {
   d.ext_cfg = 0;
   d.io_rdt_cfg = 0;
   d.abmc_cfg_last = 0;
+  d.rmid_snc_cfg = RMID_SNC_CONFIG_LOCALIZED;
   d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
   d.occ.assign(nrmid, 0);
   for (int e = 0; e < 2; ++e) {
@@ -202,6 +234,7 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
       return d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0];
     if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) return d->evt_cfg[msr - QOS_EVT_CFG_0];
     if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) return d->ext_cfg;
+    if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) return d->rmid_snc_cfg;
     if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon))
       return d->io_rdt_cfg;
     if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) return d->abmc_cfg_last;
@@ -300,6 +333,12 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       std::fill(d->unavail_once[e].begin(), d->unavail_once[e].end(), 1);
       return Ok();
     }
+    if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) {
+      if ((v & ~RMID_SNC_CONFIG_LOCALIZED) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      d->rmid_snc_cfg = v;
+      return Ok();
+    }
     if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon)) {
       uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
                     (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
@@ -388,6 +427,8 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
       out.push_back({cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1]});
     }
     if (info_.mon.abmc) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
+    // Listed where it matters: on an L3 split into SNC nodes.
+    if (snc_msr_ && d.snc_ways > 1) out.push_back({cpu, MSR_RMID_SNC_CONFIG, d.rmid_snc_cfg});
   }
   for (const auto& d : l2_) {
     const int first = first_online(d.cpus);

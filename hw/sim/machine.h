@@ -42,6 +42,18 @@
 //   - a BMEC configuration change clears that event's counts in the domain
 //     and the next read of each RMID reports Unavailable;
 //   - ABMC counters count (RMID, BwType) from the moment they are configured.
+//   - Sub-NUMA Clustering (the CPUs of one L3 belong to several NUMA nodes):
+//     each node owns an equal share of the L3 (l3 size / nodes) and of the
+//     physical RMIDs (CPUID count / nodes); a CPU's traffic and cache lines
+//     belong to its own node (an unpinned thread is spread over every node
+//     of every L3). Counter units are the CPUID upscaling factor / nodes.
+//     MSR_RMID_SNC_CONFIG (per L3, on the models Linux lists, present when
+//     SNC is enabled) selects where
+//     tagged activity is counted: bit 0 set (power-on) counts RMID r only on
+//     the node owning physical RMID r (other nodes' activity is lost);
+//     bit 0 clear (sharing mode) counts logical RMID r of node k in physical
+//     RMID k x (RMIDs per node) + r. Occupancy/MBM arrays are indexed by
+//     physical RMID.
 //
 // Thread-safe: one mutex guards the machine. A counter read is O(1) unless
 // simulated time moved by a millisecond or more since the domain was last
@@ -100,7 +112,7 @@ class SimMachine final : public CpuidSource,
   bool cpu_online(unsigned cpu) const override;
 
   // For tests of the model: the exact (unquantised) occupancy in bytes of
-  // `rmid` on L3 domain `domain_id` after advancing to now.
+  // physical RMID `rmid` on L3 domain `domain_id` after advancing to now.
   double occupancy_bytes(int domain_id, uint32_t rmid);
 
  private:
@@ -123,6 +135,9 @@ class SimMachine final : public CpuidSource,
     uint64_t ext_cfg = 0;
     uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
     uint64_t abmc_cfg_last = 0;
+    uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
+    unsigned snc_ways = 1;      // NUMA nodes sharing this L3
+    double unit = 1;            // bytes per counter unit
     std::vector<AbmcCounter> cntrs;
     // Model state, indexed by RMID.
     std::vector<double> occ;
@@ -147,6 +162,7 @@ class SimMachine final : public CpuidSource,
     uint64_t mba_cfg = 0;
     int l3 = -1;  // index into l3_
     int l2 = -1;  // index into l2_
+    int snc = 0;  // index of the CPU's NUMA node among its L3's nodes
   };
   struct Tags {
     uint32_t closid = 0, rmid = 0;
@@ -155,6 +171,7 @@ class SimMachine final : public CpuidSource,
   struct Entity {
     uint32_t closid, rmid;
     double footprint, bw_mbps, local_fraction;
+    int snc;  // the node (index within the L3) the activity belongs to
   };
 
   // All private helpers expect mu_ held.
@@ -173,6 +190,9 @@ class SimMachine final : public CpuidSource,
   bool any_online(const std::vector<unsigned>& cpus) const;
   // The first online CPU of a domain, or -1.
   int first_online(const std::vector<unsigned>& cpus) const;
+  // Where activity tagged `rmid` on node `snc` of `d` is counted: a
+  // physical RMID, or -1 when the RMID distribution mode drops it.
+  long physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const;
 
   Profile profile_;
   PlatformInfo info_;
@@ -181,6 +201,8 @@ class SimMachine final : public CpuidSource,
   unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
   unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit
   uint64_t l3_size_bytes_ = 0;   // one L3 domain's capacity
+  unsigned phys_rmids_ = 1;      // physical RMIDs per L3 (CPUID.0xF.1:ECX + 1)
+  bool snc_msr_ = false;         // MSR_RMID_SNC_CONFIG exists (SNC model, SNC on)
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;

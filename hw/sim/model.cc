@@ -134,27 +134,52 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     out.push_back(Entity{static_cast<uint32_t>(pqr >> PQR_ASSOC_CLOS_SHIFT),
                          static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK),
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
-                         w.local_fraction});
+                         w.local_fraction, cpus_[cpu].snc});
   }
-  // An unpinned thread spreads over the domains that have a running CPU; a
-  // pinned one stops while its CPU is offline.
+  // An unpinned thread spreads over the domains that have a running CPU, and
+  // within one over its nodes that have a running CPU; a pinned one stops
+  // while its CPU is offline.
   size_t powered = 0;
   for (const auto& d : l3_) powered += any_online(d.cpus) ? 1 : 0;
   const bool here = any_online(l3_[dom].cpus);
   const double spread = powered == 0 ? 1.0 : 1.0 / static_cast<double>(powered);
+  std::vector<int> nodes_up;
+  for (unsigned c : l3_[dom].cpus) {
+    if (cpus_[c].online &&
+        std::find(nodes_up.begin(), nodes_up.end(), cpus_[c].snc) == nodes_up.end())
+      nodes_up.push_back(cpus_[c].snc);
+  }
   for (const auto& [tid, w] : thread_work_) {
-    double weight = spread;
-    if (w.cpu >= 0) {
-      if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
-      weight = 1.0;
-    } else if (!here) {
-      continue;
-    }
     Tags t;
     if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) t = it->second;
-    out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
-                         w.bandwidth_mbps * weight, w.local_fraction});
+    if (w.cpu >= 0) {
+      if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
+      out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
+                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc});
+      continue;
+    }
+    if (!here || nodes_up.empty()) continue;
+    const double weight = spread / static_cast<double>(nodes_up.size());
+    for (int k : nodes_up) {
+      out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
+                           w.bandwidth_mbps * weight, w.local_fraction, k});
+    }
   }
+}
+
+long SimMachine::physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const {
+  if (d.snc_ways <= 1) return rmid < phys_rmids_ ? static_cast<long>(rmid) : -1;
+  const unsigned per_node = phys_rmids_ / d.snc_ways;
+  if (per_node == 0) return -1;
+  if (snc_msr_ && (d.rmid_snc_cfg & RMID_SNC_CONFIG_LOCALIZED) == 0) {
+    // Sharing mode: every node counts every logical RMID in its own slice.
+    if (rmid >= per_node) return -1;
+    return static_cast<long>(snc) * per_node + rmid;
+  }
+  // Default mode: RMID r belongs to the node owning slice r / per_node;
+  // activity of other nodes tagged r is not counted anywhere.
+  if (rmid >= phys_rmids_ || rmid / per_node != static_cast<unsigned>(snc)) return -1;
+  return static_cast<long>(rmid);
 }
 
 void SimMachine::advance_all_locked(uint64_t now) {
@@ -176,28 +201,34 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   const double l3_size = static_cast<double>(l3_size_bytes_);
   const Resource& l3r = info_.res(ResourceId::L3);
 
-  // Occupancy: what each CLOSID may fill, shared by its entities.
+  // Occupancy: what each CLOSID may fill, shared by its entities, on each
+  // node's share of the L3 (the whole L3 without SNC).
   std::vector<double> target(nrmid, 0.0);
-  if (!ents.empty()) {
+  const double node_size = l3_size / d.snc_ways;
+  auto capacity = [&](uint32_t closid) {
+    if (!l3r.alloc_capable || d.l3_mask.empty()) return node_size;
+    size_t idx = (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) ? closid * 2 : closid;
+    if (idx >= d.l3_mask.size()) return node_size;
+    return node_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
+  };
+  for (int k = 0; k < static_cast<int>(d.snc_ways) && !ents.empty(); ++k) {
     std::map<uint32_t, double> foot_by_clos;
-    for (const auto& e : ents) foot_by_clos[e.closid] += e.footprint;
-    auto capacity = [&](uint32_t closid) {
-      if (!l3r.alloc_capable || d.l3_mask.empty()) return l3_size;
-      size_t idx = (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) ? closid * 2 : closid;
-      if (idx >= d.l3_mask.size()) return l3_size;
-      return l3_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
-    };
-    std::vector<double> occ_e(ents.size());
+    for (const auto& e : ents)
+      if (e.snc == k) foot_by_clos[e.closid] += e.footprint;
+    std::vector<double> occ_e(ents.size(), 0.0);
     double total = 0;
     for (size_t i = 0; i < ents.size(); ++i) {
+      if (ents[i].snc != k) continue;
       double sum = foot_by_clos[ents[i].closid];
       double cap = capacity(ents[i].closid);
       occ_e[i] = sum > cap ? ents[i].footprint * cap / sum : ents[i].footprint;
       total += occ_e[i];
     }
-    double squeeze = total > l3_size ? l3_size / total : 1.0;
+    double squeeze = total > node_size ? node_size / total : 1.0;
     for (size_t i = 0; i < ents.size(); ++i) {
-      if (ents[i].rmid < nrmid) target[ents[i].rmid] += occ_e[i] * squeeze;
+      if (ents[i].snc != k) continue;
+      const long p = physical_rmid(d, k, ents[i].rmid);
+      if (p >= 0 && static_cast<size_t>(p) < nrmid) target[p] += occ_e[i] * squeeze;
     }
   }
   const double dt_ms = dt_us / 1000.0;
@@ -253,9 +284,9 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     // MB/s x microseconds = bytes.
     double bytes = ach[i] * squeeze * dt_us;
     double local = bytes * e.local_fraction, remote = bytes - local;
-    if (e.rmid < nrmid && (!limited || d.tracked[e.rmid])) {
-      for (int ev = 0; ev < 2; ++ev)
-        d.mbm[ev][e.rmid] += local * w_local[ev] + remote * w_remote[ev];
+    const long p = physical_rmid(d, e.snc, e.rmid);
+    if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[e.rmid])) {
+      for (int ev = 0; ev < 2; ++ev) d.mbm[ev][p] += local * w_local[ev] + remote * w_remote[ev];
     }
     if (abmc_on) {
       for (auto& k : d.cntrs) {
@@ -322,7 +353,7 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   const uint64_t rmid = sel >> QM_EVTSEL_RMID_SHIFT;
   const unsigned width = info_.mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
-  const double scale = info_.mon.occupancy_scale ? info_.mon.occupancy_scale : 1;
+  const double scale = d.unit;
   auto has = [&](EventId e) {
     return std::find(info_.mon.events.begin(), info_.mon.events.end(), e) != info_.mon.events.end();
   };

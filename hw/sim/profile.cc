@@ -78,9 +78,33 @@ constexpr const char* kAmd2s = R"({
   "sim": {"mem_bandwidth_mbps": 40000, "mbm_hw_counters": 32}
 })";
 
+// A Sapphire Rapids-SP pair in SNC2: two NUMA nodes per package share each
+// package's L3, so monitoring is per node with 256 / 2 logical RMIDs.
+constexpr const char* kIntelSnc = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0, "node": 0},
+    {"cpu": 1, "package": 0, "l2": 1, "l3": 0, "node": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0, "node": 1},
+    {"cpu": 3, "package": 0, "l2": 3, "l3": 0, "node": 1},
+    {"cpu": 4, "package": 1, "l2": 4, "l3": 1, "node": 2},
+    {"cpu": 5, "package": 1, "l2": 5, "l3": 1, "node": 2},
+    {"cpu": 6, "package": 1, "l2": 6, "l3": 1, "node": 3},
+    {"cpu": 7, "package": 1, "l2": 7, "l3": 1, "node": 3}],
+  "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
+  "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": true},
+  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "sim": {"mem_bandwidth_mbps": 40000}
+})";
+
 const std::map<std::string, const char*>& builtins() {
-  static const std::map<std::string, const char*> m = {
-      {"intel-2s", kIntel2s}, {"intel-l2", kIntelL2}, {"intel-cmt", kIntelCmt}, {"amd-2s", kAmd2s}};
+  static const std::map<std::string, const char*> m = {{"intel-2s", kIntel2s},
+                                                       {"intel-l2", kIntelL2},
+                                                       {"intel-cmt", kIntelCmt},
+                                                       {"amd-2s", kAmd2s},
+                                                       {"intel-snc", kIntelSnc}};
   return m;
 }
 
@@ -276,6 +300,7 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
     pl.package = c.value("package", 0);
     pl.l2 = c.value("l2", pl.cpu);
     pl.l3 = c.value("l3", pl.package);
+    pl.node = c.value("node", pl.package);
     max_cpu = std::max(max_cpu, pl.cpu);
     list.push_back(pl);
   }
@@ -283,7 +308,7 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus));
   if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
   p.nr_cpus = static_cast<unsigned>(nr);
-  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1});
+  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
   for (const auto& pl : list) {
     if (p.cpus[pl.cpu].cpu >= 0) return bad("cpu " + std::to_string(pl.cpu) + " listed twice");
     p.cpus[pl.cpu] = pl;
@@ -406,6 +431,19 @@ uint64_t parse_size(const std::string& s) {
   return (end == t.c_str()) ? 0 : v * mult;
 }
 
+// The NUMA node of a CPU: its sysfs directory holds a "nodeN" link (absent
+// on kernels without NUMA). -1 when there is none.
+int sysfs_cpu_node(const std::string& cpu_dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(cpu_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 4 && name.compare(0, 4, "node") == 0 &&
+        name.find_first_not_of("0123456789", 4) == std::string::npos)
+      return std::atoi(name.c_str() + 4);
+  }
+  return -1;
+}
+
 }  // namespace
 
 x86::Topology Profile::topology() const {
@@ -415,12 +453,14 @@ x86::Topology Profile::topology() const {
   t.package.assign(nr_cpus, -1);
   t.l2_id.assign(nr_cpus, -1);
   t.l3_id.assign(nr_cpus, -1);
+  t.node.assign(nr_cpus, -1);
   for (unsigned c = 0; c < nr_cpus && c < cpus.size(); ++c) {
     if (cpus[c].cpu < 0) continue;
     t.online.set(c);
     t.package[c] = cpus[c].package;
     t.l2_id[c] = cpus[c].l2;
     t.l3_id[c] = cpus[c].l3;
+    t.node[c] = cpus[c].node;
   }
   t.l2_size_bytes = l2_size_bytes;
   t.l3_size_bytes = l3_size_bytes;
@@ -428,7 +468,7 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "host"};
+  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "intel-snc", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {
@@ -467,9 +507,11 @@ Result<x86::Topology> read_sysfs_topology(const std::string& dir) {
   t.package.assign(t.nr_cpus, -1);
   t.l2_id.assign(t.nr_cpus, -1);
   t.l3_id.assign(t.nr_cpus, -1);
+  t.node.assign(t.nr_cpus, -1);
   for (unsigned c = 0; c < t.nr_cpus; ++c) {
     if (!t.online.test(c)) continue;
     std::string base = dir + "/cpu" + std::to_string(c);
+    const int node = sysfs_cpu_node(base);
     std::string pkg = trim(read_file(base + "/topology/physical_package_id"));
     t.package[c] = pkg.empty() ? 0 : std::atoi(pkg.c_str());
     for (int k = 0; k < 16; ++k) {
@@ -488,6 +530,9 @@ Result<x86::Topology> read_sysfs_topology(const std::string& dir) {
         if (t.l3_size_bytes == 0) t.l3_size_bytes = size;
       }
     }
+    // The node id counts only beside a real L3: Linux cannot infer SNC
+    // without the L3's cacheinfo, and a synthesised L3 would skew the ratio.
+    if (t.l3_id[c] >= 0) t.node[c] = node;
     // A machine (or VM) without an L3 in sysfs still gets one domain per
     // package, so that resctrl has somewhere to put its controls.
     if (t.l3_id[c] < 0) t.l3_id[c] = t.package[c];
@@ -531,8 +576,10 @@ Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
   json cpus = json::array();
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
-    cpus.push_back(
-        {{"cpu", c}, {"package", topo.package[c]}, {"l2", topo.l2_id[c]}, {"l3", topo.l3_id[c]}});
+    json cpu = {
+        {"cpu", c}, {"package", topo.package[c]}, {"l2", topo.l2_id[c]}, {"l3", topo.l3_id[c]}};
+    if (topo.node[c] >= 0) cpu["node"] = topo.node[c];
+    cpus.push_back(cpu);
   }
   j["cpus"] = cpus;
   j["nr_cpus"] = topo.nr_cpus;

@@ -7,7 +7,10 @@
 //   {
 //     "vendor": "GenuineIntel" | "AuthenticAMD",             (required)
 //     "family": 6, "model": 106, "stepping": 6,
-//     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0}, ...], (required)
+//     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0, "node": 0}, ...],
+//             (required; "node" is the NUMA node, default the package: CPUs
+//             of one L3 split over several nodes is Sub-NUMA Clustering on
+//             the Intel models Linux checks for it)
 //     "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
 //     // The kernel's rdt= boot parameter the simulated machine was booted
 //     // with, e.g. "l3cat" on a Cascade Lake, "!mba" (see x86::RdtOptions).
@@ -51,6 +54,7 @@ struct CpuPlacement {
   int package = 0;
   int l2 = -1;
   int l3 = -1;
+  int node = -1;  // NUMA node
 };
 
 // Physical parameters of the workload model.

@@ -67,6 +67,13 @@ Result<void> X86Arch::init() {
     if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
     pqr_cache_[cpu] = 0;
   }
+  // Sub-NUMA Clustering: switch the RMIDs to sharing mode once per node
+  // domain, as Linux does when each such domain comes online (read, then
+  // write only if the bit is set), so that logical RMIDs count on every node.
+  if (info_.mon.capable && info_.mon.snc_ways > 1) {
+    for (const MonDomain& d : info_.mon.mon_domains)
+      RESCTRLFS_RETURN_IF_ERROR(enable_rmid_sharing(d.cpus.first()));
+  }
   // BMEC and ABMC state survive in the hardware; adopt it.
   for (size_t i = 0; i < mon_.size(); ++i) {
     unsigned cpu = info_.mon.mon_domains[i].cpus.first();
@@ -265,6 +272,23 @@ int X86Arch::mon_domain_index(int domain_id) const {
   return -1;
 }
 
+Result<void> X86Arch::enable_rmid_sharing(unsigned cpu) {
+  auto v = msr_->read(cpu, MSR_RMID_SNC_CONFIG);
+  if (!v.ok()) return write_failed();
+  if ((*v & RMID_SNC_CONFIG_LOCALIZED) == 0) return Ok();
+  if (!msr_->write(cpu, MSR_RMID_SNC_CONFIG, *v & ~RMID_SNC_CONFIG_LOCALIZED).ok())
+    return write_failed();
+  return Ok();
+}
+
+uint32_t X86Arch::physical_rmid(int domain_id, uint32_t rmid) const {
+  // Under SNC a node domain's id is its NUMA node; nodes are numbered
+  // consecutively per L3, so the node's index within its L3 is id % ways.
+  const unsigned ways = info_.mon.snc_ways;
+  if (ways <= 1) return rmid;
+  return rmid + static_cast<uint32_t>(domain_id) % ways * info_.mon.num_rmids;
+}
+
 CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
                                  std::optional<unsigned> cntr_id) {
   const CounterValue error{ReadError::kError, 0};
@@ -276,7 +300,8 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
   if (cntr_id) {
     sel = (uint64_t{*cntr_id} << QM_EVTSEL_RMID_SHIFT) | QM_EVTSEL_EXTENDED_EVTID | ABMC_EVT_ID;
   } else {
-    sel = (uint64_t{rmid} << QM_EVTSEL_RMID_SHIFT) | static_cast<uint64_t>(ev);
+    sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
+          static_cast<uint64_t>(ev);
   }
   if (!msr_->write(cpu, IA32_QM_EVTSEL, sel).ok()) return error;
   auto raw = msr_->read(cpu, IA32_QM_CTR);
@@ -382,7 +407,9 @@ int X86Arch::ctrl_domain_id_of(ResourceId rid, unsigned cpu) const {
 }
 
 int X86Arch::mon_domain_id_of(unsigned cpu) const {
-  return cpu < info_.cpu_l3_id.size() ? info_.cpu_l3_id[cpu] : -1;
+  // Under SNC the L3 monitoring scope is the NUMA node.
+  const std::vector<int>& ids = info_.mon.snc_ways > 1 ? info_.cpu_node : info_.cpu_l3_id;
+  return cpu < ids.size() ? ids[cpu] : -1;
 }
 
 Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
@@ -457,6 +484,11 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       if (v.ok()) mon_state.evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
     }
   }
+  if (new_mon && info_.mon.snc_ways > 1) {
+    // A node domain coming (back) online: its L3 may have been powered down
+    // and reset to the default RMID distribution; switch it again.
+    RESCTRLFS_RETURN_IF_ERROR(enable_rmid_sharing(cpu));
+  }
   if (info_.mon.abmc && abmc_enabled_) {
     // L3_QOS_EXT_CFG is per logical CPU: the newcomer follows the mode.
     if (!msr_->write(cpu, L3_QOS_EXT_CFG, L3_QOS_EXT_CFG_ABMC_EN).ok()) return write_failed();
@@ -493,7 +525,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       pos->cpus.set(cpu);
     } else {
       const long idx = pos - mons.begin();
-      MonDomain d{mon_id, CpuMask(info_.nr_cpus)};
+      MonDomain d{mon_id, CpuMask(info_.nr_cpus), ctrl_domain_id_of(ResourceId::L3, cpu)};
       d.cpus.set(cpu);
       mons.insert(pos, d);
       mon_.insert(mon_.begin() + idx, std::move(mon_state));

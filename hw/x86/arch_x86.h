@@ -61,6 +61,9 @@ class X86Arch final : public Arch {
   uint32_t ctrl_msr(ResourceId rid, uint32_t hw_index) const;
   uint64_t ctrl_reg_value(ResourceId rid, uint32_t value) const;
   bool abmc_enabled() const { return abmc_enabled_; }
+  // The RMID QM_EVTSEL selects for logical `rmid` on monitoring domain
+  // `domain_id` (differs from `rmid` only under SNC).
+  uint32_t physical_rmid(int domain_id, uint32_t rmid) const;
 
  private:
   X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
@@ -71,6 +74,9 @@ class X86Arch final : public Arch {
   uint32_t hw_index(ResourceId rid, ConfType type, uint32_t closid) const;
   // Writes `value` to `msr` on each CPU in order; on failure restores the
   // CPUs already written to `old_value` and returns EIO.
+  // SNC: clears RMID_SNC_CONFIG's localized-distribution bit on `cpu`'s L3
+  // if set (read, then write only when needed), selecting sharing mode.
+  Result<void> enable_rmid_sharing(unsigned cpu);
   Result<void> write_on(const std::vector<unsigned>& cpus, uint32_t msr, uint64_t value,
                         uint64_t old_value);
   // The domain id `cpu` belongs to for a resource's controls, and for

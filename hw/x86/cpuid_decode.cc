@@ -88,6 +88,34 @@ bool RdtOptions::forced_off(std::string_view name) const {
   return std::find(force_off.begin(), force_off.end(), name) != force_off.end();
 }
 
+unsigned snc_nodes_per_l3(const std::string& vendor, unsigned family, unsigned model,
+                          const Topology& topo) {
+  if (vendor != "GenuineIntel" || family != 6) return 1;
+  if (std::find(std::begin(kSncModels), std::end(kSncModels), model) == std::end(kSncModels))
+    return 1;
+  const unsigned c0 = first_cpu(topo);
+  if (c0 >= topo.l3_id.size() || c0 >= topo.node.size()) return 1;
+  const int l3 = topo.l3_id[c0], node = topo.node[c0];
+  if (l3 < 0 || node < 0) return 1;
+  unsigned per_l3 = 0, per_node = 0;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (!topo.online.test(c)) continue;
+    if (c < topo.l3_id.size() && topo.l3_id[c] == l3) ++per_l3;
+    if (c < topo.node.size() && topo.node[c] == node) ++per_node;
+  }
+  if (per_node == 0) return 1;
+  const unsigned ways = per_l3 / per_node;
+  switch (ways) {
+    case 2:
+    case 3:
+    case 4:
+    case 6:
+      return ways;
+    default:
+      return 1;  // 1, or a ratio no SNC configuration produces
+  }
+}
+
 std::string cpuid_vendor(const CpuidSource& src, unsigned cpu) {
   CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0);
   char buf[13];
@@ -182,6 +210,8 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   info.cpu_package = topo.package;
   info.cpu_l2_id = topo.l2_id;
   info.cpu_l3_id = topo.l3_id;
+  info.cpu_node = topo.node;
+  info.cpu_node.resize(topo.nr_cpus, -1);
   info.cpu_package.resize(topo.nr_cpus, 0);
   info.cpu_l2_id.resize(topo.nr_cpus, -1);
   info.cpu_l3_id.resize(topo.nr_cpus, -1);
@@ -291,8 +321,11 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     if (amd && offset == 0) offset = MBM_CNTR_WIDTH_OFFSET_AMD;
     // Linux ignores an offset it cannot represent and keeps the base width.
     mon.counter_width = MBM_CNTR_WIDTH_BASE + (offset <= MBM_CNTR_WIDTH_OFFSET_MAX ? offset : 0);
-    mon.occupancy_scale = r.ebx;
-    mon.num_rmids = r.ecx + 1;
+    // Under SNC the physical RMIDs are shared out between the nodes of an
+    // L3 and each counter unit covers a node's share of the scale.
+    mon.snc_ways = snc_nodes_per_l3(info.vendor, info.family, info.model, topo);
+    mon.occupancy_scale = r.ebx / mon.snc_ways;
+    mon.num_rmids = (r.ecx + 1) / mon.snc_ways;
     if ((r.edx & CPUID_F_1_EDX_OCCUP) && opts.enabled("cmt")) {
       mon.events.push_back(EventId::LLC_OCCUPANCY);
     }
@@ -303,7 +336,7 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
       mon.events.push_back(EventId::MBM_LOCAL);
     }
   }
-  if (!mon.events.empty() && mon.occupancy_scale != 0) {
+  if (!mon.events.empty() && mon.occupancy_scale != 0 && mon.num_rmids != 0) {
     mon.capable = true;
     // Linux bounds max_threshold_occupancy by boot_cpu_data.x86_cache_size:
     // the L3 on Intel (leaf 4), but the L2 on AMD (CPUID 0x80000006
@@ -333,7 +366,17 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
       mon.num_mbm_cntrs =
           (src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 5).ebx & CPUID_80000020_5_EBX_CNTRS_MASK) + 1;
     }
-    for (const auto& d : l3_domains) mon.mon_domains.push_back(MonDomain{d.id, d.cpus});
+    if (mon.snc_ways > 1) {
+      // One domain per NUMA node, under the L3 its CPUs share.
+      for (const auto& n : domains_by_id(topo, info.cpu_node)) {
+        const int l3_id = info.cpu_l3_id[n.cpus.first()];
+        mon.mon_domains.push_back(MonDomain{n.id, n.cpus, l3_id});
+      }
+    } else {
+      for (const auto& d : l3_domains) mon.mon_domains.push_back(MonDomain{d.id, d.cpus, d.id});
+    }
+  } else {
+    mon.snc_ways = 1;
   }
   return info;
 }

@@ -22,6 +22,7 @@ struct Topology {
   std::vector<int> package;  // per CPU
   std::vector<int> l2_id;    // per CPU, -1 if none
   std::vector<int> l3_id;    // per CPU, -1 if none
+  std::vector<int> node;     // NUMA node per CPU, -1 if unknown (then no SNC)
   // Cache sizes used when CPUID leaf 4 / 0x8000001D does not describe them.
   uint64_t l2_size_bytes = 0;
   uint64_t l3_size_bytes = 0;
@@ -51,6 +52,13 @@ struct RdtOptions {
   // Whether a feature the CPU has stays enabled.
   bool enabled(std::string_view name) const { return forced_on(name) || !forced_off(name); }
 };
+
+// Sub-NUMA Clustering as Linux infers it (there is no CPUID bit): on the
+// models that have MSR_RMID_SNC_CONFIG only, the number of online CPUs
+// sharing the first CPU's L3 divided by the number in its NUMA node; any
+// result other than 2, 3, 4 or 6 means no SNC (1).
+unsigned snc_nodes_per_l3(const std::string& vendor, unsigned family, unsigned model,
+                          const Topology& topo);
 
 // Decodes the platform. `probe` (optional) is used only for the Haswell
 // server quirk, whose L3 CAT is found by writing and reading back

@@ -28,6 +28,15 @@ inline constexpr uint64_t L3_IO_RDT_CFG_IRME = 1ULL << 1;
 // per-thread delays of a core.
 inline constexpr uint32_t MBA_CFG = 0xC84;
 
+// Intel RMID_SNC_CONFIG (model specific, on the parts listed below): bit 0
+// (RMID_LOCALIZED_DISTRIBUTION_MODE_ENABLE) is 1 at power-on, the default
+// mode where each SNC node owns a contiguous slice of the physical RMIDs;
+// clearing it selects RMID sharing mode, where the RMID in PQR_ASSOC is a
+// logical RMID counted in physical RMID (logical + node index x RMIDs per
+// node) of the node the traffic belongs to. Scope: the L3 cache (die).
+inline constexpr uint32_t MSR_RMID_SNC_CONFIG = 0xCA0;
+inline constexpr uint64_t RMID_SNC_CONFIG_LOCALIZED = 1ULL << 0;
+
 // The monitoring keyhole: select (RMID, event) in QM_EVTSEL, read QM_CTR.
 inline constexpr uint32_t IA32_QM_EVTSEL = 0xC8D;
 inline constexpr uint32_t IA32_QM_CTR = 0xC8E;
@@ -188,5 +197,16 @@ inline constexpr unsigned INTEL_FAM6_BROADWELL_X = 0x4F;
 inline constexpr unsigned INTEL_FAM6_SKYLAKE_X = 0x55;
 // Haswell server: L3 CAT present but not enumerated by CPUID.
 inline constexpr unsigned INTEL_FAM6_HASWELL_X = 0x3F;
+// Family-6 models that implement MSR_RMID_SNC_CONFIG, the only ones on which
+// Linux looks for Sub-NUMA Clustering: Ice Lake-SP, Sapphire Rapids-SP,
+// Emerald Rapids-SP, Granite Rapids-SP, Sierra Forest (Crestmont-X).
+inline constexpr unsigned INTEL_FAM6_ICELAKE_X = 0x6A;
+inline constexpr unsigned INTEL_FAM6_SAPPHIRERAPIDS_X = 0x8F;
+inline constexpr unsigned INTEL_FAM6_EMERALDRAPIDS_X = 0xCF;
+inline constexpr unsigned INTEL_FAM6_GRANITERAPIDS_X = 0xAD;
+inline constexpr unsigned INTEL_FAM6_ATOM_CRESTMONT_X = 0xAF;
+inline constexpr unsigned kSncModels[] = {INTEL_FAM6_ICELAKE_X, INTEL_FAM6_SAPPHIRERAPIDS_X,
+                                          INTEL_FAM6_EMERALDRAPIDS_X, INTEL_FAM6_GRANITERAPIDS_X,
+                                          INTEL_FAM6_ATOM_CRESTMONT_X};
 
 }  // namespace resctrlfs::hw::x86
