@@ -95,7 +95,8 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
     return Error::make(EINVAL, "cdpl2: L2 is not CDP capable");
   if (opts.mba_mbps) {
     bool mbm = event_enabled(EventId::MBM_LOCAL) || event_enabled(EventId::MBM_TOTAL);
-    bool same_scope = true;
+    // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
+    bool same_scope = info_.mon.snc_ways <= 1;
     if (mb.alloc_capable) {
       for (const hw::CtrlDomain& d : mb.ctrl_domains) {
         bool found = false;

@@ -92,8 +92,23 @@ void FsImpl::mon_domain_gone(int domain_id) {
     std::vector<Node*> gone;
     for (auto& [name, ino] : md->children) {
       Node* c = node(ino);
-      if (c != nullptr && c->kind == NodeKind::kMonDomain && c->domain == domain_id)
-        gone.push_back(c);
+      if (c == nullptr || c->kind != NodeKind::kMonDomain) continue;
+      if (!c->mon_sum) {
+        if (c->domain == domain_id) gone.push_back(c);
+        continue;
+      }
+      // SNC: the node's mon_sub_L3_YY goes; the L3's directory goes with
+      // its last node.
+      unsigned subs = 0;
+      Node* sub = nullptr;
+      for (auto& [sname, sino] : c->children) {
+        Node* s = node(sino);
+        if (s == nullptr || s->kind != NodeKind::kMonDomain) continue;
+        ++subs;
+        if (s->domain == domain_id) sub = s;
+      }
+      if (sub == nullptr) continue;
+      gone.push_back(subs == 1 ? c : sub);
     }
     // Nobody named these entries: the kernel's dcache must be told.
     for (Node* c : gone) remove_node(c, true);
@@ -115,7 +130,7 @@ void FsImpl::mon_domain_back(int domain_id) {
     if (md == nullptr) continue;
     Node* dd = build_mon_domain(md, domain_id);
     // A negative dentry for the name may be cached from while it was gone.
-    if (inval_ != nullptr) inval_->inval_entry(md->ino, dd->name);
+    if (inval_ != nullptr) inval_->inval_entry(dd->parent, dd->name);
   }
   // MBM state of the new domain is fresh in hw/: the first read of each
   // group is its baseline, as the kernel's mkdir_mondata_subdir read does.

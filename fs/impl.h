@@ -47,7 +47,7 @@ enum class NodeKind : uint8_t {
   kGroupDir,      // the root, a CTRL_MON or a MON group directory
   kMonGroups,     // <group>/mon_groups
   kMonData,       // <group>/mon_data
-  kMonDomain,     // <group>/mon_data/mon_L3_XX
+  kMonDomain,     // <group>/mon_data/mon_L3_XX, and mon_sub_L3_YY under it (SNC)
   kInfo,          // info
   kInfoRes,       // info/<schema>
   kInfoMon,       // info/L3_MON
@@ -104,7 +104,8 @@ struct Node {
   const FileRow* row = nullptr;
   Group* group = nullptr;  // group dirs and everything under them
   int schema = -1;         // index into the SchemaList (info/<schema> and its files)
-  int domain = -1;         // monitoring domain id
+  int domain = -1;         // monitoring domain id (with mon_sum: the L3 cache id)
+  bool mon_sum = false;    // SNC mon_L3_XX: sum the node domains of L3 `domain`
   hw::EventId event = hw::EventId::LLC_OCCUPANCY;
   std::map<std::string, Ino, std::less<>> children;
   uint64_t nlookup = 0;
@@ -244,7 +245,9 @@ class FsImpl final : public Filesystem {
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   // One mon_<RES>_<id> directory and its event files under `mon_data`,
-  // which lends it mode and owner. Returns the directory.
+  // which lends it mode and owner; under SNC the node's mon_sub_L3_<node>
+  // below its L3's directory (made first if absent). Returns the topmost
+  // node created.
   Node* build_mon_domain(Node* mon_data, int domain_id);
   void build_info_tree();
   Group* group_of(const Node& n) const;  // null for info nodes
@@ -285,6 +288,8 @@ class FsImpl final : public Filesystem {
   bool is_mbm(hw::EventId ev) const { return ev != hw::EventId::LLC_OCCUPANCY; }
   EventRead read_one(const Group* g, int domain, hw::EventId ev);
   EventRead read_group(const Group* g, int domain, hw::EventId ev);
+  // SNC: read_group summed over the node domains sharing L3 cache `l3_id`.
+  EventRead read_group_l3_sum(const Group* g, int l3_id, hw::EventId ev);
   Result<std::string> show_event_file(const Node& n);
   void reset_group_mbm(const Group* g);  // the "first" read at mon_data creation
   void assign_cntrs_on_mkdir(Group* g);

@@ -60,8 +60,28 @@ EventRead FsImpl::read_group(const Group* g, int domain, EventId ev) {
   return last_err;
 }
 
+EventRead FsImpl::read_group_l3_sum(const Group* g, int l3_id, EventId ev) {
+  // Success if any node's read succeeded; otherwise the last failure.
+  bool any_ok = false;
+  uint64_t sum = 0;
+  EventRead last_err{ReadState::kUnavailable, 0};
+  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (d.l3_id != l3_id) continue;
+    EventRead r = read_group(g, d.id, ev);
+    if (r.state == ReadState::kValue) {
+      any_ok = true;
+      sum += r.bytes;
+    } else {
+      last_err = r;
+    }
+  }
+  if (any_ok) return {ReadState::kValue, sum};
+  return last_err;
+}
+
 Result<std::string> FsImpl::show_event_file(const Node& n) {
-  EventRead r = read_group(n.group, n.domain, n.event);
+  EventRead r = n.mon_sum ? read_group_l3_sum(n.group, n.domain, n.event)
+                          : read_group(n.group, n.domain, n.event);
   switch (r.state) {
     case ReadState::kError:
       return std::string("Error\n");

@@ -48,6 +48,7 @@ Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t m
   n->group = parent->group;
   n->schema = parent->schema;
   n->domain = parent->domain;
+  n->mon_sum = parent->mon_sum;
   n->event = parent->event;
   Node* raw = n.get();
   parent->children[raw->name] = raw->ino;
@@ -124,15 +125,41 @@ void FsImpl::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, g
 }
 
 Node* FsImpl::build_mon_domain(Node* md, int domain_id) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "mon_L3_%02d", domain_id);
-  Node* dd = add_node(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid);
-  dd->domain = domain_id;
-  for (hw::EventId ev : info_.mon.events) {
-    Node* f = add_node(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, md->uid, md->gid);
-    f->event = ev;
+  auto add_events = [&](Node* dd) {
+    for (hw::EventId ev : info_.mon.events) {
+      Node* f =
+          add_node(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, md->uid, md->gid);
+      f->event = ev;
+    }
+  };
+  // Under SNC the domain is a NUMA node: its directory goes below the one of
+  // the L3 cache it shares, created with the cache's first node (§1.5).
+  const bool snc = info_.mon.snc_ways > 1;
+  int l3_id = domain_id;
+  if (snc) {
+    for (const hw::MonDomain& d : info_.mon.mon_domains)
+      if (d.id == domain_id) l3_id = d.l3_id;
   }
-  return dd;
+  char name[32];
+  std::snprintf(name, sizeof(name), "mon_L3_%02d", l3_id);
+  Node* dd = child(md, name);
+  Node* created = nullptr;
+  if (dd == nullptr) {
+    dd = add_node(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid);
+    // With SNC this directory stands for the whole L3: its files sum the
+    // node domains below it.
+    dd->domain = l3_id;
+    dd->mon_sum = snc;
+    add_events(dd);
+    created = dd;
+  }
+  if (!snc) return dd;
+  std::snprintf(name, sizeof(name), "mon_sub_L3_%02d", domain_id);
+  Node* sub = add_node(dd, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid);
+  sub->domain = domain_id;
+  sub->mon_sum = false;
+  add_events(sub);
+  return created != nullptr ? created : sub;
 }
 
 void FsImpl::build_info_tree() {
