@@ -285,7 +285,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     double bytes = ach[i] * squeeze * dt_us;
     double local = bytes * e.local_fraction, remote = bytes - local;
     const long p = physical_rmid(d, e.snc, e.rmid);
-    if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[e.rmid])) {
+    if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[p])) {
       for (int ev = 0; ev < 2; ++ev) d.mbm[ev][p] += local * w_local[ev] + remote * w_remote[ev];
     }
     if (abmc_on) {
@@ -310,16 +310,19 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
     L3Dom& d = l3_[i];
     const size_t nrmid = d.tracked.size();
     std::vector<uint8_t> active(nrmid, 0);
+    // Counters belong to physical RMIDs: mark where each node counts a tag.
+    auto mark = [&](int snc, uint32_t rmid) {
+      const long p = physical_rmid(d, snc, rmid);
+      if (p >= 0 && static_cast<size_t>(p) < nrmid) active[p] = 1;
+    };
     for (unsigned c : d.cpus) {
       if (!cpus_[c].online) continue;
-      uint64_t r = cpus_[c].pqr_assoc & PQR_ASSOC_RMID_MASK;
-      if (r < nrmid) active[r] = 1;
+      mark(cpus_[c].snc, static_cast<uint32_t>(cpus_[c].pqr_assoc & PQR_ASSOC_RMID_MASK));
     }
     entities_of(i, ents);
-    for (const auto& e : ents)
-      if (e.rmid < nrmid) active[e.rmid] = 1;
+    for (const auto& e : ents) mark(e.snc, e.rmid);
     for (const auto& [tid, t] : thread_tags_)
-      if (t.rmid < nrmid) active[t.rmid] = 1;
+      for (unsigned k = 0; k < d.snc_ways; ++k) mark(static_cast<int>(k), t.rmid);
     for (size_t r = 0; r < nrmid; ++r) {
       if (!active[r]) continue;
       d.last_active_us[r] = now;

@@ -107,8 +107,12 @@ TEST_CASE("SNC: detected only on the models Linux lists, with a sane ratio", "[s
   REQUIRE(skx.mon.mon_domains.size() == 2);
   CHECK(skx.mon.mon_domains[1].id == 1);
   CHECK(skx.mon.mon_domains[1].l3_id == 1);
-  // One node per package (intel-2s is an Ice Lake-SP): no SNC.
-  CHECK(decode("intel-2s").mon.snc_ways == 1);
+  // One node per package (intel-2s is an Ice Lake-SP; "node" defaults to
+  // the package): no SNC.
+  const PlatformInfo i2s = decode("intel-2s");
+  CHECK(i2s.mon.snc_ways == 1);
+  CHECK(i2s.cpu_node == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(i2s.mon.mon_domains.size() == 2);
   // SNC3, SNC4 and SNC6 are plausible; 5 is not.
   CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 6, 3)).mon.snc_ways == 3);
   CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 8, 4)).mon.num_rmids == 64);
