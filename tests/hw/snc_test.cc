@@ -30,7 +30,8 @@ using resctrlfs::hw::testing::W;
 namespace {
 
 // `nodes` NUMA nodes over two packages of `cpus_per_pkg` CPUs each (one L3
-// per package), on Intel family 6 `model`.
+// per package), on Intel family 6 `model` (stepping 7: past Skylake-SP's
+// monitoring quirk).
 std::string profile_json(unsigned model, unsigned cpus_per_pkg, unsigned nodes_per_pkg) {
   std::string cpus;
   const unsigned per_node = cpus_per_pkg / nodes_per_pkg;
@@ -41,8 +42,8 @@ std::string profile_json(unsigned model, unsigned cpus_per_pkg, unsigned nodes_p
     cpus += "{\"cpu\": " + std::to_string(c) + ", \"package\": " + std::to_string(pkg) +
             ", \"l3\": " + std::to_string(pkg) + ", \"node\": " + std::to_string(node) + "}";
   }
-  return R"({"vendor": "GenuineIntel", "family": 6, "model": )" + std::to_string(model) +
-         R"(, "cpus": [)" + cpus + R"(],
+  return R"({"vendor": "GenuineIntel", "family": 6, "stepping": 7, "model": )" +
+         std::to_string(model) + R"(, "cpus": [)" + cpus + R"(],
     "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
     "l3_cat": {"cbm_len": 15, "num_closid": 16},
     "l3_mon": {"num_rmids": 256, "scale": 65536,
@@ -54,7 +55,7 @@ PlatformInfo decode(const std::string& name_or_json) {
                                        : sim::load_profile(name_or_json);
   REQUIRE(p.ok());
   sim::SimMachine m(*p);
-  return m.info();
+  return m.os_info();  // what Linux shows
 }
 
 uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
@@ -147,7 +148,7 @@ TEST_CASE("SNC: start-up enables RMID sharing mode once per node domain", "[snc]
   auto msr = std::make_shared<RecordingMsr>();
   for (unsigned cpu : {0u, 2u, 4u}) msr->regs[{cpu, MSR_RMID_SNC_CONFIG}] = 1;
   msr->regs[{6u, MSR_RMID_SNC_CONFIG}] = 0;  // already in sharing mode: left alone
-  auto a = X86Arch::create(m.info(), m.limits(), msr, nullptr);
+  auto a = X86Arch::create(m.os_info(), m.limits(), msr, nullptr);
   REQUIRE(a.ok());
   std::vector<testing::Access> snc;
   for (const auto& acc : msr->log)
@@ -162,7 +163,7 @@ TEST_CASE("SNC: start-up enables RMID sharing mode once per node domain", "[snc]
   REQUIRE(p2.ok());
   sim::SimMachine m2(*p2);
   auto msr2 = std::make_shared<RecordingMsr>();
-  REQUIRE(X86Arch::create(m2.info(), m2.limits(), msr2, nullptr).ok());
+  REQUIRE(X86Arch::create(m2.os_info(), m2.limits(), msr2, nullptr).ok());
   for (const auto& acc : msr2->log) CHECK(acc.msr != MSR_RMID_SNC_CONFIG);
 }
 
@@ -171,7 +172,7 @@ TEST_CASE("SNC: a read of logical RMID r on node n selects the node's physical R
   REQUIRE(p.ok());
   sim::SimMachine m(*p);
   auto msr = std::make_shared<RecordingMsr>();
-  auto a = X86Arch::create(m.info(), m.limits(), msr, nullptr);
+  auto a = X86Arch::create(m.os_info(), m.limits(), msr, nullptr);
   REQUIRE(a.ok());
   X86Arch& arch = **a;
   struct Case {
