@@ -212,3 +212,61 @@ TEST_CASE("SNC: intel-snc info/L3_MON numbers and sums of real counts", "[snc]")
 }
 
 }  // namespace resctrlfs::fs::testing
+
+namespace resctrlfs::fs::testing {
+
+TEST_CASE("SNC: node domains come and go with their CPUs; the L3 directory with the last",
+          "[snc]") {
+  SimFixture f("intel-snc");
+  Shell& sh = *f.sh;
+  REQUIRE(sh.mkdir("/p0") == 0);
+  auto offline = [&](unsigned cpu) {
+    REQUIRE(f.fs->cpu_offline(cpu).ok());
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, false).ok());
+  };
+  auto online = [&](unsigned cpu) {
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, true).ok());
+    REQUIRE(f.fs->cpu_online(cpu).ok());
+  };
+  const Set l3_0{"llc_occupancy", "mbm_local_bytes", "mbm_total_bytes", "mon_sub_L3_00",
+                 "mon_sub_L3_01"};
+  // Node 1 (CPUs 2, 3) goes: only its sub-directory leaves.
+  offline(2);
+  CHECK(sh.ls("/p0/mon_data/mon_L3_00") == l3_0);
+  offline(3);
+  for (const char* g : {"", "/p0"}) {
+    CHECK(sh.ls(std::string(g) + "/mon_data") == Set{"mon_L3_00", "mon_L3_01"});
+    CHECK(sh.ls(std::string(g) + "/mon_data/mon_L3_00") ==
+          Set{"llc_occupancy", "mbm_local_bytes", "mbm_total_bytes", "mon_sub_L3_00"});
+  }
+  CHECK(sh.cat("/p0/mon_data/mon_L3_00/mon_sub_L3_01/llc_occupancy") == "ERRNO 2");
+  CHECK(sh.cat("/p0/mon_data/mon_L3_00/mbm_total_bytes") == "0\n");  // node 0 alone
+  // Node 0 too: the whole L3 is gone, and its directory with it.
+  offline(0);
+  offline(1);
+  CHECK(sh.ls("/p0/mon_data") == Set{"mon_L3_01"});
+  CHECK(sh.cat("/schemata") == "    MB:1=100\n    L3:1=7fff\n");
+  // A CPU of node 1 comes back: the L3 directory returns with that node only.
+  online(3);
+  CHECK(sh.ls("/p0/mon_data") == Set{"mon_L3_00", "mon_L3_01"});
+  CHECK(sh.ls("/p0/mon_data/mon_L3_00") ==
+        Set{"llc_occupancy", "mbm_local_bytes", "mbm_total_bytes", "mon_sub_L3_01"});
+  // The powered-up L3 was switched back to RMID sharing mode: a logical
+  // RMID on node 1 counts again.
+  const std::vector<hw::RegisterValue> regs = f.backend.sim->dump_registers();
+  bool sharing = false;
+  for (const hw::RegisterValue& r : regs)
+    if (r.msr == 0xCA0 && r.cpu == 3) sharing = r.value == 0;
+  CHECK(sharing);
+  f.backend.sim->set_manual_clock(true);
+  REQUIRE(sh.echo("/p0/cpus_list", "3") == 0);
+  REQUIRE(f.backend.sim->attach_cpu_workload(3, {0, 1000, 1.0}).ok());
+  CHECK(sh.cat("/p0/mon_data/mon_L3_00/mbm_total_bytes") == "0\n");
+  f.backend.sim->advance_ms(1000);
+  CHECK(static_cast<double>(num(sh.cat("/p0/mon_data/mon_L3_00/mon_sub_L3_01/mbm_total_bytes"))) ==
+        Approx(1e9).epsilon(0.001));
+  online(0);
+  CHECK(sh.ls("/p0/mon_data/mon_L3_00") == l3_0);
+}
+
+}  // namespace resctrlfs::fs::testing
