@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -25,6 +26,9 @@ namespace {
 // the control socket and the proc connector run.
 constexpr int kFuseBatch = 64;
 constexpr std::chrono::milliseconds kTickInterval{1000};
+// Bounds the passes over the fork buffers in one drain (see drain_proc) so a
+// fork storm cannot hold the loop.
+constexpr int kMaxForkPasses = 8;
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -117,13 +121,31 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   fuse_fd_ =
       std::make_unique<asio::posix::stream_descriptor>(io_, fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3));
 
+  Result<std::unique_ptr<ForkTracepoint>> tp = ForkTracepoint::open();
+  if (tp.ok()) {
+    forks_ = std::move(tp).value();
+    for (int fd : forks_->fds()) {
+      fork_fds_.push_back(
+          std::make_unique<asio::posix::stream_descriptor>(io_, fcntl(fd, F_DUPFD_CLOEXEC, 3)));
+    }
+  }
   Result<std::unique_ptr<ProcConnector>> pc = ProcConnector::open();
   if (pc.ok()) {
     proc_ = std::move(pc).value();
     proc_fd_ = std::make_unique<asio::posix::stream_descriptor>(
         io_, fcntl(proc_->fd(), F_DUPFD_CLOEXEC, 3));
-  } else {
-    spdlog::warn("{}: children will not inherit their parent's group", pc.error().message);
+  }
+  if (!tp.ok() && pc.ok()) {
+    spdlog::warn(
+        "fork tracepoint: {}: inheritance is per process (a new thread inherits its process's "
+        "main thread's group, a clone(CLONE_PARENT) child its real parent's)",
+        tp.error().message);
+  } else if (!tp.ok()) {
+    spdlog::warn("fork tracepoint: {}; {}: children will not inherit their parent's group",
+                 tp.error().message, pc.error().message);
+  } else if (!pc.ok()) {
+    spdlog::warn("{}: exited threads leave tasks files only when those are read",
+                 pc.error().message);
   }
 
   if (!opts_.control_socket.empty()) {
@@ -152,6 +174,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   });
   arm_fuse();
   arm_proc();
+  for (size_t i = 0; i < fork_fds_.size(); ++i) arm_fork_fd(i);
   arm_timer();
   return Ok();
 }
@@ -202,13 +225,56 @@ void Daemon::arm_proc() {
                        });
 }
 
+void Daemon::arm_fork_fd(size_t i) {
+  fork_fds_[i]->async_wait(asio::posix::descriptor_base::wait_read,
+                           [this, i](const boost::system::error_code& ec) {
+                             if (ec || stopping_) return;
+                             drain_proc();
+                             arm_fork_fd(i);
+                           });
+}
+
 void Daemon::drain_proc() {
-  if (!proc_ || !parts_) return;
+  if ((!proc_ && !forks_) || !parts_) return;
+  std::vector<ProcEvent> events;
+  uint64_t lost = 0;
+  // A task's fork record is complete before the task first runs, so before
+  // any record of a task it creates. Reading the per-CPU buffers until a pass
+  // finds nothing therefore yields, with every fork read, the fork of its
+  // parent too (which may sit in another CPU's buffer, written after that
+  // buffer was read in the previous pass).
+  auto read_forks = [&] {
+    if (!forks_) return;
+    for (int pass = 0; pass < kMaxForkPasses && forks_->drain(events, &lost) > 0; ++pass) {
+    }
+  };
+  read_forks();
   bool overflowed = false;
-  std::vector<ProcEvent> events = proc_->drain(&overflowed);
+  if (proc_) {
+    bool exits = false;
+    for (const ProcEvent& e : proc_->drain(&overflowed)) {
+      // With the tracepoint the connector's forks are duplicates that name
+      // the wrong parent.
+      if (forks_ && e.kind == ProcEvent::Kind::kFork) continue;
+      events.push_back(e);
+      exits = exits || e.kind == ProcEvent::Kind::kExit;
+    }
+    // A task that exited was created before it exited: its fork record may
+    // have been written after the passes above; read it before the exit is
+    // applied, or the dead task would be added back after it.
+    if (exits) read_forks();
+  }
   if (overflowed) {
     spdlog::warn("proc connector overflowed: some forks/exits were missed");
   }
+  if (lost != 0) {
+    spdlog::warn("fork tracepoint buffers overflowed: {} forks were missed", lost);
+  }
+  // Per-CPU buffers and the connector each keep their own order; the kernel's
+  // order across them is the timestamps' (a thread id freed by an exit may
+  // be reused by a fork read in the same drain).
+  std::stable_sort(events.begin(), events.end(),
+                   [](const ProcEvent& a, const ProcEvent& b) { return a.time_ns < b.time_ns; });
   fs::Filesystem& fs = *parts_->fs;
   for (const ProcEvent& e : events) {
     if (e.kind == ProcEvent::Kind::kFork) {
@@ -256,6 +322,7 @@ void Daemon::shutdown(const char* why) {
   timer_.cancel();
   signals_.cancel(ec);
   if (proc_fd_) proc_fd_->close(ec);
+  for (auto& d : fork_fds_) d->close(ec);
   if (fuse_fd_) fuse_fd_->close(ec);
   if (parts_ && fs_mounted_) {
     // A user's unmount resets everything, like the kernel's, so nothing is

@@ -1,7 +1,8 @@
 // Defines Daemon: one mounted resctrlfs instance and its Boost.Asio event
 // loop. The loop thread owns the FUSE session fd, the 1000 ms timer driving
-// fs::Filesystem::tick, the proc connector, the control socket and the
-// signals; everything that touches fs/ runs on it, one thing at a time.
+// fs::Filesystem::tick, the task event sources (fork tracepoint, proc
+// connector), the control socket and the signals; everything that touches fs/ runs on it, one thing
+// at a time.
 //
 // Also defines the seam that builds the hardware backend and the filesystem
 // (DaemonParts, PartsFactory) so that tests can run the same daemon over a
@@ -19,6 +20,7 @@
 #include "base/result.h"
 #include "daemon/control_protocol.h"
 #include "daemon/control_server.h"
+#include "daemon/fork_tracepoint.h"
 #include "daemon/fuse_bridge.h"
 #include "daemon/invalidation_queue.h"
 #include "daemon/journal.h"
@@ -71,6 +73,9 @@ class Daemon : public ControlTarget {
   void arm_fuse();
   void serve_fuse_batch();
   void arm_proc();
+  void arm_fork_fd(size_t i);
+  // Reads the forks and exits the kernel reported so far and hands them to
+  // fs/ in the order they happened.
   void drain_proc();
   void arm_timer();
   void flush_invalidations();
@@ -92,6 +97,10 @@ class Daemon : public ControlTarget {
   std::unique_ptr<boost::asio::posix::stream_descriptor> fuse_fd_;
   std::unique_ptr<ProcConnector> proc_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> proc_fd_;
+  // Null when the tracepoint cannot be opened: forks then come from the
+  // proc connector (inheritance per process, see proc_connector.h).
+  std::unique_ptr<ForkTracepoint> forks_;
+  std::vector<std::unique_ptr<boost::asio::posix::stream_descriptor>> fork_fds_;
   boost::asio::steady_timer timer_;
   boost::asio::signal_set signals_;
   std::unique_ptr<ControlServer> control_;

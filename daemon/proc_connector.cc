@@ -60,9 +60,10 @@ std::vector<ProcEvent> parse_proc_datagram(const void* data, size_t len) {
           const auto& f = ev.event_data.fork;
           const bool is_thread = f.child_pid != f.child_tgid;
           out.push_back(ProcEvent{ProcEvent::Kind::kFork, is_thread ? f.child_tgid : f.parent_pid,
-                                  f.child_pid});
+                                  f.child_pid, ev.timestamp_ns});
         } else if (ev.what == proc_event::PROC_EVENT_EXIT) {
-          out.push_back(ProcEvent{ProcEvent::Kind::kExit, 0, ev.event_data.exit.process_pid});
+          out.push_back(ProcEvent{ProcEvent::Kind::kExit, 0, ev.event_data.exit.process_pid,
+                                  ev.timestamp_ns});
         }
       }
     }

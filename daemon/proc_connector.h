@@ -2,7 +2,9 @@
 // NETLINK_CONNECTOR, group CN_IDX_PROC), which reports every fork and exit
 // on the system. The daemon forwards them to fs::Filesystem::on_fork /
 // on_exit so children inherit their parent's group and dead threads leave
-// their group, as in the kernel's resctrl.
+// their group, as in the kernel's resctrl. When the fork tracepoint can be
+// opened (fork_tracepoint.h) it supplies the forks instead, and the
+// connector only the exits.
 //
 // The socket is non-blocking; the event loop calls drain() when it is
 // readable and before requests that look at task membership.
@@ -11,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -23,6 +26,7 @@ struct ProcEvent {
   Kind kind = Kind::kFork;
   pid_t parent_tid = 0;  // kFork: the thread whose group the child inherits
   pid_t tid = 0;         // kFork: the new thread; kExit: the thread that exited
+  uint64_t time_ns = 0;  // when it happened, CLOCK_MONOTONIC
 };
 
 // Decodes one datagram read from the connector socket (one or more netlink

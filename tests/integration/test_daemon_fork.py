@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Task events from the kernel's proc connector: a child forked after its
-parent was moved into a group appears in that group's tasks (the kernel's
-resctrl copies the parent's CLOSID/RMID at fork), threads likewise, and
-threads that exit leave every tasks file."""
+"""Task inheritance at fork: a child forked after its parent was moved into a
+group appears in that group's tasks (the kernel's resctrl copies the CLOSID/RMID
+of the thread that called clone), threads likewise, and threads that exit leave
+every tasks file. The group comes from the creating *thread*, not from its
+process's main thread, and a clone(CLONE_PARENT) child inherits from the thread
+that cloned it, not from the parent it is given."""
 
 import os
+import platform
+import signal
 import select
 import subprocess
 import sys
@@ -52,11 +56,93 @@ t.join()
 """
 
 
+# A process whose main thread and a worker thread can be put in different
+# groups. Prints the worker's tid, then obeys one command per stdin line, run
+# on the worker thread: "thread" creates a thread and prints its tid, "clone"
+# makes a clone(CLONE_PARENT) child (so the child's parent is this process's
+# parent, the test) and prints its pid, "chain" forks a child that at once
+# forks a grandchild that at once creates a thread, and prints the three ids.
+HELPER = r"""
+import ctypes, os, platform, queue, sys, threading, time
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+CLONE_PARENT = 0x00008000
+SIGCHLD = 17
+# PyDLL keeps the GIL across the call: the clone child returns holding it,
+# alone in its copy of the interpreter, and only ever blocks in pause().
+libc = ctypes.PyDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+cmds = queue.Queue()
+stop = threading.Event()
+
+def say(text):
+    os.write(1, (text + "\n").encode())
+
+def worker():
+    while True:
+        cmd = cmds.get()
+        if cmd is None:
+            return
+        if cmd == "thread":
+            tid = []
+            ready = threading.Event()
+            def run():
+                tid.append(threading.get_native_id())
+                ready.set()
+                stop.wait()
+            threading.Thread(target=run, daemon=True).start()
+            ready.wait()
+            say(str(tid[0]))
+        elif cmd == "clone":
+            pid = libc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_long(CLONE_PARENT | SIGCHLD),
+                               ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0),
+                               ctypes.c_long(0))
+            if pid == 0:
+                while True:
+                    libc.pause()
+            say(str(pid) if pid > 0 else "error %d" % ctypes.get_errno())
+        elif cmd == "chain":
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                # Child and grandchild report through the pipe, then wait to
+                # be killed with their process group.
+                os.close(r)
+                gpid = os.fork()
+                if gpid == 0:
+                    ids = []
+                    ready = threading.Event()
+                    def run():
+                        ids.append(threading.get_native_id())
+                        ready.set()
+                        time.sleep(600)
+                    threading.Thread(target=run, daemon=True).start()
+                    ready.wait()
+                    os.write(w, ("%d %d\n" % (os.getpid(), ids[0])).encode())
+                    time.sleep(600)
+                    os._exit(0)
+                time.sleep(600)
+                os._exit(0)
+            os.close(w)
+            with os.fdopen(r) as f:
+                gpid, gtid = f.readline().split()
+            say("%d %s %s" % (pid, gpid, gtid))
+
+t = threading.Thread(target=worker)
+t.start()
+say(str(t.native_id))
+for line in sys.stdin:
+    cmds.put(line.strip())
+cmds.put(None)
+stop.set()
+t.join()
+"""
+
+
 def tasks(fs, group):
     return {int(t) for t in fs.read(os.path.join(group, "tasks")).split()}
 
 
-class ForkInheritance(rt.ResctrlfsTestCase):
+class HelperProcesses(rt.ResctrlfsTestCase):
     def spawn(self, script):
         p = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
@@ -78,6 +164,8 @@ class ForkInheritance(rt.ResctrlfsTestCase):
         self.assertTrue(r, "helper process did not answer")
         return p.stdout.readline()
 
+
+class ForkInheritance(HelperProcesses):
     def test_forked_child_inherits_the_group(self):
         self.assertEqual(self.mkdir("g"), 0)
         p = self.spawn(FORKER)
@@ -132,6 +220,74 @@ class ForkInheritance(rt.ResctrlfsTestCase):
         self.assertIn(p.pid, tasks(self, "g"))
         self.assertNotIn(child, tasks(self, "g"))
         self.assertIn(child, tasks(self, ""))
+
+
+class InheritanceFromTheCreatingThread(HelperProcesses):
+    """The main thread of the helper is in group "b", its worker thread in
+    group "a": whatever the worker creates belongs to "a"."""
+
+    def setUp(self):
+        super().setUp()
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("clone syscall number unknown for " + platform.machine())
+        self.assertEqual(self.mkdir("a"), 0)
+        self.assertEqual(self.mkdir("b"), 0)
+        self.helper = self.spawn(HELPER)
+        self.worker = int(self.readline(self.helper))
+        self.assertEqual(self.write("b/tasks", "%d\n" % self.helper.pid), 0, self.lcs())
+        self.assertEqual(self.write("a/tasks", "%d\n" % self.worker), 0, self.lcs())
+        self.assertEqual(tasks(self, "a"), {self.worker})
+        self.assertEqual(tasks(self, "b"), {self.helper.pid})
+
+    def command(self, cmd):
+        self.helper.stdin.write(cmd + "\n")
+        self.helper.stdin.flush()
+        return self.readline(self.helper).split()
+
+    def test_new_thread_inherits_the_group_of_the_thread_that_created_it(self):
+        tid = int(self.command("thread")[0])
+        self.assertIn(tid, tasks(self, "a"))
+        self.assertNotIn(tid, tasks(self, "b"))
+        self.assertNotIn(tid, tasks(self, ""))
+
+    def test_clone_parent_child_inherits_the_cloner_not_its_parent(self):
+        reply = self.command("clone")
+        self.assertNotEqual(reply[0], "error", reply)
+        child = int(reply[0])
+        self.addCleanup(self.kill_clone_child, child)
+        # The child's parent is this test process (root group); the kernel
+        # still copies the group of the thread that called clone.
+        self.assertEqual(os.waitpid(child, os.WNOHANG), (0, 0), "the child is not ours")
+        self.assertIn(child, tasks(self, "a"))
+        self.assertNotIn(child, tasks(self, ""))
+        self.assertNotIn(child, tasks(self, "b"))
+
+    def test_descendants_created_in_quick_succession_all_inherit(self):
+        # Each creation runs at once on whichever CPU the new task got: the
+        # events of the child, the grandchild and its thread may sit in
+        # different per-CPU buffers.
+        pid, gpid, gtid = (int(x) for x in self.command("chain"))
+        self.addCleanup(self.kill_tasks, pid, gpid)
+        members = tasks(self, "a")
+        for t in (pid, gpid, gtid):
+            self.assertIn(t, members)
+        self.assertFalse({pid, gpid, gtid} & tasks(self, ""))
+
+    @staticmethod
+    def kill_clone_child(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+    @staticmethod
+    def kill_tasks(*pids):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":
