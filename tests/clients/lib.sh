@@ -34,23 +34,6 @@ require_daemon() {
   [ -x "${RESCTRLFSD_BIN:-}" ] || skip "resctrlfsd not built (RESCTRLFSD_BIN='${RESCTRLFSD_BIN:-}')"
 }
 
-KNOWN=0
-# known_gap DESC REASON CMD...: a check of kernel behaviour that resctrlfs is
-# known not to reproduce yet. A failure is reported loudly with REASON but
-# not counted; set RESCTRLFS_STRICT_CLIENTS=1 to count it.
-known_gap() {
-  local desc=$1 reason=$2
-  shift 2
-  if "$@"; then
-    pass "$desc"
-  elif [ "${RESCTRLFS_STRICT_CLIENTS:-0}" = 1 ]; then
-    fail "$desc ($reason)"
-  else
-    KNOWN=$((KNOWN + 1))
-    echo "*** KNOWN GAP (not counted): $desc: $reason ***" >&2
-  fi
-}
-
 pass() { PASSED=$((PASSED + 1)); echo "PASS: $1"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL: $1" >&2; }
 
@@ -88,7 +71,6 @@ check_nomatch() {
 }
 
 finish() {
-  [ "$KNOWN" = 0 ] || echo "*** $TEST_NAME: $KNOWN known gap(s), see above ***" >&2
   echo "$TEST_NAME: $PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ]
   exit $?
