@@ -4,7 +4,9 @@ group appears in that group's tasks (the kernel's resctrl copies the CLOSID/RMID
 of the thread that called clone), threads likewise, and threads that exit leave
 every tasks file. The group comes from the creating *thread*, not from its
 process's main thread, and a clone(CLONE_PARENT) child inherits from the thread
-that cloned it, not from the parent it is given."""
+that cloned it, not from the parent it is given (the daemon reads the
+sched:sched_process_fork tracepoint). Without perf the daemon falls back to
+the proc connector's per-process view and says so."""
 
 import os
 import platform
@@ -136,6 +138,46 @@ cmds.put(None)
 stop.set()
 t.join()
 """
+
+
+# Runs the command in argv[1:] with perf_event_open(2) failing with EPERM (a
+# seccomp filter, inherited across exec), as on a host where the daemon may
+# not use perf: it must fall back to the proc connector's forks.
+NO_PERF_LAUNCHER = r"""
+import ctypes, os, platform, struct, sys
+ARCH = {"x86_64": (0xC000003E, 298), "aarch64": (0xC00000B7, 241)}
+audit_arch, nr = ARCH[platform.machine()]
+def insn(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+LD_ABS_W, JEQ_K, RET_K = 0x20, 0x15, 0x06
+prog = b"".join([
+    insn(LD_ABS_W, 0, 0, 4),            # seccomp_data.arch
+    insn(JEQ_K, 0, 3, audit_arch),
+    insn(LD_ABS_W, 0, 0, 0),            # seccomp_data.nr
+    insn(JEQ_K, 0, 1, nr),
+    insn(RET_K, 0, 0, 0x00050000 | 1),  # SECCOMP_RET_ERRNO | EPERM
+    insn(RET_K, 0, 0, 0x7FFF0000),      # SECCOMP_RET_ALLOW
+])
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+fprog = Fprog(len(prog) // 8, prog)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+    sys.exit("seccomp: errno %d" % ctypes.get_errno())
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+class NoPerfMount(rt.Mount):
+    def argv(self):
+        return [sys.executable, "-c", NO_PERF_LAUNCHER] + super().argv()
+
+
+def private_tracefs_mounts():
+    """tracefs mounts the daemon made for itself (it must not leave any)."""
+    with open("/proc/self/mounts") as f:
+        return [line for line in f
+                if line.split()[2:3] == ["tracefs"] and "resctrlfsd-tracefs." in line]
 
 
 def tasks(fs, group):
@@ -273,6 +315,12 @@ class InheritanceFromTheCreatingThread(HelperProcesses):
             self.assertIn(t, members)
         self.assertFalse({pid, gpid, gtid} & tasks(self, ""))
 
+    def test_no_tracefs_mount_is_left_behind(self):
+        self.assertEqual(private_tracefs_mounts(), [])
+        with open("/proc/%d/mounts" % self.fs.pid) as f:
+            self.assertNotIn("resctrlfsd-tracefs.", f.read())
+        self.assertNotIn("inheritance is per process", self.fs.daemon_log())
+
     @staticmethod
     def kill_clone_child(pid):
         try:
@@ -288,6 +336,42 @@ class InheritanceFromTheCreatingThread(HelperProcesses):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+class FallbackToTheProcConnector(InheritanceFromTheCreatingThread):
+    """Without perf (perf_event_open fails) the daemon says that inheritance
+    is per process and takes forks from the proc connector: children of a
+    process still inherit, a new thread gets its main thread's group."""
+
+    def setUp(self):
+        if platform.machine() not in ("x86_64", "aarch64"):
+            self.skipTest("seccomp filter written for x86_64 and aarch64 only")
+        self.fs = NoPerfMount(platform=self.PLATFORM)
+        self.addCleanup(self._stop_daemon)
+        self.assertIn("inheritance is per process", self.fs.daemon_log())
+        self.assertEqual(self.mkdir("a"), 0)
+        self.assertEqual(self.mkdir("b"), 0)
+        self.helper = self.spawn(HELPER)
+        self.worker = int(self.readline(self.helper))
+        self.assertEqual(self.write("b/tasks", "%d\n" % self.helper.pid), 0, self.lcs())
+        self.assertEqual(self.write("a/tasks", "%d\n" % self.worker), 0, self.lcs())
+
+    def test_new_thread_inherits_the_group_of_the_thread_that_created_it(self):
+        # The connector names the process, not the creating thread.
+        tid = int(self.command("thread")[0])
+        self.assertIn(tid, tasks(self, "b"))
+        self.assertNotIn(tid, tasks(self, "a"))
+
+    def test_clone_parent_child_inherits_the_cloner_not_its_parent(self):
+        # The connector names the real parent (this test, in the root group).
+        child = int(self.command("clone")[0])
+        self.addCleanup(self.kill_clone_child, child)
+        self.assertIn(child, tasks(self, ""))
+        self.assertNotIn(child, tasks(self, "a"))
+
+    def test_no_tracefs_mount_is_left_behind(self):
+        # perf_event_open failed after tracefs was mounted and read.
+        self.assertEqual(private_tracefs_mounts(), [])
 
 
 if __name__ == "__main__":
