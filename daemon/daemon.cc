@@ -9,7 +9,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -236,7 +235,7 @@ void Daemon::arm_fork_fd(size_t i) {
 
 void Daemon::drain_proc() {
   if ((!proc_ && !forks_) || !parts_) return;
-  std::vector<ProcEvent> events;
+  std::vector<ProcEvent> traced;
   uint64_t lost = 0;
   // A task's fork record is complete before the task first runs, so before
   // any record of a task it creates. Reading the per-CPU buffers until a pass
@@ -245,36 +244,24 @@ void Daemon::drain_proc() {
   // buffer was read in the previous pass).
   auto read_forks = [&] {
     if (!forks_) return;
-    for (int pass = 0; pass < kMaxForkPasses && forks_->drain(events, &lost) > 0; ++pass) {
+    for (int pass = 0; pass < kMaxForkPasses && forks_->drain(traced, &lost) > 0; ++pass) {
     }
   };
   read_forks();
   bool overflowed = false;
-  if (proc_) {
-    bool exits = false;
-    for (const ProcEvent& e : proc_->drain(&overflowed)) {
-      // With the tracepoint the connector's forks are duplicates that name
-      // the wrong parent.
-      if (forks_ && e.kind == ProcEvent::Kind::kFork) continue;
-      events.push_back(e);
-      exits = exits || e.kind == ProcEvent::Kind::kExit;
-    }
-    // A task that exited was created before it exited: its fork record may
-    // have been written after the passes above; read it before the exit is
-    // applied, or the dead task would be added back after it.
-    if (exits) read_forks();
-  }
+  std::vector<ProcEvent> connector;
+  if (proc_) connector = proc_->drain(&overflowed);
+  // The connector reports a fork just before the tracepoint does, and a task
+  // exits after its fork record was written: read the buffers again so that
+  // what the connector said is matched with the tracepoint's records.
+  if (!connector.empty()) read_forks();
   if (overflowed) {
     spdlog::warn("proc connector overflowed: some forks/exits were missed");
   }
   if (lost != 0) {
     spdlog::warn("fork tracepoint buffers overflowed: {} forks were missed", lost);
   }
-  // Per-CPU buffers and the connector each keep their own order; the kernel's
-  // order across them is the timestamps' (a thread id freed by an exit may
-  // be reused by a fork read in the same drain).
-  std::stable_sort(events.begin(), events.end(),
-                   [](const ProcEvent& a, const ProcEvent& b) { return a.time_ns < b.time_ns; });
+  const std::vector<ProcEvent> events = merge_task_events(traced, connector);
   fs::Filesystem& fs = *parts_->fs;
   for (const ProcEvent& e : events) {
     if (e.kind == ProcEvent::Kind::kFork) {

@@ -9,11 +9,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <unordered_set>
 
 #include "daemon/startup.h"
 
@@ -284,6 +286,23 @@ uint64_t walk_perf_ring(const char* data, uint64_t size, uint64_t tail, uint64_t
   return head;
 }
 
+std::vector<ProcEvent> merge_task_events(const std::vector<ProcEvent>& traced,
+                                         const std::vector<ProcEvent>& connector) {
+  std::unordered_set<pid_t> traced_children;
+  for (const ProcEvent& e : traced) traced_children.insert(e.tid);
+  std::vector<ProcEvent> out = traced;
+  for (const ProcEvent& e : connector) {
+    if (e.kind == ProcEvent::Kind::kFork && traced_children.count(e.tid) != 0) continue;
+    out.push_back(e);
+  }
+  // A thread id freed by an exit may be taken by a fork in the same batch,
+  // and a task's fork may sit in another CPU's buffer than its children's:
+  // only the timestamps give the kernel's order.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ProcEvent& a, const ProcEvent& b) { return a.time_ns < b.time_ns; });
+  return out;
+}
+
 Result<std::unique_ptr<ForkTracepoint>> ForkTracepoint::open() {
   RESCTRLFS_ASSIGN_OR_RETURN(TraceInfo info, read_trace_info());
   const std::vector<unsigned> cpus = online_cpus();
@@ -292,6 +311,7 @@ Result<std::unique_ptr<ForkTracepoint>> ForkTracepoint::open() {
   auto tp = std::unique_ptr<ForkTracepoint>(new ForkTracepoint());
   tp->fmt_ = info.fmt;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  tp->page_ = page;
   for (unsigned cpu : cpus) {
     perf_event_attr attr{};
     attr.size = sizeof(attr);
@@ -347,12 +367,11 @@ std::vector<int> ForkTracepoint::fds() const {
 }
 
 size_t ForkTracepoint::drain(std::vector<ProcEvent>& out, uint64_t* lost) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t n = 0;
   for (Ring& r : rings_) {
     auto* meta = static_cast<perf_event_mmap_page*>(r.base);
-    const char* data = static_cast<const char*>(r.base) + page;
-    uint64_t size = r.map_len - page;
+    const char* data = static_cast<const char*>(r.base) + page_;
+    uint64_t size = r.map_len - page_;
     if (meta->data_size != 0) {
       data = static_cast<const char*>(r.base) + meta->data_offset;
       size = meta->data_size;

@@ -8,7 +8,8 @@
 //
 // The tracepoint's id and record layout come from tracefs at run time (the
 // layout differs between kernels). Exits still come from the proc connector;
-// daemon.cc merges both sources by timestamp (both CLOCK_MONOTONIC).
+// merge_task_events() orders both sources by their timestamps (both
+// CLOCK_MONOTONIC).
 #pragma once
 
 #include <sys/types.h>
@@ -61,6 +62,17 @@ PerfForkRecord parse_perf_record(const ForkTraceFormat& fmt, const void* rec, si
 uint64_t walk_perf_ring(const char* data, uint64_t size, uint64_t tail, uint64_t head,
                         const std::function<void(const char*, size_t)>& on_record);
 
+// Merges the events of one drain: `traced` forks from the tracepoint and
+// `connector` events from the proc connector, in the order they happened
+// (by time; equal times keep traced before connector, each source's own
+// order kept). A connector fork is dropped when the tracepoint reported the
+// same child, as its parent is the process's, not the cloning thread; it is
+// kept otherwise: the kernel creates some tasks (io_uring and vhost workers)
+// without passing the tracepoint, and the connector's parent is then the
+// best known.
+std::vector<ProcEvent> merge_task_events(const std::vector<ProcEvent>& traced,
+                                         const std::vector<ProcEvent>& connector);
+
 class ForkTracepoint {
  public:
   // Finds tracefs (mounting it on a private temporary directory and
@@ -87,6 +99,7 @@ class ForkTracepoint {
   };
   ForkTracepoint() = default;
   ForkTraceFormat fmt_;
+  size_t page_ = 4096;
   std::vector<Ring> rings_;
 };
 

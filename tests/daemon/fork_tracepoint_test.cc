@@ -1,8 +1,9 @@
 // Tests the decoding of sched:sched_process_fork as the daemon reads it: the
 // format file of a recent kernel (comm as __data_loc) and of an older one
 // (comm as char[16], so the pids sit elsewhere), raw records laid out by
-// those formats, perf sample and lost records, and the ring walk across the
-// end of the buffer. Malformed input decodes to nothing.
+// those formats, perf sample and lost records, the ring walk across the end
+// of the buffer, and the merge with the proc connector's events. Malformed
+// input decodes to nothing.
 #include <catch2/catch.hpp>
 
 #include <linux/perf_event.h>
@@ -223,4 +224,71 @@ TEST_CASE("ring walk: records in order, one wrapping around the end reassembled"
   CHECK(walk_perf_ring(ring.data(), size, head, head, [&](const char*, size_t) { ++calls; }) ==
         head);
   CHECK(calls == 0);
+}
+
+namespace {
+
+ProcEvent fork_at(uint64_t t, pid_t parent, pid_t child) {
+  return ProcEvent{ProcEvent::Kind::kFork, parent, child, t};
+}
+ProcEvent exit_at(uint64_t t, pid_t tid) { return ProcEvent{ProcEvent::Kind::kExit, 0, tid, t}; }
+
+bool same(const ProcEvent& a, const ProcEvent& b) {
+  return a.kind == b.kind && a.parent_tid == b.parent_tid && a.tid == b.tid &&
+         a.time_ns == b.time_ns;
+}
+
+}  // namespace
+
+using resctrlfs::daemon::merge_task_events;
+
+TEST_CASE("merge: per-CPU records and connector exits in time order, tid reuse kept apart") {
+  // CPU 1's buffer was read before CPU 0's: thread 10 (cloned by 5 on CPU 0)
+  // created 11 on CPU 1. Then 11 exited and its id was reused by a child of 7.
+  std::vector<ProcEvent> traced = {fork_at(200, 10, 11), fork_at(400, 7, 11), fork_at(100, 5, 10)};
+  std::vector<ProcEvent> connector = {exit_at(300, 11)};
+  std::vector<ProcEvent> out = merge_task_events(traced, connector);
+  REQUIRE(out.size() == 4);
+  CHECK(same(out[0], fork_at(100, 5, 10)));
+  CHECK(same(out[1], fork_at(200, 10, 11)));
+  CHECK(same(out[2], exit_at(300, 11)));
+  CHECK(same(out[3], fork_at(400, 7, 11)));
+}
+
+TEST_CASE("merge: the connector's fork of a child the tracepoint reported is dropped") {
+  // Thread 21 of process 20 created thread 22 (connector: parent 20, the
+  // leader) and, with CLONE_PARENT, process 30 (connector: its real parent 1).
+  std::vector<ProcEvent> traced = {fork_at(110, 21, 22), fork_at(210, 21, 30)};
+  std::vector<ProcEvent> connector = {fork_at(100, 20, 22), fork_at(200, 1, 30), exit_at(300, 22)};
+  std::vector<ProcEvent> out = merge_task_events(traced, connector);
+  REQUIRE(out.size() == 3);
+  CHECK(same(out[0], fork_at(110, 21, 22)));
+  CHECK(same(out[1], fork_at(210, 21, 30)));
+  CHECK(same(out[2], exit_at(300, 22)));
+}
+
+TEST_CASE("merge: a connector fork the tracepoint never saw is kept (io_uring workers)") {
+  std::vector<ProcEvent> traced = {fork_at(500, 40, 41)};
+  std::vector<ProcEvent> connector = {fork_at(450, 40, 42), fork_at(490, 40, 41)};
+  std::vector<ProcEvent> out = merge_task_events(traced, connector);
+  REQUIRE(out.size() == 2);
+  CHECK(same(out[0], fork_at(450, 40, 42)));
+  CHECK(same(out[1], fork_at(500, 40, 41)));
+  // Without the tracepoint (the fallback) the connector's events pass as
+  // they are, in their order.
+  std::vector<ProcEvent> alone = merge_task_events({}, connector);
+  REQUIRE(alone.size() == 2);
+  CHECK(same(alone[0], connector[0]));
+  CHECK(same(alone[1], connector[1]));
+}
+
+TEST_CASE("merge: equal times keep each source's order, tracepoint first") {
+  std::vector<ProcEvent> traced = {fork_at(7, 1, 2), fork_at(7, 2, 3)};
+  std::vector<ProcEvent> connector = {exit_at(7, 9), exit_at(7, 8)};
+  std::vector<ProcEvent> out = merge_task_events(traced, connector);
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].tid == 2);
+  CHECK(out[1].tid == 3);
+  CHECK(out[2].tid == 9);
+  CHECK(out[3].tid == 8);
 }
