@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,7 +45,8 @@ bool field_number(std::string_view line, std::string_view key, uint32_t* out) {
   return ec == std::errc() && p == rest.data() + rest.size();
 }
 
-// The name declared by "field:TYPE NAME;" or "field:TYPE NAME[N];".
+// The name declared by "field:TYPE NAME;", "field:TYPE NAME[N];" or
+// "field:__data_loc TYPE[] NAME;".
 std::string_view field_name(std::string_view line) {
   const size_t at = line.find("field:");
   if (at == std::string_view::npos) return {};
@@ -52,8 +54,10 @@ std::string_view field_name(std::string_view line) {
   const size_t end = decl.find(';');
   if (end == std::string_view::npos) return {};
   decl = trim(decl.substr(0, end));
-  const size_t bracket = decl.find('[');
-  if (bracket != std::string_view::npos) decl = trim(decl.substr(0, bracket));
+  if (!decl.empty() && decl.back() == ']') {
+    const size_t bracket = decl.rfind('[');
+    if (bracket != std::string_view::npos) decl = trim(decl.substr(0, bracket));
+  }
   const size_t space = decl.find_last_of(" \t*");
   return space == std::string_view::npos ? decl : decl.substr(space + 1);
 }
@@ -157,11 +161,11 @@ Result<TraceInfo> read_trace_info() {
   return read_trace_info_private_mount();
 }
 
-std::vector<unsigned> online_cpus() {
-  // "0-3,8,10-11"
+}  // namespace
+
+std::vector<unsigned> parse_cpu_list(std::string_view s) {
   std::vector<unsigned> cpus;
-  const std::string text = read_text_file("/sys/devices/system/cpu/online");
-  std::string_view s = trim(text);
+  s = trim(s);
   while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
   while (!s.empty()) {
     const size_t comma = s.find(',');
@@ -170,19 +174,20 @@ std::vector<unsigned> online_cpus() {
     unsigned lo = 0, hi = 0;
     const size_t dash = part.find('-');
     std::string_view a = part.substr(0, dash);
-    if (std::from_chars(a.data(), a.data() + a.size(), lo).ec != std::errc()) return {};
+    auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
+    if (a.empty() || ra.ec != std::errc() || ra.ptr != a.data() + a.size()) return {};
     hi = lo;
     if (dash != std::string_view::npos) {
       std::string_view b = part.substr(dash + 1);
-      if (std::from_chars(b.data(), b.data() + b.size(), hi).ec != std::errc() || hi < lo)
-        return {};
+      auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
+      if (b.empty() || rb.ec != std::errc() || rb.ptr != b.data() + b.size() || hi < lo) return {};
     }
+    // A list that names more CPUs than any machine has is not a list.
+    if (hi - lo > 65536 || cpus.size() > 65536) return {};
     for (unsigned c = lo; c <= hi; ++c) cpus.push_back(c);
   }
   return cpus;
 }
-
-}  // namespace
 
 Result<ForkTraceFormat> parse_fork_format(std::string_view text) {
   ForkTraceFormat fmt;
@@ -305,8 +310,25 @@ std::vector<ProcEvent> merge_task_events(const std::vector<ProcEvent>& traced,
 
 Result<std::unique_ptr<ForkTracepoint>> ForkTracepoint::open() {
   RESCTRLFS_ASSIGN_OR_RETURN(TraceInfo info, read_trace_info());
-  const std::vector<unsigned> cpus = online_cpus();
+  const std::vector<unsigned> cpus =
+      parse_cpu_list(read_text_file("/sys/devices/system/cpu/online"));
   if (cpus.empty()) return Error::make(EIO, "cannot read /sys/devices/system/cpu/online");
+
+  // Each CPU costs two descriptors (the event and the event loop's copy):
+  // a large machine needs more than the usual soft limit of 1024.
+  rlimit nofile{};
+  const rlim_t need = 2 * cpus.size() + 256;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      nofile.rlim_cur < need) {
+    nofile.rlim_cur = nofile.rlim_max == RLIM_INFINITY ? need : std::min(need, nofile.rlim_max);
+    (void)setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  // Data pages per CPU: 32 (128 KiB with 4 KiB pages, about 1500 forks
+  // between two loop turns) on small machines, fewer per CPU on large ones,
+  // where the forks spread over more buffers; fewer again when the
+  // locked-memory allowance for perf buffers is short.
+  size_t pages = 32;
+  while (pages > 4 && pages * cpus.size() > 2048) pages /= 2;
 
   auto tp = std::unique_ptr<ForkTracepoint>(new ForkTracepoint());
   tp->fmt_ = info.fmt;
@@ -335,13 +357,15 @@ Result<std::unique_ptr<ForkTracepoint>> ForkTracepoint::open() {
     Ring ring;
     ring.fd = fd;
     tp->rings_.push_back(ring);
-    // 128 KiB per CPU holds about a thousand forks between two loop turns;
-    // smaller when the locked-memory allowance for perf buffers is short.
+    // perf wants a power of two of data pages after the control page; the
+    // size that worked is kept for the next CPUs.
     void* base = MAP_FAILED;
     size_t len = 0;
-    for (size_t pages = 32; pages >= 4 && base == MAP_FAILED; pages /= 2) {
+    for (;;) {
       len = (pages + 1) * page;
       base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (base != MAP_FAILED || pages == 1) break;
+      pages /= 2;
     }
     if (base == MAP_FAILED) {
       return Error::make(
@@ -372,7 +396,7 @@ size_t ForkTracepoint::drain(std::vector<ProcEvent>& out, uint64_t* lost) {
     auto* meta = static_cast<perf_event_mmap_page*>(r.base);
     const char* data = static_cast<const char*>(r.base) + page_;
     uint64_t size = r.map_len - page_;
-    if (meta->data_size != 0) {
+    if (meta->data_size != 0 && meta->data_offset + meta->data_size <= r.map_len) {
       data = static_cast<const char*>(r.base) + meta->data_offset;
       size = meta->data_size;
     }

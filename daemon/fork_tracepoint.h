@@ -27,6 +27,10 @@
 
 namespace resctrlfs::daemon {
 
+// The CPUs of a kernel CPU list ("0-3,8,10-11\n", as in
+// /sys/devices/system/cpu/online); empty when the text is not one.
+std::vector<unsigned> parse_cpu_list(std::string_view text);
+
 // Where parent_pid and child_pid sit in the tracepoint's raw record.
 struct ForkTraceFormat {
   uint32_t parent_pid_offset = 0;
