@@ -1,8 +1,8 @@
 // Defines Daemon: one mounted resctrlfs instance and its Boost.Asio event
 // loop. The loop thread owns the FUSE session fd, the 1000 ms timer driving
 // fs::Filesystem::tick, the task event sources (fork tracepoint, proc
-// connector), the control socket and the signals; everything that touches fs/ runs on it, one thing
-// at a time.
+// connector), the control socket and the signals; everything that touches
+// fs/ runs on it, one thing at a time.
 //
 // Also defines the seam that builds the hardware backend and the filesystem
 // (DaemonParts, PartsFactory) so that tests can run the same daemon over a

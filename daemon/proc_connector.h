@@ -3,8 +3,8 @@
 // on the system. The daemon forwards them to fs::Filesystem::on_fork /
 // on_exit so children inherit their parent's group and dead threads leave
 // their group, as in the kernel's resctrl. When the fork tracepoint can be
-// opened (fork_tracepoint.h) it supplies the forks instead, and the
-// connector only the exits.
+// opened (fork_tracepoint.h) it supplies the forks and the connector the
+// exits, plus the forks the tracepoint never sees (merge_task_events).
 //
 // The socket is non-blocking; the event loop calls drain() when it is
 // readable and before requests that look at task membership.
