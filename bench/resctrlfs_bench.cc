@@ -203,7 +203,7 @@ int run(const Options& o) {
     fprintf(stderr, "== placement %s: daemons and client %s\n", placement.c_str(),
             pinned ? ("pinned to CPU " + std::to_string(o.cpu)).c_str() : "not pinned");
     // The daemon's CPU with no requests at all: what the rest of the machine
-    // (forks and exits reported by the proc connector) and timers cost it.
+    // (forks and exits the kernel reports to it) and timers cost it.
     for (const Target* t : targets) {
       if (!t->fuse()) continue;
       uint64_t c0 = process_cpu_ns(t->pid);

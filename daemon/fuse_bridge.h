@@ -55,7 +55,7 @@ class FuseBridge {
   int fd() const;
 
   // Called with each request's opcode before it is dispatched (the daemon
-  // drains the proc connector there so that forks are known before a
+  // drains the fork and exit events there so that forks are known before a
   // tasks file is opened).
   void set_request_hook(std::function<void(uint32_t opcode)> hook);
 

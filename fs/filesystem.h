@@ -157,7 +157,8 @@ class Filesystem {
   // the monotonic time the daemon's event loop saw.
   virtual void tick(std::chrono::steady_clock::time_point now) = 0;
 
-  // Proc connector events.
+  // The kernel's task events: `parent_tid` is the thread that created
+  // `child_tid` (whose group the child inherits), in the order they happened.
   virtual void on_fork(pid_t parent_tid, pid_t child_tid) = 0;
   virtual void on_exit(pid_t tid) = 0;
 
