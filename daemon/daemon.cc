@@ -287,6 +287,9 @@ void Daemon::arm_timer() {
       flush_invalidations();
     }
     if (tasks_dirty_) commit_journal();
+    // The log's records go into a new snapshot once a second, off the path
+    // of any command.
+    compact_journal();
     arm_timer();
   });
 }
@@ -341,6 +344,12 @@ void Daemon::commit_journal() {
   Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
   // The command itself is done; a journal that cannot be written loses
   // durability, not the command.
+  if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
+}
+
+void Daemon::compact_journal() {
+  if (!journal_ || !parts_ || !fs_mounted_) return;
+  Result<void> r = journal_->compact(parts_->backend.platform_name, *parts_->fs);
   if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
 }
 

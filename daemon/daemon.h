@@ -83,8 +83,10 @@ class Daemon : public ControlTarget {
   // The state journal (--state-dir, see journal.h): restored after the
   // resctrl mount; committed before the reply of every request that changed
   // the model, once per tick after task events, and when a signal stops the
-  // daemon; cleared by a user's unmount.
+  // daemon; cleared by a user's unmount. Compacted (its log folded into a
+  // new snapshot) on the tick.
   void commit_journal();
+  void compact_journal();
   Result<hw::SimControl*> sim();
 
   DaemonOptions opts_;

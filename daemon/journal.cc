@@ -14,6 +14,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "fs/state_replay.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -120,13 +122,128 @@ Result<JournalBody> parse_journal_body(std::string_view body) {
   return JournalBody{p->get<std::string>(), f->dump()};
 }
 
+namespace {
+
+constexpr std::string_view kLogMagic = "RLOG ";
+
+void put_hex(std::string& out, uint64_t v, int digits) {
+  static const char* kDigits = "0123456789abcdef";
+  for (int i = digits - 1; i >= 0; --i) out += kDigits[(v >> (4 * i)) & 0xF];
+}
+
+bool get_hex(std::string_view s, uint64_t& v) {
+  if (s.empty()) return false;
+  v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+}  // namespace
+
+// Header: "RLOG " seq(16) ' ' len(8) ' ' bcrc(8) ' ' hcrc(8) '\n' = 49 bytes.
+std::string encode_log_record(uint64_t seq, std::string_view body) {
+  std::string out;
+  out.reserve(kLogHeaderBytes + body.size() + 1);
+  out += kLogMagic;
+  put_hex(out, seq, 16);
+  out += ' ';
+  put_hex(out, body.size(), 8);
+  out += ' ';
+  put_hex(out, crc32c(body), 8);
+  out += ' ';
+  put_hex(out, crc32c(out), 8);
+  out += '\n';
+  out += body;
+  out += '\n';
+  return out;
+}
+
+Result<LogContents> decode_log(std::string_view in) {
+  LogContents out;
+  size_t pos = 0;
+  while (pos < in.size()) {
+    std::string_view rest = in.substr(pos);
+    const std::string at = " at byte " + std::to_string(pos);
+    // A crash during an append leaves a prefix of the record; a filesystem
+    // that extended the file before writing it may leave zeros.
+    if (rest.find_first_not_of('\0') == std::string_view::npos) {
+      out.torn_tail = true;
+      break;
+    }
+    if (rest.size() < kLogHeaderBytes) {
+      if (kLogMagic.substr(0, std::min(rest.size(), kLogMagic.size())) !=
+          rest.substr(0, std::min(rest.size(), kLogMagic.size())))
+        return corrupt("log: not a record" + at);
+      out.torn_tail = true;
+      break;
+    }
+    std::string_view h = rest.substr(0, kLogHeaderBytes);
+    uint64_t seq = 0, len = 0, bcrc = 0, hcrc = 0;
+    if (h.substr(0, kLogMagic.size()) != kLogMagic || h[21] != ' ' || h[30] != ' ' ||
+        h[39] != ' ' || h[48] != '\n' || !get_hex(h.substr(5, 16), seq) ||
+        !get_hex(h.substr(22, 8), len) || !get_hex(h.substr(31, 8), bcrc) ||
+        !get_hex(h.substr(40, 8), hcrc))
+      return corrupt("log: bad record header" + at);
+    if (crc32c(h.substr(0, 40)) != hcrc) return corrupt("log: header checksum mismatch" + at);
+    if (rest.size() < kLogHeaderBytes + len + 1) {
+      out.torn_tail = true;
+      break;
+    }
+    std::string_view body = rest.substr(kLogHeaderBytes, len);
+    if (rest[kLogHeaderBytes + len] != '\n') return corrupt("log: bad record end" + at);
+    if (crc32c(body) != bcrc) return corrupt("log: checksum mismatch" + at);
+    out.records.push_back(JournalRecord{seq, std::string(body)});
+    pos += kLogHeaderBytes + len + 1;
+    out.valid_bytes = pos;
+  }
+  return out;
+}
+
+namespace {
+
+// Reads a whole file. nullopt when it does not exist.
+Result<std::optional<std::string>> read_whole(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return sys_error("open", path);
+  }
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Error e = sys_error("read", path);
+      ::close(fd);
+      return e;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    if (data.size() > kMaxJournalBytes) {
+      ::close(fd);
+      return corrupt(path + " is larger than " + std::to_string(kMaxJournalBytes) + " bytes");
+    }
+  }
+  ::close(fd);
+  return std::optional<std::string>(std::move(data));
+}
+
+}  // namespace
+
 StateJournal::StateJournal(std::string dir, int dir_fd)
     : dir_(std::move(dir)),
       path_(dir_ + "/" + kJournalFile),
       tmp_path_(dir_ + "/" + kJournalTmpFile),
+      log_path_(dir_ + "/" + kJournalLogFile),
       dir_fd_(dir_fd) {}
 
 StateJournal::~StateJournal() {
+  if (log_fd_ >= 0) ::close(log_fd_);
   if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
@@ -136,41 +253,50 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open(const std::string& dir)
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return sys_error("open", dir);
   std::unique_ptr<StateJournal> j(new StateJournal(dir, fd));
-  // A temporary file is a commit that never reached its rename: the
-  // journal itself still holds the state before it.
+  // A temporary file is a snapshot that never reached its rename: the
+  // snapshot and log on disk still hold the state before it.
   if (::unlink(j->tmp_path_.c_str()) != 0 && errno != ENOENT)
     return sys_error("unlink", j->tmp_path_);
   return j;
 }
 
 Result<std::optional<JournalRecord>> StateJournal::load() {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<JournalRecord>();
-    return sys_error("open", path_);
-  }
-  std::string data;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Error e = sys_error("read", path_);
-      ::close(fd);
-      return e;
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-    if (data.size() > kMaxJournalBytes) {
-      ::close(fd);
-      return corrupt("larger than " + std::to_string(kMaxJournalBytes) + " bytes");
-    }
-  }
-  ::close(fd);
-  RESCTRLFS_ASSIGN_OR_RETURN(JournalRecord rec, decode_journal_record(data));
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data, read_whole(path_));
+  if (!data) return std::optional<JournalRecord>();
+  RESCTRLFS_ASSIGN_OR_RETURN(JournalRecord rec, decode_journal_record(*data));
   generation_ = rec.generation;
   last_body_ = rec.body;
   return std::optional<JournalRecord>(std::move(rec));
+}
+
+Result<std::vector<std::string>> StateJournal::load_log(uint64_t gen) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data, read_whole(log_path_));
+  std::vector<std::string> live;
+  if (!data) return live;
+  RESCTRLFS_ASSIGN_OR_RETURN(LogContents log, decode_log(*data));
+  if (log.torn_tail) {
+    spdlog::warn("state journal {}: last record cut short at byte {} (a crash during its append; "
+                 "its command was never acknowledged), dropped",
+                 log_path_, log.valid_bytes);
+  }
+  uint64_t prev = 0;
+  for (JournalRecord& r : log.records) {
+    // Records are consecutive; those up to the snapshot's generation were
+    // compacted into it.
+    if (prev != 0 && r.generation != prev + 1) {
+      return corrupt("log: record " + std::to_string(r.generation) + " follows " +
+                     std::to_string(prev));
+    }
+    prev = r.generation;
+    if (r.generation <= gen) continue;
+    if (live.empty() && r.generation != gen + 1) {
+      return corrupt("log: first record after snapshot " + std::to_string(gen) + " is " +
+                     std::to_string(r.generation));
+    }
+    live.push_back(std::move(r.body));
+  }
+  generation_ = std::max(generation_, prev);
+  return live;
 }
 
 Result<void> StateJournal::fsync_dir() {
@@ -178,8 +304,28 @@ Result<void> StateJournal::fsync_dir() {
   return Ok();
 }
 
+Result<void> StateJournal::open_log() {
+  if (log_fd_ >= 0) return Ok();
+  log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd_ < 0) return sys_error("open", log_path_);
+  struct stat st;
+  if (::fstat(log_fd_, &st) != 0) return sys_error("stat", log_path_);
+  log_bytes_ = static_cast<uint64_t>(st.st_size);
+  return Ok();
+}
+
+Result<void> StateJournal::truncate_log() {
+  RESCTRLFS_RETURN_IF_ERROR(open_log());
+  if (log_bytes_ == 0) return Ok();
+  if (::ftruncate(log_fd_, 0) != 0) return sys_error("truncate", log_path_);
+  if (fsync_ && ::fdatasync(log_fd_) != 0) return sys_error("fdatasync", log_path_);
+  log_bytes_ = 0;
+  return Ok();
+}
+
 Result<void> StateJournal::commit(const std::string& body) {
-  if (last_body_ && *last_body_ == body) return Ok();
+  if (!need_snapshot_ && last_body_ && *last_body_ == body && log_bytes_ == 0) return Ok();
+  need_snapshot_ = true;  // until this snapshot and the log's truncation are done
   JournalRecord rec{generation_ + 1, body};
   const std::string bytes = encode_journal_record(rec);
   const int fd = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -201,17 +347,62 @@ Result<void> StateJournal::commit(const std::string& body) {
   generation_ = rec.generation;
   last_body_ = body;
   ++writes_;
+  ++snapshots_;
+  // The snapshot holds every record of the log now. A crash before the
+  // truncation leaves them behind, numbered up to the snapshot's
+  // generation, and a restore skips them.
+  RESCTRLFS_RETURN_IF_ERROR(truncate_log());
+  need_snapshot_ = false;
+  return Ok();
+}
+
+Result<void> StateJournal::snapshot(const std::string& platform, fs::Filesystem& fs) {
+  return commit(make_journal_body(platform, fs.take_state_snapshot_json()));
+}
+
+Result<void> StateJournal::append(const std::string& delta) {
+  RESCTRLFS_RETURN_IF_ERROR(open_log());
+  const std::string bytes = encode_log_record(generation_ + 1, delta);
+  Result<void> w = write_all(log_fd_, bytes, log_path_);
+  if (w.ok() && fsync_ && ::fdatasync(log_fd_) != 0) w = sys_error("fdatasync", log_path_);
+  if (!w.ok()) {
+    // Take a part-written record back; the next commit is a snapshot
+    // either way, and it truncates the log.
+    (void)::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
+    return w;
+  }
+  log_bytes_ += bytes.size();
+  ++generation_;
+  ++writes_;
   return Ok();
 }
 
 Result<void> StateJournal::commit_state(const std::string& platform, fs::Filesystem& fs) {
-  return commit(make_journal_body(platform, fs.save_state_json()));
+  std::optional<std::string> delta = fs.take_state_delta_json();
+  if (need_snapshot_ || !delta || log_bytes_ >= kMaxLogBytes) return snapshot(platform, fs);
+  if (delta->empty()) return Ok();
+  Result<void> r = append(*delta);
+  // The delta's marks are gone from fs/: without its record the log has a
+  // hole, so only a snapshot can continue it.
+  if (!r.ok()) need_snapshot_ = true;
+  return r;
+}
+
+Result<void> StateJournal::compact(const std::string& platform, fs::Filesystem& fs) {
+  if (!need_snapshot_ && log_bytes_ == 0) return Ok();
+  return snapshot(platform, fs);
 }
 
 Result<void> StateJournal::clear() {
+  // The snapshot goes first: a log without one is never applied.
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", path_);
+  if (::unlink(log_path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", log_path_);
+  if (log_fd_ >= 0) ::close(log_fd_);
+  log_fd_ = -1;
+  log_bytes_ = 0;
   (void)::unlink(tmp_path_.c_str());
   last_body_.reset();
+  need_snapshot_ = true;
   return fsync_dir();
 }
 
@@ -237,26 +428,52 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
   if (!rec.ok()) {
     why = "corrupt: " + rec.error().message;
   } else if (!rec->has_value()) {
+    // A log without its snapshot is what a crash during clear() leaves (the
+    // snapshot goes first): the user had unmounted, nothing to restore.
+    if (::unlink(j->log_path_.c_str()) == 0) {
+      spdlog::info("state journal {}: log without a snapshot (an unmount was interrupted), removed",
+                   j->path());
+    }
     spdlog::info("state journal {}: none, starting with a fresh tree", j->path());
     return j;
   } else {
     generation = (*rec)->generation;
     Result<JournalBody> body = parse_journal_body((*rec)->body);
+    Result<std::vector<std::string>> log = j->load_log(generation);
     if (!body.ok()) {
       why = "corrupt: " + body.error().message;
+    } else if (!log.ok()) {
+      why = "corrupt: " + log.error().message;
     } else if (body->platform != platform) {
       why = "written for platform '" + body->platform + "', this daemon runs '" + platform + "'";
     } else {
       // The mount options are part of what the state means (CDP splits
       // the schemata): they must be the ones this daemon mounted with.
       const nlohmann::json saved = nlohmann::json::parse(body->fs_state, nullptr, false);
+      std::string state = body->fs_state;
       if (saved.is_object() && fresh.is_object() && saved.contains("options") &&
           fresh.contains("options") && saved["options"] != fresh["options"]) {
         why = "written with mount options " + saved["options"].dump() +
               ", this daemon mounted with " + fresh["options"].dump();
-      } else {
+      } else if (!log->empty()) {
+        fs::StateReplay replay;
+        Result<void> r = replay.start(state);
+        for (size_t i = 0; r.ok() && i < log->size(); ++i) {
+          r = replay.apply((*log)[i]);
+          if (!r.ok()) {
+            why = "corrupt: log record " + std::to_string(generation + 1 + i) + ": " +
+                  r.error().message;
+          }
+        }
+        if (!r.ok() && why.empty()) why = "corrupt: " + r.error().message;
+        if (r.ok()) {
+          state = replay.finish();
+          generation += log->size();
+        }
+      }
+      if (why.empty()) {
         touched_fs = true;
-        Result<void> r = fs.restore_state_json(body->fs_state);
+        Result<void> r = fs.restore_state_json(state);
         if (!r.ok()) why = "cannot be restored: " + r.error().message;
       }
     }
@@ -264,8 +481,10 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
   if (why.empty()) {
     j->outcome_ = Outcome::kRestored;
     spdlog::info("state journal {}: restored generation {}", j->path(), generation);
-    // Threads that died meanwhile are gone from the model: record that now.
-    RESCTRLFS_RETURN_IF_ERROR(j->commit_state(platform, fs));
+    // A new snapshot at once: the log replayed into it, and threads that
+    // died meanwhile dropped.
+    j->need_snapshot_ = true;
+    RESCTRLFS_RETURN_IF_ERROR(j->snapshot(platform, fs));
     return j;
   }
 
@@ -277,10 +496,15 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     RESCTRLFS_RETURN_IF_ERROR(fs.mount(opts));
   }
   const std::string aside = j->path() + kJournalRejectedSuffix;
-  if (::rename(j->path().c_str(), aside.c_str()) != 0) return sys_error("rename", j->path());
+  if (::rename(j->path().c_str(), aside.c_str()) != 0 && errno != ENOENT)
+    return sys_error("rename", j->path());
+  const std::string log_aside = j->log_path_ + kJournalRejectedSuffix;
+  if (::rename(j->log_path_.c_str(), log_aside.c_str()) != 0 && errno != ENOENT)
+    return sys_error("rename", j->log_path_);
   (void)j->fsync_dir();
-  j->generation_ = generation;
+  j->generation_ = std::max(j->generation_, generation);
   j->last_body_.reset();
+  j->need_snapshot_ = true;
   spdlog::error(
       "state journal {} (generation {}) is NOT restored, it is {}; moved to {}; starting "
       "with a fresh resctrl tree",

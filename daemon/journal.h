@@ -2,28 +2,49 @@
 // restarted resctrlfsd (after a crash or kill -9) restore the tree and
 // re-program the hardware, plus the record encoding it uses.
 //
-// Design: one snapshot file, replaced atomically. Every committed command
-// writes the whole model (fs::Filesystem::save_state_json, a few KB) to
-// `<dir>/state.journal.tmp`, fsyncs it, renames it over
-// `<dir>/state.journal` and fsyncs the directory, before the command's
-// reply leaves the daemon. The model is small and already serialised as a
-// whole, so a snapshot costs the same as a log record, needs no compaction
-// or replay, and the file on disk is always exactly one complete state:
-// the old one or the new one, never a mix.
+// Design: a snapshot plus an append-only log, so that a command costs
+// O(size of its change), not O(size of the model).
+//   <dir>/state.json  the snapshot: the whole model
+//                     (fs::Filesystem::take_state_snapshot_json), replaced
+//                     atomically (temp file, fsync, rename, directory fsync).
+//   <dir>/state.log   records appended after it, one per committed command:
+//                     the command's effect as a small delta
+//                     (Filesystem::take_state_delta_json, fs/state_replay.h),
+//                     appended with one write(2) and fdatasync'ed before the
+//                     command's reply leaves the daemon.
+// Compaction writes a new snapshot, then truncates the log: on the daemon's
+// 1 s tick when the log holds records, at once when it exceeds
+// kMaxLogBytes, and whenever fs/ cannot express a change as a delta (a
+// mount, an info setting, a cpus write). Restore = the snapshot, then every
+// log record after it, in order (fs::StateReplay), then
+// restore_state_json() of the result: the same document a snapshot at the
+// last acknowledged command would have held.
 //
-// Record format: one JSON object (so the file is plain JSON to tools):
+// Snapshot format: one JSON object (plain JSON to tools):
 //   {"format": "resctrlfs-state", "version": 1,
 //    "generation": N,          strictly increasing, starts at 1
 //    "length": L,              bytes of body
 //    "crc32c": "xxxxxxxx",     CRC-32C of body
 //    "body": "<text>"}         {"platform": "<name>", "fs": <model document>}
-// A record that is cut short (torn: never a complete JSON object), has a
-// bad envelope, a length or checksum mismatch is corrupt. A corrupt
-// journal is never applied, not even in part: the daemon reports it loudly
-// (error log), moves it aside to state.json.rejected for inspection and
-// starts with a fresh tree, as after the kernel's mount (see
-// open_and_restore). Refusing to start was rejected: under systemd it
-// turns one bad file into a daemon that never comes back.
+// Log record format (text, one per line pair):
+//   "RLOG <seq:16 hex> <len:8 hex> <body crc:8 hex> <header crc:8 hex>\n"
+//   <body: len bytes> "\n"
+// seq continues the snapshot's generation: the records after a snapshot of
+// generation G are G+1, G+2, ...; records with seq <= G are left over from a
+// crash between the snapshot's rename and the log's truncation and are
+// skipped. The header CRC covers the header up to the body CRC, so a damaged
+// length is found before it is believed.
+//
+// What is refused: a snapshot cut short or damaged (bad envelope, length,
+// checksum), and in the log any damaged record (bad header, header or body
+// checksum, terminator) or a gap in the sequence, wherever it is. The only
+// damage accepted is a torn tail: the file ends inside the last record (a
+// crash during its append, so its command was never acknowledged) or with
+// zero bytes. A refused journal is never applied, not even in part: the
+// daemon reports it loudly (error log), moves both files aside
+// (".rejected") for inspection and starts with a fresh tree, as after the
+// kernel's mount (see open_and_restore). Refusing to start was rejected:
+// under systemd it turns one bad file into a daemon that never comes back.
 //
 // Threading: not synchronised; used from the daemon's event loop only.
 #pragma once
@@ -33,6 +54,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "fs/filesystem.h"
@@ -41,6 +63,9 @@ namespace resctrlfs::daemon {
 
 inline constexpr const char* kJournalFile = "state.json";
 inline constexpr const char* kJournalTmpFile = "state.json.tmp";
+inline constexpr const char* kJournalLogFile = "state.log";
+// The log is compacted into a new snapshot at once past this size.
+inline constexpr size_t kMaxLogBytes = 1024 * 1024;
 inline constexpr const char* kJournalRejectedSuffix = ".rejected";
 // A journal larger than this is not read (a model with 100k threads is ~2 MB).
 inline constexpr size_t kMaxJournalBytes = 64 * 1024 * 1024;
@@ -56,6 +81,19 @@ struct JournalRecord {
 std::string encode_journal_record(const JournalRecord& rec);
 // EBADMSG with a message naming what is wrong ("torn", "checksum", ...).
 Result<JournalRecord> decode_journal_record(std::string_view bytes);
+
+// Log records.
+inline constexpr size_t kLogHeaderBytes = 49;
+std::string encode_log_record(uint64_t seq, std::string_view body);
+// The records of a log file, in order. `torn_tail`: bytes after the last
+// complete record that are a cut-short record (or zeros), which are not
+// records. EBADMSG for any other damage.
+struct LogContents {
+  std::vector<JournalRecord> records;
+  size_t valid_bytes = 0;  // up to the end of the last complete record
+  bool torn_tail = false;
+};
+Result<LogContents> decode_log(std::string_view bytes);
 
 // The journal body: the platform name and the model document.
 std::string make_journal_body(std::string_view platform, std::string_view fs_state);
@@ -92,16 +130,22 @@ class StateJournal {
   Outcome outcome() const { return outcome_; }
   const std::string& rejected_reason() const { return rejected_reason_; }
 
-  // Reads the journal. nullopt when there is none; EBADMSG when corrupt.
+  // Reads the snapshot. nullopt when there is none; EBADMSG when corrupt.
   // Later commits continue from its generation.
   Result<std::optional<JournalRecord>> load();
 
-  // Makes `body` durable as the next generation (temp file, fsync, rename,
-  // directory fsync). A body equal to the last one committed or loaded is
-  // not written again.
+  // Makes `body` durable as a new snapshot of the next generation (temp
+  // file, fsync, rename, directory fsync) and empties the log. A body equal
+  // to the last snapshot, with an empty log, is not written again.
   Result<void> commit(const std::string& body);
-  // commit(make_journal_body(platform, fs.save_state_json())).
+  // Journals what changed in `fs` since the last commit: one log record
+  // (appended, fdatasync'ed) when fs/ reports a delta, else a snapshot of
+  // make_journal_body(platform, fs.take_state_snapshot_json()). Also a
+  // snapshot when there is none yet, the log is past kMaxLogBytes or an
+  // earlier commit failed (the log would have a hole).
   Result<void> commit_state(const std::string& platform, fs::Filesystem& fs);
+  // Compaction for the periodic tick: a snapshot if the log holds records.
+  Result<void> compact(const std::string& platform, fs::Filesystem& fs);
 
   // Removes the journal: the clean unmount resets resctrl, so nothing is
   // to be restored after it.
@@ -109,27 +153,44 @@ class StateJournal {
 
   // With fsync (the default) a commit survives a power loss or kernel
   // crash; without, it survives the daemon's crash or kill -9 (the page
-  // cache keeps the renamed file) at a fraction of the cost (ext4 here:
-  // ~16 ms vs ~0.2 ms per command). After a reboot the hardware is reset
-  // and the threads are gone anyway, so only the groups would be lost.
+  // cache keeps the appended record or renamed file) at a fraction of the
+  // cost on a disk. After a reboot the hardware is reset and the threads are
+  // gone anyway, so only the groups would be lost.
   void set_fsync(bool on) { fsync_ = on; }
 
   uint64_t generation() const { return generation_; }
   const std::string& path() const { return path_; }
-  // Number of records written by this object (for tests and status).
+  const std::string& log_path() const { return log_path_; }
+  // Snapshots and log records written by this object (for tests and status).
   uint64_t writes() const { return writes_; }
+  uint64_t snapshots() const { return snapshots_; }
+  uint64_t log_bytes() const { return log_bytes_; }
 
  private:
   StateJournal(std::string dir, int dir_fd);
   Result<void> fsync_dir();
+  Result<void> open_log();
+  Result<void> truncate_log();
+  Result<void> append(const std::string& delta);
+  Result<void> snapshot(const std::string& platform, fs::Filesystem& fs);
+  // Reads the log that follows a snapshot of generation `gen`: the bodies
+  // of its live records, in order. EBADMSG when damaged or out of sequence.
+  Result<std::vector<std::string>> load_log(uint64_t gen);
 
   std::string dir_;
   std::string path_;
   std::string tmp_path_;
+  std::string log_path_;
   int dir_fd_ = -1;
+  int log_fd_ = -1;
   uint64_t generation_ = 0;
   uint64_t writes_ = 0;
+  uint64_t snapshots_ = 0;
+  uint64_t log_bytes_ = 0;
   bool fsync_ = true;
+  // No snapshot on disk that the log can follow, or a record may be
+  // missing from the log (a failed commit): the next commit is a snapshot.
+  bool need_snapshot_ = true;
   std::optional<std::string> last_body_;
   Outcome outcome_ = Outcome::kNone;
   std::string rejected_reason_;

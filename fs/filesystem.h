@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -197,6 +198,16 @@ class Filesystem {
   // re-programs the hardware; it fails with EINVAL when the document does
   // not fit (unknown platform shape, ids out of range, not mounted).
   virtual std::string save_state_json() { return "{}"; }
+  // For an append-only journal: save_state_json(), and from now on
+  // take_state_delta_json() reports changes relative to this document.
+  virtual std::string take_state_snapshot_json() { return save_state_json(); }
+  // What changed in that document since the last take_state_*() call, as a
+  // small JSON delta for fs::StateReplay (fs/state_replay.h): "" when
+  // nothing changed; nullopt when the change cannot be expressed as a delta
+  // (a mount, an info setting, a cpus write, ...): take a snapshot then.
+  // Whatever changes the saved state outside write/mkdir/rmdir/rename/
+  // setattr and the fork/exit events must make this return nullopt.
+  virtual std::optional<std::string> take_state_delta_json() { return std::nullopt; }
   virtual Result<void> restore_state_json(const std::string& json) {
     return Error::make(ENOSYS, "state restore not implemented");
   }

@@ -179,6 +179,7 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   build_info_tree();
   update_cpu_assoc();
   mounted_ = true;
+  jr_all();
   lcs_.clear();
   assign_cntrs_on_mkdir(root_);
   reset_group_mbm(root_);
@@ -209,6 +210,7 @@ void FsImpl::unmount() {
   root_node_->group = nullptr;
   opts_ = MountOptions{};
   mounted_ = false;
+  jr_all();
   mbps_target_.clear();
   mba_prev_bytes_.clear();
 }
@@ -225,9 +227,16 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
   if (child(p, name) != nullptr) return Error::make(EEXIST);
   if (!mounted_) return Error::make(ENOENT);
   if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
-  if (alloc_capable() && p == root_node_) return mkdir_ctrl_mon(p, name, mode & 07777, caller);
-  if (!mon_capable()) return Error::make(EPERM);
-  return mkdir_mon(p, name, mode & 07777, caller);
+  Result<Attr> r = Error::make(EPERM);
+  if (alloc_capable() && p == root_node_) {
+    r = mkdir_ctrl_mon(p, name, mode & 07777, caller);
+  } else if (mon_capable()) {
+    r = mkdir_mon(p, name, mode & 07777, caller);
+  }
+  if (r.ok()) {
+    if (Node* c = child(p, name)) jr_group(c->group);
+  }
+  return r;
 }
 
 Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
@@ -324,12 +333,16 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   Group* g = group_of(*n);
   if (g == nullptr) return Error::make(EPERM);
   lcs_.clear();
+  const GroupKey key = group_key(*g);
   if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kCtrlMon && p == root_node_ &&
       !is_root(g)) {
     RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
+    jr_gone(key);
+    jr_group(root_);  // took the group's CPUs
   } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
              p->kind == NodeKind::kMonGroups) {
     RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));
+    jr_gone(key);
   } else {
     return Error::make(EPERM);
   }
@@ -400,6 +413,7 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }
+  jr_gone(group_key(*g));
   // Move the directory entry.
   p->children.erase(src->name);
   src->name = std::string(newname);
@@ -416,6 +430,7 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
     move_group_tasks(g, g);
     update_cpu_assoc();
   }
+  jr_group(g);
   return Ok();
 }
 

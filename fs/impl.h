@@ -20,7 +20,11 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <set>
+#include <unordered_set>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "fs/filesystem.h"
 #include "fs/pools.h"
@@ -167,6 +171,8 @@ class FsImpl final : public Filesystem {
   Result<void> cpu_offline(unsigned cpu) override;
   Result<void> cpu_online(unsigned cpu) override;
   std::string save_state_json() override;
+  std::string take_state_snapshot_json() override;
+  std::optional<std::string> take_state_delta_json() override;
   Result<void> restore_state_json(const std::string& json) override;
 
   // ---- file table callbacks (public so the static table can name them) ----
@@ -311,6 +317,31 @@ class FsImpl final : public Filesystem {
   void ctrl_domain_back(hw::ResourceId rid, int domain_id);
   void mon_domain_gone(int domain_id);
   void mon_domain_back(int domain_id);
+
+  // ---- journal deltas (state.cc) ----
+  // What changed in the saved state since the last take_state_*(): the
+  // groups to write again, the groups removed and the threads whose tags
+  // changed, or "everything" (jr_full_) when a change is not one of those
+  // kinds, or too many to be worth listing. Marks are recorded only while
+  // jr_full_ is false, so a daemon without a journal (which never takes
+  // them) pays one branch per change.
+  using GroupKey = std::pair<std::string, std::string>;  // (CTRL_MON name, MON name or "")
+  static GroupKey group_key(const Group& g);
+  void jr_group(const Group* g);
+  void jr_gone(const GroupKey& k);
+  void jr_thread(pid_t tid);
+  void jr_all() { jr_full_ = true; }
+  void jr_reset();
+  void jr_after_write(const Node& n);
+  Group* group_by_key(const GroupKey& k);
+  void save_ctrl_state(const Group& g, nlohmann::json& o);
+  void save_mon_state(const Group& m, nlohmann::json& o);
+  std::string save_state_locked();
+  bool jr_full_ = true;
+  std::vector<GroupKey> jr_set_;
+  std::set<GroupKey> jr_set_seen_;
+  std::set<GroupKey> jr_del_;
+  std::unordered_set<pid_t> jr_threads_;
 
   // ---- state ----
   std::mutex mu_;

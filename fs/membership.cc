@@ -53,6 +53,7 @@ void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
   } else {
     thread_tags_[tid] = {closid, rmid};
   }
+  jr_thread(tid);
   arch_->set_thread_tags(tid, closid, rmid);
 }
 
@@ -71,7 +72,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   if (!mounted_) return;
   auto tags = thread_tags(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    thread_tags_.erase(child_tid);
+    if (thread_tags_.erase(child_tid) != 0) jr_thread(child_tid);
     return;
   }
   set_thread(child_tid, tags.first, tags.second);
@@ -79,7 +80,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  thread_tags_.erase(tid);
+  if (thread_tags_.erase(tid) != 0) jr_thread(tid);
   arch_->thread_exited(tid);
 }
 
@@ -102,8 +103,11 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
   }
   // Threads that died without an exit event are forgotten here.
   if (tasks_ != nullptr && !all.empty() && alive.size() != thread_tags_.size()) {
-    for (auto& [tid, tags] : thread_tags_)
-      if (alive.count(tid) == 0) arch_->thread_exited(tid);
+    for (auto& [tid, tags] : thread_tags_) {
+      if (alive.count(tid) != 0) continue;
+      arch_->thread_exited(tid);
+      jr_thread(tid);
+    }
     thread_tags_.swap(alive);
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include "fs/cpus.h"
 #include "fs/impl.h"
+#include "fs/state_replay.h"
 
 namespace resctrlfs::fs {
 
@@ -88,9 +89,15 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
 
 Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
 
+json assigned_json(const Group& g) {
+  json a = json::array();
+  for (auto& [key, id] : g.cntrs) a.push_back({key.first, event_name(key.second)});
+  return a;
+}
+
 }  // namespace
 
-// The journal document (version 1):
+// The journal document (version 1; deltas to it: fs/state_replay.h):
 //   {"version": 1, "options": {...},
 //    "settings": {"max_threshold_occupancy", "mbm_assign_mode", "mbm_assign_on_mkdir",
 //                 "event_filter": {"mbm_total_bytes", "mbm_local_bytes"}},
@@ -100,8 +107,43 @@ Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " +
 //                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
 //                                "assigned"}]}],   (the default group first, name "")
 //    "threads": [[tid, closid, rmid]]}
-std::string FsImpl::save_state_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+void FsImpl::save_ctrl_state(const Group& g, json& o) {
+  o = {{"name", g.name},
+       {"closid", g.closid},
+       {"rmid", g.rmid},
+       {"mode", mode_str(g.mode)},
+       {"cpus", format_cpu_list(g.cpus)},
+       {"mba_event", event_name(g.mba_event)},
+       {"assigned", assigned_json(g)}};
+  if (const Node* d = node(g.dir)) {
+    o["dir_mode"] = d->mode & 07777;
+    o["uid"] = d->uid;
+    o["gid"] = d->gid;
+  }
+  json sch = json::object();
+  for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
+    const schemata::Schema& s = schemas_.schemas[si];
+    json vals = json::object();
+    for (int d : s.domain_ids)
+      vals[std::to_string(d)] = ctrl_value(static_cast<int>(si), d, g.closid);
+    sch[s.name] = vals;
+  }
+  o["schemata"] = sch;
+}
+
+void FsImpl::save_mon_state(const Group& m, json& o) {
+  o = {{"name", m.name},
+       {"rmid", m.rmid},
+       {"cpus", format_cpu_list(m.cpus)},
+       {"assigned", assigned_json(m)}};
+  if (const Node* d = node(m.dir)) {
+    o["dir_mode"] = d->mode & 07777;
+    o["uid"] = d->uid;
+    o["gid"] = d->gid;
+  }
+}
+
+std::string FsImpl::save_state_locked() {
   json j;
   j["version"] = 1;
   j["mounted"] = mounted_;
@@ -115,51 +157,21 @@ std::string FsImpl::save_state_json() {
       {"mbm_assign_on_mkdir", assign_on_mkdir_},
       {"event_filter",
        {{"mbm_total_bytes", event_filter_total_}, {"mbm_local_bytes", event_filter_local_}}}};
-  auto assigned = [this](const Group& g) {
-    json a = json::array();
-    for (auto& [key, id] : g.cntrs) a.push_back({key.first, event_name(key.second)});
-    return a;
-  };
-  auto dir_fields = [this](const Group& g, json& o) {
-    if (const Node* d = node(g.dir)) {
-      o["dir_mode"] = d->mode & 07777;
-      o["uid"] = d->uid;
-      o["gid"] = d->gid;
-    }
-  };
   json groups = json::array();
   if (mounted_) {
     for (auto& gp : groups_) {
       const Group& g = *gp;
       if (g.type != GroupType::kCtrlMon) continue;
-      json o = {{"name", g.name},
-                {"closid", g.closid},
-                {"rmid", g.rmid},
-                {"mode", mode_str(g.mode)},
-                {"cpus", format_cpu_list(g.cpus)},
-                {"mba_event", event_name(g.mba_event)},
-                {"assigned", assigned(g)}};
-      dir_fields(g, o);
-      json sch = json::object();
-      for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
-        const schemata::Schema& s = schemas_.schemas[si];
-        json vals = json::object();
-        for (int d : s.domain_ids)
-          vals[std::to_string(d)] = ctrl_value(static_cast<int>(si), d, g.closid);
-        sch[s.name] = vals;
-      }
-      o["schemata"] = sch;
+      json o;
+      save_ctrl_state(g, o);
       json mons = json::array();
       for (const Group* m : g.mon_children) {
-        json mo = {{"name", m->name},
-                   {"rmid", m->rmid},
-                   {"cpus", format_cpu_list(m->cpus)},
-                   {"assigned", assigned(*m)}};
-        dir_fields(*m, mo);
-        mons.push_back(mo);
+        json mo;
+        save_mon_state(*m, mo);
+        mons.push_back(std::move(mo));
       }
-      o["mon_groups"] = mons;
-      groups.push_back(o);
+      o["mon_groups"] = std::move(mons);
+      groups.push_back(std::move(o));
     }
   }
   j["groups"] = groups;
@@ -168,6 +180,140 @@ std::string FsImpl::save_state_json() {
   for (auto& [tid, tags] : sorted) threads.push_back({tid, tags.first, tags.second});
   j["threads"] = threads;
   return j.dump();
+}
+
+std::string FsImpl::save_state_json() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return save_state_locked();
+}
+
+// ---------------------------------------------------------------------------
+// Journal deltas
+
+namespace {
+// Past this many marks a delta is no smaller than a snapshot is costly:
+// the journal writes a snapshot instead.
+constexpr size_t kMaxDeltaThreads = 1024;
+constexpr size_t kMaxDeltaGroups = 64;
+}  // namespace
+
+FsImpl::GroupKey FsImpl::group_key(const Group& g) {
+  if (g.type == GroupType::kMon) return {g.parent->name, g.name};
+  return {g.name, std::string()};
+}
+
+void FsImpl::jr_group(const Group* g) {
+  if (jr_full_ || g == nullptr) return;
+  GroupKey k = group_key(*g);
+  if (jr_set_seen_.count(k) != 0) return;
+  if (jr_set_.size() >= kMaxDeltaGroups) {
+    jr_full_ = true;
+    return;
+  }
+  jr_set_seen_.insert(k);
+  jr_set_.push_back(std::move(k));
+}
+
+void FsImpl::jr_gone(const GroupKey& k) {
+  if (jr_full_) return;
+  if (jr_del_.size() >= kMaxDeltaGroups) {
+    jr_full_ = true;
+    return;
+  }
+  jr_del_.insert(k);
+}
+
+void FsImpl::jr_after_write(const Node& n) {
+  if (jr_full_) return;
+  const WriteFn w = n.row != nullptr ? n.row->write : nullptr;
+  // Thread moves are marked thread by thread (set_thread).
+  if (w == &FsImpl::write_tasks) return;
+  // Files whose writes change their own group and nothing else.
+  if (n.group != nullptr &&
+      (w == &FsImpl::write_schemata || w == &FsImpl::write_mode ||
+       w == &FsImpl::write_mba_mbps_event || w == &FsImpl::write_mbm_l3_assignments)) {
+    jr_group(n.group);
+    return;
+  }
+  // cpus (takes CPUs from other groups), info settings and whatever is
+  // added later: a snapshot is always right.
+  jr_all();
+}
+
+void FsImpl::jr_thread(pid_t tid) {
+  if (jr_full_) return;
+  if (jr_threads_.size() >= kMaxDeltaThreads) {
+    jr_full_ = true;
+    return;
+  }
+  jr_threads_.insert(tid);
+}
+
+void FsImpl::jr_reset() {
+  jr_full_ = false;
+  jr_set_.clear();
+  jr_set_seen_.clear();
+  jr_del_.clear();
+  jr_threads_.clear();
+}
+
+Group* FsImpl::group_by_key(const GroupKey& k) {
+  Node* cd = k.first.empty() ? root_node_ : child(root_node_, k.first);
+  if (cd == nullptr || cd->kind != NodeKind::kGroupDir || cd->group == nullptr) return nullptr;
+  Group* g = cd->group;
+  if (k.second.empty()) return g;
+  Node* mg = node(g->mon_groups_dir);
+  Node* md = mg != nullptr ? child(mg, k.second) : nullptr;
+  if (md == nullptr || md->kind != NodeKind::kGroupDir || md->group == nullptr) return nullptr;
+  return md->group;
+}
+
+std::string FsImpl::take_state_snapshot_json() {
+  std::lock_guard<std::mutex> lock(mu_);
+  jr_reset();
+  return save_state_locked();
+}
+
+std::optional<std::string> FsImpl::take_state_delta_json() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jr_full_ || !mounted_) return std::nullopt;
+  if (jr_set_.empty() && jr_del_.empty() && jr_threads_.empty()) return std::string();
+  json d = json::object();
+  d["version"] = 1;
+  if (!jr_del_.empty()) {
+    json del = json::array();
+    for (const GroupKey& k : jr_del_) del.push_back({k.first, k.second});
+    d["del"] = std::move(del);
+  }
+  json set = json::array();
+  for (const GroupKey& k : jr_set_) {
+    const Group* g = group_by_key(k);
+    if (g == nullptr) continue;  // made and removed again since the last take
+    json o;
+    if (k.second.empty()) {
+      save_ctrl_state(*g, o);
+    } else {
+      save_mon_state(*g, o);
+    }
+    set.push_back({{"ctrl", k.first}, {"mon", k.second}, {"group", std::move(o)}});
+  }
+  if (!set.empty()) d["set"] = std::move(set);
+  if (!jr_threads_.empty()) {
+    std::vector<pid_t> tids(jr_threads_.begin(), jr_threads_.end());
+    std::sort(tids.begin(), tids.end());
+    json th = json::array();
+    for (pid_t tid : tids) {
+      auto it = thread_tags_.find(tid);
+      if (it == thread_tags_.end()) {
+        th.push_back({tid});
+      } else {
+        th.push_back({tid, it->second.first, it->second.second});
+      }
+    }
+    d["threads"] = std::move(th);
+  }
+  jr_reset();
+  return d.dump();
 }
 
 Result<void> FsImpl::restore_state_json(const std::string& text) {
@@ -321,10 +467,163 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
   } catch (const json::exception& e) {
     return bad_state(e.what());
   }
+  jr_all();  // the journal takes a snapshot of what was restored
   return Ok();
 }
 
 }  // namespace internal
+
+// ---------------------------------------------------------------------------
+// StateReplay
+
+struct StateReplay::Impl {
+  nlohmann::json doc;
+  // The threads as a map while deltas apply: a delta touches a few of
+  // possibly 100k.
+  std::map<pid_t, std::pair<uint32_t, uint32_t>> threads;
+  bool started = false;
+};
+
+StateReplay::StateReplay() : impl_(std::make_unique<Impl>()) {}
+StateReplay::~StateReplay() = default;
+
+Result<void> StateReplay::start(std::string_view snapshot) {
+  using nlohmann::json;
+  json j = json::parse(snapshot, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
+  auto g = j.find("groups");
+  if (g != j.end() && !g->is_array()) return Error::make(EINVAL, "snapshot: groups not a list");
+  if (g == j.end()) j["groups"] = json::array();
+  impl_->threads.clear();
+  if (auto t = j.find("threads"); t != j.end()) {
+    if (!t->is_array()) return Error::make(EINVAL, "snapshot: threads not a list");
+    for (const json& e : *t) {
+      if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() ||
+          !e[1].is_number_unsigned() || !e[2].is_number_unsigned())
+        return Error::make(EINVAL, "snapshot: bad thread entry");
+      impl_->threads[e[0].get<pid_t>()] = {e[1].get<uint32_t>(), e[2].get<uint32_t>()};
+    }
+    j.erase("threads");
+  }
+  impl_->doc = std::move(j);
+  impl_->started = true;
+  return Ok();
+}
+
+namespace {
+
+using nlohmann::json;
+
+// The CTRL_MON group object named `name` in the document's list, or null.
+json* find_named(json& list, const std::string& name) {
+  for (json& o : list) {
+    if (o.is_object() && o.value("name", std::string()) == name) return &o;
+  }
+  return nullptr;
+}
+
+bool is_key(const json& k) {
+  return k.is_array() && k.size() == 2 && k[0].is_string() && k[1].is_string();
+}
+
+}  // namespace
+
+Result<void> StateReplay::apply(std::string_view delta) {
+  auto bad = [](const std::string& why) { return Error::make(EINVAL, "delta: " + why); };
+  if (!impl_->started) return bad("no snapshot");
+  json d = json::parse(delta, nullptr, /*allow_exceptions=*/false);
+  if (d.is_discarded() || !d.is_object()) return bad("not a JSON object");
+  for (auto& [key, v] : d.items()) {
+    // A key this version does not know would be silently lost: refuse.
+    if (key != "version" && key != "del" && key != "set" && key != "threads")
+      return bad("unknown key " + key);
+  }
+  if (d.value("version", 0) != 1) return bad("unknown version");
+  json& groups = impl_->doc["groups"];
+  if (auto del = d.find("del"); del != d.end()) {
+    if (!del->is_array()) return bad("del not a list");
+    for (const json& k : *del) {
+      if (!is_key(k)) return bad("bad group key");
+      const std::string ctrl = k[0].get<std::string>(), mon = k[1].get<std::string>();
+      if (mon.empty()) {
+        for (auto it = groups.begin(); it != groups.end(); ++it) {
+          if (it->is_object() && it->value("name", std::string()) == ctrl) {
+            groups.erase(it);
+            break;
+          }
+        }
+        continue;
+      }
+      json* parent = find_named(groups, ctrl);
+      if (parent == nullptr || !parent->contains("mon_groups")) continue;
+      json& mons = (*parent)["mon_groups"];
+      if (!mons.is_array()) return bad("mon_groups not a list");
+      for (auto it = mons.begin(); it != mons.end(); ++it) {
+        if (it->is_object() && it->value("name", std::string()) == mon) {
+          mons.erase(it);
+          break;
+        }
+      }
+    }
+  }
+  if (auto set = d.find("set"); set != d.end()) {
+    if (!set->is_array()) return bad("set not a list");
+    for (const json& e : *set) {
+      if (!e.is_object() || !e.contains("ctrl") || !e["ctrl"].is_string() || !e.contains("mon") ||
+          !e["mon"].is_string() || !e.contains("group") || !e["group"].is_object())
+        return bad("bad group entry");
+      const std::string ctrl = e["ctrl"].get<std::string>(), mon = e["mon"].get<std::string>();
+      json g = e["group"];
+      if (g.value("name", std::string("\n")) != (mon.empty() ? ctrl : mon))
+        return bad("group entry names another group");
+      json* parent = find_named(groups, ctrl);
+      if (mon.empty()) {
+        json mons = json::array();
+        if (parent != nullptr && parent->contains("mon_groups")) mons = (*parent)["mon_groups"];
+        g["mon_groups"] = std::move(mons);
+        if (parent != nullptr) {
+          *parent = std::move(g);
+        } else {
+          groups.push_back(std::move(g));
+        }
+        continue;
+      }
+      if (parent == nullptr) return bad("MON group " + mon + " without its group " + ctrl);
+      json& mons = (*parent)["mon_groups"];
+      if (mons.is_null()) mons = json::array();
+      if (!mons.is_array()) return bad("mon_groups not a list");
+      json* old = find_named(mons, mon);
+      if (old != nullptr) {
+        *old = std::move(g);
+      } else {
+        mons.push_back(std::move(g));
+      }
+    }
+  }
+  if (auto th = d.find("threads"); th != d.end()) {
+    if (!th->is_array()) return bad("threads not a list");
+    for (const json& e : *th) {
+      if (!e.is_array() || e.empty() || !e[0].is_number_integer()) return bad("bad thread entry");
+      const pid_t tid = e[0].get<pid_t>();
+      if (e.size() == 1) {
+        impl_->threads.erase(tid);
+      } else if (e.size() == 3 && e[1].is_number_unsigned() && e[2].is_number_unsigned()) {
+        impl_->threads[tid] = {e[1].get<uint32_t>(), e[2].get<uint32_t>()};
+      } else {
+        return bad("bad thread entry");
+      }
+    }
+  }
+  return Ok();
+}
+
+std::string StateReplay::finish() {
+  json j = impl_->doc;
+  json threads = json::array();
+  for (auto& [tid, tags] : impl_->threads) threads.push_back({tid, tags.first, tags.second});
+  j["threads"] = std::move(threads);
+  return j.dump();
+}
 
 std::unique_ptr<Filesystem> make_filesystem(const FilesystemConfig& cfg) {
   if (cfg.arch == nullptr) return nullptr;

@@ -270,6 +270,12 @@ Result<Attr> FsImpl::setattr(Ino ino, const uint32_t* mode, const uid_t* uid, co
   if (uid != nullptr) n->uid = *uid;
   if (gid != nullptr) n->gid = *gid;
   n->ctime = now_seconds();
+  // Only group directories' owners and modes are saved.
+  if (n->kind == NodeKind::kGroupDir && n->group != nullptr) {
+    jr_group(n->group);
+  } else {
+    jr_all();
+  }
   return attr_of(*n);
 }
 
@@ -331,6 +337,8 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
   if (data.size() > kWriteMax) return Error::make(E2BIG);
   if (n->row->write == nullptr) return Error::make(EINVAL);
   Result<void> r = (this->*(n->row->write))(*n, data, caller);
+  // A failed write may have done part of its work (tasks lists): marked too.
+  jr_after_write(*n);
   if (!r.ok()) return std::move(r).error();
   n->mtime = now_seconds();
   return data.size();
