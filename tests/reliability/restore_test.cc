@@ -3,11 +3,20 @@
 // registers at reset) with the same groups, CLOSIDs/RMIDs, values, CPUs
 // and live threads, and the new machine's registers equal the old one's; a
 // document that fails half-way leaves the fresh tree and fresh registers.
+// The append-only log: the deltas fs/ reports, replayed onto the snapshot,
+// give the live document after every kind of command; a command appends
+// the same few bytes whatever the size of the model; compaction, and a
+// crash between its steps, lose nothing.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "daemon/journal.h"
+#include "fs/state_replay.h"
 #include "tests/fs/harness.h"
 
 namespace resctrlfs::daemon {
@@ -24,6 +33,18 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string path;
 };
+
+std::string read_text(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::string& p, const std::string& data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << data;
+}
 
 std::vector<std::tuple<unsigned, uint32_t, uint64_t>> regs(const SimFixture& f) {
   std::vector<std::tuple<unsigned, uint32_t, uint64_t>> out;
@@ -111,6 +132,278 @@ TEST_CASE("a state that fails half-way leaves a fresh tree and fresh registers",
   CHECK(b.sh->cat("/schemata") == fresh.sh->cat("/schemata"));
   CHECK(regs(b) == regs(fresh));
   CHECK(std::filesystem::exists(dir.path + "/state.json.rejected"));
+}
+
+// The document with groups and MON groups in name order: a replay appends
+// a re-made or moved group where fs/ may keep it elsewhere, and the order
+// means nothing to restore_state_json().
+nlohmann::json canonical(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text);
+  auto by_name = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["name"].get<std::string>() < b["name"].get<std::string>();
+  };
+  for (auto& g : j["groups"]) {
+    if (g.contains("mon_groups")) std::sort(g["mon_groups"].begin(), g["mon_groups"].end(), by_name);
+  }
+  std::sort(j["groups"].begin(), j["groups"].end(), by_name);
+  return j;
+}
+
+Result<fs::Ino> ino_of(SimFixture& f, const std::string& path) { return f.sh->resolve(path); }
+
+TEST_CASE("deltas replayed onto the snapshot equal the live state after every command",
+          "[restore]") {
+  SimFixture a("intel-2s", fs::MountOptions{.debug = true});
+  for (pid_t t = 100; t < 110; ++t) a.tasks.add(t);
+  Shell& sh = *a.sh;
+  auto replay = std::make_unique<fs::StateReplay>();
+  REQUIRE(replay->start(a.fs->take_state_snapshot_json()).ok());
+  int snapshots = 0, deltas = 0;
+  auto check = [&](const std::string& what) {
+    INFO(what);
+    std::optional<std::string> d = a.fs->take_state_delta_json();
+    if (!d) {
+      ++snapshots;
+      replay = std::make_unique<fs::StateReplay>();
+      REQUIRE(replay->start(a.fs->take_state_snapshot_json()).ok());
+    } else if (!d->empty()) {
+      ++deltas;
+      Result<void> r = replay->apply(*d);
+      INFO(*d);
+      REQUIRE(r.ok());
+    }
+    CHECK(canonical(replay->finish()) == canonical(a.fs->save_state_json()));
+  };
+  REQUIRE(sh.mkdir("/g1") == 0);
+  check("mkdir g1");
+  REQUIRE(sh.mkdir("/g2") == 0);
+  check("mkdir g2");
+  REQUIRE(sh.echo("/g1/schemata", "L3:0=f;1=f0\nMB:0=30;1=50") == 0);
+  check("schemata");
+  REQUIRE(sh.echo("/schemata", "L3:0=ff;1=ff") == 0);
+  check("root schemata");
+  REQUIRE(sh.echo("/g2/mode", "exclusive") != -1);
+  check("mode");
+  REQUIRE(sh.mkdir("/g1/mon_groups/m1") == 0);
+  check("mkdir MON");
+  REQUIRE(sh.mkdir("/mon_groups/r1") == 0);
+  check("mkdir MON under the root");
+  REQUIRE(sh.echo("/g1/tasks", "100") == 0);
+  REQUIRE(sh.echo("/g1/tasks", "101") == 0);
+  check("tasks");
+  REQUIRE(sh.echo("/g1/mon_groups/m1/tasks", "101") == 0);
+  REQUIRE(sh.echo("/mon_groups/r1/tasks", "102") == 0);
+  check("MON tasks");
+  REQUIRE(sh.echo("/g2/tasks", "103,104,bad") != 0);  // 103 and 104 moved before the error
+  check("failed tasks write");
+  a.tasks.add(200);
+  a.fs->on_fork(101, 200);
+  check("fork");
+  a.fs->on_exit(100);
+  a.tasks.remove(100);
+  check("exit");
+  a.tasks.remove(103);
+  (void)sh.cat("/g2/tasks");  // forgets the thread that died without an event
+  check("dead thread forgotten by a read");
+  REQUIRE(sh.rmdir("/g1/mon_groups/m1") == 0);
+  check("rmdir MON");
+  REQUIRE(sh.mkdir("/g1/mon_groups/m1") == 0);
+  REQUIRE(sh.mkdir("/g1/mon_groups/m2") == 0);
+  check("mkdir MON again");
+  REQUIRE(sh.mv("/g1/mon_groups/m1", "/g2/mon_groups/m9") == 0);
+  check("rename MON to another parent");
+  REQUIRE(sh.mv("/g2/mon_groups/m9", "/g2/mon_groups/m8") == 0);
+  check("rename MON in place");
+  Result<fs::Ino> dir = ino_of(a, "/g2");
+  REQUIRE(dir.ok());
+  const uint32_t mode = 0750;
+  const uid_t uid = 1234;
+  REQUIRE(a.fs->setattr(*dir, &mode, &uid, nullptr).ok());
+  check("chmod/chown of a group");
+  // Several commands in one delta (as when a commit failed): made and
+  // removed; removed and made again with the same name.
+  REQUIRE(sh.mkdir("/g3") == 0);
+  REQUIRE(sh.rmdir("/g3") == 0);
+  REQUIRE(sh.rmdir("/g1") == 0);
+  REQUIRE(sh.mkdir("/g1") == 0);
+  REQUIRE(sh.mkdir("/g1/mon_groups/m2") == 0);
+  REQUIRE(sh.echo("/g1/schemata", "L3:0=3;1=3") == 0);
+  check("remove and make again in one delta");
+  CHECK(snapshots == 0);
+  // Changes that are not deltas: the cpus of several groups, info settings.
+  REQUIRE(sh.echo("/g2/cpus_list", "1-2") == 0);
+  check("cpus");
+  REQUIRE(sh.echo("/info/L3_MON/max_threshold_occupancy", "131072") == 0);
+  check("info setting");
+  REQUIRE(sh.echo("/g2/tasks", "104") == 0);
+  check("tasks after a snapshot");
+  CHECK(snapshots == 2);
+  CHECK(deltas >= 15);
+  // And the replayed document restores to the same tree and registers.
+  SimFixture b("intel-2s", fs::MountOptions{.debug = true});
+  for (pid_t t : a.tasks.all_threads()) b.tasks.add(t);
+  REQUIRE(b.fs->restore_state_json(replay->finish()).ok());
+  CHECK(canonical(b.fs->save_state_json()) == canonical(a.fs->save_state_json()));
+  CHECK(regs(b) == regs(a));
+}
+
+uint64_t file_size(const std::string& p) {
+  std::error_code ec;
+  uint64_t n = std::filesystem::file_size(p, ec);
+  return ec ? 0 : n;
+}
+
+TEST_CASE("a command appends the same few bytes whatever the size of the model", "[restore]") {
+  std::map<int, std::vector<uint64_t>> appended;  // model size -> bytes per command
+  std::map<int, uint64_t> snapshot_bytes;
+  for (int n : {0, 200}) {
+    TempDir dir;
+    SimFixture a("intel-2s");
+    Shell& sh = *a.sh;
+    REQUIRE(sh.mkdir("/g") == 0);
+    for (int i = 0; i < n; ++i) {
+      REQUIRE(sh.mkdir("/mon_groups/m" + std::to_string(i)) == 0);
+      a.tasks.add(1000 + i);
+      REQUIRE(sh.echo("/mon_groups/m" + std::to_string(i) + "/tasks", std::to_string(1000 + i)) ==
+              0);
+    }
+    a.tasks.add(100);
+    auto j = StateJournal::open(dir.path);
+    REQUIRE(j.ok());
+    REQUIRE((*j)->commit_state("intel-2s", *a.fs).ok());  // the first commit is a snapshot
+    snapshot_bytes[n] = file_size(dir.path + "/" + kJournalFile);
+    const std::string log = dir.path + "/" + kJournalLogFile;
+    REQUIRE(file_size(log) == 0);
+    auto step = [&](int rc) {
+      REQUIRE(rc == 0);
+      const uint64_t before = file_size(log);
+      REQUIRE((*j)->commit_state("intel-2s", *a.fs).ok());
+      appended[n].push_back(file_size(log) - before);
+    };
+    step(sh.echo("/g/schemata", "L3:0=f;1=f"));
+    step(sh.echo("/schemata", "L3:0=7ff;1=3ff"));
+    step(sh.echo("/g/tasks", "100"));
+    step(sh.mkdir("/g/mon_groups/x"));
+    step(sh.rmdir("/g/mon_groups/x"));
+    CHECK((*j)->snapshots() == 1);
+  }
+  INFO("snapshot bytes: " << snapshot_bytes[0] << " and " << snapshot_bytes[200]);
+  CHECK(snapshot_bytes[200] > 20 * snapshot_bytes[0] / 2);
+  // Identical commands, records of the same size (give or take the digits
+  // of an RMID): nothing of the model's size.
+  REQUIRE(appended[0].size() == appended[200].size());
+  for (size_t i = 0; i < appended[0].size(); ++i) {
+    CHECK(appended[200][i] <= appended[0][i] + 4);
+    CHECK(appended[0][i] <= appended[200][i] + 4);
+  }
+  for (uint64_t b : appended[200]) {
+    CHECK(b > 0);
+    CHECK(b < 400);
+  }
+  CHECK(appended[200][2] < 120);  // one thread moved
+}
+
+// State of a fixture built through a journal that commits after every
+// command; returns the log's bytes before the last compaction.
+TEST_CASE("compaction folds the log into a snapshot; a crash between its steps loses nothing",
+          "[restore]") {
+  TempDir dir;
+  SimFixture a("intel-2s", fs::MountOptions{.debug = true});
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  StateJournal& jr = **j;
+  auto run = [&](int rc) {
+    INFO(a.sh->cat("/info/last_cmd_status"));
+    REQUIRE(rc == 0);
+    REQUIRE(jr.commit_state("intel-2s", *a.fs).ok());
+  };
+  for (pid_t t : {100, 101, 102}) a.tasks.add(t);
+  REQUIRE(jr.commit_state("intel-2s", *a.fs).ok());
+  const uint64_t gen0 = jr.generation();
+  run(a.sh->mkdir("/g1"));
+  run(a.sh->echo("/g1/schemata", "L3:0=f;1=f0"));
+  run(a.sh->mkdir("/g1/mon_groups/m"));
+  run(a.sh->echo("/g1/tasks", "100,101"));
+  run(a.sh->echo("/g1/mon_groups/m/tasks", "101"));
+  const std::string log_path = dir.path + "/" + kJournalLogFile;
+  const std::string snap_path = dir.path + "/" + kJournalFile;
+  CHECK(jr.generation() == gen0 + 5);
+  CHECK(jr.snapshots() == 1);
+  const std::string log = read_text(log_path);
+  const std::string old_snapshot = read_text(snap_path);
+  REQUIRE(!log.empty());
+
+  auto restored_equals_a = [&](const char* what) {
+    INFO(what);
+    SimFixture b("intel-2s", fs::MountOptions{.debug = true});
+    for (pid_t t : {100, 101, 102}) b.tasks.add(t);
+    auto jb = StateJournal::open_and_restore(dir.path, "intel-2s", *b.fs);
+    REQUIRE(jb.ok());
+    CHECK((*jb)->outcome() == StateJournal::Outcome::kRestored);
+    CHECK(canonical(b.fs->save_state_json()) == canonical(a.fs->save_state_json()));
+    CHECK(regs(b) == regs(a));
+    // Restoring compacts at once.
+    CHECK(file_size(log_path) == 0);
+    CHECK((*jb)->generation() > jr.generation());
+  };
+
+  SECTION("the snapshot and the log") { restored_equals_a("snapshot + log"); }
+  SECTION("a crash while the new snapshot was written") {
+    write_text(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
+    restored_equals_a("temporary file left");
+  }
+  SECTION("compaction") {
+    REQUIRE(jr.compact("intel-2s", *a.fs).ok());
+    CHECK(jr.snapshots() == 2);
+    CHECK(file_size(log_path) == 0);
+    CHECK(jr.generation() == gen0 + 6);
+    REQUIRE(jr.compact("intel-2s", *a.fs).ok());  // nothing new: nothing written
+    CHECK(jr.snapshots() == 2);
+    SECTION("then a clean restore") { restored_equals_a("compacted"); }
+    SECTION("a crash between the snapshot's rename and the log's truncation") {
+      write_text(log_path, log);
+      restored_equals_a("stale records left in the log");
+    }
+    SECTION("more records after the compaction") {
+      run(a.sh->echo("/g1/tasks", "102"));
+      CHECK(file_size(log_path) > 0);
+      restored_equals_a("records after a compaction");
+    }
+  }
+  SECTION("a log that does not follow its snapshot is refused") {
+    // The old log behind a snapshot two generations later than it expects.
+    REQUIRE(jr.compact("intel-2s", *a.fs).ok());
+    run(a.sh->echo("/g1/tasks", "102"));
+    const std::string newer = read_text(log_path);
+    write_text(snap_path, old_snapshot);
+    write_text(log_path, newer);
+    SimFixture b("intel-2s", fs::MountOptions{.debug = true});
+    auto jb = StateJournal::open_and_restore(dir.path, "intel-2s", *b.fs);
+    REQUIRE(jb.ok());
+    CHECK((*jb)->outcome() == StateJournal::Outcome::kRejected);
+    CHECK((*jb)->rejected_reason().find("first record") != std::string::npos);
+    CHECK(std::filesystem::exists(log_path + kJournalRejectedSuffix));
+  }
+}
+
+TEST_CASE("the log is compacted past its size limit", "[restore]") {
+  TempDir dir;
+  SimFixture a("intel-2s");
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  (*j)->set_fsync(false);
+  REQUIRE(a.sh->mkdir("/g") == 0);
+  a.tasks.add(100);
+  const std::string log_path = dir.path + "/" + kJournalLogFile;
+  uint64_t largest = 0;
+  for (int i = 0; i < 30000 && (*j)->snapshots() < 3; ++i) {
+    REQUIRE(a.sh->echo(i % 2 == 0 ? "/g/tasks" : "/tasks", "100") == 0);
+    REQUIRE((*j)->commit_state("intel-2s", *a.fs).ok());
+    largest = std::max(largest, file_size(log_path));
+  }
+  CHECK((*j)->snapshots() == 3);
+  CHECK(largest >= kMaxLogBytes);
+  CHECK(largest < kMaxLogBytes + 200);
 }
 
 }  // namespace
