@@ -25,7 +25,8 @@
 # it the benchmark measures the most threads the current limits allow and
 # says so.
 # --no-journal: run resctrlfsd without --state-dir (no state journal), to
-# see what journaling costs each command.
+# see what journaling costs each command. With the journal, its directory is
+# a private tmpfs (like the shipped /run/resctrlfs).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --raise-limits) raise_limits=1; shift ;;
     --no-journal) no_journal=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,6 +86,7 @@ cleanup() {
     wait "$p" 2>/dev/null
   done
   mountpoint -q "$work/tmpfs" && umount "$work/tmpfs"
+  mountpoint -q "$work/state" && umount "$work/state"
   rm -rf "$work"
   if [ -n "${old_pid_max:-}" ]; then
     sysctl -q -w kernel.pid_max="$old_pid_max" vm.max_map_count="$old_map_count"
@@ -146,6 +148,10 @@ if [ "$have_daemon" = 1 ]; then
   state=(--state-dir "$work/state")
   [ "$no_journal" = 1 ] && state=()
   mkdir -p "$work/state"
+  # The journal on tmpfs, as the shipped configuration keeps it
+  # (/run/resctrlfs): fdatasync there costs nothing, and on a disk it would
+  # measure the disk, not resctrlfs.
+  [ "$no_journal" = 1 ] || mount -t tmpfs -o size=256m,mode=0700 resctrlfs-bench-state "$work/state"
   "$build/daemon/resctrlfsd" -f --platform "$work/platform.json" "${state[@]}" \
     --control "$work/resctrl.sock" "$work/resctrl" 2>"$work/resctrlfsd.log" &
   rpid=$!
