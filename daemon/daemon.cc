@@ -270,10 +270,7 @@ void Daemon::drain_proc() {
       fs.on_exit(e.tid);
     }
   }
-  if (!events.empty()) {
-    flush_invalidations();
-    tasks_dirty_ = true;
-  }
+  if (!events.empty()) flush_invalidations();
 }
 
 void Daemon::arm_timer() {
@@ -286,7 +283,10 @@ void Daemon::arm_timer() {
       parts_->fs->tick(fs_now());
       flush_invalidations();
     }
-    if (tasks_dirty_) commit_journal();
+    // Forks and exits since the last command, and what a failed command did
+    // before it failed (tasks moved before a bad pid): fs/ reports nothing
+    // when nothing changed, so this costs nothing on an idle daemon.
+    commit_journal();
     // The log's records go into a new snapshot once a second, off the path
     // of any command.
     compact_journal();
@@ -339,7 +339,6 @@ void Daemon::shutdown(const char* why) {
 }
 
 void Daemon::commit_journal() {
-  tasks_dirty_ = false;
   if (!journal_ || !parts_ || !fs_mounted_) return;
   Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
   // The command itself is done; a journal that cannot be written loses

@@ -82,7 +82,7 @@ class Daemon : public ControlTarget {
   void shutdown(const char* why);
   // The state journal (--state-dir, see journal.h): restored after the
   // resctrl mount; committed before the reply of every request that changed
-  // the model, once per tick after task events, and when a signal stops the
+  // the model, once per tick (fork and exit events), and when a signal stops the
   // daemon; cleared by a user's unmount. Compacted (its log folded into a
   // new snapshot) on the tick.
   void commit_journal();
@@ -108,7 +108,6 @@ class Daemon : public ControlTarget {
   std::unique_ptr<ControlServer> control_;
   std::chrono::steady_clock::time_point clock_base_;
   bool stopping_ = false;
-  bool tasks_dirty_ = false;
   std::unique_ptr<StateJournal> journal_;
   int exit_code_ = 0;
 };

@@ -275,9 +275,10 @@ Result<std::vector<std::string>> StateJournal::load_log(uint64_t gen) {
   if (!data) return live;
   RESCTRLFS_ASSIGN_OR_RETURN(LogContents log, decode_log(*data));
   if (log.torn_tail) {
-    spdlog::warn("state journal {}: last record cut short at byte {} (a crash during its append; "
-                 "its command was never acknowledged), dropped",
-                 log_path_, log.valid_bytes);
+    spdlog::warn(
+        "state journal {}: last record cut short at byte {} (a crash during its append; "
+        "its command was never acknowledged), dropped",
+        log_path_, log.valid_bytes);
   }
   uint64_t prev = 0;
   for (JournalRecord& r : log.records) {
@@ -311,6 +312,8 @@ Result<void> StateJournal::open_log() {
   struct stat st;
   if (::fstat(log_fd_, &st) != 0) return sys_error("stat", log_path_);
   log_bytes_ = static_cast<uint64_t>(st.st_size);
+  // The records' fdatasync does not make the file's name durable.
+  if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
   return Ok();
 }
 

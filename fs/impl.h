@@ -18,9 +18,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
-#include <set>
 #include <unordered_set>
 #include <vector>
 

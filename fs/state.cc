@@ -488,6 +488,14 @@ StateReplay::StateReplay() : impl_(std::make_unique<Impl>()) {}
 StateReplay::~StateReplay() = default;
 
 Result<void> StateReplay::start(std::string_view snapshot) {
+  try {
+    return start_checked(snapshot);
+  } catch (const nlohmann::json::exception& e) {
+    return Error::make(EINVAL, std::string("snapshot: ") + e.what());
+  }
+}
+
+Result<void> StateReplay::start_checked(std::string_view snapshot) {
   using nlohmann::json;
   json j = json::parse(snapshot, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
@@ -529,6 +537,16 @@ bool is_key(const json& k) {
 }  // namespace
 
 Result<void> StateReplay::apply(std::string_view delta) {
+  // The log is outside input: a value of an unexpected type fails the
+  // delta, never the daemon.
+  try {
+    return apply_checked(delta);
+  } catch (const nlohmann::json::exception& e) {
+    return Error::make(EINVAL, std::string("delta: ") + e.what());
+  }
+}
+
+Result<void> StateReplay::apply_checked(std::string_view delta) {
   auto bad = [](const std::string& why) { return Error::make(EINVAL, "delta: " + why); };
   if (!impl_->started) return bad("no snapshot");
   json d = json::parse(delta, nullptr, /*allow_exceptions=*/false);

@@ -44,6 +44,8 @@ class StateReplay {
   std::string finish();
 
  private:
+  Result<void> start_checked(std::string_view snapshot);
+  Result<void> apply_checked(std::string_view delta);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -7,13 +7,13 @@
 // give the live document after every kind of command; a command appends
 // the same few bytes whatever the size of the model; compaction, and a
 // crash between its steps, lose nothing.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "daemon/journal.h"
 #include "fs/state_replay.h"
@@ -143,7 +143,8 @@ nlohmann::json canonical(const std::string& text) {
     return a["name"].get<std::string>() < b["name"].get<std::string>();
   };
   for (auto& g : j["groups"]) {
-    if (g.contains("mon_groups")) std::sort(g["mon_groups"].begin(), g["mon_groups"].end(), by_name);
+    if (g.contains("mon_groups"))
+      std::sort(g["mon_groups"].begin(), g["mon_groups"].end(), by_name);
   }
   std::sort(j["groups"].begin(), j["groups"].end(), by_name);
   return j;
