@@ -24,8 +24,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "fs/filesystem.h"
 #include "fs/pools.h"
 #include "hw/arch.h"
@@ -334,8 +332,11 @@ class FsImpl final : public Filesystem {
   void jr_reset();
   void jr_after_write(const Node& n);
   Group* group_by_key(const GroupKey& k);
-  void save_ctrl_state(const Group& g, nlohmann::json& o);
-  void save_mon_state(const Group& m, nlohmann::json& o);
+  // One group's object of the state document (see state.cc), appended to
+  // `out`; a CTRL_MON group with or without its "mon_groups".
+  void save_ctrl_state(const Group& g, bool with_mons, std::string& out);
+  void save_mon_state(const Group& m, std::string& out);
+  void save_dir_fields(const Group& g, std::string& out);
   std::string save_state_locked();
   bool jr_full_ = true;
   std::vector<GroupKey> jr_set_;

@@ -89,10 +89,35 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
 
 Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
 
-json assigned_json(const Group& g) {
-  json a = json::array();
-  for (auto& [key, id] : g.cntrs) a.push_back({key.first, event_name(key.second)});
-  return a;
+// Appends `s` as a JSON string; through dump() only when it needs escaping.
+// The state is written as text directly, not as a json DOM: a journaled
+// command serialises a group, and building and dumping a DOM took most of
+// that command's time.
+void write_json_string(std::string_view s, std::string& out) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+      out += json(std::string(s)).dump();
+      return;
+    }
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void write_assigned(const Group& g, std::string& out) {
+  out += '[';
+  bool first = true;
+  for (auto& [key, id] : g.cntrs) {
+    if (!first) out += ',';
+    first = false;
+    out += '[';
+    out += std::to_string(key.first);
+    out += ",\"";
+    out += event_name(key.second);
+    out += "\"]";
+  }
+  out += ']';
 }
 
 }  // namespace
@@ -107,79 +132,120 @@ json assigned_json(const Group& g) {
 //                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
 //                                "assigned"}]}],   (the default group first, name "")
 //    "threads": [[tid, closid, rmid]]}
-void FsImpl::save_ctrl_state(const Group& g, json& o) {
-  o = {{"name", g.name},
-       {"closid", g.closid},
-       {"rmid", g.rmid},
-       {"mode", mode_str(g.mode)},
-       {"cpus", format_cpu_list(g.cpus)},
-       {"mba_event", event_name(g.mba_event)},
-       {"assigned", assigned_json(g)}};
+void FsImpl::save_dir_fields(const Group& g, std::string& out) {
   if (const Node* d = node(g.dir)) {
-    o["dir_mode"] = d->mode & 07777;
-    o["uid"] = d->uid;
-    o["gid"] = d->gid;
+    out += ",\"dir_mode\":";
+    out += std::to_string(d->mode & 07777);
+    out += ",\"uid\":";
+    out += std::to_string(d->uid);
+    out += ",\"gid\":";
+    out += std::to_string(d->gid);
   }
-  json sch = json::object();
-  for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
-    const schemata::Schema& s = schemas_.schemas[si];
-    json vals = json::object();
-    for (int d : s.domain_ids)
-      vals[std::to_string(d)] = ctrl_value(static_cast<int>(si), d, g.closid);
-    sch[s.name] = vals;
-  }
-  o["schemata"] = sch;
 }
 
-void FsImpl::save_mon_state(const Group& m, json& o) {
-  o = {{"name", m.name},
-       {"rmid", m.rmid},
-       {"cpus", format_cpu_list(m.cpus)},
-       {"assigned", assigned_json(m)}};
-  if (const Node* d = node(m.dir)) {
-    o["dir_mode"] = d->mode & 07777;
-    o["uid"] = d->uid;
-    o["gid"] = d->gid;
+void FsImpl::save_ctrl_state(const Group& g, bool with_mons, std::string& out) {
+  out += "{\"name\":";
+  write_json_string(g.name, out);
+  out += ",\"closid\":";
+  out += std::to_string(g.closid);
+  out += ",\"rmid\":";
+  out += std::to_string(g.rmid);
+  out += ",\"mode\":\"";
+  out += mode_str(g.mode);
+  out += "\",\"cpus\":\"";
+  out += format_cpu_list(g.cpus);
+  out += "\",\"mba_event\":\"";
+  out += event_name(g.mba_event);
+  out += "\",\"assigned\":";
+  write_assigned(g, out);
+  save_dir_fields(g, out);
+  out += ",\"schemata\":{";
+  for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
+    const schemata::Schema& s = schemas_.schemas[si];
+    if (si != 0) out += ',';
+    write_json_string(s.name, out);
+    out += ":{";
+    bool first = true;
+    for (int d : s.domain_ids) {
+      if (!first) out += ',';
+      first = false;
+      out += '"';
+      out += std::to_string(d);
+      out += "\":";
+      out += std::to_string(ctrl_value(static_cast<int>(si), d, g.closid));
+    }
+    out += '}';
   }
+  out += '}';
+  if (with_mons) {
+    out += ",\"mon_groups\":[";
+    bool first = true;
+    for (const Group* m : g.mon_children) {
+      if (!first) out += ',';
+      first = false;
+      save_mon_state(*m, out);
+    }
+    out += ']';
+  }
+  out += '}';
+}
+
+void FsImpl::save_mon_state(const Group& m, std::string& out) {
+  out += "{\"name\":";
+  write_json_string(m.name, out);
+  out += ",\"rmid\":";
+  out += std::to_string(m.rmid);
+  out += ",\"cpus\":\"";
+  out += format_cpu_list(m.cpus);
+  out += "\",\"assigned\":";
+  write_assigned(m, out);
+  save_dir_fields(m, out);
+  out += '}';
 }
 
 std::string FsImpl::save_state_locked() {
-  json j;
-  j["version"] = 1;
-  j["mounted"] = mounted_;
-  j["options"] = {{"cdp", opts_.cdp},
+  json options = {{"cdp", opts_.cdp},
                   {"cdpl2", opts_.cdpl2},
                   {"mba_MBps", opts_.mba_mbps},
                   {"debug", opts_.debug}};
-  j["settings"] = {
+  json settings = {
       {"max_threshold_occupancy", threshold_},
       {"mbm_assign_mode", mbm_event_mode_ ? "mbm_event" : "default"},
       {"mbm_assign_on_mkdir", assign_on_mkdir_},
       {"event_filter",
        {{"mbm_total_bytes", event_filter_total_}, {"mbm_local_bytes", event_filter_local_}}}};
-  json groups = json::array();
+  std::string out = "{\"version\":1,\"mounted\":";
+  out += mounted_ ? "true" : "false";
+  out += ",\"options\":";
+  out += options.dump();
+  out += ",\"settings\":";
+  out += settings.dump();
+  out += ",\"groups\":[";
   if (mounted_) {
+    bool first = true;
     for (auto& gp : groups_) {
-      const Group& g = *gp;
-      if (g.type != GroupType::kCtrlMon) continue;
-      json o;
-      save_ctrl_state(g, o);
-      json mons = json::array();
-      for (const Group* m : g.mon_children) {
-        json mo;
-        save_mon_state(*m, mo);
-        mons.push_back(std::move(mo));
-      }
-      o["mon_groups"] = std::move(mons);
-      groups.push_back(std::move(o));
+      if (gp->type != GroupType::kCtrlMon) continue;
+      if (!first) out += ',';
+      first = false;
+      save_ctrl_state(*gp, /*with_mons=*/true, out);
     }
   }
-  j["groups"] = groups;
+  out += "],\"threads\":[";
   std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(thread_tags_.begin(), thread_tags_.end());
-  json threads = json::array();
-  for (auto& [tid, tags] : sorted) threads.push_back({tid, tags.first, tags.second});
-  j["threads"] = threads;
-  return j.dump();
+  bool first = true;
+  for (auto& [tid, tags] : sorted) {
+    if (!first) out += ',';
+    first = false;
+    out += '[';
+    out += std::to_string(tid);
+    out += ',';
+    out += std::to_string(tags.first);
+    out += ',';
+    out += std::to_string(tags.second);
+    out += ']';
+  }
+  out += "]}";
+  return out;
 }
 
 std::string FsImpl::save_state_json() {
@@ -278,42 +344,64 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
   std::lock_guard<std::mutex> lock(mu_);
   if (jr_full_ || !mounted_) return std::nullopt;
   if (jr_set_.empty() && jr_del_.empty() && jr_threads_.empty()) return std::string();
-  json d = json::object();
-  d["version"] = 1;
+  std::string out = "{\"version\":1";
   if (!jr_del_.empty()) {
-    json del = json::array();
-    for (const GroupKey& k : jr_del_) del.push_back({k.first, k.second});
-    d["del"] = std::move(del);
+    out += ",\"del\":[";
+    bool first = true;
+    for (const GroupKey& k : jr_del_) {
+      if (!first) out += ',';
+      first = false;
+      out += '[';
+      write_json_string(k.first, out);
+      out += ',';
+      write_json_string(k.second, out);
+      out += ']';
+    }
+    out += ']';
   }
-  json set = json::array();
+  bool first_set = true;
   for (const GroupKey& k : jr_set_) {
     const Group* g = group_by_key(k);
     if (g == nullptr) continue;  // made and removed again since the last take
-    json o;
+    out += first_set ? ",\"set\":[" : ",";
+    first_set = false;
+    out += "{\"ctrl\":";
+    write_json_string(k.first, out);
+    out += ",\"mon\":";
+    write_json_string(k.second, out);
+    out += ",\"group\":";
     if (k.second.empty()) {
-      save_ctrl_state(*g, o);
+      save_ctrl_state(*g, /*with_mons=*/false, out);
     } else {
-      save_mon_state(*g, o);
+      save_mon_state(*g, out);
     }
-    set.push_back({{"ctrl", k.first}, {"mon", k.second}, {"group", std::move(o)}});
+    out += '}';
   }
-  if (!set.empty()) d["set"] = std::move(set);
+  if (!first_set) out += ']';
   if (!jr_threads_.empty()) {
     std::vector<pid_t> tids(jr_threads_.begin(), jr_threads_.end());
     std::sort(tids.begin(), tids.end());
-    json th = json::array();
+    out += ",\"threads\":[";
+    bool first = true;
     for (pid_t tid : tids) {
+      if (!first) out += ',';
+      first = false;
+      out += '[';
+      out += std::to_string(tid);
       auto it = thread_tags_.find(tid);
-      if (it == thread_tags_.end()) {
-        th.push_back({tid});
-      } else {
-        th.push_back({tid, it->second.first, it->second.second});
+      if (it != thread_tags_.end()) {
+        out += ',';
+        out += std::to_string(it->second.first);
+        out += ',';
+        out += std::to_string(it->second.second);
       }
+      out += ']';
     }
-    d["threads"] = std::move(th);
+    out += ']';
   }
+  out += '}';
   jr_reset();
-  return d.dump();
+  return out;
 }
 
 Result<void> FsImpl::restore_state_json(const std::string& text) {
