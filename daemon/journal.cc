@@ -3,7 +3,9 @@
 #include "daemon/journal.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -53,11 +55,44 @@ Result<void> write_all(int fd, std::string_view data, const std::string& path) {
 
 }  // namespace
 
-uint32_t crc32c(std::string_view data) {
+namespace {
+
+uint32_t crc32c_table(uint32_t c, std::string_view data) {
   static const std::array<uint32_t, 256> table = make_crc_table();
-  uint32_t c = 0xFFFFFFFFU;
   for (unsigned char b : data) c = table[(c ^ b) & 0xFFU] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFU;
+  return c;
+}
+
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes CRC-32C: ~10x fewer instructions for
+// the record of every journaled command.
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t c, std::string_view data) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t c64 = c;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = __builtin_ia32_crc32di(c64, v);
+  }
+  c = static_cast<uint32_t>(c64);
+  for (; n > 0; --n, ++p) c = __builtin_ia32_crc32qi(c, static_cast<unsigned char>(*p));
+  return c;
+}
+#endif
+
+}  // namespace
+
+uint32_t crc32c(std::string_view data) {
+#if defined(__x86_64__)
+  static const bool hw = __builtin_cpu_supports("sse4.2");
+  if (hw) return crc32c_sse42(0xFFFFFFFFU, data) ^ 0xFFFFFFFFU;
+#endif
+  return crc32c_table(0xFFFFFFFFU, data) ^ 0xFFFFFFFFU;
+}
+
+uint32_t crc32c_portable(std::string_view data) {
+  return crc32c_table(0xFFFFFFFFU, data) ^ 0xFFFFFFFFU;
 }
 
 std::string encode_journal_record(const JournalRecord& rec) {
@@ -309,6 +344,11 @@ Result<void> StateJournal::open_log() {
   if (log_fd_ >= 0) return Ok();
   log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd_ < 0) return sys_error("open", log_path_);
+  // On tmpfs (the shipped /run/resctrlfs) the page cache is the file:
+  // fdatasync has nothing to write, so the record's syscall is skipped.
+  struct statfs sfs;
+  log_in_memory_ =
+      ::fstatfs(log_fd_, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
   struct stat st;
   if (::fstat(log_fd_, &st) != 0) return sys_error("stat", log_path_);
   log_bytes_ = static_cast<uint64_t>(st.st_size);
@@ -367,7 +407,8 @@ Result<void> StateJournal::append(const std::string& delta) {
   RESCTRLFS_RETURN_IF_ERROR(open_log());
   const std::string bytes = encode_log_record(generation_ + 1, delta);
   Result<void> w = write_all(log_fd_, bytes, log_path_);
-  if (w.ok() && fsync_ && ::fdatasync(log_fd_) != 0) w = sys_error("fdatasync", log_path_);
+  if (w.ok() && fsync_ && !log_in_memory_ && ::fdatasync(log_fd_) != 0)
+    w = sys_error("fdatasync", log_path_);
   if (!w.ok()) {
     // Take a part-written record back; the next commit is a snapshot
     // either way, and it truncates the log.

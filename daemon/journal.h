@@ -70,8 +70,10 @@ inline constexpr const char* kJournalRejectedSuffix = ".rejected";
 // A journal larger than this is not read (a model with 100k threads is ~2 MB).
 inline constexpr size_t kMaxJournalBytes = 64 * 1024 * 1024;
 
-// CRC-32C (Castagnoli), as used by ext4 and iSCSI.
+// CRC-32C (Castagnoli), as used by ext4 and iSCSI: with SSE4.2 where the
+// CPU has it; crc32c_portable() is the table version, for tests.
 uint32_t crc32c(std::string_view data);
+uint32_t crc32c_portable(std::string_view data);
 
 struct JournalRecord {
   uint64_t generation = 0;
@@ -188,6 +190,7 @@ class StateJournal {
   uint64_t snapshots_ = 0;
   uint64_t log_bytes_ = 0;
   bool fsync_ = true;
+  bool log_in_memory_ = false;  // the log is on tmpfs: fdatasync is a no-op
   // No snapshot on disk that the log can follow, or a record may be
   // missing from the log (a failed commit): the next commit is a snapshot.
   bool need_snapshot_ = true;

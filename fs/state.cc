@@ -96,7 +96,9 @@ Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " +
 void write_json_string(std::string_view s, std::string& out) {
   for (unsigned char c : s) {
     if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
-      out += json(std::string(s)).dump();
+      // A name that is not UTF-8 (the kernel takes any bytes) cannot be a
+      // JSON string: its bad bytes are saved as U+FFFD rather than failing.
+      out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
       return;
     }
   }
