@@ -37,6 +37,7 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
     // groups; clearing it everywhere is the same.
     for (auto& g : groups_) g->cpus.reset(cpu);
     if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
+    jr_all();  // CPUs, schemata domains and counters of any group
   }
   return Ok();
 }
@@ -52,6 +53,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
       cpu_assoc_[cpu] = {0, 0};
       cpu_assoc_valid_[cpu] = true;
     }
+    jr_all();
   }
   return Ok();
 }

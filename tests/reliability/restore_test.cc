@@ -238,7 +238,15 @@ TEST_CASE("deltas replayed onto the snapshot equal the live state after every co
   check("info setting");
   REQUIRE(sh.echo("/g2/tasks", "104") == 0);
   check("tasks after a snapshot");
-  CHECK(snapshots == 2);
+  REQUIRE(a.fs->cpu_offline(2).ok());  // hotplug: CPUs of groups change
+  REQUIRE(a.backend.sim->set_cpu_online(2, false).ok());
+  check("CPU offline");
+  REQUIRE(a.backend.sim->set_cpu_online(2, true).ok());
+  REQUIRE(a.fs->cpu_online(2).ok());
+  check("CPU online");
+  REQUIRE(sh.echo("/g1/schemata", "L3:0=7;1=7") == 0);
+  check("schemata after hotplug");
+  CHECK(snapshots == 4);
   CHECK(deltas >= 15);
   // And the replayed document restores to the same tree and registers.
   SimFixture b("intel-2s", fs::MountOptions{.debug = true});
