@@ -120,12 +120,11 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
 
   // Schema list (§2.3) and the CLOSID pool (§4.2).
   std::vector<schemata::ResourceDesc> descs;
-  static const char* kNames[] = {"L3", "L2", "MB", "SMBA"};
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = info_.resources[i];
     if (!r.alloc_capable) continue;
     schemata::ResourceDesc d;
-    d.name = kNames[i];
+    d.name = hw::resource_name(r.rid);
     d.resource_index = i;
     d.kind = r.is_cache() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
     d.cdp_capable = r.is_cache() && r.cache.cdp_capable;

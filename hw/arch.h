@@ -15,11 +15,18 @@
 //   - monitoring reads: bytes (occupancy already multiplied by the upscaling
 //     factor, MBM chunks already folded across counter wrap-around and
 //     multiplied by the scale and any errata correction factor).
+//   - telemetry reads (PERF_PKG): the aggregator's cumulative count for the
+//     RMID on that package. Integer events are plain counts (cycles, uops,
+//     residency cycles). core_energy (Joules) and activity (Farads) are
+//     unsigned fixed point with PerfPkgEvent::binary_bits fraction bits:
+//     value / 2^binary_bits is the quantity; fs/ prints it as the kernel
+//     does (integer part, '.', rounded decimal fraction).
 //
 // Threading: an Arch is not internally synchronised; the caller (fs/) holds
 // its model lock (the rdtgroup_mutex analogue) across every call.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -33,9 +40,11 @@
 namespace resctrlfs::hw {
 
 // Resources in the kernel's enumeration order. The order matters: schemata
-// lines are printed in the reverse of it.
-enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3 };
-inline constexpr int kNumResources = 4;
+// lines are printed in the reverse of it. PERF_PKG (Intel telemetry) is a
+// monitor-only resource: its slot in PlatformInfo::resources is never
+// alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
+enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4 };
+inline constexpr int kNumResources = 5;
 
 // Which half of a CDP-split cache resource a configuration refers to.
 // NONE is used for every resource when CDP is off, and always for MB/SMBA.
@@ -55,8 +64,26 @@ constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
   return closid;
 }
 
-// Monitoring event ids (the kernel's QOS_L3_*_EVENT_ID values).
-enum class EventId : uint8_t { LLC_OCCUPANCY = 1, MBM_TOTAL = 2, MBM_LOCAL = 3 };
+// Monitoring event ids, numbered as the kernel numbers them: the L3 events
+// are the QOS_L3_*_EVENT_ID values; the telemetry (PERF_PKG) events follow
+// in the kernel's order, which is also the order of files in a
+// mon_PERF_PKG_XX directory and of lines in its mon_features.
+enum class EventId : uint8_t {
+  LLC_OCCUPANCY = 1,
+  MBM_TOTAL = 2,
+  MBM_LOCAL = 3,
+  CORE_ENERGY = 4,
+  ACTIVITY = 5,
+  STALLS_LLC_HIT = 6,
+  C1_RES = 7,
+  UNHALTED_CORE_CYCLES = 8,
+  STALLS_LLC_MISS = 9,
+  AUTO_C6_RES = 10,
+  UNHALTED_REF_CYCLES = 11,
+  UOPS_RETIRED = 12,
+  INST_RETIRED = 13,
+  PCNT = 14,
+};
 
 // Names as resctrl prints them (file names, mon_features lines). Inline so
 // that fs/, which sees hw/ only through this header, uses the same table.
@@ -68,9 +95,47 @@ constexpr const char* event_name(EventId e) {
       return "mbm_total_bytes";
     case EventId::MBM_LOCAL:
       return "mbm_local_bytes";
+    case EventId::CORE_ENERGY:
+      return "core_energy";
+    case EventId::ACTIVITY:
+      return "activity";
+    case EventId::STALLS_LLC_HIT:
+      return "stalls_llc_hit";
+    case EventId::C1_RES:
+      return "c1_res";
+    case EventId::UNHALTED_CORE_CYCLES:
+      return "unhalted_core_cycles";
+    case EventId::STALLS_LLC_MISS:
+      return "stalls_llc_miss";
+    case EventId::AUTO_C6_RES:
+      return "c6_res";
+    case EventId::UNHALTED_REF_CYCLES:
+      return "unhalted_ref_cycles";
+    case EventId::UOPS_RETIRED:
+      return "uops_retired";
+    case EventId::INST_RETIRED:
+      return "inst_retired";
+    case EventId::PCNT:
+      return "pcnt";
   }
   return "unknown";
 }
+
+// The resource an event belongs to.
+constexpr bool is_perf_pkg_event(EventId e) {
+  return e >= EventId::CORE_ENERGY && e <= EventId::PCNT;
+}
+
+// The filesystem's contract with user space on how a value is shown: these
+// events print as decimal fractions (fixed point from the hardware), every
+// other event as an unsigned integer. An architecture may not make any
+// other event fractional.
+constexpr bool event_is_floating_point(EventId e) {
+  return e == EventId::CORE_ENERGY || e == EventId::ACTIVITY;
+}
+
+// The largest number of fraction bits fs/ can print (9 decimal places).
+inline constexpr unsigned kMaxBinaryBits = 27;
 
 // "L3", "L2", "MB", "SMBA".
 constexpr const char* resource_name(ResourceId r) {
@@ -83,6 +148,8 @@ constexpr const char* resource_name(ResourceId r) {
       return "MB";
     case ResourceId::SMBA:
       return "SMBA";
+    case ResourceId::PERF_PKG:
+      return "PERF_PKG";
   }
   return "unknown";
 }
@@ -103,7 +170,7 @@ struct CtrlDomain {
 // cache the node shares with its sibling nodes (what mon_L3_XX is named
 // after; its files sum the domains with that l3_id).
 struct MonDomain {
-  int id = 0;  // L3 cache id, or NUMA node id under SNC
+  int id = 0;  // L3 cache id, NUMA node id under SNC; for PERF_PKG the package id
   CpuMask cpus;
   int l3_id = -1;  // the L3 cache id this domain belongs to (== id without SNC)
 };
@@ -167,6 +234,21 @@ struct MonCaps {
   std::vector<MonDomain> mon_domains;  // sorted by id
 };
 
+// One enabled telemetry event and its fixed-point format.
+struct PerfPkgEvent {
+  EventId id = EventId::CORE_ENERGY;
+  unsigned binary_bits = 0;  // fraction bits (0 for integer events)
+};
+
+// Telemetry monitoring capabilities (Intel Application Energy Telemetry:
+// per-RMID counters in PMT aggregators, one monitor domain per package).
+struct PerfPkgMonCaps {
+  bool capable = false;
+  unsigned num_rmids = 0;              // info/PERF_PKG_MON/num_rmids
+  std::vector<PerfPkgEvent> events;    // enabled events in event-id order
+  std::vector<MonDomain> mon_domains;  // packages with a usable aggregator, sorted
+};
+
 // The machine as decoded at start-up, then kept current across CPU hotplug:
 // `online`, every resource's ctrl_domains and mon.mon_domains change when
 // Arch::offline_cpu()/online_cpu() run (a domain is listed only while at
@@ -183,10 +265,21 @@ struct PlatformInfo {
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
   Resource resources[kNumResources];  // indexed by ResourceId
-  MonCaps mon;
-  bool pseudo_lock_capable = false;  // we do not emulate pseudo-locking
+  MonCaps mon;                        // L3 monitoring
+  PerfPkgMonCaps perf_pkg;            // telemetry monitoring
+  bool pseudo_lock_capable = false;   // we do not emulate pseudo-locking
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
+
+// How many RMIDs groups may use: the smallest num_rmids of the monitor
+// resources present (an RMID must be valid in every one of them), 0 when
+// the platform cannot monitor. The kernel's system-wide RMID index limit.
+inline unsigned num_rmid_idx(const PlatformInfo& p) {
+  unsigned n = 0;
+  if (p.mon.capable) n = p.mon.num_rmids;
+  if (p.perf_pkg.capable) n = n == 0 ? p.perf_pkg.num_rmids : std::min(n, p.perf_pkg.num_rmids);
+  return n;
+}
 
 // One control value change: `value` for CLOSID `closid` (schema-level
 // CLOSID, before the CDP index rule) of resource `rid` half `type` on
@@ -205,7 +298,7 @@ enum class ReadError : uint8_t { kNone = 0, kError = 1, kUnavailable = 2 };
 
 struct CounterValue {
   ReadError err = ReadError::kNone;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // bytes for L3 events; the raw telemetry value for PERF_PKG
 };
 
 class ArchEvents;
@@ -265,6 +358,16 @@ class Arch {
   // counter to read instead of the RMID. Cost: two MSR accesses.
   virtual CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                                   std::optional<unsigned> cntr_id = std::nullopt) = 0;
+
+  // Reads telemetry event `ev` (is_perf_pkg_event) of `rmid` on package
+  // `package_id`: the sum over that package's aggregators for the event,
+  // in the units of the header comment. kUnavailable when no aggregator of
+  // the package has valid data for the RMID yet (nothing has run with it);
+  // kError when the counter lies outside the aggregator's region or the
+  // event is not enabled. Counts are the hardware's cumulative values:
+  // nothing is reset when an RMID is reused. Cost: one 64-bit MMIO read per
+  // aggregator of the package.
+  virtual CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) = 0;
 
   // Forgets the running state of (domain, rmid, ev): the next read
   // re-establishes a baseline and counts from 0.

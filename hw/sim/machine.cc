@@ -97,6 +97,7 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
              std::any_of(l3_.begin(), l3_.end(), [](const L3Dom& d) { return d.snc_ways > 1; });
   for (auto& d : l3_) power_on_l3(d);
   for (auto& d : l2_) power_on_l2(d);
+  init_telemetry();
   start_ = std::chrono::steady_clock::now();
 }
 

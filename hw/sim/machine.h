@@ -55,11 +55,35 @@
 //     RMID k x (RMIDs per node) + r. Occupancy/MBM arrays are indexed by
 //     physical RMID.
 //
+// Telemetry (Intel AET, profile "telemetry"): the machine is also a
+// PmtTelemetryDevice whose aggregators hold per-package, per-RMID
+// cumulative counts in the layout of their GUID (hw/x86/aet.h), advanced
+// with the same clock (telemetry.cc):
+//   - a CPU workload keeps its CPU busy under the CPU's PQR_ASSOC RMID; a
+//     thread workload keeps one CPU busy under the thread's RMID, on its
+//     CPU's package or spread evenly over the packages; a CPU with neither
+//     idles under its PQR_ASSOC RMID;
+//   - busy time counts unhalted core cycles (2.4 GHz) and reference cycles
+//     (2.0 GHz); a share of the core cycles stalls on LLC misses (growing
+//     with memory bandwidth, up to 60%) and on LLC hits (5% plus up to 10%
+//     with the footprint's share of the L3); the other cycles retire 2.5
+//     uops each (instructions: uops / 1.25); pcnt counts reference cycles
+//     / 1024;
+//   - a busy core draws 2.5 W plus 1.5 W per 10 GB/s of memory bandwidth
+//     demand,
+//     an idle one 0.2 W; activity is energy / V^2 at V = 0.85;
+//   - idle time counts reference cycles of C1 residency (20%) and C6
+//     residency (80%);
+//   - a counter reads valid once its RMID has had any busy or idle time on
+//     the package; RMIDs beyond an aggregator's num_rmids never do;
+//     several aggregators of one GUID on a package split the counts evenly.
+//
 // Thread-safe: one mutex guards the machine. A counter read is O(1) unless
 // simulated time moved by a millisecond or more since the domain was last
 // advanced (then O(entities + RMIDs) once).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -78,7 +102,8 @@ namespace resctrlfs::hw::sim {
 class SimMachine final : public CpuidSource,
                          public MsrDevice,
                          public SchedulerModel,
-                         public SimControl {
+                         public SimControl,
+                         public PmtTelemetryDevice {
  public:
   explicit SimMachine(Profile profile);
 
@@ -110,6 +135,9 @@ class SimMachine final : public CpuidSource,
   std::vector<RegisterValue> dump_registers() const override;
   Result<void> set_cpu_online(unsigned cpu, bool online) override;
   bool cpu_online(unsigned cpu) const override;
+  // PmtTelemetryDevice (telemetry.cc)
+  std::vector<PmtRegion> pmt_regions() const override;
+  Result<uint64_t> pmt_read64(size_t region, uint64_t offset) override;
 
   // For tests of the model: the exact (unquantised) occupancy in bytes of
   // physical RMID `rmid` on L3 domain `domain_id` after advancing to now.
@@ -193,6 +221,9 @@ class SimMachine final : public CpuidSource,
   // Where activity tagged `rmid` on node `snc` of `d` is counted: a
   // physical RMID, or -1 when the RMID distribution mode drops it.
   long physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const;
+  // Telemetry (telemetry.cc).
+  void init_telemetry();
+  void advance_telemetry_locked(uint64_t now);
 
   Profile profile_;
   PlatformInfo info_;
@@ -218,6 +249,18 @@ class SimMachine final : public CpuidSource,
   uint64_t manual_us_ = 0;
   uint64_t offset_us_ = 0;  // advance_ms() while on the real clock
   std::chrono::steady_clock::time_point start_;
+
+  // Telemetry model state: per package, per RMID, each telemetry event's
+  // cumulative quantity (Joules, Farads or counts), indexed by EventId.
+  struct TelemetryPkg {
+    int package = 0;
+    std::vector<unsigned> cpus;
+    std::vector<std::array<double, 15>> count;  // [rmid][EventId]
+    std::vector<uint8_t> seen;                  // [rmid]
+  };
+  std::vector<TelemetryPkg> telem_pkgs_;
+  std::vector<PmtRegion> telem_regions_;
+  uint64_t telem_last_us_ = 0;
 };
 
 }  // namespace resctrlfs::hw::sim

@@ -184,6 +184,7 @@ long SimMachine::physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const {
 
 void SimMachine::advance_all_locked(uint64_t now) {
   for (auto& d : l3_) advance_locked(d, now);
+  advance_telemetry_locked(now);
 }
 
 void SimMachine::advance_locked(L3Dom& d, uint64_t now) {

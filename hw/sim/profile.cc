@@ -16,6 +16,7 @@
 #include <cpuid.h>
 #endif
 
+#include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 
 namespace resctrlfs::hw::sim {
@@ -99,12 +100,31 @@ constexpr const char* kIntelSnc = R"({
   "sim": {"mem_bandwidth_mbps": 40000}
 })";
 
+// A Clearwater Forest-class Xeon 6 with Application Energy Telemetry: both
+// CWF aggregators (energy and perf, 576 RMIDs each) on each package, and an
+// L3 with more RMIDs than telemetry tracks, so groups are limited by
+// PERF_PKG. The DMR-only events (inst_retired, pcnt) are absent.
+constexpr const char* kIntelAet = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 221, "stepping": 3,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 0, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 2, "l3": 0},
+    {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 4, "l3": 1},
+    {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 6, "l3": 1}],
+  "l3_size_bytes": 37748736, "l2_size_bytes": 4194304,
+  "l3_cat": {"cbm_len": 12, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": true},
+  "l3_mon": {"num_rmids": 1024, "scale": 106496, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "telemetry": [{"guid": "0x26696143", "package": 0}, {"guid": "0x26557651", "package": 0},
+                {"guid": "0x26696143", "package": 1}, {"guid": "0x26557651", "package": 1}],
+  "sim": {"mem_bandwidth_mbps": 30000}
+})";
+
 const std::map<std::string, const char*>& builtins() {
-  static const std::map<std::string, const char*> m = {{"intel-2s", kIntel2s},
-                                                       {"intel-l2", kIntelL2},
-                                                       {"intel-cmt", kIntelCmt},
-                                                       {"amd-2s", kAmd2s},
-                                                       {"intel-snc", kIntelSnc}};
+  static const std::map<std::string, const char*> m = {
+      {"intel-2s", kIntel2s}, {"intel-l2", kIntelL2},   {"intel-cmt", kIntelCmt},
+      {"amd-2s", kAmd2s},     {"intel-snc", kIntelSnc}, {"intel-aet", kIntelAet}};
   return m;
 }
 
@@ -233,6 +253,27 @@ Result<void> synth_mon(Profile& p, const json& j) {
   return Ok();
 }
 
+Result<void> parse_telemetry(Profile& p, const json& j) {
+  if (p.amd() || !j.is_array()) return bad("\"telemetry\" is an Intel list of aggregators");
+  for (const auto& a : j) {
+    if (!a.is_object()) return bad("each telemetry aggregator must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t guid, get_u64(a, "guid", 0));
+    const x86::AetEventGroup* layout = x86::aet_event_group(static_cast<uint32_t>(guid));
+    if (layout == nullptr) return bad("unknown telemetry guid " + std::to_string(guid));
+    TelemetryAggregator t;
+    t.guid = static_cast<uint32_t>(guid);
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t pkg, get_u64(a, "package", 0));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(a, "num_rmids", layout->num_rmids));
+    RESCTRLFS_ASSIGN_OR_RETURN(t.size, get_u64(a, "size", layout->mmio_size()));
+    if (pkg > 4095 || rmids > layout->num_rmids)
+      return bad("telemetry package must be below 4096 and num_rmids at most the layout's");
+    t.package = static_cast<int>(pkg);
+    t.num_rmids = static_cast<unsigned>(rmids);
+    p.telemetry.push_back(t);
+  }
+  return Ok();
+}
+
 void synth_base_leaves(Profile& p) {
   CpuidRegs v;
   v.eax = 0x1F;  // highest standard leaf
@@ -342,6 +383,10 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
     RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 2, "smba"));
   }
   if (auto it = j.find("l3_mon"); it != j.end()) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *it));
+
+  if (auto it = j.find("telemetry"); it != j.end()) {
+    RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *it));
+  }
 
   if (auto it = j.find("cpuid"); it != j.end()) {
     if (!it->is_object()) return bad("\"cpuid\" must be an object");
@@ -468,7 +513,7 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "intel-snc", "host"};
+  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "intel-snc", "intel-aet", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {

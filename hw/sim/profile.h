@@ -31,6 +31,11 @@
 //     // was synthesised for the same (leaf, subleaf); absent leaves read 0.
 //     "cpuid": {"0x10.1": ["0x0000000a", "0x00000600", "0x00000004",
 //                          "0x0000000f"], ...},
+//     // Intel telemetry (AET): the per-RMID PMT aggregators, by GUID (the
+//     // layouts in hw/x86/aet.h), one entry per aggregator. num_rmids
+//     // defaults to the layout's; size to the layout's MMIO size.
+//     "telemetry": [{"guid": "0x26696143", "package": 0, "num_rmids": 576,
+//                    "size": 9240}, ...],
 //     // Workload model.
 //     "sim": {"mem_bandwidth_mbps": 20000, "mbm_hw_counters": 0,
 //             "occupancy_fill_ms": 50, "occupancy_decay_ms": 1000}
@@ -69,6 +74,14 @@ struct SimParams {
 
 using CpuidKey = std::pair<uint32_t, uint32_t>;  // (leaf, subleaf)
 
+// One simulated PMT telemetry aggregator.
+struct TelemetryAggregator {
+  uint32_t guid = 0;
+  int package = 0;
+  unsigned num_rmids = 0;
+  uint64_t size = 0;
+};
+
 struct Profile {
   std::string name;
   std::string vendor;
@@ -79,6 +92,7 @@ struct Profile {
   uint64_t l3_size_bytes = 0;
   std::map<CpuidKey, CpuidRegs> cpuid;  // the complete CPUID table
   x86::RdtOptions rdt;                  // the rdt= boot parameter
+  std::vector<TelemetryAggregator> telemetry;
   SimParams sim;
 
   bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }

@@ -19,7 +19,8 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
   auto machine = std::make_shared<sim::SimMachine>(std::move(profile));
   RESCTRLFS_ASSIGN_OR_RETURN(
       std::unique_ptr<x86::X86Arch> arch,
-      x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine));
+      x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine,
+                           machine->profile().telemetry.empty() ? nullptr : machine));
   Backend b;
   b.arch = std::move(arch);
   b.sim = machine.get();

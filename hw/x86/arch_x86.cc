@@ -50,9 +50,13 @@ X86Arch::MonDomState X86Arch::fresh_mon_state() const {
 
 Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
-                                                 std::shared_ptr<SchedulerModel> sched) {
+                                                 std::shared_ptr<SchedulerModel> sched,
+                                                 std::shared_ptr<PmtTelemetryDevice> pmt) {
+  std::unique_ptr<AetTelemetry> aet;
+  if (pmt) aet = std::make_unique<AetTelemetry>(std::move(pmt), info);
   std::unique_ptr<X86Arch> a(
       new X86Arch(std::move(info), limits, std::move(msr), std::move(sched)));
+  a->aet_ = std::move(aet);
   RESCTRLFS_RETURN_IF_ERROR(a->init());
   return a;
 }
@@ -119,6 +123,8 @@ uint32_t X86Arch::ctrl_msr(ResourceId rid, uint32_t idx) const {
       return limits_.amd ? L3QOS_BW_CONTROL_0 + idx : IA32_L2_QOS_EXT_BW_THRTL_0 + idx;
     case ResourceId::SMBA:
       return L3QOS_SLOW_BW_CONTROL_0 + idx;
+    case ResourceId::PERF_PKG:
+      break;  // monitor-only: no control registers
   }
   return 0;
 }
@@ -329,6 +335,11 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
     chunks = static_cast<uint64_t>((static_cast<unsigned __int128>(chunks) * cf) >> 20);
   }
   return CounterValue{ReadError::kNone, chunks * scale};
+}
+
+CounterValue X86Arch::read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) {
+  if (!aet_) return {ReadError::kError, 0};
+  return aet_->read(package_id, rmid, ev);
 }
 
 void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {

@@ -16,6 +16,7 @@
 
 #include "hw/arch.h"
 #include "hw/device.h"
+#include "hw/x86/aet.h"
 #include "hw/x86/cpuid_decode.h"
 
 namespace resctrlfs::hw::x86 {
@@ -29,9 +30,12 @@ class X86Arch final : public Arch {
   // at boot: every control register at its default (written
   // unconditionally), CDP off, every online CPU's PQR_ASSOC at CLOSID 0 /
   // RMID 0. `sched` is the simulator's scheduler (null on real hardware).
+  // `pmt` (optional) holds the telemetry aggregators: with it, the PERF_PKG
+  // resource is enumerated into info().perf_pkg.
   static Result<std::unique_ptr<X86Arch>> create(PlatformInfo info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
-                                                 std::shared_ptr<SchedulerModel> sched);
+                                                 std::shared_ptr<SchedulerModel> sched,
+                                                 std::shared_ptr<PmtTelemetryDevice> pmt = nullptr);
 
   const PlatformInfo& info() const override { return info_; }
   Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) override;
@@ -46,6 +50,7 @@ class X86Arch final : public Arch {
   bool models_thread_tags() const override { return sched_ != nullptr; }
   CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                           std::optional<unsigned> cntr_id = std::nullopt) override;
+  CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) override;
   void reset_event(int domain_id, uint32_t rmid, EventId ev) override;
   void reset_domain_events(int domain_id) override;
   Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) override;
@@ -103,10 +108,11 @@ class X86Arch final : public Arch {
   MbmCorrection correction_;
   // shadow_[rid][domain index][hw index]: the schema-level value.
   std::vector<std::vector<uint32_t>> shadow_[kNumResources];
-  bool cdp_[kNumResources] = {false, false, false, false};
+  bool cdp_[kNumResources] = {};
   std::vector<std::optional<uint64_t>> pqr_cache_;  // per CPU
   std::vector<MonDomState> mon_;
   bool abmc_enabled_ = false;
+  std::unique_ptr<AetTelemetry> aet_;  // null without telemetry aggregators
 };
 
 }  // namespace resctrlfs::hw::x86

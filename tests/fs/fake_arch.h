@@ -52,6 +52,16 @@ class FakeArch final : public hw::Arch {
       p.mon.mon_domains.push_back({d.id, d.cpus});
   }
 
+  // Telemetry: one PERF_PKG domain per entry of `packages`, events with
+  // their fraction bits.
+  static void add_perf_pkg(hw::PlatformInfo& p, unsigned rmids,
+                           std::vector<hw::PerfPkgEvent> events, std::vector<int> packages) {
+    p.perf_pkg.capable = true;
+    p.perf_pkg.num_rmids = rmids;
+    p.perf_pkg.events = std::move(events);
+    for (int pkg : packages) p.perf_pkg.mon_domains.push_back({pkg, CpuMask(p.nr_cpus)});
+  }
+
   const hw::PlatformInfo& info() const override { return info_; }
   Result<void> update_ctrls(const std::vector<hw::CtrlUpdate>& updates) override {
     if (fail_writes_ > 0) {
@@ -94,6 +104,11 @@ class FakeArch final : public hw::Arch {
                               std::optional<unsigned> cntr_id) override {
     auto it = values.find({domain_id, rmid, ev});
     if (it == values.end()) return {hw::ReadError::kNone, 0};
+    return it->second;
+  }
+  hw::CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, hw::EventId ev) override {
+    auto it = values.find({package_id, rmid, ev});
+    if (it == values.end()) return {hw::ReadError::kUnavailable, 0};
     return it->second;
   }
   void reset_event(int, uint32_t, hw::EventId) override {}
