@@ -34,7 +34,8 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
   if (mon_capable()) {
     std::vector<int> doms;
     for (const hw::MonDomain& d : info_.mon.mon_domains) doms.push_back(d.id);
-    rmids_.init(info_.mon.num_rmids, doms, event_enabled(EventId::LLC_OCCUPANCY));
+    // An RMID must be valid in every monitor resource (L3 and telemetry).
+    rmids_.init(hw::num_rmid_idx(info_), doms, event_enabled(EventId::LLC_OCCUPANCY));
   }
   event_filter_total_ = info_.mon.bmec_supported_mask;
   event_filter_local_ = info_.mon.bmec_supported_mask & 0x15U;

@@ -43,16 +43,17 @@ enum RfFlag : uint32_t {
   kResMb = 1U << 6,
   kDebug = 1U << 7,
   kAssignConfig = 1U << 8,
+  kResPerfPkg = 1U << 9,
 };
 
 enum class NodeKind : uint8_t {
   kGroupDir,      // the root, a CTRL_MON or a MON group directory
   kMonGroups,     // <group>/mon_groups
   kMonData,       // <group>/mon_data
-  kMonDomain,     // <group>/mon_data/mon_L3_XX, and mon_sub_L3_YY under it (SNC)
+  kMonDomain,     // <group>/mon_data/mon_L3_XX, mon_sub_L3_YY under it (SNC), mon_PERF_PKG_XX
   kInfo,          // info
   kInfoRes,       // info/<schema>
-  kInfoMon,       // info/L3_MON
+  kInfoMon,       // info/L3_MON, info/PERF_PKG_MON
   kEventConfigs,  // info/L3_MON/event_configs
   kEventConfig,   // info/L3_MON/event_configs/<event>
   kFile,          // a row of the file table
@@ -108,6 +109,8 @@ struct Node {
   int schema = -1;         // index into the SchemaList (info/<schema> and its files)
   int domain = -1;         // monitoring domain id (with mon_sum: the L3 cache id)
   bool mon_sum = false;    // SNC mon_L3_XX: sum the node domains of L3 `domain`
+  // The monitor resource of info/<RES>_MON, mon_<RES>_XX and their files.
+  hw::ResourceId mon_rid = hw::ResourceId::L3;
   hw::EventId event = hw::EventId::LLC_OCCUPANCY;
   std::map<std::string, Ino, std::less<>> children;
   uint64_t nlookup = 0;
@@ -253,6 +256,7 @@ class FsImpl final : public Filesystem {
   // below its L3's directory (made first if absent). Returns the topmost
   // node created.
   Node* build_mon_domain(Node* mon_data, int domain_id);
+  Node* build_perf_pkg_domain(Node* mon_data, int package_id);  // mon_PERF_PKG_XX
   void build_info_tree();
   Group* group_of(const Node& n) const;  // null for info nodes
   int64_t now_seconds() const;
@@ -286,10 +290,13 @@ class FsImpl final : public Filesystem {
   const Group* ctrl_group_by_closid(uint32_t closid) const;
 
   // ---- monitoring (monitor.cc) ----
-  bool mon_capable() const { return info_.mon.capable; }
+  // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
+  bool mon_capable() const { return info_.mon.capable || info_.perf_pkg.capable; }
   bool alloc_capable() const;
   bool event_enabled(hw::EventId ev) const;
-  bool is_mbm(hw::EventId ev) const { return ev != hw::EventId::LLC_OCCUPANCY; }
+  bool is_mbm(hw::EventId ev) const {
+    return ev == hw::EventId::MBM_TOTAL || ev == hw::EventId::MBM_LOCAL;
+  }
   EventRead read_one(const Group* g, int domain, hw::EventId ev);
   EventRead read_group(const Group* g, int domain, hw::EventId ev);
   // SNC: read_group summed over the node domains sharing L3 cache `l3_id`.
@@ -397,5 +404,10 @@ inline std::string_view kstr_cut(std::string_view data) {
 
 // The file table.
 const std::vector<FileRow>& file_table();
+
+// A telemetry value with `binary_bits` fraction bits as resctrl prints it:
+// "<integer>.<fraction>\n", the fraction rounded to nearest with
+// ceil(binary_bits * log10(2)) digits (one digit when binary_bits is 0).
+std::string format_fixed_point(uint64_t val, unsigned binary_bits);
 
 }  // namespace resctrlfs::fs::internal

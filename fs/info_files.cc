@@ -128,10 +128,20 @@ Result<std::string> FsImpl::show_thread_throttle_mode(const Node& n) {
   }
 }
 
-Result<std::string> FsImpl::show_num_rmids(const Node&) { return u(info_.mon.num_rmids); }
+Result<std::string> FsImpl::show_num_rmids(const Node& n) {
+  if (n.mon_rid == hw::ResourceId::PERF_PKG) return u(info_.perf_pkg.num_rmids);
+  return u(info_.mon.num_rmids);
+}
 
-Result<std::string> FsImpl::show_mon_features(const Node&) {
+Result<std::string> FsImpl::show_mon_features(const Node& n) {
   std::string out;
+  if (n.mon_rid == hw::ResourceId::PERF_PKG) {
+    for (const hw::PerfPkgEvent& ev : info_.perf_pkg.events) {
+      out += event_name(ev.id);
+      out += '\n';
+    }
+    return out;
+  }
   for (EventId ev : info_.mon.events) {
     out += event_name(ev);
     out += '\n';

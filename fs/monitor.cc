@@ -4,6 +4,7 @@
 // software controller, and ABMC counter assignment with mbm_L3_assignments
 // (§2.10, §2.12, §3.12, §4.5, §5).
 #include <cerrno>
+#include <cstdio>
 
 #include "fs/impl.h"
 #include "fs/kstr.h"
@@ -14,7 +15,32 @@ using hw::EventId;
 
 namespace {
 constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
+
+// Decimal places shown for a value with `bits` binary fraction bits:
+// ceil(bits * log10(2)), and one place for an integer shown as a fraction.
+constexpr unsigned kDecPlaces[hw::kMaxBinaryBits + 1] = {1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4,
+                                                         5, 5, 5, 6, 6, 6, 7, 7, 7, 7, 8, 8, 8, 9};
+
 }  // namespace
+
+std::string format_fixed_point(uint64_t val, unsigned bits) {
+  if (bits > hw::kMaxBinaryBits) bits = hw::kMaxBinaryBits;
+  const unsigned places = kDecPlaces[bits];
+  uint64_t frac = 0;
+  if (bits != 0) {
+    // The fraction scaled to `places` decimal digits, rounded to nearest.
+    // It never reaches 10^places because 10^places >= 2^bits.
+    uint64_t pow10 = 1;
+    for (unsigned i = 0; i < places; ++i) pow10 *= 10;
+    frac = (val & ((uint64_t{1} << bits) - 1)) * pow10;
+    frac += uint64_t{1} << (bits - 1);
+    frac >>= bits;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%llu.%0*llu\n", static_cast<unsigned long long>(val >> bits),
+                static_cast<int>(places), static_cast<unsigned long long>(frac));
+  return buf;
+}
 
 void FsImpl::free_rmid(uint32_t rmid) {
   if (rmid == 0 || !mon_capable()) return;
@@ -29,7 +55,8 @@ EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
     if (it == g->cntrs.end()) return {ReadState::kUnassigned, 0};
     cntr = it->second;
   }
-  hw::CounterValue v = arch_->read_event(domain, g->rmid, ev, cntr);
+  hw::CounterValue v = hw::is_perf_pkg_event(ev) ? arch_->read_perf_pkg_event(domain, g->rmid, ev)
+                                                 : arch_->read_event(domain, g->rmid, ev, cntr);
   switch (v.err) {
     case hw::ReadError::kError:
       return {ReadState::kError, 0};
@@ -91,6 +118,12 @@ Result<std::string> FsImpl::show_event_file(const Node& n) {
       return std::string("Unassigned\n");
     case ReadState::kValue:
       break;
+  }
+  if (hw::event_is_floating_point(n.event)) {
+    unsigned bits = 0;
+    for (const hw::PerfPkgEvent& e : info_.perf_pkg.events)
+      if (e.id == n.event) bits = e.binary_bits;
+    return format_fixed_point(r.bytes, bits);
   }
   return std::to_string(r.bytes) + "\n";
 }

@@ -49,6 +49,7 @@ Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t m
   n->schema = parent->schema;
   n->domain = parent->domain;
   n->mon_sum = parent->mon_sum;
+  n->mon_rid = parent->mon_rid;
   n->event = parent->event;
   Node* raw = n.get();
   parent->children[raw->name] = raw->ino;
@@ -122,6 +123,22 @@ void FsImpl::build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, 
 void FsImpl::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
   Node* md = add_node(dir, "mon_data", NodeKind::kMonData, S_IFDIR | dir_mode, uid, gid);
   for (const hw::MonDomain& d : info_.mon.mon_domains) build_mon_domain(md, d.id);
+  for (const hw::MonDomain& d : info_.perf_pkg.mon_domains) build_perf_pkg_domain(md, d.id);
+}
+
+Node* FsImpl::build_perf_pkg_domain(Node* md, int package_id) {
+  // Telemetry: one directory per package, the enabled events in event-id order.
+  char name[32];
+  std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
+  Node* dd = add_node(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid);
+  dd->domain = package_id;
+  dd->mon_rid = hw::ResourceId::PERF_PKG;
+  for (const hw::PerfPkgEvent& ev : info_.perf_pkg.events) {
+    Node* f =
+        add_node(dd, event_name(ev.id), NodeKind::kEventFile, S_IFREG | 0444, md->uid, md->gid);
+    f->event = ev.id;
+  }
+  return dd;
 }
 
 Node* FsImpl::build_mon_domain(Node* md, int domain_id) {
@@ -176,7 +193,13 @@ void FsImpl::build_info_tree() {
     uint32_t flags = kInfo | kCtrl | dbg | (s.kind == schemata::Kind::CACHE ? kResCache : kResMb);
     add_file_rows(d, flags, mount_uid_, mount_gid_);
   }
-  if (mon_capable()) {
+  if (info_.perf_pkg.capable) {
+    Node* m =
+        add_node(info, "PERF_PKG_MON", NodeKind::kInfoMon, S_IFDIR | 0755, mount_uid_, mount_gid_);
+    m->mon_rid = hw::ResourceId::PERF_PKG;
+    add_file_rows(m, kInfo | kMon | kResPerfPkg | dbg, mount_uid_, mount_gid_);
+  }
+  if (info_.mon.capable) {
     Node* m = add_node(info, "L3_MON", NodeKind::kInfoMon, S_IFDIR | 0755, mount_uid_, mount_gid_);
     info_mon_ino_ = m->ino;
     add_file_rows(m, kInfo | kMon | kResCache | dbg, mount_uid_, mount_gid_);
