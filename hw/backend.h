@@ -89,7 +89,7 @@ struct Backend {
 };
 
 // Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
-// amd-2s, intel-snc, host.
+// amd-2s, intel-snc, intel-aet, host.
 std::vector<std::string> builtin_platforms();
 
 // Builds the simulated backend from a built-in profile name or a JSON file.
