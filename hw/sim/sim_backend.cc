@@ -20,7 +20,8 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
   RESCTRLFS_ASSIGN_OR_RETURN(
       std::unique_ptr<x86::X86Arch> arch,
       x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine,
-                           machine->profile().telemetry.empty() ? nullptr : machine));
+                           machine->profile().telemetry.empty() ? nullptr : machine,
+                           machine->profile().rdt));
   Backend b;
   b.arch = std::move(arch);
   b.sim = machine.get();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
+#include <string_view>
 
 namespace resctrlfs::hw::x86 {
 
@@ -49,7 +51,35 @@ const AetEventGroup* aet_event_group(uint32_t guid) {
   return nullptr;
 }
 
-AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info)
+namespace {
+
+const char* feature_name(PmtFeature f) {
+  return f == PmtFeature::kPerRmidEnergy ? "energy" : "perf";
+}
+
+// Whether an rdt= token ("perf" or "perf:<hex guid>") names layout `g`.
+bool token_names(std::string_view tok, const AetEventGroup& g) {
+  const size_t colon = tok.find(':');
+  if (tok.substr(0, colon) != feature_name(g.feature)) return false;
+  if (colon == std::string_view::npos) return true;
+  std::string hex(tok.substr(colon + 1));
+  if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.erase(0, 2);
+  if (hex.empty() || hex.size() > 8 ||
+      hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    return false;
+  const auto guid = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+  return guid == 0 || guid == g.guid;
+}
+
+bool forced(const std::vector<std::string>& tokens, const AetEventGroup& g) {
+  return std::any_of(tokens.begin(), tokens.end(),
+                     [&](const std::string& t) { return token_names(t, g); });
+}
+
+}  // namespace
+
+AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info,
+                           const RdtOptions& rdt)
     : dev_(std::move(dev)) {
   PerfPkgMonCaps& caps = info.perf_pkg;
   caps = PerfPkgMonCaps{};
@@ -63,8 +93,10 @@ AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo
   }
 
   for (const AetEventGroup& g : aet_event_groups()) {
+    if (forced(rdt.force_off, g)) continue;
     Enabled e{&g, {}};
     bool sufficient = true;
+    unsigned rmids = g.num_rmids;
     for (size_t i = 0; i < regions_.size(); ++i) {
       const PmtRegion& r = regions_[i];
       if (r.feature != g.feature || r.guid != g.guid) continue;
@@ -72,8 +104,9 @@ AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo
       if (packages.count(r.package_id) == 0 || r.size != g.mmio_size()) continue;
       e.regions.push_back(i);
       if (r.num_rmids < g.num_rmids) sufficient = false;
+      rmids = std::min(rmids, r.num_rmids);
     }
-    if (e.regions.empty() || !sufficient) continue;
+    if (e.regions.empty() || (!sufficient && !forced(rdt.force_on, g))) continue;
     const int index = static_cast<int>(enabled_.size());
     bool any = false;
     for (const AetEventDesc& d : g.events) {
@@ -87,7 +120,7 @@ AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo
     }
     if (!any) continue;
     enabled_.push_back(std::move(e));
-    caps.num_rmids = caps.num_rmids == 0 ? g.num_rmids : std::min(caps.num_rmids, g.num_rmids);
+    caps.num_rmids = caps.num_rmids == 0 ? rmids : std::min(caps.num_rmids, rmids);
   }
   if (enabled_.empty()) return;
 

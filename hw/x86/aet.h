@@ -15,6 +15,7 @@
 
 #include "hw/arch.h"
 #include "hw/device.h"
+#include "hw/x86/cpuid_decode.h"
 
 namespace resctrlfs::hw::x86 {
 
@@ -66,7 +67,11 @@ class AetTelemetry {
   // enables those of its events no earlier layout enabled. Fills
   // info.perf_pkg (events in event-id order, num_rmids the smallest of the
   // enabled layouts', one monitor domain per package with online CPUs).
-  AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info);
+  // `rdt` is the rdt= boot parameter: "energy", "perf", "energy:<hex guid>"
+  // force layouts on (then one with too few RMIDs is used with the RMIDs
+  // its aggregators have) and "!energy", ... force them off.
+  AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info,
+               const RdtOptions& rdt = {});
 
   // Sum of the valid counters of `ev` for `rmid` over the aggregators of
   // `package_id` (see Arch::read_perf_pkg_event).

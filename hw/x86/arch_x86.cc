@@ -51,9 +51,10 @@ X86Arch::MonDomState X86Arch::fresh_mon_state() const {
 Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
                                                  std::shared_ptr<SchedulerModel> sched,
-                                                 std::shared_ptr<PmtTelemetryDevice> pmt) {
+                                                 std::shared_ptr<PmtTelemetryDevice> pmt,
+                                                 const RdtOptions& rdt) {
   std::unique_ptr<AetTelemetry> aet;
-  if (pmt) aet = std::make_unique<AetTelemetry>(std::move(pmt), info);
+  if (pmt) aet = std::make_unique<AetTelemetry>(std::move(pmt), info, rdt);
   std::unique_ptr<X86Arch> a(
       new X86Arch(std::move(info), limits, std::move(msr), std::move(sched)));
   a->aet_ = std::move(aet);

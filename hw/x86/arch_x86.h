@@ -31,11 +31,13 @@ class X86Arch final : public Arch {
   // unconditionally), CDP off, every online CPU's PQR_ASSOC at CLOSID 0 /
   // RMID 0. `sched` is the simulator's scheduler (null on real hardware).
   // `pmt` (optional) holds the telemetry aggregators: with it, the PERF_PKG
-  // resource is enumerated into info().perf_pkg.
+  // resource is enumerated into info().perf_pkg, under the rdt= options
+  // `rdt` (see AetTelemetry).
   static Result<std::unique_ptr<X86Arch>> create(PlatformInfo info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
                                                  std::shared_ptr<SchedulerModel> sched,
-                                                 std::shared_ptr<PmtTelemetryDevice> pmt = nullptr);
+                                                 std::shared_ptr<PmtTelemetryDevice> pmt = nullptr,
+                                                 const RdtOptions& rdt = {});
 
   const PlatformInfo& info() const override { return info_; }
   Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) override;

@@ -152,6 +152,41 @@ TEST_CASE("AET enumeration skips unusable aggregators and layouts") {
   }
 }
 
+TEST_CASE("AET enumeration honours the rdt= options for telemetry") {
+  PlatformInfo info = two_packages();
+  auto dev = std::make_shared<ScriptedPmt>();
+  dev->add(AET_GUID_CWF_ENERGY, 0);
+  dev->add(AET_GUID_CWF_PERF, 0);
+  dev->regions.back().num_rmids = 100;  // too few for the layout's 576
+
+  SECTION("default: the perf layout stays off") {
+    AetTelemetry aet(dev, info, RdtOptions::parse(""));
+    CHECK(ids(info.perf_pkg) == std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
+    CHECK(info.perf_pkg.num_rmids == 576);
+  }
+  SECTION("perf forced on: used with the RMIDs its aggregators have") {
+    AetTelemetry aet(dev, info, RdtOptions::parse("perf"));
+    CHECK(ids(info.perf_pkg) == kCwfEvents);
+    CHECK(info.perf_pkg.num_rmids == 100);
+  }
+  SECTION("forced on by GUID, with or without 0x") {
+    AetTelemetry a(dev, info, RdtOptions::parse("perf:26557651"));
+    CHECK(info.perf_pkg.num_rmids == 100);
+    AetTelemetry b(dev, info, RdtOptions::parse("perf:0x26557651"));
+    CHECK(info.perf_pkg.num_rmids == 100);
+    AetTelemetry c(dev, info, RdtOptions::parse("perf:1415910a,energy:zz"));
+    CHECK(info.perf_pkg.num_rmids == 576);
+  }
+  SECTION("energy forced off") {
+    AetTelemetry aet(dev, info, RdtOptions::parse("!energy,perf"));
+    CHECK(ids(info.perf_pkg) == std::vector<EventId>(kCwfEvents.begin() + 2, kCwfEvents.end()));
+  }
+  SECTION("everything off: no PERF_PKG") {
+    AetTelemetry aet(dev, info, RdtOptions::parse("!energy:0x26696143"));
+    CHECK_FALSE(info.perf_pkg.capable);
+  }
+}
+
 TEST_CASE("AET reads: valid bit, summing a package's aggregators, fixed point passed through") {
   auto dev = std::make_shared<ScriptedPmt>();
   dev->add(AET_GUID_CWF_ENERGY, 0);  // region 0
@@ -210,6 +245,11 @@ TEST_CASE("intel-aet platform: PERF_PKG next to L3 monitoring with more RMIDs") 
   CHECK_FALSE(o->arch->info().perf_pkg.capable);
   CHECK(num_rmid_idx(o->arch->info()) == 224);
   CHECK(o->arch->read_perf_pkg_event(0, 0, EventId::CORE_ENERGY).err == ReadError::kError);
+  // --rdt reaches the telemetry enumeration.
+  auto off = make_sim_backend("intel-aet", "!perf");
+  REQUIRE(off.ok());
+  CHECK(ids(off->arch->info().perf_pkg) ==
+        std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
 }
 
 TEST_CASE("simulated aggregators count per package and RMID with the clock") {
