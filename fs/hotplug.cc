@@ -5,6 +5,7 @@
 // the domains that exist.
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "fs/impl.h"
@@ -20,6 +21,8 @@ class HotplugEvents final : public hw::ArchEvents {
   void ctrl_domain_offline(hw::ResourceId rid, int id) override { fs_.ctrl_domain_gone(rid, id); }
   void mon_domain_online(int id) override { fs_.mon_domain_back(id); }
   void mon_domain_offline(int id) override { fs_.mon_domain_gone(id); }
+  void perf_pkg_domain_online(int id) override { fs_.perf_pkg_domain_back(id); }
+  void perf_pkg_domain_offline(int id) override { fs_.perf_pkg_domain_gone(id); }
 
  private:
   FsImpl& fs_;
@@ -94,7 +97,9 @@ void FsImpl::mon_domain_gone(int domain_id) {
     std::vector<Node*> gone;
     for (auto& [name, ino] : md->children) {
       Node* c = node(ino);
-      if (c == nullptr || c->kind != NodeKind::kMonDomain) continue;
+      // Telemetry domains are packages: they have their own up-calls.
+      if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != hw::ResourceId::L3)
+        continue;
       if (!c->mon_sum) {
         if (c->domain == domain_id) gone.push_back(c);
         continue;
@@ -139,6 +144,30 @@ void FsImpl::mon_domain_back(int domain_id) {
   for (auto& g : groups_) {
     for (hw::EventId ev : info_.mon.events)
       if (is_mbm(ev)) arch_->reset_event(domain_id, g->rmid, ev);
+  }
+}
+
+void FsImpl::perf_pkg_domain_gone(int package_id) {
+  if (!mounted_) return;
+  for (auto& g : groups_) {
+    Node* dir = node(g->dir);
+    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    if (md == nullptr) continue;
+    char name[32];
+    std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
+    if (Node* c = child(md, name)) remove_node(c, true);
+  }
+}
+
+void FsImpl::perf_pkg_domain_back(int package_id) {
+  // Telemetry needs no reset: the aggregators' counts are cumulative.
+  if (!mounted_) return;
+  for (auto& g : groups_) {
+    Node* dir = node(g->dir);
+    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    if (md == nullptr) continue;
+    Node* dd = build_perf_pkg_domain(md, package_id);
+    if (inval_ != nullptr) inval_->inval_entry(md->ino, dd->name);
   }
 }
 

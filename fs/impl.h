@@ -322,6 +322,8 @@ class FsImpl final : public Filesystem {
   void ctrl_domain_back(hw::ResourceId rid, int domain_id);
   void mon_domain_gone(int domain_id);
   void mon_domain_back(int domain_id);
+  void perf_pkg_domain_gone(int package_id);
+  void perf_pkg_domain_back(int package_id);
 
   // ---- journal deltas (state.cc) ----
   // What changed in the saved state since the last take_state_*(): the

@@ -433,6 +433,10 @@ class ArchEvents {
   // Monitoring domains of the L3 monitor resource.
   virtual void mon_domain_online(int domain_id) = 0;
   virtual void mon_domain_offline(int domain_id) = 0;
+  // Monitoring domains of the telemetry resource (PERF_PKG, one per
+  // package). Only platforms with info().perf_pkg.capable make them.
+  virtual void perf_pkg_domain_online(int package_id) { (void)package_id; }
+  virtual void perf_pkg_domain_offline(int package_id) { (void)package_id; }
 };
 
 }  // namespace resctrlfs::hw

@@ -42,13 +42,13 @@ void SimMachine::init_telemetry() {
   }
   std::set<int> pkgs;
   for (unsigned c = 0; c < cpus_.size(); ++c) {
-    if (cpus_[c].online) pkgs.insert(profile_.cpus[c].package);
+    if (cpus_[c].present) pkgs.insert(profile_.cpus[c].package);
   }
   for (int p : pkgs) {
     TelemetryPkg t;
     t.package = p;
     for (unsigned c = 0; c < cpus_.size(); ++c)
-      if (cpus_[c].online && profile_.cpus[c].package == p) t.cpus.push_back(c);
+      if (cpus_[c].present && profile_.cpus[c].package == p) t.cpus.push_back(c);
     t.count.assign(nrmid, {});
     t.seen.assign(nrmid, 0);
     telem_pkgs_.push_back(std::move(t));
@@ -99,6 +99,7 @@ void SimMachine::advance_telemetry_locked(uint64_t now) {
     uint32_t rmid = 0;
     if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) rmid = it->second.rmid;
     if (w.cpu >= 0) {
+      if (!cpus_[w.cpu].online) continue;  // cannot run until its CPU is back
       busy_cpu[w.cpu] = 1;
       busy(pkg_of_cpu(static_cast<unsigned>(w.cpu)), rmid, 1.0, w);
     } else {
@@ -107,7 +108,7 @@ void SimMachine::advance_telemetry_locked(uint64_t now) {
   }
   for (auto& t : telem_pkgs_) {
     for (unsigned cpu : t.cpus) {
-      if (busy_cpu[cpu]) continue;
+      if (busy_cpu[cpu] || !cpus_[cpu].online) continue;
       const uint32_t rmid = static_cast<uint32_t>(cpus_[cpu].pqr_assoc & PQR_ASSOC_RMID_MASK);
       if (rmid >= t.count.size()) continue;
       auto& c = t.count[rmid];

@@ -452,6 +452,16 @@ Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
     }
     break;
   }
+  auto& pkgs = info_.perf_pkg.mon_domains;
+  for (size_t i = 0; i < pkgs.size(); ++i) {
+    if (!pkgs[i].cpus.test(cpu)) continue;
+    pkgs[i].cpus.reset(cpu);
+    if (pkgs[i].cpus.empty()) {
+      if (events != nullptr) events->perf_pkg_domain_offline(pkgs[i].id);
+      pkgs.erase(pkgs.begin() + static_cast<long>(i));
+    }
+    break;
+  }
   info_.online.reset(cpu);
   // The register goes with the CPU's power; the next online writes it.
   pqr_cache_[cpu].reset();
@@ -542,6 +552,21 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       mons.insert(pos, d);
       mon_.insert(mon_.begin() + idx, std::move(mon_state));
       if (events != nullptr) events->mon_domain_online(mon_id);
+    }
+  }
+  if (info_.perf_pkg.capable) {
+    // Telemetry domains are packages; the aggregators keep counting.
+    const int pkg = info_.cpu_package[cpu];
+    auto& pkgs = info_.perf_pkg.mon_domains;
+    auto pos = std::lower_bound(pkgs.begin(), pkgs.end(), pkg,
+                                [](const MonDomain& d, int v) { return d.id < v; });
+    if (pos != pkgs.end() && pos->id == pkg) {
+      pos->cpus.set(cpu);
+    } else {
+      MonDomain d{pkg, CpuMask(info_.nr_cpus)};
+      d.cpus.set(cpu);
+      pkgs.insert(pos, d);
+      if (events != nullptr) events->perf_pkg_domain_online(pkg);
     }
   }
   return Ok();

@@ -5,7 +5,11 @@
 // intel-aet simulated platform.
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 
 #include "fs/impl.h"
@@ -206,6 +210,64 @@ TEST_CASE("telemetry on intel-aet follows a task's workload", "[telemetry]") {
   CHECK(sh.cat("/g/mon_groups/m/mon_data/mon_PERF_PKG_01/core_energy") == "Unavailable\n");
   f.backend.sim->advance_ms(1000);
   CHECK(std::stod(sh.cat(e0)) == Approx(6.5).epsilon(1e-3));
+}
+
+TEST_CASE("mon_PERF_PKG_XX follows its package through CPU hotplug", "[telemetry]") {
+  // Package 0 holds two L3 domains (0: CPUs 0-1, 1: CPUs 2-3); package 1
+  // one (2: CPUs 4-5).
+  char path[] = "/tmp/resctrlfs-telemetry-XXXXXX.json";
+  int fd = mkstemps(path, 5);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << R"({
+    "vendor": "GenuineIntel", "family": 6, "model": 221,
+    "cpus": [{"cpu": 0, "package": 0, "l3": 0}, {"cpu": 1, "package": 0, "l3": 0},
+             {"cpu": 2, "package": 0, "l3": 1}, {"cpu": 3, "package": 0, "l3": 1},
+             {"cpu": 4, "package": 1, "l3": 2}, {"cpu": 5, "package": 1, "l3": 2}],
+    "l3_size_bytes": 8388608, "l2_size_bytes": 1048576,
+    "l3_cat": {"cbm_len": 8, "num_closid": 4},
+    "l3_mon": {"num_rmids": 64, "scale": 65536, "events": ["llc_occupancy"]},
+    "telemetry": [{"guid": "0x26696143", "package": 0}, {"guid": "0x26696143", "package": 1}]
+  })";
+  SimFixture f(path);
+  std::remove(path);
+  Shell& sh = *f.sh;
+  auto offline = [&](unsigned cpu) {
+    REQUIRE(f.fs->cpu_offline(cpu).ok());
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, false).ok());
+  };
+  auto online = [&](unsigned cpu) {
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, true).ok());
+    REQUIRE(f.fs->cpu_online(cpu).ok());
+  };
+  REQUIRE(sh.mkdir("/g") == 0);
+  REQUIRE(sh.mkdir("/g/mon_groups/m") == 0);
+  CHECK(sh.ls("/g/mon_data") == std::set<std::string>{"mon_L3_00", "mon_L3_01", "mon_L3_02",
+                                                      "mon_PERF_PKG_00", "mon_PERF_PKG_01"});
+  // An L3 domain going away leaves its package's telemetry (and the
+  // package with the same id as that L3 domain) alone.
+  offline(2);
+  offline(3);
+  CHECK(sh.ls("/g/mon_data") ==
+        std::set<std::string>{"mon_L3_00", "mon_L3_02", "mon_PERF_PKG_00", "mon_PERF_PKG_01"});
+  // The last CPU of package 1 takes mon_PERF_PKG_01 away from every group.
+  offline(4);
+  offline(5);
+  for (const char* g : {"", "/g", "/g/mon_groups/m"}) {
+    INFO(g);
+    CHECK(sh.ls(std::string(g) + "/mon_data") ==
+          std::set<std::string>{"mon_L3_00", "mon_PERF_PKG_00"});
+  }
+  CHECK(sh.cat("/mon_data/mon_PERF_PKG_01/core_energy") == "ERRNO 2");
+  // Back with its first CPU, with every event file.
+  online(5);
+  CHECK(sh.ls("/g/mon_groups/m/mon_data") ==
+        std::set<std::string>{"mon_L3_00", "mon_L3_02", "mon_PERF_PKG_00", "mon_PERF_PKG_01"});
+  CHECK(sh.ls("/g/mon_data/mon_PERF_PKG_01") == std::set<std::string>{"core_energy", "activity"});
+  f.backend.sim->set_manual_clock(true);
+  f.backend.sim->advance_ms(1000);
+  CHECK(std::regex_match(sh.cat("/mon_data/mon_PERF_PKG_01/core_energy"),
+                         std::regex("^[0-9]+\\.[0-9]{6}\n$")));
 }
 
 }  // namespace resctrlfs::fs::testing

@@ -252,6 +252,41 @@ TEST_CASE("intel-aet platform: PERF_PKG next to L3 monitoring with more RMIDs") 
         std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
 }
 
+namespace {
+struct RecordingEvents : ArchEvents {
+  std::vector<std::string> log;
+  void ctrl_domain_online(ResourceId, int) override {}
+  void ctrl_domain_offline(ResourceId, int) override {}
+  void mon_domain_online(int id) override { log.push_back("l3+" + std::to_string(id)); }
+  void mon_domain_offline(int id) override { log.push_back("l3-" + std::to_string(id)); }
+  void perf_pkg_domain_online(int id) override { log.push_back("pkg+" + std::to_string(id)); }
+  void perf_pkg_domain_offline(int id) override { log.push_back("pkg-" + std::to_string(id)); }
+};
+}  // namespace
+
+TEST_CASE("PERF_PKG domains follow CPU hotplug") {
+  auto b = make_sim_backend("intel-aet");
+  REQUIRE(b.ok());
+  Arch& a = *b->arch;
+  RecordingEvents ev;
+  for (unsigned cpu : {4, 5, 6}) {
+    REQUIRE(a.offline_cpu(cpu, &ev).ok());
+    REQUIRE(b->sim->set_cpu_online(cpu, false).ok());
+  }
+  CHECK(ev.log.empty());
+  CHECK(a.info().perf_pkg.mon_domains[1].cpus.cpus() == std::vector<unsigned>{7});
+  REQUIRE(a.offline_cpu(7, &ev).ok());
+  CHECK(ev.log == std::vector<std::string>{"l3-1", "pkg-1"});
+  REQUIRE(a.info().perf_pkg.mon_domains.size() == 1);
+  CHECK(a.info().perf_pkg.mon_domains[0].id == 0);
+  ev.log.clear();
+  REQUIRE(b->sim->set_cpu_online(6, true).ok());
+  REQUIRE(a.online_cpu(6, &ev).ok());
+  CHECK(ev.log == std::vector<std::string>{"l3+1", "pkg+1"});
+  REQUIRE(a.info().perf_pkg.mon_domains.size() == 2);
+  CHECK(a.info().perf_pkg.mon_domains[1].cpus.cpus() == std::vector<unsigned>{6});
+}
+
 TEST_CASE("simulated aggregators count per package and RMID with the clock") {
   auto b = make_sim_backend("intel-aet");
   REQUIRE(b.ok());
