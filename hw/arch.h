@@ -181,7 +181,7 @@ struct CacheCaps {
   unsigned min_cbm_bits = 1;
   bool sparse_masks = false;  // non-contiguous masks allowed
   bool cdp_capable = false;
-  bool io_alloc_capable = false;  // AMD SDCIAE
+  bool io_alloc_capable = false;  // AMD SDCIAE (L3 only); see Arch::set_io_alloc_enabled
   uint64_t cache_size_bytes = 0;  // size of one domain's cache (for the size file)
   uint32_t full_mask() const { return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U); }
 };
@@ -380,6 +380,20 @@ class Arch {
   // hardware (the next read reports Unavailable).
   virtual Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) = 0;
   virtual uint32_t event_config(int domain_id, EventId ev) const = 0;
+
+  // io_alloc (AMD SDCIAE): while enabled, cache lines that I/O devices
+  // inject into the L3 may only use the ways of the L3 mask of the highest
+  // CLOSID (num_closid - 1, or num_closid / 2 - 1 with CDP, where CODE and
+  // DATA must hold the same mask). That mask is an ordinary control value
+  // (update_ctrls / get_ctrl); reserving the CLOSID is fs/'s business.
+  // Sets or clears the enable bit of the extended QoS configuration register
+  // on every online CPU of every L3 control domain (the register is per
+  // logical CPU), keeping its other (ABMC) bit. EINVAL unless `rid` is
+  // io_alloc_capable; a failed write restores the CPUs already written and
+  // returns EIO. Cost: one MSR write per CPU of the L3 domains; none when the
+  // state does not change.
+  virtual Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) = 0;
+  virtual bool io_alloc_enabled(ResourceId rid) const = 0;
 
   // ABMC: enables or disables counter assignment mode (all domains).
   virtual Result<void> set_abmc_enabled(bool enable) = 0;

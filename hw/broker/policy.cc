@@ -47,7 +47,8 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       (mb.alloc_capable && limits_.amd && in_bank(msr, L3QOS_BW_CONTROL_0, mb.num_closid)) ||
       (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
       (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
-      (mon.abmc && (msr == L3_QOS_EXT_CFG || msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
+      (mon.abmc && (msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
+      ((mon.abmc || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
       ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG) ||
       (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG);
   if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
@@ -83,9 +84,15 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     if (id >= phys) return refuse("QM_EVTSEL RMID %llu beyond %llu", id, phys);
     return Ok();
   }
-  if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == L3_QOS_EXT_CFG || msr == MBA_CFG ||
+  if (msr == IA32_L3_QOS_CFG || msr == IA32_L2_QOS_CFG || msr == MBA_CFG ||
       msr == MSR_RMID_SNC_CONFIG) {
     if (v > 1) return refuse("MSR 0x%llx reserved bits in 0x%llx", msr, v);
+    return Ok();
+  }
+  if (msr == L3_QOS_EXT_CFG) {
+    const uint64_t ok = (mon.abmc ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
+                        (l3.cache.io_alloc_capable ? L3_QOS_EXT_CFG_SDCIAE_EN : 0);
+    if ((v & ~ok) != 0) return refuse("L3_QOS_EXT_CFG bits 0x%llx not enumerated", v);
     return Ok();
   }
   if (msr == IA32_L3_IO_RDT_CFG) {

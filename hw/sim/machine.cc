@@ -200,6 +200,11 @@ Result<void> SimMachine::gp(unsigned cpu, uint32_t msr, const char* why) const {
   return Error::make(EIO, buf);
 }
 
+uint64_t SimMachine::ext_cfg_bits() const {
+  return (info_.mon.abmc ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
+         (info_.res(ResourceId::L3).cache.io_alloc_capable ? L3_QOS_EXT_CFG_SDCIAE_EN : 0);
+}
+
 bool SimMachine::mask_ok(const Resource& r, uint64_t v) const {
   if ((v & ~uint64_t{r.cache.full_mask()}) != 0) return false;
   if (profile_.amd()) return true;  // AMD accepts any mask, even empty
@@ -234,7 +239,7 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
     if (in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, d->smba_bw.size()))
       return d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0];
     if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) return d->evt_cfg[msr - QOS_EVT_CFG_0];
-    if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) return d->ext_cfg;
+    if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) return d->ext_cfg;
     if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) return d->rmid_snc_cfg;
     if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon))
       return d->io_rdt_cfg;
@@ -347,8 +352,8 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       d->io_rdt_cfg = v;
       return Ok();
     }
-    if (msr == L3_QOS_EXT_CFG && info_.mon.abmc) {
-      if ((v & ~L3_QOS_EXT_CFG_ABMC_EN) != 0) return gp(cpu, msr, "reserved bits set");
+    if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) {
+      if ((v & ~ext_cfg_bits()) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
       advance_all_locked(now);
       d->ext_cfg = v;
       return Ok();
@@ -427,7 +432,7 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
       out.push_back({cpu, QOS_EVT_CFG_0, d.evt_cfg[0]});
       out.push_back({cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1]});
     }
-    if (info_.mon.abmc) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
+    if (ext_cfg_bits() != 0) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
     // Listed where it matters: on an L3 split into SNC nodes.
     if (snc_msr_ && d.snc_ways > 1) out.push_back({cpu, MSR_RMID_SNC_CONFIG, d.rmid_snc_cfg});
   }

@@ -11,7 +11,8 @@
 //   - a mask/bandwidth register index at or beyond the enumerated CLOSIDs;
 //   - PQR_ASSOC with a CLOSID or RMID beyond the enumerated maximum;
 //   - QM_EVTSEL with an RMID beyond CPUID.0xF.0:EBX or reserved bits;
-//   - reserved bits (mask bits above cbm_len, BMEC bits above 6, ...);
+//   - reserved bits (mask bits above cbm_len, BMEC bits above 6, an
+//     L3_QOS_EXT_CFG enable bit whose feature (ABMC, SDCIAE) is absent, ...);
 //   - an empty or non-contiguous cache mask on Intel without the
 //     non-contiguous CPUID bit.
 //
@@ -160,7 +161,7 @@ class SimMachine final : public CpuidSource,
     std::vector<uint64_t> amd_bw;
     std::vector<uint64_t> smba_bw;
     uint64_t evt_cfg[2] = {0, 0};
-    uint64_t ext_cfg = 0;
+    uint64_t ext_cfg = 0;     // L3_QOS_EXT_CFG (ABMC, SDCIAE; SDCIAE stored, not modelled)
     uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
     uint64_t abmc_cfg_last = 0;
     uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
@@ -210,6 +211,8 @@ class SimMachine final : public CpuidSource,
   void entities_of(size_t dom_index, std::vector<Entity>& out) const;
   void refresh_tracking_locked(uint64_t now);
   bool mask_ok(const Resource& r, uint64_t v) const;
+  // The L3_QOS_EXT_CFG bits CPUID enumerates (ABMC, SDCIAE); 0: no register.
+  uint64_t ext_cfg_bits() const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
   Result<void> gp(unsigned cpu, uint32_t msr, const char* why) const;
   // Power-on values of a domain's registers and model state.

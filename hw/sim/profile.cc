@@ -128,6 +128,18 @@ const std::map<std::string, const char*>& builtins() {
   return m;
 }
 
+// Built-ins defined as another built-in plus high-level keys, so that they
+// follow their base exactly: amd-io is amd-2s with SDCIAE (io_alloc).
+struct Derived {
+  const char* base;
+  const char* section;
+  const char* key;
+};
+const std::map<std::string, Derived>& derived_builtins() {
+  static const std::map<std::string, Derived> m = {{"amd-io", {kAmd2s, "l3_cat", "io_alloc"}}};
+  return m;
+}
+
 Error bad(const std::string& what) { return Error::make(EINVAL, "platform profile: " + what); }
 
 // A JSON number, or a string holding a C-style (hex or decimal) integer.
@@ -191,6 +203,10 @@ Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std:
   r.edx = static_cast<uint32_t>(closids - 1);
   set_leaf(p, CPUID_LEAF_PQE, sub, r);
   leaf(p, CPUID_LEAF_PQE, 0).ebx |= (sub == 1 ? CPUID_10_0_EBX_L3 : CPUID_10_0_EBX_L2);
+  if (get_bool(j, "io_alloc", false)) {
+    if (!p.amd() || sub != 1) return bad(key + ".io_alloc (SDCIAE) needs an AMD vendor and L3");
+    leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |= CPUID_80000020_0_EBX_SDCIAE;
+  }
   leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
   return Ok();
 }
@@ -513,7 +529,7 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "intel-snc", "intel-aet", "host"};
+  return {"intel-2s", "intel-l2", "intel-cmt", "amd-2s", "amd-io", "intel-snc", "intel-aet", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {
@@ -526,6 +542,11 @@ Result<Profile> load_profile(const std::string& name_or_path) {
   if (name_or_path == "host") return host_profile();
   if (auto it = builtins().find(name_or_path); it != builtins().end())
     return parse_profile(it->second, name_or_path);
+  if (auto it = derived_builtins().find(name_or_path); it != derived_builtins().end()) {
+    json j = json::parse(it->second.base);
+    j[it->second.section][it->second.key] = true;
+    return parse_json(j, name_or_path);
+  }
   std::string text = read_file(name_or_path);
   if (text.empty())
     return Error::make(ENOENT, "unknown platform \"" + name_or_path +

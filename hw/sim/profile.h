@@ -17,7 +17,8 @@
 //     "rdt": "l3cat,!l3cdp",
 //     // High-level capabilities; the simulator synthesises the CPUID leaves.
 //     "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0,
-//                "sparse": false, "cdp": true},
+//                "sparse": false, "cdp": true,
+//                "io_alloc": false},                        (AMD SDCIAE)
 //     "l2_cat": {... same keys ...},
 //     "mba":    {"num_closid": 8, "max_delay": 90, "linear": true,
 //                "per_thread": false},                        (Intel)

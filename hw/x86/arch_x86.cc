@@ -1,6 +1,6 @@
 // Implements X86Arch (see arch_x86.h): control registers with shadow copies
 // and rollback, CDP, PQR_ASSOC, the QM_EVTSEL/QM_CTR keyhole with counter
-// folding and the MBM errata correction, BMEC and ABMC.
+// folding and the MBM errata correction, BMEC, ABMC and SDCIAE (io_alloc).
 #include "hw/x86/arch_x86.h"
 
 #include <algorithm>
@@ -92,6 +92,13 @@ Result<void> X86Arch::init() {
       auto v = msr_->read(cpu, L3_QOS_EXT_CFG);
       abmc_enabled_ = v.ok() && (*v & L3_QOS_EXT_CFG_ABMC_EN) != 0;
     }
+  }
+  // Like ABMC, SDCIAE survives in the hardware; adopt it (fs/ turns it off
+  // at mount).
+  const Resource& l3 = info_.res(ResourceId::L3);
+  if (l3.cache.io_alloc_capable && !l3.ctrl_domains.empty()) {
+    auto v = msr_->read(l3.ctrl_domains.front().cpus.first(), L3_QOS_EXT_CFG);
+    io_alloc_enabled_ = v.ok() && (*v & L3_QOS_EXT_CFG_SDCIAE_EN) != 0;
   }
   return Ok();
 }
@@ -376,10 +383,36 @@ uint32_t X86Arch::event_config(int domain_id, EventId ev) const {
   return mon_[d].evt_cfg[mbm_index(ev)];
 }
 
+uint64_t X86Arch::ext_cfg(bool abmc, bool sdciae) {
+  return (abmc ? L3_QOS_EXT_CFG_ABMC_EN : 0) | (sdciae ? L3_QOS_EXT_CFG_SDCIAE_EN : 0);
+}
+
+Result<void> X86Arch::set_io_alloc_enabled(ResourceId rid, bool enable) {
+  const Resource& res = info_.res(rid);
+  if (rid != ResourceId::L3 || !res.alloc_capable || !res.cache.io_alloc_capable)
+    return Error::make(EINVAL);
+  if (enable == io_alloc_enabled_) return Ok();
+  const uint64_t v = ext_cfg(abmc_enabled_, enable);
+  const uint64_t old = ext_cfg(abmc_enabled_, io_alloc_enabled_);
+  for (size_t i = 0; i < res.ctrl_domains.size(); ++i) {
+    if (!write_on(res.ctrl_domains[i].cpus.cpus(), L3_QOS_EXT_CFG, v, old).ok()) {
+      for (size_t j = 0; j < i; ++j)
+        (void)write_on(res.ctrl_domains[j].cpus.cpus(), L3_QOS_EXT_CFG, old, v);
+      return write_failed();
+    }
+  }
+  io_alloc_enabled_ = enable;
+  return Ok();
+}
+
+bool X86Arch::io_alloc_enabled(ResourceId rid) const {
+  return rid == ResourceId::L3 && io_alloc_enabled_;
+}
+
 Result<void> X86Arch::set_abmc_enabled(bool enable) {
   if (!info_.mon.abmc) return Error::make(EINVAL);
-  const uint64_t v = enable ? L3_QOS_EXT_CFG_ABMC_EN : 0;
-  const uint64_t old = abmc_enabled_ ? L3_QOS_EXT_CFG_ABMC_EN : 0;
+  const uint64_t v = ext_cfg(enable, io_alloc_enabled_);
+  const uint64_t old = ext_cfg(abmc_enabled_, io_alloc_enabled_);
   // L3_QOS_EXT_CFG is per logical CPU.
   const auto& doms = info_.mon.mon_domains;
   for (size_t i = 0; i < doms.size(); ++i) {

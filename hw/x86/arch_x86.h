@@ -57,6 +57,8 @@ class X86Arch final : public Arch {
   void reset_domain_events(int domain_id) override;
   Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) override;
   uint32_t event_config(int domain_id, EventId ev) const override;
+  Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) override;
+  bool io_alloc_enabled(ResourceId rid) const override;
   Result<void> set_abmc_enabled(bool enable) override;
   Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
                            uint32_t evt_cfg, bool assign) override;
@@ -115,6 +117,9 @@ class X86Arch final : public Arch {
   std::vector<MonDomState> mon_;
   bool abmc_enabled_ = false;
   std::unique_ptr<AetTelemetry> aet_;  // null without telemetry aggregators
+  bool io_alloc_enabled_ = false;  // SDCIAE (L3)
+  // L3_QOS_EXT_CFG as it should read with the given ABMC and SDCIAE states.
+  static uint64_t ext_cfg(bool abmc, bool sdciae);
 };
 
 }  // namespace resctrlfs::hw::x86

@@ -303,6 +303,8 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   if (l3.alloc_capable) {
     l3.cache.cache_size_bytes = l3_size;
     l3.ctrl_domains = l3_domains;
+    // SDCIAE acts on the L3 mask registers, so it needs L3 CAT (as in Linux).
+    l3.cache.io_alloc_capable = amd && (amd20.ebx & CPUID_80000020_0_EBX_SDCIAE) != 0;
   }
   if (l2.alloc_capable) {
     l2.cache.cache_size_bytes = l2_size;

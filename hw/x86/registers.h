@@ -61,9 +61,12 @@ inline constexpr uint32_t L3QOS_SLOW_BW_CONTROL_0 = 0xC0000280;
 inline constexpr uint32_t L3_QOS_ABMC_CFG = 0xC00003FD;
 // AMD ABMC: counter descriptor (read back a counter's configuration).
 inline constexpr uint32_t L3_QOS_ABMC_DSC = 0xC00003FE;
-// AMD: extended QoS configuration; bit 0 enables ABMC.
+// AMD: extended QoS configuration, per logical CPU; bit 0 enables ABMC,
+// bit 1 enables SDCIAE (cache lines that I/O devices inject into the L3 are
+// confined to the L3 mask of the highest CLOSID, the kernel's io_alloc).
 inline constexpr uint32_t L3_QOS_EXT_CFG = 0xC00003FF;
 inline constexpr uint64_t L3_QOS_EXT_CFG_ABMC_EN = 1ULL << 0;
+inline constexpr uint64_t L3_QOS_EXT_CFG_SDCIAE_EN = 1ULL << 1;
 // AMD BMEC: one event-configuration register per MBM event
 // (index 0: mbm_total_bytes, index 1: mbm_local_bytes).
 inline constexpr uint32_t QOS_EVT_CFG_0 = 0xC0000400;
@@ -182,11 +185,13 @@ inline constexpr uint32_t CPUID_10_3_ECX_PER_THREAD = 1U << 0;
 inline constexpr uint32_t CPUID_10_3_ECX_LINEAR = 1U << 2;
 // CPUID.0x80000008:EBX bit 6: AMD L3 bandwidth enforcement ("mba").
 inline constexpr uint32_t CPUID_80000008_EBX_BE = 1U << 6;
-// CPUID.0x80000020.0:EBX: bit 1 L3BE (MBA), bit 2 SMBA, bit 3 BMEC, bit 5 ABMC.
+// CPUID.0x80000020.0:EBX: bit 1 L3BE (MBA), bit 2 SMBA, bit 3 BMEC, bit 5 ABMC,
+// bit 6 SDCIAE (L3 Smart Data Cache Injection Allocation Enforcement).
 inline constexpr uint32_t CPUID_80000020_0_EBX_L3BE = 1U << 1;
 inline constexpr uint32_t CPUID_80000020_0_EBX_SMBA = 1U << 2;
 inline constexpr uint32_t CPUID_80000020_0_EBX_BMEC = 1U << 3;
 inline constexpr uint32_t CPUID_80000020_0_EBX_ABMC = 1U << 5;
+inline constexpr uint32_t CPUID_80000020_0_EBX_SDCIAE = 1U << 6;
 // CPUID.0x80000020.{1,2}: EAX bandwidth field length, EDX highest COS.
 // CPUID.0x80000020.3:ECX: BMEC supported transaction bits.
 // CPUID.0x80000020.5:EBX[15:0]: ABMC counters - 1.

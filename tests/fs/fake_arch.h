@@ -115,12 +115,22 @@ class FakeArch final : public hw::Arch {
   void reset_domain_events(int) override {}
   Result<void> set_event_config(int, hw::EventId, uint32_t) override { return Ok(); }
   uint32_t event_config(int, hw::EventId) const override { return 0; }
+  Result<void> set_io_alloc_enabled(hw::ResourceId rid, bool enable) override {
+    if (!info_.res(rid).cache.io_alloc_capable) return Error::make(EINVAL);
+    if (fail_io_alloc) return Error::make(EIO, "Hardware write failed\n");
+    io_alloc_[static_cast<int>(rid)] = enable;
+    return Ok();
+  }
+  bool io_alloc_enabled(hw::ResourceId rid) const override {
+    return io_alloc_[static_cast<int>(rid)];
+  }
   Result<void> set_abmc_enabled(bool) override { return Ok(); }
   Result<void> config_cntr(int, unsigned, uint32_t, hw::EventId, uint32_t, bool) override {
     return Ok();
   }
 
   bool models_tags = true;
+  bool fail_io_alloc = false;
   unsigned fail_writes_ = 0;
   std::map<std::tuple<int, uint32_t, hw::EventId>, hw::CounterValue> values;
   std::map<unsigned, std::pair<uint32_t, uint32_t>> assoc;
@@ -130,6 +140,7 @@ class FakeArch final : public hw::Arch {
   hw::PlatformInfo info_;
   std::map<std::tuple<hw::ResourceId, hw::ConfType, int, uint32_t>, uint32_t> ctrls_;
   bool cdp_[hw::kNumResources] = {};
+  bool io_alloc_[hw::kNumResources] = {};
 };
 
 }  // namespace resctrlfs::fs::testing

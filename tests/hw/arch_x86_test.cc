@@ -290,6 +290,63 @@ TEST_CASE("ABMC mode and counter assignment") {
   CHECK(r.arch->config_cntr(1, 32, 17, EventId::MBM_TOTAL, 0x7f, true).error().code == EINVAL);
 }
 
+TEST_CASE("io_alloc (SDCIAE) sets bit 1 of L3_QOS_EXT_CFG on every CPU, keeping ABMC") {
+  Rig r = rig("amd-io");
+  CHECK(r.arch->info().res(ResourceId::L3).cache.io_alloc_capable);
+  CHECK_FALSE(r.arch->io_alloc_enabled(ResourceId::L3));
+  REQUIRE(r.arch->set_io_alloc_enabled(ResourceId::L3, true).ok());
+  // The register is per logical CPU: L3 domain 0 (CPUs 0-3), then domain 1 (CPUs 4-7).
+  CHECK(r.msr->log == std::vector{W(0, L3_QOS_EXT_CFG, 2), W(1, L3_QOS_EXT_CFG, 2),
+                                  W(2, L3_QOS_EXT_CFG, 2), W(3, L3_QOS_EXT_CFG, 2),
+                                  W(4, L3_QOS_EXT_CFG, 2), W(5, L3_QOS_EXT_CFG, 2),
+                                  W(6, L3_QOS_EXT_CFG, 2), W(7, L3_QOS_EXT_CFG, 2)});
+  CHECK(r.arch->io_alloc_enabled(ResourceId::L3));
+  r.msr->log.clear();
+  REQUIRE(r.arch->set_io_alloc_enabled(ResourceId::L3, true).ok());  // unchanged: no write
+  CHECK(r.msr->log.empty());
+  // ABMC shares the register: each keeps the other's bit.
+  REQUIRE(r.arch->set_abmc_enabled(true).ok());
+  CHECK(r.msr->log.front() == W(0, L3_QOS_EXT_CFG, 3));
+  CHECK(r.msr->log.back() == W(7, L3_QOS_EXT_CFG, 3));
+  r.msr->log.clear();
+  REQUIRE(r.arch->set_io_alloc_enabled(ResourceId::L3, false).ok());
+  REQUIRE(r.msr->log.size() == 8);
+  CHECK(r.msr->log[0] == W(0, L3_QOS_EXT_CFG, 1));
+  CHECK(r.msr->log[7] == W(7, L3_QOS_EXT_CFG, 1));
+  CHECK_FALSE(r.arch->io_alloc_enabled(ResourceId::L3));
+  r.msr->log.clear();
+  // The io_alloc mask is the ordinary L3 mask register of the highest CLOSID.
+  REQUIRE(r.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 15, 0x00ff}}).ok());
+  CHECK(r.msr->log == std::vector{W(4, IA32_L3_MASK_0 + 15, 0x00ff)});
+  // Only L3 can be capable; platforms without SDCIAE refuse.
+  CHECK(r.arch->set_io_alloc_enabled(ResourceId::L2, true).error().code == EINVAL);
+  Rig plain = rig("amd-2s");
+  CHECK(plain.arch->set_io_alloc_enabled(ResourceId::L3, true).error().code == EINVAL);
+  CHECK(plain.msr->log.empty());
+}
+
+TEST_CASE("io_alloc enable rolls back the CPUs already written when a write fails") {
+  Rig r = rig("amd-io");
+  r.msr->fail_in = 5;  // the sixth write (CPU 5) fails
+  auto res = r.arch->set_io_alloc_enabled(ResourceId::L3, true);
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().code == EIO);
+  CHECK_FALSE(r.arch->io_alloc_enabled(ResourceId::L3));
+  for (unsigned cpu = 0; cpu < 8; ++cpu) CHECK(r.msr->regs[{cpu, L3_QOS_EXT_CFG}] == 0);
+}
+
+TEST_CASE("init adopts an io_alloc state left in the hardware") {
+  auto p = sim::load_profile("amd-io");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  auto msr = std::make_shared<RecordingMsr>();
+  msr->regs[{0, L3_QOS_EXT_CFG}] = L3_QOS_EXT_CFG_SDCIAE_EN;
+  auto a = X86Arch::create(m.info(), m.limits(), msr, nullptr);
+  REQUIRE(a.ok());
+  CHECK((*a)->io_alloc_enabled(ResourceId::L3));
+  CHECK_FALSE((*a)->abmc_enabled());
+}
+
 TEST_CASE("thread tags are only modelled with a scheduler") {
   Rig r = rig("intel-2s");
   CHECK_FALSE(r.arch->models_thread_tags());

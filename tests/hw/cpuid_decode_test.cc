@@ -548,3 +548,37 @@ TEST_CASE("the real backend refuses a CPU whose every feature rdt= and the quirk
   REQUIRE_FALSE(c.ok());
   CHECK(c.error().message.find("RDT/PQoS") == std::string::npos);
 }
+
+TEST_CASE("SDCIAE: CPUID.0x80000020.0:EBX bit 6 makes L3 io_alloc capable") {
+  // Rome's dump has no SDCIAE.
+  DumpSource rome("amd-epyc-7452-rome.cpuid");
+  CHECK_FALSE(decode_platform(rome, four_cpus()).res(ResourceId::L3).cache.io_alloc_capable);
+  const char* base = R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}, {"cpu": 1}],
+      "l3_size_bytes": 33554432, "l2_size_bytes": 524288, %s})";
+  auto decode = [&](const std::string& extra) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), base, extra.c_str());
+    auto p = sim::parse_profile(buf, "sdciae");
+    REQUIRE(p.ok());
+    sim::SimMachine m(*p);
+    return m.info();
+  };
+  // The raw bit, and the high-level key that sets it.
+  PlatformInfo raw = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16},
+      "cpuid": {"0x80000020.0": ["0", "0x40", "0", "0"]})");
+  CHECK(raw.res(ResourceId::L3).cache.io_alloc_capable);
+  CHECK_FALSE(raw.res(ResourceId::L2).cache.io_alloc_capable);
+  PlatformInfo key = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": true})");
+  CHECK(key.res(ResourceId::L3).cache.io_alloc_capable);
+  PlatformInfo off = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": false})");
+  CHECK_FALSE(off.res(ResourceId::L3).cache.io_alloc_capable);
+  // Without L3 CAT there is no io_alloc, whatever the bit says.
+  PlatformInfo no_cat = decode(R"("mb": {"num_closid": 16, "bw_len": 11},
+      "cpuid": {"0x80000020.0": ["0", "0x42", "0", "0"]})");
+  CHECK_FALSE(no_cat.res(ResourceId::L3).cache.io_alloc_capable);
+  // Intel has no SDCIAE: the key is refused.
+  CHECK_FALSE(sim::parse_profile(R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}],
+      "l3_cat": {"cbm_len": 11, "num_closid": 16, "io_alloc": true}})",
+                                 "intel-sdciae")
+                  .ok());
+}

@@ -171,6 +171,32 @@ TEST_CASE("amd-2s profile decodes to the documented platform") {
                                                          "cqm_mbm_total", "cqm_mbm_local"});
 }
 
+TEST_CASE("amd-io is amd-2s plus SDCIAE") {
+  Backend io = make("amd-io");
+  Backend plain = make("amd-2s");
+  const PlatformInfo& i = io.arch->info();
+  const PlatformInfo& p = plain.arch->info();
+  CHECK(i.res(ResourceId::L3).cache.io_alloc_capable);
+  CHECK_FALSE(p.res(ResourceId::L3).cache.io_alloc_capable);
+  CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
+  CHECK(i.vendor == p.vendor);
+  CHECK(i.nr_cpus == p.nr_cpus);
+  for (int r = 0; r < kNumResources; ++r) {
+    INFO("resource " << r);
+    CHECK(i.resources[r].alloc_capable == p.resources[r].alloc_capable);
+    CHECK(i.resources[r].num_closid == p.resources[r].num_closid);
+    CHECK(i.resources[r].cache.cbm_len == p.resources[r].cache.cbm_len);
+    CHECK(i.resources[r].cache.cdp_capable == p.resources[r].cache.cdp_capable);
+    CHECK(i.resources[r].membw.max_bw == p.resources[r].membw.max_bw);
+  }
+  CHECK(i.mon.num_rmids == p.mon.num_rmids);
+  CHECK(i.mon.abmc == p.mon.abmc);
+  CHECK(i.mon.bmec == p.mon.bmec);
+  CHECK_FALSE(io.arch->io_alloc_enabled(ResourceId::L3));
+  REQUIRE(io.arch->set_io_alloc_enabled(ResourceId::L3, true).ok());
+  CHECK(reg(*io.sim, 4, x86::L3_QOS_EXT_CFG) & x86::L3_QOS_EXT_CFG_SDCIAE_EN);
+}
+
 TEST_CASE("host profile mirrors this machine's CPUs") {
   Backend b = make("host");
   const PlatformInfo& i = b.arch->info();
