@@ -56,6 +56,10 @@ class GroupCbmPolicy final : public schemata::CbmPolicy {
   const Group& g_;
 };
 
+std::unique_ptr<schemata::CbmPolicy> FsImpl::cbm_policy(const Group& g) {
+  return std::make_unique<GroupCbmPolicy>(*this, g);
+}
+
 const Group* FsImpl::ctrl_group_by_closid(uint32_t closid) const {
   for (auto& g : groups_)
     if (g->type == GroupType::kCtrlMon && g->closid == closid) return g.get();
@@ -93,6 +97,37 @@ bool FsImpl::cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, u
   return false;
 }
 
+std::optional<uint32_t> FsImpl::default_cbm(const schemata::Schema& s, int d,
+                                            uint32_t closid) const {
+  const hw::ResourceId rid = rid_of(s);
+  const bool cdp = s.conf_type != schemata::ConfType::NONE;
+  const hw::ConfType peer =
+      s.conf_type == schemata::ConfType::CODE ? hw::ConfType::DATA : hw::ConfType::CODE;
+  uint32_t used = s.shareable_bits;
+  uint32_t ctrl = s.shareable_bits;
+  for (uint32_t i = 0; i < closids_.size(); ++i) {
+    if (i == closid || !closids_.allocated(i)) continue;
+    // A CLOSID without a group (io_alloc's) is used but never shared.
+    const Group* other = ctrl_group_by_closid(i);
+    if (other != nullptr && other->mode == GroupMode::PSEUDO_LOCKSETUP) continue;
+    uint32_t peer_ctl = cdp ? arch_->get_ctrl(rid, peer, d, i) : 0;
+    uint32_t val = arch_->get_ctrl(rid, hw_type(s.conf_type), d, i);
+    used |= val | peer_ctl;
+    if (other != nullptr && other->mode == GroupMode::SHAREABLE) ctrl |= val | peer_ctl;
+  }
+  const uint32_t full = s.full_mask();
+  ctrl |= (used ^ full) & full;
+  if (!s.sparse_masks && ctrl != 0) {
+    // Keep only the lowest contiguous run of set bits.
+    unsigned first = static_cast<unsigned>(std::countr_zero(ctrl));
+    uint32_t shifted = ctrl >> first;
+    unsigned run = static_cast<unsigned>(std::countr_one(shifted));
+    ctrl = run >= 32 ? ctrl : (((1U << run) - 1U) << first);
+  }
+  if (static_cast<unsigned>(std::popcount(ctrl)) < s.min_cbm_bits) return std::nullopt;
+  return ctrl;
+}
+
 Result<void> FsImpl::init_alloc(Group* g) {
   std::vector<hw::CtrlUpdate> updates;
   for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
@@ -105,34 +140,10 @@ Result<void> FsImpl::init_alloc(Group* g) {
       }
       continue;
     }
-    const bool cdp = s.conf_type != schemata::ConfType::NONE;
-    const hw::ConfType peer =
-        s.conf_type == schemata::ConfType::CODE ? hw::ConfType::DATA : hw::ConfType::CODE;
     for (int d : s.domain_ids) {
-      uint32_t used = s.shareable_bits;
-      uint32_t ctrl = s.shareable_bits;
-      for (uint32_t i = 0; i < closids_.size(); ++i) {
-        if (i == g->closid || !closids_.allocated(i)) continue;
-        const Group* other = ctrl_group_by_closid(i);
-        GroupMode mode = other != nullptr ? other->mode : GroupMode::SHAREABLE;
-        if (mode == GroupMode::PSEUDO_LOCKSETUP) continue;
-        uint32_t peer_ctl = cdp ? arch_->get_ctrl(rid, peer, d, i) : 0;
-        uint32_t val = arch_->get_ctrl(rid, hw_type(s.conf_type), d, i);
-        used |= val | peer_ctl;
-        if (mode == GroupMode::SHAREABLE) ctrl |= val | peer_ctl;
-      }
-      const uint32_t full = s.full_mask();
-      ctrl |= (used ^ full) & full;
-      if (!s.sparse_masks && ctrl != 0) {
-        // Keep only the lowest contiguous run of set bits.
-        unsigned first = static_cast<unsigned>(std::countr_zero(ctrl));
-        uint32_t shifted = ctrl >> first;
-        unsigned run = static_cast<unsigned>(std::countr_one(shifted));
-        ctrl = run >= 32 ? ctrl : (((1U << run) - 1U) << first);
-      }
-      if (static_cast<unsigned>(std::popcount(ctrl)) < s.min_cbm_bits)
-        return fail(ENOSPC, "No space on " + s.name + ":" + std::to_string(d) + "\n");
-      updates.push_back({rid, hw_type(s.conf_type), d, g->closid, ctrl});
+      std::optional<uint32_t> ctrl = default_cbm(s, d, g->closid);
+      if (!ctrl) return fail(ENOSPC, "No space on " + s.name + ":" + std::to_string(d) + "\n");
+      updates.push_back({rid, hw_type(s.conf_type), d, g->closid, *ctrl});
     }
   }
   Result<void> r = arch_->update_ctrls(updates);

@@ -155,8 +155,9 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   }
   closids_.init(nclosid);
 
-  // Start from a clean machine: default controls, every CPU and thread in
-  // the default group.
+  // Start from a clean machine: default controls, io_alloc off, every CPU
+  // and thread in the default group.
+  reset_io_alloc();
   RESCTRLFS_RETURN_IF_ERROR(arch_->reset_all_ctrls());
   mbps_target_.clear();
   mba_prev_bytes_.clear();
@@ -192,6 +193,7 @@ void FsImpl::unmount() {
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
     if (arch_->cdp_enabled(rid)) (void)arch_->set_cdp_enabled(rid, false);
   }
+  reset_io_alloc();
   (void)arch_->reset_all_ctrls();
   for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
   thread_tags_.clear();

@@ -230,6 +230,12 @@ class FsImpl final : public Filesystem {
   bool cond_abmc() const { return info_.mon.abmc; }
   bool cond_bmec_total() const;
   bool cond_bmec_local() const;
+  bool cond_io_alloc() const;
+  // io_alloc (io_alloc.cc).
+  Result<std::string> show_io_alloc(const Node& n);
+  Result<void> write_io_alloc(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_io_alloc_cbm(const Node& n);
+  Result<void> write_io_alloc_cbm(Node& n, std::string_view data, const Caller& c);
 
  private:
   friend class GroupCbmPolicy;
@@ -287,7 +293,24 @@ class FsImpl final : public Filesystem {
   bool cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
                     bool exclusive_only) const;
   Result<void> init_alloc(Group* g);  // new group's default values (§4.3)
+  // A new CLOSID's mask on one domain of cache schema `s` (§4.3), or nothing
+  // when fewer than min_cbm_bits bits are left.
+  std::optional<uint32_t> default_cbm(const schemata::Schema& s, int domain, uint32_t closid) const;
+  // The checks a schemata write of group `g` applies to a cache mask.
+  std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
   const Group* ctrl_group_by_closid(uint32_t closid) const;
+
+  // ---- io_alloc (io_alloc.cc) ----
+  bool io_alloc_capable(const schemata::Schema& s) const;
+  bool io_alloc_on(const schemata::Schema& s) const;  // enabled on s's resource
+  uint32_t io_alloc_closid(const schemata::Schema& s) const;
+  // The control halves holding the io_alloc mask: NONE, or CODE and DATA.
+  std::vector<hw::ConfType> io_alloc_types(const schemata::Schema& s) const;
+  Result<void> set_io_alloc(hw::ResourceId rid, bool enable);
+  void reset_io_alloc();  // disables it in the hardware (mount, unmount)
+  // Enabled resources (by name) and their io_alloc masks per domain.
+  std::map<std::string, std::map<int, uint32_t>> io_alloc_state() const;
+  Result<void> restore_io_alloc(const std::string& resource, const std::map<int, uint32_t>& cbm);
 
   // ---- monitoring (monitor.cc) ----
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.

@@ -77,14 +77,20 @@ Result<std::string> FsImpl::show_sparse_masks(const Node& n) {
 Result<std::string> FsImpl::show_bit_usage(const Node& n) {
   const schemata::Schema& s = schemas_.schemas[n.schema];
   const hw::ResourceId rid = static_cast<hw::ResourceId>(s.resource_index);
+  // The io_alloc CLOSID is not a group: its mask counts as hardware-shared.
+  const bool io_on = io_alloc_on(s);
+  const uint32_t io_closid = io_alloc_closid(s);
   std::string out;
   bool sep = false;
   for (int d : s.domain_ids) {
     if (sep) out += ';';
     sep = true;
     uint32_t sw_shareable = 0, exclusive = 0;
+    uint32_t hw_shareable = s.shareable_bits;
+    if (io_on)
+      hw_shareable |= arch_->get_ctrl(rid, static_cast<hw::ConfType>(s.conf_type), d, io_closid);
     for (uint32_t i = 0; i < closids_.size(); ++i) {
-      if (!closids_.allocated(i)) continue;
+      if (!closids_.allocated(i) || (io_on && i == io_closid)) continue;
       const Group* g = ctrl_group_by_closid(i);
       GroupMode mode = g != nullptr ? g->mode : GroupMode::SHAREABLE;
       uint32_t val = arch_->get_ctrl(rid, static_cast<hw::ConfType>(s.conf_type), d, i);
@@ -93,7 +99,7 @@ Result<std::string> FsImpl::show_bit_usage(const Node& n) {
     }
     out += std::to_string(d) + "=";
     for (int b = static_cast<int>(s.cbm_len) - 1; b >= 0; --b) {
-      bool hwb = (s.shareable_bits >> b) & 1U;
+      bool hwb = (hw_shareable >> b) & 1U;
       bool swb = (sw_shareable >> b) & 1U;
       bool excl = (exclusive >> b) & 1U;
       out += hwb && swb ? 'X' : hwb ? 'H' : swb ? 'S' : excl ? 'E' : '0';

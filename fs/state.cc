@@ -133,7 +133,8 @@ void write_assigned(const Group& g, std::string& out) {
 //                "assigned": [[domain, "event"]],
 //                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
 //                                "assigned"}]}],   (the default group first, name "")
-//    "threads": [[tid, closid, rmid]]}
+//    "threads": [[tid, closid, rmid]],
+//    "io_alloc": {"<resource>": {"<domain>": mask}}}   (only while enabled)
 void FsImpl::save_dir_fields(const Group& g, std::string& out) {
   if (const Node* d = node(g.dir)) {
     out += ",\"dir_mode\":";
@@ -246,7 +247,20 @@ std::string FsImpl::save_state_locked() {
     out += std::to_string(tags.second);
     out += ']';
   }
-  out += "]}";
+  out += ']';
+  if (mounted_) {
+    json io = json::object();
+    for (const auto& [res, doms] : io_alloc_state()) {
+      json vals = json::object();
+      for (auto [d, v] : doms) vals[std::to_string(d)] = v;
+      io[res] = vals;
+    }
+    if (!io.empty()) {
+      out += ",\"io_alloc\":";
+      out += io.dump();
+    }
+  }
+  out += '}';
   return out;
 }
 
@@ -545,6 +559,21 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
       if (gp->type == GroupType::kMon) gp->cpus &= gp->parent->cpus;
     }
     RESCTRLFS_RETURN_IF_ERROR(arch_->update_ctrls(updates));
+    // io_alloc after the groups: none of them may hold its CLOSID.
+    const json io = j.value("io_alloc", json::object());
+    if (!io.is_object()) return bad_state("io_alloc must be an object");
+    for (auto& [res, vals] : io.items()) {
+      if (!vals.is_object()) return bad_state("io_alloc on " + res + " must be an object");
+      std::map<int, uint32_t> cbm;
+      for (auto& [dom, v] : vals.items()) {
+        if (dom.empty() || dom.size() > 9 ||
+            dom.find_first_not_of("0123456789") != std::string::npos)
+          return bad_state("bad io_alloc domain " + dom);
+        cbm[std::stoi(dom)] = v.get<uint32_t>();
+      }
+      Result<void> r = restore_io_alloc(res, cbm);
+      if (!r.ok()) return bad_state("io_alloc on " + res + ": " + r.error().message);
+    }
     for (const json& t : j.value("threads", json::array())) {
       pid_t tid = t.at(0).get<pid_t>();
       uint32_t closid = t.at(1).get<uint32_t>(), rmid = t.at(2).get<uint32_t>();

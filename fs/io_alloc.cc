@@ -1,0 +1,187 @@
+// Implements io_alloc (AMD SDCIAE) in FsImpl: the info/<cache>/io_alloc and
+// io_alloc_cbm files (§2.13, §3.13, §3.14), the reservation of the highest
+// CLOSID while it is enabled, and its save/restore.
+//
+// The enabled flag lives in the hardware layer (Arch::io_alloc_enabled), as
+// CDP's does; fs/ keeps the CLOSID allocated in its pool so that mkdir skips
+// it, and the CLOSID's mask is an ordinary control value of the resource.
+#include <cerrno>
+
+#include "fs/impl.h"
+#include "fs/kstr.h"
+
+namespace resctrlfs::fs::internal {
+
+namespace {
+
+hw::ResourceId rid_of(const schemata::Schema& s) {
+  return static_cast<hw::ResourceId>(s.resource_index);
+}
+
+std::string not_supported(const schemata::Schema& s) {
+  return "io_alloc is not supported on " + s.name + "\n";
+}
+
+}  // namespace
+
+bool FsImpl::cond_io_alloc() const {
+  // The files appear in every cache info dir as soon as L3 is capable.
+  const hw::Resource& l3 = info_.res(hw::ResourceId::L3);
+  return l3.alloc_capable && l3.cache.io_alloc_capable;
+}
+
+bool FsImpl::io_alloc_capable(const schemata::Schema& s) const {
+  return s.kind == schemata::Kind::CACHE && info_.res(rid_of(s)).cache.io_alloc_capable;
+}
+
+bool FsImpl::io_alloc_on(const schemata::Schema& s) const {
+  return io_alloc_capable(s) && arch_->io_alloc_enabled(rid_of(s));
+}
+
+uint32_t FsImpl::io_alloc_closid(const schemata::Schema& s) const {
+  // The resource's highest CLOSID; num_closid is already halved under CDP.
+  return s.num_closid == 0 ? 0 : s.num_closid - 1;
+}
+
+Result<std::string> FsImpl::show_io_alloc(const Node& n) {
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  if (!io_alloc_capable(s)) return std::string("not supported\n");
+  return std::string(io_alloc_on(s) ? "enabled\n" : "disabled\n");
+}
+
+Result<void> FsImpl::write_io_alloc(Node& n, std::string_view data, const Caller&) {
+  bool enable = false;
+  if (kstr::kstrtobool(kstr::c_string(data), enable) != 0) return Error::make(EINVAL);
+  lcs_.clear();
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s));
+  const hw::ResourceId rid = rid_of(s);
+  if (arch_->io_alloc_enabled(rid) == enable) return Ok();
+  const uint32_t closid = io_alloc_closid(s);
+  if (closid >= closids_.size())
+    return fail(EINVAL,
+                "io_alloc CLOSID (ctrl_hw_id) " + std::to_string(closid) + " is not available\n");
+  if (!enable) {
+    RESCTRLFS_RETURN_IF_ERROR(set_io_alloc(rid, false));
+    closids_.free(closid);
+    return Ok();
+  }
+  if (!closids_.claim(closid)) {
+    const Group* owner = ctrl_group_by_closid(closid);
+    return fail(ENOSPC, "CLOSID (ctrl_hw_id) " + std::to_string(closid) +
+                            " for io_alloc is used by " +
+                            (owner != nullptr ? owner->name : std::string("another")) + " group\n");
+  }
+  // The mask starts as a new group's would, computed for the schema written
+  // through and, with CDP, copied to its peer so that CODE and DATA agree.
+  std::vector<hw::CtrlUpdate> updates;
+  for (int d : s.domain_ids) {
+    std::optional<uint32_t> cbm = default_cbm(s, d, closid);
+    if (!cbm) {
+      closids_.free(closid);
+      lcs_.printf("No space on " + s.name + ":" + std::to_string(d) + "\n");
+      lcs_.puts("Failed to initialize io_alloc allocations\n");
+      return Error::make(ENOSPC);
+    }
+    for (hw::ConfType t : io_alloc_types(s)) updates.push_back({rid, t, d, closid, *cbm});
+  }
+  Result<void> r = arch_->update_ctrls(updates);
+  if (!r.ok()) {
+    closids_.free(closid);
+    lcs_.puts("Failed to initialize io_alloc allocations\n");
+    return std::move(r).error();
+  }
+  r = set_io_alloc(rid, true);
+  if (!r.ok()) closids_.free(closid);
+  return r;
+}
+
+Result<std::string> FsImpl::show_io_alloc_cbm(const Node& n) {
+  lcs_.clear();
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s)).error();
+  if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n").error();
+  const uint32_t closid = io_alloc_closid(s);
+  return schemata::format_io_alloc_cbm(s, [&](int d) {
+    return arch_->get_ctrl(rid_of(s), static_cast<hw::ConfType>(s.conf_type), d, closid);
+  });
+}
+
+Result<void> FsImpl::write_io_alloc_cbm(Node& n, std::string_view data, const Caller&) {
+  if (schemata::rejected_before_lock(data)) return Error::make(EINVAL);
+  lcs_.clear();
+  const schemata::Schema& s = schemas_.schemas[n.schema];
+  if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s));
+  if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n");
+  // Validated as the mask of a shareable group holding the io_alloc CLOSID.
+  Group as_group;
+  as_group.closid = io_alloc_closid(s);
+  std::unique_ptr<schemata::CbmPolicy> policy = cbm_policy(as_group);
+  schemata::ParseResult pr = schemata::parse_io_alloc_cbm(data, schemas_, n.schema, *policy);
+  if (!pr.status.ok()) {
+    const Error& e = pr.status.error();
+    lcs_.printf(e.message);
+    return e;
+  }
+  std::vector<hw::CtrlUpdate> updates;
+  for (const schemata::StagedValue& v : pr.staged) {
+    const schemata::Schema& vs = schemas_.schemas[v.schema];
+    updates.push_back({rid_of(vs), static_cast<hw::ConfType>(vs.conf_type), v.domain_id,
+                       as_group.closid, v.value});
+  }
+  Result<void> r = arch_->update_ctrls(updates);
+  if (!r.ok()) return fail(r.error().code, r.error().message);
+  return Ok();
+}
+
+std::vector<hw::ConfType> FsImpl::io_alloc_types(const schemata::Schema& s) const {
+  if (s.conf_type == schemata::ConfType::NONE) return {hw::ConfType::NONE};
+  return {hw::ConfType::CODE, hw::ConfType::DATA};
+}
+
+Result<void> FsImpl::set_io_alloc(hw::ResourceId rid, bool enable) {
+  Result<void> r = arch_->set_io_alloc_enabled(rid, enable);
+  if (!r.ok()) return fail(r.error().code, r.error().message);
+  return Ok();
+}
+
+void FsImpl::reset_io_alloc() {
+  for (const hw::Resource& r : info_.resources) {
+    if (r.alloc_capable && r.cache.io_alloc_capable && arch_->io_alloc_enabled(r.rid))
+      (void)arch_->set_io_alloc_enabled(r.rid, false);
+  }
+}
+
+std::map<std::string, std::map<int, uint32_t>> FsImpl::io_alloc_state() const {
+  std::map<std::string, std::map<int, uint32_t>> out;
+  for (const schemata::Schema& s : schemas_.schemas) {
+    if (!io_alloc_on(s) || out.count(s.resource_name) != 0) continue;
+    auto& doms = out[s.resource_name];
+    for (int d : s.domain_ids)
+      doms[d] =
+          arch_->get_ctrl(rid_of(s), static_cast<hw::ConfType>(s.conf_type), d, io_alloc_closid(s));
+  }
+  return out;
+}
+
+Result<void> FsImpl::restore_io_alloc(const std::string& resource,
+                                      const std::map<int, uint32_t>& cbm) {
+  const schemata::Schema* s = nullptr;
+  for (const schemata::Schema& c : schemas_.schemas)
+    if (c.resource_name == resource && s == nullptr) s = &c;
+  if (s == nullptr || !io_alloc_capable(*s) || io_alloc_on(*s))
+    return Error::make(EINVAL, "state: io_alloc on " + resource + " impossible");
+  const uint32_t closid = io_alloc_closid(*s);
+  if (closid >= closids_.size() || !closids_.claim(closid))
+    return Error::make(EINVAL, "state: io_alloc CLOSID " + std::to_string(closid) + " unusable");
+  std::vector<hw::CtrlUpdate> updates;
+  for (auto [d, v] : cbm) {
+    for (hw::ConfType t : io_alloc_types(*s)) updates.push_back({rid_of(*s), t, d, closid, v});
+  }
+  Result<void> r = arch_->update_ctrls(updates);
+  if (r.ok()) r = arch_->set_io_alloc_enabled(rid_of(*s), true);
+  if (!r.ok()) closids_.free(closid);
+  return r;
+}
+
+}  // namespace resctrlfs::fs::internal
