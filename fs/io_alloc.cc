@@ -170,10 +170,10 @@ Result<void> FsImpl::restore_io_alloc(const std::string& resource,
   for (const schemata::Schema& c : schemas_.schemas)
     if (c.resource_name == resource && s == nullptr) s = &c;
   if (s == nullptr || !io_alloc_capable(*s) || io_alloc_on(*s))
-    return Error::make(EINVAL, "state: io_alloc on " + resource + " impossible");
+    return Error::make(EINVAL, "not io_alloc capable or already enabled");
   const uint32_t closid = io_alloc_closid(*s);
   if (closid >= closids_.size() || !closids_.claim(closid))
-    return Error::make(EINVAL, "state: io_alloc CLOSID " + std::to_string(closid) + " unusable");
+    return Error::make(EINVAL, "CLOSID " + std::to_string(closid) + " unusable");
   std::vector<hw::CtrlUpdate> updates;
   for (auto [d, v] : cbm) {
     for (hw::ConfType t : io_alloc_types(*s)) updates.push_back({rid_of(*s), t, d, closid, v});
