@@ -77,7 +77,7 @@ RdtOptions RdtOptions::parse(std::string_view list) {
 }
 
 RdtOptions RdtOptions::all() {
-  return parse("cmt,mbmtotal,mbmlocal,l3cat,l3cdp,l2cat,l2cdp,mba,smba,bmec,abmc");
+  return parse("cmt,mbmtotal,mbmlocal,l3cat,l3cdp,l2cat,l2cdp,mba,smba,bmec,abmc,sdciae");
 }
 
 bool RdtOptions::forced_on(std::string_view name) const {
@@ -304,7 +304,8 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
     l3.cache.cache_size_bytes = l3_size;
     l3.ctrl_domains = l3_domains;
     // SDCIAE acts on the L3 mask registers, so it needs L3 CAT (as in Linux).
-    l3.cache.io_alloc_capable = amd && (amd20.ebx & CPUID_80000020_0_EBX_SDCIAE) != 0;
+    l3.cache.io_alloc_capable =
+        amd && (amd20.ebx & CPUID_80000020_0_EBX_SDCIAE) != 0 && opts.enabled("sdciae");
   }
   if (l2.alloc_capable) {
     l2.cache.cache_size_bytes = l2_size;

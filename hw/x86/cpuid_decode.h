@@ -37,7 +37,7 @@ std::string cpuid_vendor(const CpuidSource& src, unsigned cpu);
 
 // The kernel's rdt= boot parameter: a comma-separated list of feature names
 // (cmt, mbmtotal, mbmlocal, l3cat, l3cdp, l2cat, l2cdp, mba, smba, bmec,
-// abmc), each turned off by a leading '!'. A feature the CPU does not
+// abmc, sdciae), each turned off by a leading '!'. A feature the CPU does not
 // enumerate cannot be turned on; a name given both ways is on; unknown
 // names are ignored. The default (empty) is what a plain boot shows.
 struct RdtOptions {

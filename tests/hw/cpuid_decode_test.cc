@@ -570,6 +570,18 @@ TEST_CASE("SDCIAE: CPUID.0x80000020.0:EBX bit 6 makes L3 io_alloc capable") {
   CHECK_FALSE(raw.res(ResourceId::L2).cache.io_alloc_capable);
   PlatformInfo key = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": true})");
   CHECK(key.res(ResourceId::L3).cache.io_alloc_capable);
+  {
+    // The kernel's rdt=!sdciae turns it off.
+    auto p = sim::parse_profile(R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}],
+        "l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": true}})",
+                                "sdciae-off");
+    REQUIRE(p.ok());
+    sim::SimMachine m(*p);
+    CHECK(decode_platform(m, p->topology()).res(ResourceId::L3).cache.io_alloc_capable);
+    CHECK_FALSE(decode_platform(m, p->topology(), nullptr, RdtOptions::parse("!sdciae"))
+                    .res(ResourceId::L3)
+                    .cache.io_alloc_capable);
+  }
   PlatformInfo off = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": false})");
   CHECK_FALSE(off.res(ResourceId::L3).cache.io_alloc_capable);
   // Without L3 CAT there is no io_alloc, whatever the bit says.
