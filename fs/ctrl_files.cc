@@ -39,21 +39,35 @@ const char* mode_name(GroupMode m) {
 class GroupCbmPolicy final : public schemata::CbmPolicy {
  public:
   GroupCbmPolicy(FsImpl& fs, const Group& g) : fs_(fs), g_(g) {}
-  std::optional<Error> check_locksetup_hierarchy(const schemata::Schema&, int) override {
-    return std::nullopt;  // pseudo-locking is not emulated: no regions exist
+  std::optional<Error> check_locksetup_hierarchy(const schemata::Schema& s, int domain) override {
+    // One region per cache hierarchy, counting the ones this write has
+    // already asked for (the kernel marks the domain while parsing).
+    if (fs_.locked_in_hierarchy(s.resource_index, domain, pending_))
+      return Error::make(EINVAL, "Pseudo-locked region in hierarchy\n");
+    return std::nullopt;
   }
   std::optional<Error> check_cbm(const schemata::Schema& s, int domain, uint32_t cbm) override {
+    if ((g_.mode == GroupMode::SHAREABLE || g_.mode == GroupMode::EXCLUSIVE) &&
+        (fs_.locked_cbm(s.resource_index, domain) & cbm) != 0)
+      return Error::make(EINVAL, "CBM overlaps with pseudo-locked region\n");
     if (fs_.cbm_overlaps(s, domain, cbm, g_.closid, true))
       return Error::make(EINVAL, "Overlaps with exclusive group\n");
     if ((g_.mode == GroupMode::EXCLUSIVE || g_.mode == GroupMode::PSEUDO_LOCKSETUP) &&
         fs_.cbm_overlaps(s, domain, cbm, g_.closid, false))
       return Error::make(EINVAL, "Overlaps with other group\n");
+    if (g_.mode == GroupMode::PSEUDO_LOCKSETUP)
+      pending_.push_back({fs_.schemas_.find(s.name), domain, cbm});
     return std::nullopt;
+  }
+  // The region a successful write asks for: the last one staged.
+  const FsImpl::PendingRegion* requested() const {
+    return pending_.empty() ? nullptr : &pending_.back();
   }
 
  private:
   FsImpl& fs_;
   const Group& g_;
+  std::vector<FsImpl::PendingRegion> pending_;
 };
 
 std::unique_ptr<schemata::CbmPolicy> FsImpl::cbm_policy(const Group& g) {
@@ -61,8 +75,11 @@ std::unique_ptr<schemata::CbmPolicy> FsImpl::cbm_policy(const Group& g) {
 }
 
 const Group* FsImpl::ctrl_group_by_closid(uint32_t closid) const {
+  // A pseudo-locked group's CLOSID is no longer its own.
   for (auto& g : groups_)
-    if (g->type == GroupType::kCtrlMon && g->closid == closid) return g.get();
+    if (g->type == GroupType::kCtrlMon && g->closid == closid &&
+        g->mode != GroupMode::PSEUDO_LOCKED)
+      return g.get();
   return nullptr;
 }
 
@@ -103,7 +120,8 @@ std::optional<uint32_t> FsImpl::default_cbm(const schemata::Schema& s, int d,
   const bool cdp = s.conf_type != schemata::ConfType::NONE;
   const hw::ConfType peer =
       s.conf_type == schemata::ConfType::CODE ? hw::ConfType::DATA : hw::ConfType::CODE;
-  uint32_t used = s.shareable_bits;
+  // A pseudo-locked region's bits are taken even though its CLOSID is free.
+  uint32_t used = s.shareable_bits | locked_cbm(s.resource_index, d);
   uint32_t ctrl = s.shareable_bits;
   for (uint32_t i = 0; i < closids_.size(); ++i) {
     if (i == closid || !closids_.allocated(i)) continue;
@@ -157,6 +175,9 @@ Result<void> FsImpl::init_alloc(Group* g) {
 Result<std::string> FsImpl::show_schemata(const Node& n) {
   const Group* g = n.group;
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_schemata_locksetup(schemas_);
+  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr)
+    return schemata::format_schemata_locked(schemas_.schemas[g->plr->schema], g->plr->domain,
+                                            g->plr->cbm);
   uint32_t closid = g->closid;
   return schemata::format_schemata(schemas_, closid, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);
@@ -191,12 +212,19 @@ Result<void> FsImpl::write_schemata(Node& n, std::string_view data, const Caller
     lcs_.printf(r.error().message);
     return r;
   }
+  // The mask is programmed for the group's CLOSID on the requested domain;
+  // now lock it. On failure the group stays in pseudo-locksetup.
+  if (g->mode == GroupMode::PSEUDO_LOCKSETUP && policy.requested() != nullptr)
+    return pseudo_lock_create(g, *policy.requested());
   return Ok();
 }
 
 Result<std::string> FsImpl::show_size(const Node& n) {
   const Group* g = n.group;
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_size_locksetup(schemas_);
+  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr)
+    return schemata::format_size_locked(schemas_, schemas_.schemas[g->plr->schema],
+                                        g->plr->domain, g->plr->cbm);
   uint32_t closid = g->closid;
   return schemata::format_size(schemas_, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);
@@ -219,6 +247,7 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
   if (buf == mode_name(mode)) return Ok();
   if (mode == GroupMode::PSEUDO_LOCKED) return fail(EINVAL, "Cannot change pseudo-locked group\n");
   if (buf == "shareable") {
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(locksetup_exit(g));
     g->mode = GroupMode::SHAREABLE;
     return Ok();
   }
@@ -234,16 +263,14 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
       }
     }
     if (!has_cache) return fail(EINVAL, "Cannot be exclusive without CAT/CDP\n");
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(locksetup_exit(g));
     g->mode = GroupMode::EXCLUSIVE;
     return Ok();
   }
   if (buf == "pseudo-locksetup") {
-    // The kernel's checks in its order, up to the one an emulator without
-    // pseudo-locking stops at.
-    if (is_root(g)) return fail(EINVAL, "Cannot pseudo-lock default group\n");
-    if (arch_->cdp_enabled(hw::ResourceId::L3) || arch_->cdp_enabled(hw::ResourceId::L2))
-      return fail(EINVAL, "CDP enabled\n");
-    return fail(EINVAL, "Pseudo-locking not supported\n");
+    RESCTRLFS_RETURN_IF_ERROR(locksetup_enter(g));
+    g->mode = GroupMode::PSEUDO_LOCKSETUP;
+    return Ok();
   }
   return fail(EINVAL, "Unknown or unsupported mode\n");
 }

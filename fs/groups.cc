@@ -201,7 +201,11 @@ void FsImpl::unmount() {
   // Every group but the default one goes, its RMID into limbo.
   for (auto& g : groups_) {
     unassign_all_cntrs(g.get());
-    if (g.get() != root_) free_rmid(g->rmid);
+    const bool locking = g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+                         g->mode == schemata::GroupMode::PSEUDO_LOCKED;
+    // A locksetup/locked group gave its RMID up already.
+    if (locking) pseudo_lock_remove(g.get());
+    if (g.get() != root_ && !locking) free_rmid(g->rmid);
   }
   std::vector<Ino> kids;
   for (auto& [name, ino] : root_node_->children) kids.push_back(ino);
@@ -353,6 +357,13 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
 }
 
 Result<void> FsImpl::rmdir_ctrl(Group* g) {
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED) {
+    // No tasks, CPUs, MON groups or RMID to give back: just remove it.
+    pseudo_lock_remove(g);
+    destroy_group(g);
+    return Ok();
+  }
   move_group_tasks(g, root_);
   root_->cpus |= g->cpus;
   // MON children go with their parent; their entries are not named by the

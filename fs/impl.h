@@ -76,6 +76,15 @@ struct Group {
   Ino mon_groups_dir = 0;
   // ABMC: counter id per (monitoring domain, event).
   std::map<std::pair<int, hw::EventId>, unsigned> cntrs;
+  // The region of a PSEUDO_LOCKED group. Its CLOSID went back to the pool
+  // when it was locked; `closid` keeps the old number, as the kernel's group
+  // does, but nothing may match on it any more.
+  struct LockedRegion {
+    int schema = -1;  // index into the SchemaList
+    int domain = -1;  // control domain id
+    uint32_t cbm = 0;
+  };
+  std::optional<LockedRegion> plr;
 };
 
 class FsImpl;
@@ -311,6 +320,28 @@ class FsImpl final : public Filesystem {
   // Enabled resources (by name) and their io_alloc masks per domain.
   std::map<std::string, std::map<int, uint32_t>> io_alloc_state() const;
   Result<void> restore_io_alloc(const std::string& resource, const std::map<int, uint32_t>& cbm);
+  // ---- cache pseudo-locking (pseudo_lock.cc) ----
+  // A region a schemata write is about to lock (same shape as LockedRegion).
+  using PendingRegion = Group::LockedRegion;
+  Result<void> locksetup_enter(Group* g);
+  Result<void> locksetup_exit(Group* g);
+  // Locks the region a valid schemata write of a pseudo-locksetup group
+  // asked for; on failure the group stays in pseudo-locksetup.
+  Result<void> pseudo_lock_create(Group* g, const PendingRegion& r);
+  // Drops a pseudo-locksetup/locked group's lock state (rmdir, unmount):
+  // the region is forgotten, a locksetup group's CLOSID freed.
+  void pseudo_lock_remove(Group* g);
+  // The mask locked on control domain `domain` of resource `resource_index`
+  // (0: none).
+  uint32_t locked_cbm(int resource_index, int domain) const;
+  // Whether a locked region, or one of `pending`, sits on a cache domain
+  // sharing CPUs with control domain `domain` of `resource_index`.
+  bool locked_in_hierarchy(int resource_index, int domain,
+                           const std::vector<PendingRegion>& pending) const;
+  CpuMask ctrl_domain_cpus(int resource_index, int domain) const;
+  // kernfs mode changes of locksetup: `perms` for a group's child `name`.
+  void set_child_mode(Group* g, std::string_view name, uint32_t perms);
+  void restrict_locksetup_files(Group* g);
 
   // ---- monitoring (monitor.cc) ----
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.

@@ -97,12 +97,14 @@ Result<std::string> FsImpl::show_bit_usage(const Node& n) {
       if (mode == GroupMode::SHAREABLE) sw_shareable |= val;
       if (mode == GroupMode::EXCLUSIVE) exclusive |= val;
     }
+    const uint32_t locked = locked_cbm(s.resource_index, d);
     out += std::to_string(d) + "=";
     for (int b = static_cast<int>(s.cbm_len) - 1; b >= 0; --b) {
       bool hwb = (hw_shareable >> b) & 1U;
       bool swb = (sw_shareable >> b) & 1U;
       bool excl = (exclusive >> b) & 1U;
-      out += hwb && swb ? 'X' : hwb ? 'H' : swb ? 'S' : excl ? 'E' : '0';
+      bool psl = (locked >> b) & 1U;
+      out += hwb && swb ? 'X' : hwb ? 'H' : swb ? 'S' : excl ? 'E' : psl ? 'P' : '0';
     }
   }
   out += '\n';

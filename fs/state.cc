@@ -83,6 +83,8 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
   ok = true;
   if (s == "shareable") return schemata::GroupMode::SHAREABLE;
   if (s == "exclusive") return schemata::GroupMode::EXCLUSIVE;
+  if (s == "pseudo-locksetup") return schemata::GroupMode::PSEUDO_LOCKSETUP;
+  if (s == "pseudo-locked") return schemata::GroupMode::PSEUDO_LOCKED;
   ok = false;
   return schemata::GroupMode::SHAREABLE;
 }
@@ -130,6 +132,8 @@ void write_assigned(const Group& g, std::string& out) {
 //                 "event_filter": {"mbm_total_bytes", "mbm_local_bytes"}},
 //    "groups": [{"name", "closid", "rmid", "mode", "cpus", "mba_event", "dir_mode",
 //                "uid", "gid", "schemata": {"<schema>": {"<domain>": value}},
+//                "region": {"schema", "domain", "cbm"}  (pseudo-locked groups, which
+//                          have no "schemata": their old CLOSID may be another's),
 //                "assigned": [[domain, "event"]],
 //                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
 //                                "assigned"}]}],   (the default group first, name "")
@@ -162,6 +166,17 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, std::string& out) {
   out += "\",\"assigned\":";
   write_assigned(g, out);
   save_dir_fields(g, out);
+  if (g.mode == schemata::GroupMode::PSEUDO_LOCKED && g.plr) {
+    // A locked group owns no CLOSID: its region is all there is to keep.
+    out += ",\"region\":{\"schema\":";
+    write_json_string(schemas_.schemas[g.plr->schema].name, out);
+    out += ",\"domain\":";
+    out += std::to_string(g.plr->domain);
+    out += ",\"cbm\":";
+    out += std::to_string(g.plr->cbm);
+    out += "}}";
+    return;
+  }
   out += ",\"schemata\":{";
   for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
     const schemata::Schema& s = schemas_.schemas[si];
@@ -481,12 +496,23 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
         if (name.size() > 255 || name.find('\n') != std::string::npos ||
             name.find('/') != std::string::npos || child(root_node_, name) != nullptr)
           return bad_state("bad group name " + name);
+        bool mode_ok = true;
+        const schemata::GroupMode gm =
+            mode_from(go.value("mode", std::string("shareable")), mode_ok);
+        if (!mode_ok) return bad_state("bad mode");
+        // A locked group's CLOSID went back to the pool, a locksetup or
+        // locked group's RMID too.
+        const bool locked = gm == schemata::GroupMode::PSEUDO_LOCKED;
+        const bool has_rmid = gm != schemata::GroupMode::PSEUDO_LOCKSETUP && !locked;
+        if (gm != schemata::GroupMode::SHAREABLE && gm != schemata::GroupMode::EXCLUSIVE &&
+            (!info_.pseudo_lock_capable || opts_.cdp || opts_.cdpl2))
+          return bad_state("pseudo-locking is not available");
         uint32_t closid = go.at("closid").get<uint32_t>();
-        if (!closids_.claim(closid))
+        if (!locked && !closids_.claim(closid))
           return bad_state("CLOSID " + std::to_string(closid) + " unusable");
         uint32_t rmid = go.value("rmid", 0U);
-        if (mon_capable() && !rmids_.claim(rmid)) {
-          closids_.free(closid);
+        if (mon_capable() && has_rmid && !rmids_.claim(rmid)) {
+          if (!locked) closids_.free(closid);
           return bad_state("RMID " + std::to_string(rmid) + " unusable");
         }
         g = new_group();
@@ -495,10 +521,34 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
         g->closid = closid;
         g->rmid = mon_capable() ? rmid : 0;
         make_dir(g, root_node_, go);
+        if (!has_rmid) restrict_locksetup_files(g);
+        if (locked) {
+          // Lock the region again: its mask goes into the old CLOSID, as when
+          // it was first locked; a group that took the CLOSID over later in
+          // the document reprograms it below.
+          const json& rg = go.at("region");
+          const int si = schemas_.find(rg.at("schema").get<std::string>());
+          const int dom = rg.at("domain").get<int>();
+          const uint32_t cbm = rg.at("cbm").get<uint32_t>();
+          if (si < 0 || schemas_.schemas[si].kind != schemata::Kind::CACHE)
+            return bad_state("bad pseudo-locked region");
+          const schemata::Schema& s = schemas_.schemas[si];
+          bool dom_ok = false;
+          for (int d : s.domain_ids) dom_ok = dom_ok || d == dom;
+          if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
+              locked_in_hierarchy(s.resource_index, dom, {}))
+            return bad_state("bad pseudo-locked region");
+          RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(
+              static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
+          g->plr = Group::LockedRegion{si, dom, cbm};
+          for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
+        }
       }
       bool ok = true;
       g->mode = mode_from(go.value("mode", std::string("shareable")), ok);
-      if (!ok) return bad_state("bad mode");
+      if (!ok || (name.empty() && g->mode != schemata::GroupMode::SHAREABLE &&
+                  g->mode != schemata::GroupMode::EXCLUSIVE))
+        return bad_state("bad mode");
       std::string ev = go.value("mba_event", std::string());
       if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))
         g->mba_event = hw::EventId::MBM_TOTAL;

@@ -265,9 +265,11 @@ struct PlatformInfo {
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
   Resource resources[kNumResources];  // indexed by ResourceId
-  MonCaps mon;                        // L3 monitoring
-  PerfPkgMonCaps perf_pkg;            // telemetry monitoring
-  bool pseudo_lock_capable = false;   // we do not emulate pseudo-locking
+  MonCaps mon;              // L3 monitoring
+  PerfPkgMonCaps perf_pkg;  // telemetry monitoring
+  // Cache pseudo-locking is offered (Intel models whose prefetch-disable
+  // bits are known; decided from family/model as Linux does).
+  bool pseudo_lock_capable = false;
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
 
@@ -430,6 +432,26 @@ class Arch {
     (void)events;
     return Error::make(EOPNOTSUPP, "CPU hotplug is not supported by this backend");
   }
+
+  // Cache pseudo-locking (info().pseudo_lock_capable): makes `cbm` of cache
+  // domain `domain_id` of `rid` a pseudo-locked region loaded through
+  // CLOSID `closid`. Programs the CLOSID's mask on that domain if it
+  // differs, then performs the register part of Linux's locking sequence on
+  // the domain's first CPU: save MSR_MISC_FEATURE_CONTROL and turn the
+  // prefetchers off, switch PQR_ASSOC to `closid` (RMID kept), switch it
+  // back, restore the prefetcher register. The memory reads the kernel does
+  // between the two PQR_ASSOC writes cannot be done from user space, so on
+  // real hardware the region is reserved but holds no data. Records the
+  // region. EINVAL if not capable or not a cache domain; EBUSY if the domain
+  // already holds a region; EIO if a register write fails (the registers
+  // already written are restored). Cost: five MSR accesses (+1 mask write).
+  virtual Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid,
+                                   uint32_t cbm) = 0;
+  // Forgets the region of (rid, domain_id), if any (rmdir, unmount). The
+  // CLOSID's mask is left as it is, as Linux leaves it. No register access.
+  virtual void pseudo_unlock(ResourceId rid, int domain_id) = 0;
+  // The recorded region's mask on (rid, domain_id), or 0.
+  virtual uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const = 0;
 };
 
 // Up-calls hw/ makes into its user during CPU hotplug (the kernel's

@@ -27,6 +27,7 @@ Policy::Policy(PlatformInfo info, HwLimits limits) : info_(std::move(info)), lim
   for (const auto& r : info_.resources)
     if (r.alloc_capable) num_closid_any_ = std::max(num_closid_any_, r.num_closid);
   num_rmid_any_ = info_.mon.capable ? info_.mon.num_rmids : 1;
+  prefetch_bits_ = prefetch_disable_bits(info_.vendor, info_.family, info_.model);
 }
 
 Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const {
@@ -50,7 +51,8 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       (mon.abmc && (msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
       ((mon.abmc || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
       ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG) ||
-      (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG);
+      (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG) ||
+      (prefetch_bits_ != 0 && msr == MSR_MISC_FEATURE_CONTROL);
   if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
   if (kind == OpKind::kRead) return Ok();
   if (kind != OpKind::kWrite) return refuse("unknown operation %llu", static_cast<uint64_t>(kind));
@@ -99,6 +101,12 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
                   (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
     if ((v & ~ok) != 0) return refuse("L3_IO_RDT_CFG bits 0x%llx not enumerated", v);
+    return Ok();
+  }
+  if (msr == MSR_MISC_FEATURE_CONTROL) {
+    // Pseudo-locking turns the prefetchers off and restores them: only the
+    // model's prefetcher bits, nothing else of the register.
+    if ((v & ~prefetch_bits_) != 0) return refuse("MISC_FEATURE_CONTROL bits 0x%llx refused", v);
     return Ok();
   }
   if (in_bank(msr, IA32_L3_MASK_0, l3.num_closid)) {

@@ -1,7 +1,9 @@
 // Defines the MSR broker's policy: which (cpu, register, value, read|write)
 // operations a client may perform. Only the RDT/PQoS registers the CPU
 // enumerates are allowed, with indices below the enumerated CLOSID / RMID /
-// counter limits and reserved bits clear. Everything else is refused.
+// counter limits and reserved bits clear, plus the prefetcher bits of
+// MSR_MISC_FEATURE_CONTROL on models that offer cache pseudo-locking.
+// Everything else is refused.
 #pragma once
 
 #include <string>
@@ -27,6 +29,7 @@ class Policy {
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;
   unsigned num_rmid_any_ = 1;
+  uint64_t prefetch_bits_ = 0;  // pseudo-locking: MSR_MISC_FEATURE_CONTROL bits allowed
 };
 
 }  // namespace resctrlfs::hw::broker

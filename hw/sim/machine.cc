@@ -253,6 +253,7 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
     }
   }
   if (msr == MBA_CFG && d != nullptr && !d->mba_thrtl.empty()) return c.mba_cfg;
+  if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) return c.misc_feature_control;
   if (d2 != nullptr) {
     if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) return d2->l2_qos_cfg;
     if (in_bank(msr, IA32_L2_MASK_0, d2->l2_mask.size())) return d2->l2_mask[msr - IA32_L2_MASK_0];
@@ -387,6 +388,12 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       return Ok();
     }
   }
+  if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) {
+    // The simulated cores have the four Broadwell-server prefetcher bits.
+    if ((v & ~MISC_FEATURE_PREFETCH_DISABLE_BDX) != 0) return gp(cpu, msr, "reserved bits set");
+    c.misc_feature_control = v;
+    return Ok();
+  }
   if (d2 != nullptr) {
     if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) {
       if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
@@ -413,6 +420,12 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
   std::vector<RegisterValue> out;
   for (unsigned c = 0; c < cpus_.size(); ++c) {
     if (cpus_[c].online) out.push_back({c, IA32_PQR_ASSOC, cpus_[c].pqr_assoc});
+  }
+  // Shown where resctrl uses it (pseudo-locking), so that the prefetchers
+  // can be seen back on after a locking sequence.
+  if (info_.pseudo_lock_capable) {
+    for (unsigned c = 0; c < cpus_.size(); ++c)
+      if (cpus_[c].online) out.push_back({c, MSR_MISC_FEATURE_CONTROL, cpus_[c].misc_feature_control});
   }
   auto bank = [&](unsigned cpu, uint32_t base, const std::vector<uint64_t>& regs) {
     for (size_t i = 0; i < regs.size(); ++i)

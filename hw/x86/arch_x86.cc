@@ -1,6 +1,7 @@
 // Implements X86Arch (see arch_x86.h): control registers with shadow copies
 // and rollback, CDP, PQR_ASSOC, the QM_EVTSEL/QM_CTR keyhole with counter
-// folding and the MBM errata correction, BMEC, ABMC and SDCIAE (io_alloc).
+// folding and the MBM errata correction, BMEC, ABMC, SDCIAE (io_alloc) and
+// the register part of cache pseudo-locking.
 #include "hw/x86/arch_x86.h"
 
 #include <algorithm>
@@ -28,7 +29,8 @@ X86Arch::X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> 
       limits_(limits),
       msr_(std::move(msr)),
       sched_(std::move(sched)),
-      correction_(mbm_correction(info_)) {
+      correction_(mbm_correction(info_)),
+      prefetch_disable_bits_(prefetch_disable_bits(info_.vendor, info_.family, info_.model)) {
   for (int r = 0; r < kNumResources; ++r) {
     const Resource& res = info_.resources[r];
     if (!res.alloc_capable) continue;
@@ -603,6 +605,52 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     }
   }
   return Ok();
+
+// ---- Cache pseudo-locking.
+
+Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) {
+  const Resource& res = info_.res(rid);
+  const int di = ctrl_domain_index(rid, domain_id);
+  if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_cache() || di < 0 ||
+      cdp_enabled(rid) || closid >= res.num_closid || (cbm & ~res.cache.full_mask()) != 0)
+    return Error::make(EINVAL);
+  if (locked_.count({rid, domain_id}) != 0) return Error::make(EBUSY);
+  RESCTRLFS_RETURN_IF_ERROR(update_ctrls({{rid, ConfType::NONE, domain_id, closid, cbm}}));
+
+  const unsigned cpu = res.ctrl_domains[di].cpus.first();
+  if (cpu >= info_.nr_cpus) return Error::make(ENODEV);
+  Result<uint64_t> saved = msr_->read(cpu, MSR_MISC_FEATURE_CONTROL);
+  if (!saved.ok()) return write_failed();
+  if (!msr_->write(cpu, MSR_MISC_FEATURE_CONTROL, prefetch_disable_bits_).ok())
+    return write_failed();
+  // The CPU's current tags, as Linux takes them from its per-CPU cache.
+  uint64_t assoc = 0;
+  if (pqr_cache_[cpu]) {
+    assoc = *pqr_cache_[cpu];
+  } else if (auto a = msr_->read(cpu, IA32_PQR_ASSOC); a.ok()) {
+    assoc = *a;
+  }
+  const uint64_t locking = (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | (assoc & PQR_ASSOC_RMID_MASK);
+  bool ok = msr_->write(cpu, IA32_PQR_ASSOC, locking).ok();
+  // Here the kernel reads the region's memory twice (page stride, then line
+  // stride) so that it is allocated into the ways of `cbm`.
+  if (ok) ok = msr_->write(cpu, IA32_PQR_ASSOC, assoc).ok();
+  if (!ok) {
+    // Leave the CPU as it was: its tags, then its prefetchers.
+    (void)msr_->write(cpu, IA32_PQR_ASSOC, assoc);
+    pqr_cache_[cpu].reset();
+  }
+  const bool restored = msr_->write(cpu, MSR_MISC_FEATURE_CONTROL, *saved).ok();
+  if (!ok || !restored) return write_failed();
+  locked_[{rid, domain_id}] = cbm;
+  return Ok();
+}
+
+void X86Arch::pseudo_unlock(ResourceId rid, int domain_id) { locked_.erase({rid, domain_id}); }
+
+uint32_t X86Arch::pseudo_locked_cbm(ResourceId rid, int domain_id) const {
+  auto it = locked_.find({rid, domain_id});
+  return it == locked_.end() ? 0 : it->second;
 }
 
 }  // namespace resctrlfs::hw::x86

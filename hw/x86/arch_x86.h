@@ -10,6 +10,7 @@
 // (monitoring domain, RMID or ABMC counter, event).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -64,6 +65,10 @@ class X86Arch final : public Arch {
                            uint32_t evt_cfg, bool assign) override;
   Result<void> offline_cpu(unsigned cpu, ArchEvents* events) override;
   Result<void> online_cpu(unsigned cpu, ArchEvents* events) override;
+
+  Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) override;
+  void pseudo_unlock(ResourceId rid, int domain_id) override;
+  uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const override;
 
   // The register and value a control value becomes (exposed for tests and
   // for the broker's policy).
@@ -120,6 +125,9 @@ class X86Arch final : public Arch {
   bool io_alloc_enabled_ = false;  // SDCIAE (L3)
   // L3_QOS_EXT_CFG as it should read with the given ABMC and SDCIAE states.
   static uint64_t ext_cfg(bool abmc, bool sdciae);
+  uint64_t prefetch_disable_bits_ = 0;  // 0: pseudo-locking not offered
+  // Pseudo-locked regions: (resource, control domain id) -> mask.
+  std::map<std::pair<ResourceId, int>, uint32_t> locked_;
 };
 
 }  // namespace resctrlfs::hw::x86

@@ -381,7 +381,21 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   } else {
     mon.snc_ways = 1;
   }
+  info.pseudo_lock_capable = prefetch_disable_bits(info.vendor, info.family, info.model) != 0;
   return info;
+}
+
+uint64_t prefetch_disable_bits(const std::string& vendor, unsigned family, unsigned model) {
+  if (vendor != "GenuineIntel" || family != 6) return 0;
+  switch (model) {
+    case INTEL_FAM6_BROADWELL_X:
+      return MISC_FEATURE_PREFETCH_DISABLE_BDX;
+    case INTEL_FAM6_ATOM_GOLDMONT:
+    case INTEL_FAM6_ATOM_GOLDMONT_PLUS:
+      return MISC_FEATURE_PREFETCH_DISABLE_GLM;
+    default:
+      return 0;
+  }
 }
 
 MbmCorrection mbm_correction(const PlatformInfo& info) {

@@ -78,6 +78,12 @@ struct MbmCorrection {
 };
 MbmCorrection mbm_correction(const PlatformInfo& info);
 
+// The MSR_MISC_FEATURE_CONTROL bits that turn the hardware prefetchers off
+// on the models Linux validated for cache pseudo-locking (Broadwell server,
+// Goldmont, Goldmont Plus), or 0: without them pseudo-locking is not
+// offered. Decided from vendor/family/model alone, as Linux does.
+uint64_t prefetch_disable_bits(const std::string& vendor, unsigned family, unsigned model);
+
 // Hardware limits the MSR programming and the broker need beyond
 // PlatformInfo (which speaks in user-visible units).
 struct HwLimits {

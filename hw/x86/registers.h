@@ -71,6 +71,18 @@ inline constexpr uint64_t L3_QOS_EXT_CFG_SDCIAE_EN = 1ULL << 1;
 // (index 0: mbm_total_bytes, index 1: mbm_local_bytes).
 inline constexpr uint32_t QOS_EVT_CFG_0 = 0xC0000400;
 
+// Hardware prefetcher control (Intel, per core). Not an RDT register, but
+// the cache pseudo-locking sequence turns prefetchers off through it on the
+// locking CPU while the region is loaded, then restores the saved value.
+// Which bits exist depends on the model (see prefetch_disable_bits()).
+inline constexpr uint32_t MSR_MISC_FEATURE_CONTROL = 0x1A4;
+// Broadwell server: bit 0 L2 hardware prefetcher, bit 1 L2 adjacent line
+// prefetcher, bit 2 DCU hardware prefetcher, bit 3 DCU IP prefetcher.
+inline constexpr uint64_t MISC_FEATURE_PREFETCH_DISABLE_BDX = 0xF;
+// Goldmont / Goldmont Plus: bit 0 L2 hardware prefetcher, bit 2 DCU
+// hardware prefetcher (bit 1 reserved).
+inline constexpr uint64_t MISC_FEATURE_PREFETCH_DISABLE_GLM = 0x5;
+
 // Not an RDT register: used by tests to prove the broker refuses it.
 inline constexpr uint32_t IA32_LSTAR = 0xC0000082;
 
@@ -200,6 +212,9 @@ inline constexpr uint32_t CPUID_80000020_5_EBX_CNTRS_MASK = 0xFFFF;
 // Intel models with MBM errata (SKX99, BDF102): family 6.
 inline constexpr unsigned INTEL_FAM6_BROADWELL_X = 0x4F;
 inline constexpr unsigned INTEL_FAM6_SKYLAKE_X = 0x55;
+// Atom models validated for cache pseudo-locking (with Broadwell server).
+inline constexpr unsigned INTEL_FAM6_ATOM_GOLDMONT = 0x5C;
+inline constexpr unsigned INTEL_FAM6_ATOM_GOLDMONT_PLUS = 0x7A;
 // Haswell server: L3 CAT present but not enumerated by CPUID.
 inline constexpr unsigned INTEL_FAM6_HASWELL_X = 0x3F;
 // Family-6 models that implement MSR_RMID_SNC_CONFIG, the only ones on which

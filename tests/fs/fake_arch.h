@@ -128,6 +128,19 @@ class FakeArch final : public hw::Arch {
   Result<void> config_cntr(int, unsigned, uint32_t, hw::EventId, uint32_t, bool) override {
     return Ok();
   }
+  Result<void> pseudo_lock(hw::ResourceId rid, int domain_id, uint32_t closid,
+                           uint32_t cbm) override {
+    if (!info_.pseudo_lock_capable) return Error::make(EINVAL);
+    if (fail_pseudo_lock != 0) return Error::make(fail_pseudo_lock, "injected");
+    ctrls_[{rid, hw::ConfType::NONE, domain_id, closid}] = cbm;
+    locked[{rid, domain_id}] = cbm;
+    return Ok();
+  }
+  void pseudo_unlock(hw::ResourceId rid, int domain_id) override { locked.erase({rid, domain_id}); }
+  uint32_t pseudo_locked_cbm(hw::ResourceId rid, int domain_id) const override {
+    auto it = locked.find({rid, domain_id});
+    return it == locked.end() ? 0 : it->second;
+  }
 
   bool models_tags = true;
   bool fail_io_alloc = false;
@@ -135,6 +148,8 @@ class FakeArch final : public hw::Arch {
   std::map<std::tuple<int, uint32_t, hw::EventId>, hw::CounterValue> values;
   std::map<unsigned, std::pair<uint32_t, uint32_t>> assoc;
   std::map<int, std::pair<uint32_t, uint32_t>> thread_tags;
+  int fail_pseudo_lock = 0;  // errno pseudo_lock() fails with, 0: succeeds
+  std::map<std::pair<hw::ResourceId, int>, uint32_t> locked;
 
  private:
   hw::PlatformInfo info_;
