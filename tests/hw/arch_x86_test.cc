@@ -354,3 +354,69 @@ TEST_CASE("thread tags are only modelled with a scheduler") {
   r.arch->thread_exited(100);
   CHECK(r.msr->log.empty());
 }
+
+TEST_CASE("pseudo_lock runs the register part of the kernel's locking sequence") {
+  Rig r = rig("intel-bdx");
+  // CPU 0 (first of L3 domain 0) runs with RMID 5; its prefetchers have bit 1 set.
+  REQUIRE(r.arch->set_cpu_assoc(0, 0, 5).ok());
+  r.msr->regs[{0, MSR_MISC_FEATURE_CONTROL}] = 0x2;
+  r.msr->log.clear();
+  REQUIRE(r.arch->pseudo_lock(ResourceId::L3, 0, 3, 0x3).ok());
+  CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 3, 0x3), R(0, MSR_MISC_FEATURE_CONTROL, 0x2),
+                                  W(0, MSR_MISC_FEATURE_CONTROL, 0xF),
+                                  W(0, IA32_PQR_ASSOC, (3ULL << 32) | 5), W(0, IA32_PQR_ASSOC, 5),
+                                  W(0, MSR_MISC_FEATURE_CONTROL, 0x2)});
+  CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 0) == 0x3);
+  CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 1) == 0);
+  // One region per domain; unlocking forgets it without touching registers.
+  CHECK(r.arch->pseudo_lock(ResourceId::L3, 0, 4, 0x4).error().code == EBUSY);
+  r.msr->log.clear();
+  r.arch->pseudo_unlock(ResourceId::L3, 0);
+  CHECK(r.msr->log.empty());
+  CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 0) == 0);
+  // The mask already programmed is not written again.
+  REQUIRE(r.arch->pseudo_lock(ResourceId::L3, 0, 3, 0x3).ok());
+  CHECK(r.msr->log.front() == R(0, MSR_MISC_FEATURE_CONTROL, 0x2));
+}
+
+TEST_CASE("pseudo_lock restores the CPU when a write fails, and is refused where not offered") {
+  Rig r = rig("intel-bdx");
+  r.msr->fail_in = 2;  // mask, prefetchers off, then the PQR_ASSOC switch fails
+  auto res = r.arch->pseudo_lock(ResourceId::L3, 1, 2, 0x3);
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().code == EIO);
+  CHECK(r.msr->writes() == std::vector{W(4, IA32_L3_MASK_0 + 2, 0x3),
+                                       W(4, MSR_MISC_FEATURE_CONTROL, 0xF),
+                                       W(4, IA32_PQR_ASSOC, 2ULL << 32), W(4, IA32_PQR_ASSOC, 0),
+                                       W(4, MSR_MISC_FEATURE_CONTROL, 0)});
+  CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 1) == 0);
+  // Not a Broadwell server / with CDP / bad arguments.
+  Rig two = rig("intel-2s");
+  CHECK(two.arch->pseudo_lock(ResourceId::L3, 0, 1, 0x3).error().code == EINVAL);
+  CHECK(two.msr->log.empty());
+  CHECK(r.arch->pseudo_lock(ResourceId::MB, 0, 1, 10).error().code == EINVAL);
+  CHECK(r.arch->pseudo_lock(ResourceId::L3, 7, 1, 0x3).error().code == EINVAL);
+  CHECK(r.arch->pseudo_lock(ResourceId::L3, 0, 1, 0x800).error().code == EINVAL);
+  REQUIRE(r.arch->set_cdp_enabled(ResourceId::L3, true).ok());
+  CHECK(r.arch->pseudo_lock(ResourceId::L3, 0, 1, 0x3).error().code == EINVAL);
+}
+
+TEST_CASE("the simulated machine has the prefetcher register on Intel") {
+  auto p = sim::load_profile("intel-bdx");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  CHECK(m.info().pseudo_lock_capable);
+  REQUIRE(m.write(2, MSR_MISC_FEATURE_CONTROL, 0xF).ok());
+  CHECK(*m.read(2, MSR_MISC_FEATURE_CONTROL) == 0xF);
+  CHECK(*m.read(3, MSR_MISC_FEATURE_CONTROL) == 0);
+  CHECK(m.write(2, MSR_MISC_FEATURE_CONTROL, 0x10).error().code == EIO);
+  bool dumped = false;
+  for (const RegisterValue& v : m.dump_registers())
+    dumped = dumped || (v.cpu == 2 && v.msr == MSR_MISC_FEATURE_CONTROL && v.value == 0xF);
+  CHECK(dumped);
+  auto amd = sim::load_profile("amd-2s");
+  REQUIRE(amd.ok());
+  sim::SimMachine a(*amd);
+  CHECK_FALSE(a.info().pseudo_lock_capable);
+  CHECK_FALSE(a.read(0, MSR_MISC_FEATURE_CONTROL).ok());
+}

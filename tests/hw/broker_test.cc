@@ -138,6 +138,13 @@ TEST_CASE("broker policy allows only enumerated RDT registers with reserved bits
        false},
       {"intel-cmt", "no CAT: CLOSID 1", 0, IA32_PQR_ASSOC, 1ULL << 32, OpKind::kWrite, false},
       {"intel-cmt", "no CAT: no masks", 0, IA32_L3_MASK_0, 1, OpKind::kRead, false},
+      {"intel-2s", "prefetchers without pseudo-locking", 0, MSR_MISC_FEATURE_CONTROL, 0,
+       OpKind::kRead, false},
+      {"intel-bdx", "prefetchers read", 0, MSR_MISC_FEATURE_CONTROL, 0, OpKind::kRead, true},
+      {"intel-bdx", "prefetchers off", 5, MSR_MISC_FEATURE_CONTROL, 0xF, OpKind::kWrite, true},
+      {"intel-bdx", "prefetchers restored", 5, MSR_MISC_FEATURE_CONTROL, 0x2, OpKind::kWrite, true},
+      {"intel-bdx", "other MISC_FEATURE_CONTROL bits", 0, MSR_MISC_FEATURE_CONTROL, 0x10,
+       OpKind::kWrite, false},
   };
   for (const auto& c : cases) {
     auto m = machine(c.profile);

@@ -157,6 +157,31 @@ TEST_CASE("Core i7-6900K (Broadwell-E, BDX die) decodes as Linux shows it") {
                                                          "cqm_mbm_total", "cqm_mbm_local"});
 }
 
+TEST_CASE("pseudo-locking is offered by vendor/family/model only") {
+  struct Case {
+    const char* vendor;
+    unsigned family, model;
+    uint64_t bits;
+  };
+  const Case cases[] = {
+      {"GenuineIntel", 6, INTEL_FAM6_BROADWELL_X, 0xF},
+      {"GenuineIntel", 6, INTEL_FAM6_ATOM_GOLDMONT, 0x5},
+      {"GenuineIntel", 6, INTEL_FAM6_ATOM_GOLDMONT_PLUS, 0x5},
+      {"GenuineIntel", 6, INTEL_FAM6_SKYLAKE_X, 0},
+      {"GenuineIntel", 6, INTEL_FAM6_HASWELL_X, 0},
+      {"GenuineIntel", 6, 0x6A, 0},
+      {"GenuineIntel", 15, INTEL_FAM6_BROADWELL_X, 0},
+      {"AuthenticAMD", 6, INTEL_FAM6_BROADWELL_X, 0},
+  };
+  for (const Case& c : cases) {
+    INFO(c.vendor << " " << c.family << " 0x" << std::hex << c.model);
+    CHECK(prefetch_disable_bits(c.vendor, c.family, c.model) == c.bits);
+  }
+  // Through the decoder: a real Broadwell-E (model 0x4F) dump is capable.
+  CHECK(decode_platform(DumpSource("intel-core-i7-6900k-broadwell-e.cpuid"), four_cpus())
+            .pseudo_lock_capable);
+}
+
 TEST_CASE("EPYC 7452 (Rome) decodes as Linux shows it") {
   DumpSource src("amd-epyc-7452-rome.cpuid");
   PlatformInfo i = decode_platform(src, four_cpus());
