@@ -211,6 +211,20 @@ class Filesystem {
   virtual Result<void> restore_state_json(const std::string& json) {
     return Error::make(ENOSYS, "state restore not implemented");
   }
+
+  // What survives an unmount in the kernel until reboot (§6.4):
+  // max_threshold_occupancy, the RMID free-list order and limbo marks, the
+  // counter-assignment mode, mbm_assign_on_mkdir, the event filters, the
+  // BMEC configurations and the schemata name width, as a JSON document.
+  // Taken while mounted, the RMIDs of the groups count as released, as an
+  // unmount at that moment would leave them. restore_boot_state_json()
+  // applies such a document to a Filesystem that is not mounted (a daemon
+  // replacing one that was unmounted); EINVAL for a document that does not
+  // fit, with nothing applied, EBUSY while mounted.
+  virtual std::string save_boot_state_json() { return "{}"; }
+  virtual Result<void> restore_boot_state_json(const std::string& json) {
+    return Error::make(ENOSYS, "boot state not implemented");
+  }
 };
 
 struct FilesystemConfig {

@@ -184,6 +184,8 @@ class FsImpl final : public Filesystem {
   std::string take_state_snapshot_json() override;
   std::optional<std::string> take_state_delta_json() override;
   Result<void> restore_state_json(const std::string& json) override;
+  std::string save_boot_state_json() override;
+  Result<void> restore_boot_state_json(const std::string& json) override;
 
   // ---- file table callbacks (public so the static table can name them) ----
   // Group files (ctrl_files.cc, groups.cc).

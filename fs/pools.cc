@@ -54,8 +54,38 @@ Result<uint32_t> RmidPool::alloc() {
 
 bool RmidPool::claim(uint32_t rmid) {
   auto it = std::find(free_.begin(), free_.end(), rmid);
-  if (it == free_.end()) return false;
-  free_.erase(it);
+  if (it != free_.end()) {
+    free_.erase(it);
+    return true;
+  }
+  if (busy_count_.erase(rmid) == 0) return false;
+  for (auto& [dom, rmids] : busy_) rmids.erase(rmid);
+  return true;
+}
+
+bool RmidPool::restore(const std::vector<uint32_t>& free_order,
+                       const std::map<int, std::set<uint32_t>>& busy) {
+  std::vector<bool> seen(num_rmids_, false);
+  for (uint32_t r : free_order) {
+    if (r == 0 || r >= num_rmids_ || seen[r]) return false;
+    seen[r] = true;
+  }
+  std::map<uint32_t, unsigned> counts;
+  for (const auto& [dom, rmids] : busy) {
+    if (std::find(domains_.begin(), domains_.end(), dom) == domains_.end()) return false;
+    for (uint32_t r : rmids) {
+      if (r == 0 || r >= num_rmids_ || (seen[r] && counts.count(r) == 0)) return false;
+      ++counts[r];
+    }
+  }
+  for (auto& [r, n] : counts) seen[r] = true;
+  for (uint32_t r = 1; r < num_rmids_; ++r)
+    if (!seen[r]) return false;
+  free_.assign(free_order.begin(), free_order.end());
+  busy_.clear();
+  for (const auto& [dom, rmids] : busy)
+    if (!rmids.empty()) busy_[dom] = rmids;
+  busy_count_ = std::move(counts);
   return true;
 }
 

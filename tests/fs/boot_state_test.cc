@@ -1,0 +1,152 @@
+// save_boot_state_json()/restore_boot_state_json(): what survives an
+// unmount until reboot (resctrl-behaviour.md §6.4, §8 case 51) carried from
+// one Filesystem to a fresh one, as from a daemon to the next one mounted on
+// the same mount point.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/fs/harness.h"
+
+namespace resctrlfs::fs::testing {
+
+namespace {
+
+// A simulated machine with a Filesystem that is not mounted yet.
+struct Unmounted {
+  explicit Unmounted(const std::string& platform) {
+    auto b = hw::make_sim_backend(platform);
+    if (!b.ok()) throw std::runtime_error("sim backend: " + b.error().message);
+    backend = std::move(b.value());
+    FilesystemConfig cfg;
+    cfg.arch = backend.arch.get();
+    cfg.tasks = &tasks;
+    fs = make_filesystem(cfg);
+  }
+  hw::Backend backend;
+  FakeTasks tasks;
+  std::unique_ptr<Filesystem> fs;
+};
+
+nlohmann::json status(Filesystem& fs) { return nlohmann::json::parse(fs.status_json()); }
+
+}  // namespace
+
+TEST_CASE("51: a remount keeps max_threshold_occupancy and the RMID pool", "[bootstate]") {
+  std::string saved;
+  {
+    MountOptions o;
+    o.debug = true;
+    SimFixture a("intel-2s", o);
+    Shell& sh = *a.sh;
+    REQUIRE(sh.echo("/info/L3_MON/max_threshold_occupancy", "131072") == 0);
+    REQUIRE(sh.mkdir("/g1") == 0);  // RMID 1
+    REQUIRE(sh.mkdir("/g2") == 0);  // RMID 2
+    REQUIRE(sh.rmdir("/g1") == 0);  // RMID 1 into limbo
+    REQUIRE(sh.echo("/schemata", "L3:0=f") == 0);
+    // Taken while mounted: g2's RMID counts as released, as by an unmount.
+    saved = a.fs->save_boot_state_json();
+    a.fs->unmount();
+    CHECK(a.fs->save_boot_state_json() == saved);
+  }
+  Unmounted b("intel-2s");
+  {
+    auto r = b.fs->restore_boot_state_json(saved);
+    INFO(saved);
+    INFO((r.ok() ? std::string("ok") : r.error().message));
+    REQUIRE(r.ok());
+  }
+  MountOptions o;
+  o.debug = true;
+  REQUIRE(b.fs->mount(o).ok());
+  Shell sh(*b.fs);
+  // Groups gone, schemata back to defaults, the threshold kept.
+  CHECK(sh.ls("/").count("g2") == 0);
+  CHECK(sh.cat("/schemata") == "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n");
+  CHECK(sh.cat("/info/L3_MON/max_threshold_occupancy") == "131072\n");
+  // RMIDs 1 and 2 are still in limbo: the next group gets 3.
+  CHECK(status(*b.fs)["rmids"]["limbo"] == 2);
+  REQUIRE(sh.mkdir("/g3") == 0);
+  CHECK(sh.cat("/g3/mon_hw_id") == "3\n");
+  CHECK(b.fs->restore_boot_state_json(saved).error().code == EBUSY);
+}
+
+TEST_CASE("boot state: assignment mode, event filters and BMEC on amd-2s", "[bootstate]") {
+  std::string saved;
+  {
+    SimFixture a("amd-2s");
+    Shell& sh = *a.sh;
+    REQUIRE(sh.echo("/info/L3_MON/mbm_assign_mode", "default") == 0);
+    REQUIRE(sh.echo("/info/L3_MON/mbm_total_bytes_config", "0=0x33") == 0);
+    REQUIRE(sh.echo("/info/L3_MON/mbm_local_bytes_config", "1=0x1") == 0);
+    saved = a.fs->save_boot_state_json();
+  }
+  Unmounted b("amd-2s");
+  REQUIRE(b.fs->restore_boot_state_json(saved).ok());
+  REQUIRE(b.fs->mount({}).ok());
+  Shell sh(*b.fs);
+  CHECK(sh.cat("/info/L3_MON/mbm_assign_mode") == "[default]\nmbm_event\n");
+  CHECK(sh.cat("/info/L3_MON/mbm_total_bytes_config") == "0=0x33;1=0x7f\n");
+  CHECK(sh.cat("/info/L3_MON/mbm_local_bytes_config") == "0=0x15;1=0x01\n");
+
+  // The other way: mbm_event with auto-assignment off.
+  {
+    SimFixture a("amd-2s");
+    Shell& sa = *a.sh;
+    REQUIRE(sa.echo("/info/L3_MON/mbm_assign_on_mkdir", "0") == 0);
+    saved = a.fs->save_boot_state_json();
+  }
+  Unmounted c("amd-2s");
+  REQUIRE(c.fs->restore_boot_state_json(saved).ok());
+  REQUIRE(c.fs->mount({}).ok());
+  Shell sc(*c.fs);
+  CHECK(sc.cat("/info/L3_MON/mbm_assign_mode") == "[mbm_event]\ndefault\n");
+  CHECK(sc.cat("/info/L3_MON/mbm_assign_on_mkdir") == "0\n");
+}
+
+TEST_CASE("boot state: documents that do not fit change nothing", "[bootstate]") {
+  Unmounted u("intel-2s");
+  const std::string good = u.fs->save_boot_state_json();
+  std::vector<int> all;
+  for (int r = 1; r < 224; ++r) all.push_back(r);
+  auto with = [&](const char* key, nlohmann::json v) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    j[key] = std::move(v);
+    return j.dump();
+  };
+  auto rmids = [&](nlohmann::json free, nlohmann::json limbo) {
+    return with("rmids", {{"free", std::move(free)}, {"limbo", std::move(limbo)}});
+  };
+  std::vector<int> dup = all;
+  dup.push_back(5);
+  std::vector<int> missing(all.begin() + 1, all.end());
+  struct Case {
+    const char* what;
+    std::string doc;
+  };
+  const Case cases[] = {
+      {"not JSON", "{"},
+      {"version", with("version", 2)},
+      {"threshold beyond the L3", with("max_threshold_occupancy", 16777217)},
+      {"name width", with("max_name_width", 40)},
+      {"RMID twice", rmids(dup, nlohmann::json::object())},
+      {"RMID missing", rmids(missing, nlohmann::json::object())},
+      {"RMID 0", rmids(std::vector<int>{0}, nlohmann::json::object())},
+      {"free and in limbo", rmids(all, {{"0", {7}}})},
+      {"unknown domain", rmids(missing, {{"9", {1}}})},
+      {"bad type", with("rmids", "x")},
+      {"bad domain key", rmids(missing, {{"x", {1}}})},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto r = u.fs->restore_boot_state_json(c.doc);
+    CHECK_FALSE(r.ok());
+    if (!r.ok()) CHECK(r.error().code == EINVAL);
+    CHECK(u.fs->save_boot_state_json() == good);
+  }
+  // A valid one with RMID 1 in limbo of one domain only.
+  REQUIRE(u.fs->restore_boot_state_json(rmids(missing, {{"1", {1}}})).ok());
+  REQUIRE(u.fs->mount({}).ok());
+  CHECK(status(*u.fs)["rmids"]["limbo"] == 1);
+}
+
+}  // namespace resctrlfs::fs::testing
