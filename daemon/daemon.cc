@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/boot_state.h"
+
 namespace resctrlfs::daemon {
 
 namespace asio = boost::asio;
@@ -73,6 +75,8 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   parts_.emplace(std::move(parts));
   fs::Filesystem& fs = *parts_->fs;
 
+  // What the previous mount on this mount point left behind (§6.4).
+  load_boot_state();
   // The kernel's mount: options the platform cannot honour fail here with
   // the kernel's errno.
   Result<void> m = fs.mount(opts_.mount);
@@ -111,7 +115,10 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   bridge_->set_request_hook([this](uint32_t opcode) {
     if (needs_task_events(opcode)) drain_proc();
   });
-  if (journal_) bridge_->set_commit_hook([this] { commit_journal(); });
+  bridge_->set_commit_hook([this] {
+    commit_journal();
+    save_boot_state();
+  });
 
   // The loop reads /dev/fuse until EAGAIN; Asio gets its own descriptor so
   // that closing its copy never closes libfuse's.
@@ -328,6 +335,7 @@ void Daemon::shutdown(const char* why) {
     // to the default group.
     parts_->fs->unmount();
     fs_mounted_ = false;
+    if (std::string_view(why) != "start-up failed") save_boot_state();
     if (!opts_.dump_registers_on_exit.empty() && parts_->backend.sim != nullptr) {
       Result<json> regs = registers();
       std::ofstream out(opts_.dump_registers_on_exit);
@@ -336,6 +344,38 @@ void Daemon::shutdown(const char* why) {
   }
   if (bridge_) bridge_->unmount();
   io_.stop();
+}
+
+void Daemon::load_boot_state() {
+  if (opts_.boot_state_dir.empty()) return;
+  boot_state_path_ = boot_state_path(opts_.boot_state_dir, opts_.mountpoint);
+  Result<std::optional<std::string>> doc =
+      read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint);
+  if (!doc.ok()) {
+    spdlog::warn("{}: starting from boot defaults", doc.error().message);
+    return;
+  }
+  if (!doc->has_value()) return;
+  Result<void> r = parts_->fs->restore_boot_state_json(**doc);
+  if (!r.ok()) {
+    spdlog::warn("{}: {}: starting from boot defaults", boot_state_path_, r.error().message);
+    return;
+  }
+  boot_state_written_ = parts_->fs->save_boot_state_json();
+}
+
+void Daemon::save_boot_state() {
+  if (boot_state_path_.empty() || !parts_) return;
+  std::string doc = parts_->fs->save_boot_state_json();
+  if (doc == boot_state_written_) return;
+  Result<void> w = write_boot_state(boot_state_path_, parts_->backend.platform_name,
+                                    opts_.mountpoint, doc);
+  // The command is done either way; only a later remount would miss it.
+  if (!w.ok()) {
+    spdlog::warn("{}", w.error().message);
+    return;
+  }
+  boot_state_written_ = std::move(doc);
 }
 
 void Daemon::commit_journal() {

@@ -87,6 +87,11 @@ class Daemon : public ControlTarget {
   // new snapshot) on the tick.
   void commit_journal();
   void compact_journal();
+  // The boot-state file (--boot-state-dir, see boot_state.h): read before
+  // the resctrl mount; written when it changed after a request that changed
+  // the model, and after the resctrl unmount at shutdown.
+  void load_boot_state();
+  void save_boot_state();
   Result<hw::SimControl*> sim();
 
   DaemonOptions opts_;
@@ -109,6 +114,8 @@ class Daemon : public ControlTarget {
   std::chrono::steady_clock::time_point clock_base_;
   bool stopping_ = false;
   std::unique_ptr<StateJournal> journal_;
+  std::string boot_state_path_;     // empty: not kept
+  std::string boot_state_written_;  // the document last written
   int exit_code_ = 0;
 };
 

@@ -75,6 +75,12 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "state journal (groups survive a restart of the daemon) and the instance "
                  "lock; without it the lock lives in /run/resctrlfs")
       ->type_name("DIR");
+  app.add_option("--boot-state-dir", opts.boot_state_dir,
+                 "what resctrl keeps from one mount to the next until reboot "
+                 "(max_threshold_occupancy, RMID limbo, counter assignment settings), one file "
+                 "per mount point; empty keeps nothing")
+      ->type_name("DIR")
+      ->capture_default_str();
   app.add_flag("--journal-fsync,!--no-journal-fsync", opts.journal_fsync,
                "fsync each journal commit (default; survives power loss). With "
                "--no-journal-fsync the journal survives crashes of the daemon only");

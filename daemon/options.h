@@ -19,6 +19,8 @@ enum class BackendKind { kSim, kMsr };
 
 inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd.sock";
 inline constexpr const char* kDefaultLockDir = "/run/resctrlfs";
+// The boot-state files (boot_state.h): on tmpfs, gone at reboot.
+inline constexpr const char* kDefaultBootStateDir = "/run/resctrlfs/boot";
 
 struct DaemonOptions {
   bool foreground = false;
@@ -26,6 +28,9 @@ struct DaemonOptions {
   std::string platform = "host";
   BackendKind backend = BackendKind::kSim;
   std::string state_dir;  // empty: no state directory (no journal)
+  // Where what outlives an unmount (§6.4) waits for the next daemon on the
+  // same mount point; empty: nothing is kept.
+  std::string boot_state_dir = kDefaultBootStateDir;
   // fsync every journal commit (the default): survives power loss, not
   // only a crash of the daemon, at ~16 ms instead of ~0.2 ms per command on
   // ext4 (tmpfs: no difference). --no-journal-fsync trades that away.

@@ -198,7 +198,10 @@ class Mount:
         a = [daemon_binary()]
         if self.foreground:
             a.append("-f")
+        # What outlives an unmount (max_threshold_occupancy, ...) is kept per
+        # mount point; inside the test's directory it goes away with it.
         a += ["--platform", self.platform, "--state-dir", self.state_dir,
+              "--boot-state-dir", os.path.join(self.dir, "boot"),
               "--log-level", os.environ.get("RESCTRLFS_LOG_LEVEL", "info")]
         if self.options:
             a += ["-o", ",".join(self.options)]

@@ -1,0 +1,99 @@
+// Implements the boot-state file (see boot_state.h).
+#include "daemon/boot_state.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace resctrlfs::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+std::string normalised(const std::string& mountpoint) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(mountpoint, ec);
+  if (ec) p = mountpoint;
+  return p.lexically_normal().string();
+}
+
+}  // namespace
+
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint) {
+  std::string name;
+  for (unsigned char c : normalised(mountpoint)) {
+    if (c == '/') {
+      name += '_';
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '-') {
+      name += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      name += hex;
+    }
+  }
+  return (std::filesystem::path(dir) / (name + ".json")).string();
+}
+
+Result<std::optional<std::string>> read_boot_state(const std::string& path,
+                                                   const std::string& platform,
+                                                   const std::string& mountpoint) {
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return Error::make(errno, "boot state " + path + ": " + std::strerror(errno));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 ||
+      !j.contains("state") || !j["state"].is_object())
+    return Error::make(EINVAL, "boot state " + path + ": not a boot-state document");
+  // Another machine shape or another mount point: not this "boot".
+  if (j.value("platform", std::string()) != platform ||
+      j.value("mountpoint", std::string()) != normalised(mountpoint))
+    return std::optional<std::string>();
+  return std::optional<std::string>(j["state"].dump());
+}
+
+Result<void> write_boot_state(const std::string& path, const std::string& platform,
+                              const std::string& mountpoint, const std::string& state_json) {
+  json state = json::parse(state_json, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded()) return Error::make(EINVAL, "boot state: not JSON");
+  json j = {{"version", 1},
+            {"platform", platform},
+            {"mountpoint", normalised(mountpoint)},
+            {"state", state}};
+  std::error_code ec;
+  std::filesystem::path p(path);
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) return Error::make(ec.value(), "boot state " + path + ": " + ec.message());
+  const std::string tmp = path + ".tmp";
+  const std::string text = j.dump() + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::make(errno, "boot state " + tmp + ": " + std::strerror(errno));
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int werr = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) {
+    ::unlink(tmp.c_str());
+    return Error::make(n < 0 ? werr : EIO, "boot state " + tmp + ": short write");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return Error::make(e, "boot state " + path + ": " + std::strerror(e));
+  }
+  return Ok();
+}
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,37 @@
+// Defines the daemon's boot-state file: what the kernel keeps in memory from
+// one resctrl mount to the next until reboot (fs::Filesystem's
+// save_boot_state_json(), §6.4), kept for the next daemon mounted on the same
+// mount point. The file lives on /run, a tmpfs, so that it goes away at
+// reboot like the kernel's memory; it is named after the mount point so that
+// daemons on different mount points (tests use temporary ones) never see
+// each other's settings.
+//
+// File: {"version": 1, "platform": "<name>", "mountpoint": "<abs path>",
+//        "state": {<the Filesystem's document>}}.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+
+namespace resctrlfs::daemon {
+
+// The file for `mountpoint` (made absolute and normalised) in `dir`: the
+// path with '/' written as '_' and every byte other than [A-Za-z0-9.-] as
+// %XX, so that distinct mount points never share a file.
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint);
+
+// The Filesystem document stored for (`platform`, `mountpoint`) in `path`, or
+// nothing when there is no file or it was written for another platform or
+// mount point. EINVAL for a file that is not such a document.
+Result<std::optional<std::string>> read_boot_state(const std::string& path,
+                                                   const std::string& platform,
+                                                   const std::string& mountpoint);
+
+// Replaces `path` atomically (temporary file + rename), creating its
+// directory (mode 0755) if needed.
+Result<void> write_boot_state(const std::string& path, const std::string& platform,
+                              const std::string& mountpoint, const std::string& state_json);
+
+}  // namespace resctrlfs::daemon

@@ -1,0 +1,54 @@
+// Tests the boot-state file of resctrlfsd: one file per mount point (the
+// name escaping never maps two mount points to one file), atomic
+// replacement, and documents of another platform or mount point ignored.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "daemon/boot_state.h"
+#include "daemon/options.h"
+
+using resctrlfs::daemon::boot_state_path;
+using resctrlfs::daemon::read_boot_state;
+using resctrlfs::daemon::write_boot_state;
+
+TEST_CASE("boot state: one file per mount point") {
+  CHECK(boot_state_path("/run/x", "/sys/fs/resctrl") == "/run/x/_sys_fs_resctrl.json");
+  CHECK(boot_state_path("/run/x", "/mnt/a_b") == "/run/x/_mnt_a%5Fb.json");
+  CHECK(boot_state_path("/run/x", "/mnt/a/b") == "/run/x/_mnt_a_b.json");
+  CHECK(boot_state_path("/run/x", "/mnt/a b/") == "/run/x/_mnt_a%20b_.json");
+  CHECK(boot_state_path("/run/x", "/mnt//a/./b") == boot_state_path("/run/x", "/mnt/a/b"));
+  CHECK(boot_state_path("/run/x", "/mnt/%41") != boot_state_path("/run/x", "/mnt/A"));
+}
+
+TEST_CASE("boot state: written, read back, ignored for another platform or mount point") {
+  char tmpl[] = "/tmp/resctrlfs-boot-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = std::string(tmpl) + "/boot";
+  const std::string path = boot_state_path(dir, "/mnt/r");
+  auto none = read_boot_state(path, "intel-2s", "/mnt/r");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  REQUIRE(write_boot_state(path, "intel-2s", "/mnt/r", R"({"max_threshold_occupancy":4})").ok());
+  auto got = read_boot_state(path, "intel-2s", "/mnt/r");
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  CHECK(**got == R"({"max_threshold_occupancy":4})");
+  CHECK_FALSE(read_boot_state(path, "amd-2s", "/mnt/r")->has_value());
+  CHECK_FALSE(read_boot_state(path, "intel-2s", "/mnt/other")->has_value());
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  {
+    std::ofstream(path) << "{broken";
+  }
+  CHECK(read_boot_state(path, "intel-2s", "/mnt/r").error().code == EINVAL);
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST_CASE("boot state: on /run by default") {
+  resctrlfs::daemon::DaemonOptions o;
+  CHECK(o.boot_state_dir == "/run/resctrlfs/boot");
+}
