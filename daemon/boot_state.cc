@@ -55,8 +55,8 @@ Result<std::optional<std::string>> read_boot_state(const std::string& path,
   std::stringstream ss;
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 ||
-      !j.contains("state") || !j["state"].is_object())
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("state") ||
+      !j["state"].is_object())
     return Error::make(EINVAL, "boot state " + path + ": not a boot-state document");
   // Another machine shape or another mount point: not this "boot".
   if (j.value("platform", std::string()) != platform ||

@@ -368,8 +368,8 @@ void Daemon::save_boot_state() {
   if (boot_state_path_.empty() || !parts_) return;
   std::string doc = parts_->fs->save_boot_state_json();
   if (doc == boot_state_written_) return;
-  Result<void> w = write_boot_state(boot_state_path_, parts_->backend.platform_name,
-                                    opts_.mountpoint, doc);
+  Result<void> w =
+      write_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint, doc);
   // The command is done either way; only a later remount would miss it.
   if (!w.ok()) {
     spdlog::warn("{}", w.error().message);

@@ -10,8 +10,8 @@
 //    "bmec": {"<mon domain>": [total config, local config]},
 //    "rmids": {"free": [rmid, ...], "limbo": {"<mon domain>": [rmid, ...]}}}
 #include <cerrno>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "fs/impl.h"
 
@@ -88,7 +88,8 @@ Result<void> FsImpl::restore_boot_state_json(const std::string& text) {
     if (has_rmids) {
       free_order = j["rmids"].at("free").get<std::vector<uint32_t>>();
       const json limbo = j["rmids"].value("limbo", json::object());
-      for (auto& [dom, rmids] : limbo.items()) busy[std::stoi(dom)] = rmids.get<std::set<uint32_t>>();
+      for (auto& [dom, rmids] : limbo.items())
+        busy[std::stoi(dom)] = rmids.get<std::set<uint32_t>>();
       RmidPool probe = rmids_;
       if (!probe.restore(free_order, busy)) return bad_boot("RMID lists do not fit");
     }

@@ -175,9 +175,11 @@ Result<void> FsImpl::init_alloc(Group* g) {
 Result<std::string> FsImpl::show_schemata(const Node& n) {
   const Group* g = n.group;
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_schemata_locksetup(schemas_);
-  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr)
+  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
+    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
     return schemata::format_schemata_locked(schemas_.schemas[g->plr->schema], g->plr->domain,
                                             g->plr->cbm);
+  }
   uint32_t closid = g->closid;
   return schemata::format_schemata(schemas_, closid, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);
@@ -222,9 +224,11 @@ Result<void> FsImpl::write_schemata(Node& n, std::string_view data, const Caller
 Result<std::string> FsImpl::show_size(const Node& n) {
   const Group* g = n.group;
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_size_locksetup(schemas_);
-  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr)
-    return schemata::format_size_locked(schemas_, schemas_.schemas[g->plr->schema],
-                                        g->plr->domain, g->plr->cbm);
+  if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
+    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
+    return schemata::format_size_locked(schemas_, schemas_.schemas[g->plr->schema], g->plr->domain,
+                                        g->plr->cbm);
+  }
   uint32_t closid = g->closid;
   return schemata::format_size(schemas_, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);

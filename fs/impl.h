@@ -341,6 +341,8 @@ class FsImpl final : public Filesystem {
   bool locked_in_hierarchy(int resource_index, int domain,
                            const std::vector<PendingRegion>& pending) const;
   CpuMask ctrl_domain_cpus(int resource_index, int domain) const;
+  // ENODEV "Cache domain offline\n" when a locked group's domain is gone.
+  Result<void> check_locked_domain(const Group& g);
   // kernfs mode changes of locksetup: `perms` for a group's child `name`.
   void set_child_mode(Group* g, std::string_view name, uint32_t perms);
   void restrict_locksetup_files(Group* g);

@@ -168,19 +168,23 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
 // A pseudo-locked group shows the CPUs of the cache its region is on.
 Result<std::string> FsImpl::show_cpus(const Node& n) {
   const Group* g = n.group;
-  if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr)
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
+    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
     return format_cpu_mask(
                ctrl_domain_cpus(schemas_.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
+  }
   return format_cpu_mask(g->cpus) + "\n";
 }
 
 Result<std::string> FsImpl::show_cpus_list(const Node& n) {
   const Group* g = n.group;
-  if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr)
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
+    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
     return format_cpu_list(
                ctrl_domain_cpus(schemas_.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
+  }
   return format_cpu_list(g->cpus) + "\n";
 }
 

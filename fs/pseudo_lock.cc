@@ -46,6 +46,14 @@ uint32_t FsImpl::locked_cbm(int resource_index, int domain) const {
   return 0;
 }
 
+Result<void> FsImpl::check_locked_domain(const Group& g) {
+  if (!g.plr) return Ok();
+  for (const hw::CtrlDomain& d :
+       info_.resources[schemas_.schemas[g.plr->schema].resource_index].ctrl_domains)
+    if (d.id == g.plr->domain) return Ok();
+  return fail(ENODEV, "Cache domain offline\n");
+}
+
 bool FsImpl::locked_in_hierarchy(int resource_index, int domain,
                                  const std::vector<PendingRegion>& pending) const {
   const CpuMask cpus = ctrl_domain_cpus(resource_index, domain);

@@ -538,8 +538,8 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
           if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
               locked_in_hierarchy(s.resource_index, dom, {}))
             return bad_state("bad pseudo-locked region");
-          RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(
-              static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
+          RESCTRLFS_RETURN_IF_ERROR(
+              arch_->pseudo_lock(static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
           g->plr = Group::LockedRegion{si, dom, cbm};
           for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
         }

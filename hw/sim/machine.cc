@@ -425,7 +425,8 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
   // can be seen back on after a locking sequence.
   if (info_.pseudo_lock_capable) {
     for (unsigned c = 0; c < cpus_.size(); ++c)
-      if (cpus_[c].online) out.push_back({c, MSR_MISC_FEATURE_CONTROL, cpus_[c].misc_feature_control});
+      if (cpus_[c].online)
+        out.push_back({c, MSR_MISC_FEATURE_CONTROL, cpus_[c].misc_feature_control});
   }
   auto bank = [&](unsigned cpu, uint32_t base, const std::vector<uint64_t>& regs) {
     for (size_t i = 0; i < regs.size(); ++i)

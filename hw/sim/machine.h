@@ -190,9 +190,9 @@ class SimMachine final : public CpuidSource,
     uint64_t qm_evtsel = 0;
     uint64_t mba_cfg = 0;
     uint64_t misc_feature_control = 0;  // Intel prefetcher disable bits
-    int l3 = -1;  // index into l3_
-    int l2 = -1;  // index into l2_
-    int snc = 0;  // index of the CPU's NUMA node among its L3's nodes
+    int l3 = -1;                        // index into l3_
+    int l2 = -1;                        // index into l2_
+    int snc = 0;                        // index of the CPU's NUMA node among its L3's nodes
   };
   struct Tags {
     uint32_t closid = 0, rmid = 0;

@@ -630,7 +630,8 @@ Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid
   } else if (auto a = msr_->read(cpu, IA32_PQR_ASSOC); a.ok()) {
     assoc = *a;
   }
-  const uint64_t locking = (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | (assoc & PQR_ASSOC_RMID_MASK);
+  const uint64_t locking =
+      (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | (assoc & PQR_ASSOC_RMID_MASK);
   bool ok = msr_->write(cpu, IA32_PQR_ASSOC, locking).ok();
   // Here the kernel reads the region's memory twice (page stride, then line
   // stride) so that it is allocated into the ways of `cbm`.

@@ -41,9 +41,7 @@ TEST_CASE("boot state: written, read back, ignored for another platform or mount
   CHECK_FALSE(read_boot_state(path, "amd-2s", "/mnt/r")->has_value());
   CHECK_FALSE(read_boot_state(path, "intel-2s", "/mnt/other")->has_value());
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
-  {
-    std::ofstream(path) << "{broken";
-  }
+  { std::ofstream(path) << "{broken"; }
   CHECK(read_boot_state(path, "intel-2s", "/mnt/r").error().code == EINVAL);
   std::filesystem::remove_all(tmpl);
 }

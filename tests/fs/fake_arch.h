@@ -63,6 +63,8 @@ class FakeArch final : public hw::Arch {
   }
 
   const hw::PlatformInfo& info() const override { return info_; }
+  // For tests that take a domain away under a mounted filesystem.
+  hw::PlatformInfo& mutable_info() { return info_; }
   Result<void> update_ctrls(const std::vector<hw::CtrlUpdate>& updates) override {
     if (fail_writes_ > 0) {
       --fail_writes_;

@@ -36,7 +36,8 @@ TEST_CASE("pseudo-locksetup is offered by family/model only", "[pseudolock]") {
     INFO(c.platform);
     SimFixture f(c.platform);
     REQUIRE(f.sh->mkdir("/p0") == 0);
-    CHECK(f.sh->echo("/p0/mode", "pseudo-locksetup") == (std::string(c.lcs) == "ok\n" ? 0 : EINVAL));
+    CHECK(f.sh->echo("/p0/mode", "pseudo-locksetup") ==
+          (std::string(c.lcs) == "ok\n" ? 0 : EINVAL));
     CHECK(f.sh->lcs() == c.lcs);
   }
 }
@@ -100,8 +101,7 @@ TEST_CASE("mode writes: table of transitions", "[pseudolock]") {
       {"shareable", "pseudo-locksetup", 0, "ok\n", "pseudo-locksetup\n"},
       {"exclusive", "pseudo-locksetup", 0, "ok\n", "pseudo-locksetup\n"},
       {"locksetup", "pseudo-locksetup", 0, "ok\n", "pseudo-locksetup\n"},
-      {"locksetup", "pseudo-locked", EINVAL, "Unknown or unsupported mode\n",
-       "pseudo-locksetup\n"},
+      {"locksetup", "pseudo-locked", EINVAL, "Unknown or unsupported mode\n", "pseudo-locksetup\n"},
       {"locksetup", "shareable", 0, "ok\n", "shareable\n"},
       {"locksetup", "exclusive", 0, "ok\n", "exclusive\n"},
       {"locked", "pseudo-locked", 0, "ok\n", "pseudo-locked\n"},
@@ -129,8 +129,7 @@ TEST_CASE("mode writes: table of transitions", "[pseudolock]") {
   }
 }
 
-TEST_CASE("pseudo-locksetup: closed files, uninitialized schemata, RMID released",
-          "[pseudolock]") {
+TEST_CASE("pseudo-locksetup: closed files, uninitialized schemata, RMID released", "[pseudolock]") {
   SimFixture f("intel-bdx");
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/p0", 0750) == 0);
@@ -308,6 +307,15 @@ TEST_CASE("a locking failure in hw/ leaves the group in pseudo-locksetup", "[pse
   CHECK(sh.echo("/p0/schemata", "L3:0=3") == 0);
   CHECK(sh.cat("/p0/schemata") == "L3:0=3\n");
   CHECK(arch.locked.size() == 1);
+  // The locked cache domain goes away: its files fail to read (§2.3, §2.4, §2.6).
+  auto& doms = arch.mutable_info().resources[0].ctrl_domains;
+  doms.erase(doms.begin());
+  for (const char* file : {"/p0/schemata", "/p0/size", "/p0/cpus", "/p0/cpus_list"}) {
+    INFO(file);
+    CHECK(sh.cat(file) == "ERRNO 19");
+    CHECK(sh.lcs() == "Cache domain offline\n");
+  }
+  CHECK(sh.rmdir("/p0") == 0);
 }
 
 TEST_CASE("leaving pseudo-locksetup needs an RMID", "[pseudolock]") {
@@ -334,8 +342,7 @@ TEST_CASE("leaving pseudo-locksetup needs an RMID", "[pseudolock]") {
   CHECK(sh.cat("/p0/tasks") == "ERRNO 13");
 }
 
-TEST_CASE("state: pseudo-locksetup and pseudo-locked groups survive a restart",
-          "[pseudolock]") {
+TEST_CASE("state: pseudo-locksetup and pseudo-locked groups survive a restart", "[pseudolock]") {
   SimFixture a("intel-bdx");
   Shell& sa = *a.sh;
   make_room(sa);

@@ -362,10 +362,10 @@ TEST_CASE("pseudo_lock runs the register part of the kernel's locking sequence")
   r.msr->regs[{0, MSR_MISC_FEATURE_CONTROL}] = 0x2;
   r.msr->log.clear();
   REQUIRE(r.arch->pseudo_lock(ResourceId::L3, 0, 3, 0x3).ok());
-  CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 3, 0x3), R(0, MSR_MISC_FEATURE_CONTROL, 0x2),
-                                  W(0, MSR_MISC_FEATURE_CONTROL, 0xF),
-                                  W(0, IA32_PQR_ASSOC, (3ULL << 32) | 5), W(0, IA32_PQR_ASSOC, 5),
-                                  W(0, MSR_MISC_FEATURE_CONTROL, 0x2)});
+  CHECK(r.msr->log ==
+        std::vector{W(0, IA32_L3_MASK_0 + 3, 0x3), R(0, MSR_MISC_FEATURE_CONTROL, 0x2),
+                    W(0, MSR_MISC_FEATURE_CONTROL, 0xF), W(0, IA32_PQR_ASSOC, (3ULL << 32) | 5),
+                    W(0, IA32_PQR_ASSOC, 5), W(0, MSR_MISC_FEATURE_CONTROL, 0x2)});
   CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 0) == 0x3);
   CHECK(r.arch->pseudo_locked_cbm(ResourceId::L3, 1) == 0);
   // One region per domain; unlocking forgets it without touching registers.

@@ -4,11 +4,9 @@ checked through the mounted daemon: syscall errno plus the exact
 info/last_cmd_status text.
 
 Numbers refer to the items of §8. Not covered here, and why:
-  49     reading a pseudo-locksetup group: pseudo-locking is not emulated, so
-         no group can enter that mode (47 checks the refusal instead);
-  51     unmount then remount inside one kernel: a daemon's unmount ends the
-         process (tests/fs covers the model's unmount/remount, including the
-         kept max_threshold_occupancy);
+  47-49  pseudo-locking on a capable platform: test_fs_pseudo_lock.py;
+  51     unmount then remount (a new daemon on the same mount point):
+         test_fs_remount.py;
   53, 54 io_alloc: no built-in platform profile is io_alloc capable.
 """
 
