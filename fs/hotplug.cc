@@ -66,6 +66,14 @@ void FsImpl::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
   for (schemata::Schema& s : schemas_.schemas) {
     if (s.resource_index == static_cast<int>(rid)) std::erase(s.domain_ids, domain_id);
   }
+  // A pseudo-locked region is lost with its cache; like the kernel, its
+  // group stays pseudo-locked and reads "Cache domain offline" from now on,
+  // even if the domain comes back.
+  for (auto& g : groups_) {
+    if (g->plr && g->plr->domain == domain_id &&
+        schemas_.schemas[g->plr->schema].resource_index == static_cast<int>(rid))
+      g->plr->domain = kNoDomain;
+  }
   if (rid == hw::ResourceId::MB) {
     for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
       it = it->first.first == domain_id ? mbps_target_.erase(it) : std::next(it);

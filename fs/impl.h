@@ -62,6 +62,9 @@ enum class NodeKind : uint8_t {
 
 enum class GroupType : uint8_t { kCtrlMon, kMon };
 
+// A pseudo-locked region whose cache domain went offline.
+inline constexpr int kNoDomain = -1;
+
 struct Group {
   GroupType type = GroupType::kCtrlMon;
   std::string name;         // directory name; empty for the default group
@@ -81,7 +84,7 @@ struct Group {
   // does, but nothing may match on it any more.
   struct LockedRegion {
     int schema = -1;  // index into the SchemaList
-    int domain = -1;  // control domain id
+    int domain = -1;  // control domain id; kNoDomain once the domain went away
     uint32_t cbm = 0;
   };
   std::optional<LockedRegion> plr;

@@ -533,13 +533,14 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
           if (si < 0 || schemas_.schemas[si].kind != schemata::Kind::CACHE)
             return bad_state("bad pseudo-locked region");
           const schemata::Schema& s = schemas_.schemas[si];
-          bool dom_ok = false;
+          bool dom_ok = dom == kNoDomain;  // lost with its cache: nothing to lock
           for (int d : s.domain_ids) dom_ok = dom_ok || d == dom;
           if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
               locked_in_hierarchy(s.resource_index, dom, {}))
             return bad_state("bad pseudo-locked region");
-          RESCTRLFS_RETURN_IF_ERROR(
-              arch_->pseudo_lock(static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
+          if (dom != kNoDomain)
+            RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(
+                static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
           g->plr = Group::LockedRegion{si, dom, cbm};
           for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
         }

@@ -470,6 +470,8 @@ Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
       res.ctrl_domains[i].cpus.reset(cpu);
       if (res.ctrl_domains[i].cpus.empty()) {
         if (events != nullptr) events->ctrl_domain_offline(res.rid, res.ctrl_domains[i].id);
+        // A pseudo-locked region does not outlive its cache's power.
+        locked_.erase({res.rid, res.ctrl_domains[i].id});
         res.ctrl_domains.erase(res.ctrl_domains.begin() + static_cast<long>(i));
         if (i < shadow_[r].size()) shadow_[r].erase(shadow_[r].begin() + static_cast<long>(i));
       }
@@ -605,6 +607,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     }
   }
   return Ok();
+}
 
 // ---- Cache pseudo-locking.
 

@@ -378,3 +378,36 @@ TEST_CASE("state: pseudo-locksetup and pseudo-locked groups survive a restart", 
 }
 
 }  // namespace resctrlfs::fs::testing
+
+namespace resctrlfs::fs::testing {
+
+TEST_CASE("a locked region is lost with its cache domain", "[pseudolock]") {
+  SimFixture f("intel-bdx");
+  Shell& sh = *f.sh;
+  REQUIRE(sh.echo("/schemata", "L3:1=7fc") == 0);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  REQUIRE(sh.echo("/p0/mode", "pseudo-locksetup") == 0);
+  REQUIRE(sh.echo("/p0/schemata", "L3:1=3") == 0);
+  for (unsigned cpu = 4; cpu < 8; ++cpu) {
+    REQUIRE(f.fs->cpu_offline(cpu).ok());
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, false).ok());
+  }
+  CHECK(f.backend.arch->pseudo_locked_cbm(hw::ResourceId::L3, 1) == 0);
+  CHECK(sh.cat("/p0/schemata") == "ERRNO 19");
+  CHECK(sh.lcs() == "Cache domain offline\n");
+  for (unsigned cpu = 4; cpu < 8; ++cpu) {
+    REQUIRE(f.backend.sim->set_cpu_online(cpu, true).ok());
+    REQUIRE(f.fs->cpu_online(cpu).ok());
+  }
+  // Back with default masks and no region; the group stays as it was.
+  CHECK(sh.cat("/p0/size") == "ERRNO 19");
+  CHECK(sh.cat("/p0/mode") == "pseudo-locked\n");
+  CHECK(sh.cat("/info/L3/bit_usage") == "0=SSSSSSSSSSS;1=SSSSSSSSSSS\n");
+  const std::string saved = f.fs->save_state_json();
+  CHECK(sh.rmdir("/p0") == 0);
+  SimFixture b("intel-bdx");
+  REQUIRE(b.fs->restore_state_json(saved).ok());
+  CHECK(b.sh->cat("/p0/cpus_list") == "ERRNO 19");
+}
+
+}  // namespace resctrlfs::fs::testing
