@@ -265,8 +265,8 @@ struct PlatformInfo {
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
   Resource resources[kNumResources];  // indexed by ResourceId
-  MonCaps mon;              // L3 monitoring
-  PerfPkgMonCaps perf_pkg;  // telemetry monitoring
+  MonCaps mon;                        // L3 monitoring
+  PerfPkgMonCaps perf_pkg;            // telemetry monitoring
   // Cache pseudo-locking is offered (Intel models whose prefetch-disable
   // bits are known; decided from family/model as Linux does).
   bool pseudo_lock_capable = false;

@@ -122,7 +122,7 @@ class X86Arch final : public Arch {
   std::vector<MonDomState> mon_;
   bool abmc_enabled_ = false;
   std::unique_ptr<AetTelemetry> aet_;  // null without telemetry aggregators
-  bool io_alloc_enabled_ = false;  // SDCIAE (L3)
+  bool io_alloc_enabled_ = false;      // SDCIAE (L3)
   // L3_QOS_EXT_CFG as it should read with the given ABMC and SDCIAE states.
   static uint64_t ext_cfg(bool abmc, bool sdciae);
   uint64_t prefetch_disable_bits_ = 0;  // 0: pseudo-locking not offered
