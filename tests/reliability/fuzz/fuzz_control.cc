@@ -32,6 +32,7 @@ class NullTarget final : public daemon::ControlTarget {
   Result<json> registers() override { return json::object(); }
   Result<json> stats() override { return json::object(); }
   Result<json> reset_stats() override { return json::object(); }
+  Result<json> set_cpu_online(const daemon::CpuOnlineRequest&) override { return json::object(); }
 };
 
 }  // namespace
