@@ -68,42 +68,47 @@ EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
   return {ReadState::kValue, v.bytes};
 }
 
+namespace {
+
+// A sum of reads as the kernel prints it: the total when any part read a
+// value, otherwise the last part's failure (`failure` when there is none).
+class ReadSum {
+ public:
+  explicit ReadSum(EventRead failure) : last_err_(failure) {}
+  void add(const EventRead& r) {
+    if (r.state == ReadState::kValue) {
+      any_ok_ = true;
+      sum_ += r.bytes;
+    } else {
+      last_err_ = r;
+    }
+  }
+  EventRead result() const { return any_ok_ ? EventRead{ReadState::kValue, sum_} : last_err_; }
+
+ private:
+  bool any_ok_ = false;
+  uint64_t sum_ = 0;
+  EventRead last_err_;
+};
+
+}  // namespace
+
 EventRead FsImpl::read_group(const Group* g, int domain, EventId ev) {
   EventRead own = read_one(g, domain, ev);
   if (g->type != GroupType::kCtrlMon) return own;
-  bool any_ok = own.state == ReadState::kValue;
-  uint64_t sum = any_ok ? own.bytes : 0;
-  EventRead last_err = own;
-  for (const Group* m : g->mon_children) {
-    EventRead r = read_one(m, domain, ev);
-    if (r.state == ReadState::kValue) {
-      any_ok = true;
-      sum += r.bytes;
-    } else {
-      last_err = r;
-    }
-  }
-  if (any_ok) return {ReadState::kValue, sum};
-  return last_err;
+  ReadSum sum(own);
+  sum.add(own);
+  for (const Group* m : g->mon_children) sum.add(read_one(m, domain, ev));
+  return sum.result();
 }
 
 EventRead FsImpl::read_group_l3_sum(const Group* g, int l3_id, EventId ev) {
   // Success if any node's read succeeded; otherwise the last failure.
-  bool any_ok = false;
-  uint64_t sum = 0;
-  EventRead last_err{ReadState::kUnavailable, 0};
+  ReadSum sum({ReadState::kUnavailable, 0});
   for (const hw::MonDomain& d : info_.mon.mon_domains) {
-    if (d.l3_id != l3_id) continue;
-    EventRead r = read_group(g, d.id, ev);
-    if (r.state == ReadState::kValue) {
-      any_ok = true;
-      sum += r.bytes;
-    } else {
-      last_err = r;
-    }
+    if (d.l3_id == l3_id) sum.add(read_group(g, d.id, ev));
   }
-  if (any_ok) return {ReadState::kValue, sum};
-  return last_err;
+  return sum.result();
 }
 
 Result<std::string> FsImpl::show_event_file(const Node& n) {
