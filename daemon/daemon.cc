@@ -117,7 +117,11 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   });
   bridge_->set_commit_hook([this] {
     commit_journal();
-    save_boot_state();
+    // Serialising the boot state (the RMID order alone is num_rmids numbers)
+    // on every command cost more than the command; it only has to outlive
+    // the mount, which the shutdown path writes, so a change is written on
+    // the next tick.
+    boot_state_dirty_ = true;
   });
 
   // The loop reads /dev/fuse until EAGAIN; Asio gets its own descriptor so
@@ -297,6 +301,10 @@ void Daemon::arm_timer() {
     // The log's records go into a new snapshot once a second, off the path
     // of any command.
     compact_journal();
+    if (boot_state_dirty_) {
+      boot_state_dirty_ = false;
+      save_boot_state();
+    }
     arm_timer();
   });
 }

@@ -88,8 +88,8 @@ class Daemon : public ControlTarget {
   void commit_journal();
   void compact_journal();
   // The boot-state file (--boot-state-dir, see boot_state.h): read before
-  // the resctrl mount; written when it changed after a request that changed
-  // the model, and after the resctrl unmount at shutdown.
+  // the resctrl mount; written (if it changed) on the tick after a request
+  // that changed the model, and after the resctrl unmount at shutdown.
   void load_boot_state();
   void save_boot_state();
   Result<hw::SimControl*> sim();
@@ -116,6 +116,7 @@ class Daemon : public ControlTarget {
   std::unique_ptr<StateJournal> journal_;
   std::string boot_state_path_;     // empty: not kept
   std::string boot_state_written_;  // the document last written
+  bool boot_state_dirty_ = false;   // a command ran since the last write
   int exit_code_ = 0;
 };
 
