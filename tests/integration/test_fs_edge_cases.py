@@ -283,7 +283,10 @@ class Tasks(rt.ResctrlfsTestCase):
                                      "Error while processing task %d\n" % (self.a, self.a))
 
     def test_40_too_large_write(self):
-        data = ",".join([str(self.a)] * 1000) + "\n"
+        # Enough copies to pass 4096 bytes whatever the pid's width (pids
+        # wrap to three digits on a busy machine).
+        pid = str(self.a)
+        data = ",".join([pid] * (5000 // (len(pid) + 1))) + "\n"
         self.assertGreater(len(data), 4096)
         self.assertEqual(self.write("p0/tasks", "bad\n"), errno.EINVAL)
         self.assertEqual(self.write("p0/tasks", data), errno.E2BIG)
