@@ -13,12 +13,6 @@ using schemata::GroupMode;
 
 namespace {
 
-hw::ConfType hw_type(schemata::ConfType t) { return static_cast<hw::ConfType>(t); }
-
-hw::ResourceId rid_of(const schemata::Schema& s) {
-  return static_cast<hw::ResourceId>(s.resource_index);
-}
-
 const char* mode_name(GroupMode m) {
   switch (m) {
     case GroupMode::SHAREABLE:

@@ -90,6 +90,13 @@ struct Group {
   std::optional<LockedRegion> plr;
 };
 
+// A schema's resource and CDP half as hw/ names them (schemata/ numbers
+// them the same way).
+inline hw::ResourceId rid_of(const schemata::Schema& s) {
+  return static_cast<hw::ResourceId>(s.resource_index);
+}
+inline hw::ConfType hw_type(schemata::ConfType t) { return static_cast<hw::ConfType>(t); }
+
 class FsImpl;
 struct Node;
 using ShowFn = Result<std::string> (FsImpl::*)(const Node&);

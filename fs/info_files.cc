@@ -76,7 +76,7 @@ Result<std::string> FsImpl::show_sparse_masks(const Node& n) {
 
 Result<std::string> FsImpl::show_bit_usage(const Node& n) {
   const schemata::Schema& s = schemas_.schemas[n.schema];
-  const hw::ResourceId rid = static_cast<hw::ResourceId>(s.resource_index);
+  const hw::ResourceId rid = rid_of(s);
   // The io_alloc CLOSID is not a group: its mask counts as hardware-shared.
   const bool io_on = io_alloc_on(s);
   const uint32_t io_closid = io_alloc_closid(s);
@@ -87,13 +87,12 @@ Result<std::string> FsImpl::show_bit_usage(const Node& n) {
     sep = true;
     uint32_t sw_shareable = 0, exclusive = 0;
     uint32_t hw_shareable = s.shareable_bits;
-    if (io_on)
-      hw_shareable |= arch_->get_ctrl(rid, static_cast<hw::ConfType>(s.conf_type), d, io_closid);
+    if (io_on) hw_shareable |= arch_->get_ctrl(rid, hw_type(s.conf_type), d, io_closid);
     for (uint32_t i = 0; i < closids_.size(); ++i) {
       if (!closids_.allocated(i) || (io_on && i == io_closid)) continue;
       const Group* g = ctrl_group_by_closid(i);
       GroupMode mode = g != nullptr ? g->mode : GroupMode::SHAREABLE;
-      uint32_t val = arch_->get_ctrl(rid, static_cast<hw::ConfType>(s.conf_type), d, i);
+      uint32_t val = arch_->get_ctrl(rid, hw_type(s.conf_type), d, i);
       if (mode == GroupMode::SHAREABLE) sw_shareable |= val;
       if (mode == GroupMode::EXCLUSIVE) exclusive |= val;
     }
@@ -125,7 +124,7 @@ Result<std::string> FsImpl::show_delay_linear(const Node& n) {
 
 Result<std::string> FsImpl::show_thread_throttle_mode(const Node& n) {
   const schemata::Schema& s = schemas_.schemas[n.schema];
-  const hw::Resource& r = info_.res(static_cast<hw::ResourceId>(s.resource_index));
+  const hw::Resource& r = info_.res(rid_of(s));
   switch (r.membw.throttle_mode) {
     case hw::ThrottleMode::MAX:
       return std::string("max\n");

@@ -14,10 +14,6 @@ namespace resctrlfs::fs::internal {
 
 namespace {
 
-hw::ResourceId rid_of(const schemata::Schema& s) {
-  return static_cast<hw::ResourceId>(s.resource_index);
-}
-
 std::string not_supported(const schemata::Schema& s) {
   return "io_alloc is not supported on " + s.name + "\n";
 }
@@ -102,9 +98,8 @@ Result<std::string> FsImpl::show_io_alloc_cbm(const Node& n) {
   if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s)).error();
   if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n").error();
   const uint32_t closid = io_alloc_closid(s);
-  return schemata::format_io_alloc_cbm(s, [&](int d) {
-    return arch_->get_ctrl(rid_of(s), static_cast<hw::ConfType>(s.conf_type), d, closid);
-  });
+  return schemata::format_io_alloc_cbm(
+      s, [&](int d) { return arch_->get_ctrl(rid_of(s), hw_type(s.conf_type), d, closid); });
 }
 
 Result<void> FsImpl::write_io_alloc_cbm(Node& n, std::string_view data, const Caller&) {
@@ -126,8 +121,7 @@ Result<void> FsImpl::write_io_alloc_cbm(Node& n, std::string_view data, const Ca
   std::vector<hw::CtrlUpdate> updates;
   for (const schemata::StagedValue& v : pr.staged) {
     const schemata::Schema& vs = schemas_.schemas[v.schema];
-    updates.push_back({rid_of(vs), static_cast<hw::ConfType>(vs.conf_type), v.domain_id,
-                       as_group.closid, v.value});
+    updates.push_back({rid_of(vs), hw_type(vs.conf_type), v.domain_id, as_group.closid, v.value});
   }
   Result<void> r = arch_->update_ctrls(updates);
   if (!r.ok()) return fail(r.error().code, r.error().message);
@@ -158,8 +152,7 @@ std::map<std::string, std::map<int, uint32_t>> FsImpl::io_alloc_state() const {
     if (!io_alloc_on(s) || out.count(s.resource_name) != 0) continue;
     auto& doms = out[s.resource_name];
     for (int d : s.domain_ids)
-      doms[d] =
-          arch_->get_ctrl(rid_of(s), static_cast<hw::ConfType>(s.conf_type), d, io_alloc_closid(s));
+      doms[d] = arch_->get_ctrl(rid_of(s), hw_type(s.conf_type), d, io_alloc_closid(s));
   }
   return out;
 }

@@ -128,8 +128,7 @@ Result<void> FsImpl::pseudo_lock_create(Group* g, const PendingRegion& r) {
     return fail(ENODEV, "CPU " + std::to_string(cpu) + " associated with cache not online\n");
   if (schemata::cbm_to_size(s, r.cbm) > kMaxRegionBytes)
     return fail(E2BIG, "Requested region exceeds maximum size\n");
-  Result<void> lk =
-      arch_->pseudo_lock(static_cast<hw::ResourceId>(s.resource_index), r.domain, g->closid, r.cbm);
+  Result<void> lk = arch_->pseudo_lock(rid_of(s), r.domain, g->closid, r.cbm);
   if (!lk.ok()) {
     const int code = lk.error().code;
     return fail(code, "Locking thread returned error -" + std::to_string(code) + "\n");
@@ -147,7 +146,7 @@ void FsImpl::pseudo_lock_remove(Group* g) {
     closids_.free(g->closid);
   } else if (g->plr) {
     const schemata::Schema& s = schemas_.schemas[g->plr->schema];
-    arch_->pseudo_unlock(static_cast<hw::ResourceId>(s.resource_index), g->plr->domain);
+    arch_->pseudo_unlock(rid_of(s), g->plr->domain);
   }
   g->plr.reset();
 }

@@ -539,8 +539,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
               locked_in_hierarchy(s.resource_index, dom, {}))
             return bad_state("bad pseudo-locked region");
           if (dom != kNoDomain)
-            RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(
-                static_cast<hw::ResourceId>(s.resource_index), dom, closid, cbm));
+            RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(rid_of(s), dom, closid, cbm));
           g->plr = Group::LockedRegion{si, dom, cbm};
           for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
         }
@@ -570,8 +569,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
             if (s.mba_sc) {
               mbps_target_[{d, g->closid}] = value;
             } else {
-              updates.push_back({static_cast<hw::ResourceId>(s.resource_index),
-                                 static_cast<hw::ConfType>(s.conf_type), d, g->closid, value});
+              updates.push_back({rid_of(s), hw_type(s.conf_type), d, g->closid, value});
             }
           }
         }
