@@ -42,24 +42,6 @@ constexpr const char* kIntel2s = R"({
   "sim": {"mem_bandwidth_mbps": 20000}
 })";
 
-// A Broadwell-EP Xeon (family 6 model 0x4F): the model Linux offers cache
-// pseudo-locking on. Otherwise intel-2s, so that the two differ only there
-// (and in the BDF102 MBM correction that model 0x4F also gets).
-constexpr const char* kIntelBdx = R"({
-  "vendor": "GenuineIntel", "family": 6, "model": 79, "stepping": 1,
-  "cpus": [
-    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
-    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0},
-    {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
-    {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}],
-  "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
-  "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
-  "mba": {"num_closid": 8, "max_delay": 90, "linear": true, "per_thread": false},
-  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
-             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
-  "sim": {"mem_bandwidth_mbps": 20000}
-})";
-
 constexpr const char* kIntelL2 = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 134, "stepping": 5,
   "cpus": [
@@ -141,21 +123,25 @@ constexpr const char* kIntelAet = R"({
 
 const std::map<std::string, const char*>& builtins() {
   static const std::map<std::string, const char*> m = {
-      {"intel-2s", kIntel2s},   {"intel-bdx", kIntelBdx}, {"intel-l2", kIntelL2},
-      {"intel-cmt", kIntelCmt}, {"amd-2s", kAmd2s},       {"intel-snc", kIntelSnc},
-      {"intel-aet", kIntelAet}};
+      {"intel-2s", kIntel2s}, {"intel-l2", kIntelL2},   {"intel-cmt", kIntelCmt},
+      {"amd-2s", kAmd2s},     {"intel-snc", kIntelSnc}, {"intel-aet", kIntelAet}};
   return m;
 }
 
-// Built-ins defined as another built-in plus high-level keys, so that they
-// follow their base exactly: amd-io is amd-2s with SDCIAE (io_alloc).
+// Built-ins defined as another built-in plus a JSON merge patch (RFC 7386),
+// so that they follow their base exactly:
+//   - amd-io is amd-2s with SDCIAE (io_alloc);
+//   - intel-bdx is intel-2s as a Broadwell-EP Xeon (family 6 model 0x4F), the
+//     model Linux offers cache pseudo-locking on (and applies the BDF102 MBM
+//     correction to), so that the two differ only there.
 struct Derived {
   const char* base;
-  const char* section;
-  const char* key;
+  const char* patch;
 };
 const std::map<std::string, Derived>& derived_builtins() {
-  static const std::map<std::string, Derived> m = {{"amd-io", {kAmd2s, "l3_cat", "io_alloc"}}};
+  static const std::map<std::string, Derived> m = {
+      {"amd-io", {kAmd2s, R"({"l3_cat": {"io_alloc": true}})"}},
+      {"intel-bdx", {kIntel2s, R"({"model": 79, "stepping": 1})"}}};
   return m;
 }
 
@@ -564,7 +550,7 @@ Result<Profile> load_profile(const std::string& name_or_path) {
     return parse_profile(it->second, name_or_path);
   if (auto it = derived_builtins().find(name_or_path); it != derived_builtins().end()) {
     json j = json::parse(it->second.base);
-    j[it->second.section][it->second.key] = true;
+    j.merge_patch(json::parse(it->second.patch));
     return parse_json(j, name_or_path);
   }
   std::string text = read_file(name_or_path);
