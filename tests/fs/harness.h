@@ -15,6 +15,7 @@
 
 #include "fs/filesystem.h"
 #include "hw/backend.h"
+#include "tests/fs/fake_arch.h"
 
 namespace resctrlfs::fs::testing {
 
@@ -169,6 +170,26 @@ struct SimFixture {
   hw::Backend backend;
   FakeTasks tasks;
   RecordingInval inval;
+  std::unique_ptr<Filesystem> fs;
+  std::unique_ptr<Shell> sh;
+};
+
+// A FakeArch platform, a fake task list and a Filesystem over them, mounted
+// with default options unless `mounted` is false (for tests of mount itself).
+struct FakeFixture {
+  explicit FakeFixture(hw::PlatformInfo p, bool mounted = true) : arch(std::move(p)) {
+    FilesystemConfig cfg;
+    cfg.arch = &arch;
+    cfg.tasks = &tasks;
+    fs = make_filesystem(cfg);
+    if (mounted) {
+      auto m = fs->mount({});
+      if (!m.ok()) throw std::runtime_error("mount: " + m.error().message);
+    }
+    sh = std::make_unique<Shell>(*fs);
+  }
+  FakeArch arch;
+  FakeTasks tasks;
   std::unique_ptr<Filesystem> fs;
   std::unique_ptr<Shell> sh;
 };

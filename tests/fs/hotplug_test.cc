@@ -214,14 +214,9 @@ TEST_CASE("state restore copes with domains and CPUs that are offline now", "[ho
 TEST_CASE("a hardware layer without hotplug refuses it", "[hotplug]") {
   hw::PlatformInfo p = FakeArch::base_platform(4);
   FakeArch::add_l3_cat(p, 8, 4);
-  FakeArch arch(p);
-  FakeTasks tasks;
-  FilesystemConfig cfg;
-  cfg.arch = &arch;
-  cfg.tasks = &tasks;
-  auto fs = make_filesystem(cfg);
-  REQUIRE(fs->mount({}).ok());
-  Shell sh(*fs);
+  FakeFixture k(p);
+  std::unique_ptr<Filesystem>& fs = k.fs;
+  Shell& sh = *k.sh;
   CHECK(fs->cpu_offline(3).error().code == EOPNOTSUPP);
   CHECK(sh.cat("/cpus_list") == "0-3\n");
 }

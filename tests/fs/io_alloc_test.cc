@@ -18,39 +18,26 @@ constexpr const char* kRootSchemata =
 
 // A FakeArch platform: L3 (io_alloc capable, 8-bit masks, min 1 bit) and L2
 // CAT, and optionally MB with fewer CLOSIDs than L3.
-struct FakeFixture {
-  explicit FakeFixture(unsigned mb_closids = 0) : arch(platform(mb_closids)) {
-    FilesystemConfig cfg{&arch, &tasks, nullptr, 0, 0};
-    fs = make_filesystem(cfg);
-    auto m = fs->mount({});
-    if (!m.ok()) throw std::runtime_error("mount: " + m.error().message);
-    sh = std::make_unique<Shell>(*fs);
+hw::PlatformInfo io_platform(unsigned mb_closids = 0) {
+  hw::PlatformInfo p = FakeArch::base_platform();
+  FakeArch::add_l3_cat(p, 8, 16);
+  p.resources[0].cache.io_alloc_capable = true;
+  hw::Resource& l2 = p.resources[1];
+  l2.alloc_capable = true;
+  l2.num_closid = 16;
+  l2.cache.cbm_len = 4;
+  l2.cache.min_cbm_bits = 1;
+  l2.cache.cache_size_bytes = 1 << 18;
+  l2.ctrl_domains = FakeArch::two_domains(p.nr_cpus);
+  if (mb_closids != 0) {
+    hw::Resource& mb = p.resources[2];
+    mb.alloc_capable = true;
+    mb.num_closid = mb_closids;
+    mb.membw = {10, 10, 100, true, true, hw::ThrottleMode::MAX};
+    mb.ctrl_domains = FakeArch::two_domains(p.nr_cpus);
   }
-  static hw::PlatformInfo platform(unsigned mb_closids) {
-    hw::PlatformInfo p = FakeArch::base_platform();
-    FakeArch::add_l3_cat(p, 8, 16);
-    p.resources[0].cache.io_alloc_capable = true;
-    hw::Resource& l2 = p.resources[1];
-    l2.alloc_capable = true;
-    l2.num_closid = 16;
-    l2.cache.cbm_len = 4;
-    l2.cache.min_cbm_bits = 1;
-    l2.cache.cache_size_bytes = 1 << 18;
-    l2.ctrl_domains = FakeArch::two_domains(p.nr_cpus);
-    if (mb_closids != 0) {
-      hw::Resource& mb = p.resources[2];
-      mb.alloc_capable = true;
-      mb.num_closid = mb_closids;
-      mb.membw = {10, 10, 100, true, true, hw::ThrottleMode::MAX};
-      mb.ctrl_domains = FakeArch::two_domains(p.nr_cpus);
-    }
-    return p;
-  }
-  FakeArch arch;
-  FakeTasks tasks;
-  std::unique_ptr<Filesystem> fs;
-  std::unique_ptr<Shell> sh;
-};
+  return p;
+}
 
 }  // namespace
 
@@ -76,7 +63,7 @@ TEST_CASE("io_alloc: files exist in every cache info dir when L3 is capable", "[
     CHECK(c.sh->ls(d).count("io_alloc_cbm") == 1);
   }
   // L2 of a platform where only L3 is capable (§8 case 54).
-  FakeFixture k;
+  FakeFixture k(io_platform());
   CHECK(k.sh->ls("/info/L2").count("io_alloc") == 1);
   CHECK(k.sh->ls("/info/L2").count("io_alloc_cbm") == 1);
 }
@@ -99,7 +86,7 @@ TEST_CASE("io_alloc: disabled by default, io_alloc_cbm refuses while disabled", 
 }
 
 TEST_CASE("io_alloc: not supported on L2 when only L3 is capable (case 54)", "[io_alloc]") {
-  FakeFixture k;
+  FakeFixture k(io_platform());
   Shell& sh = *k.sh;
   CHECK(sh.cat("/info/L2/io_alloc") == "not supported\n");
   CHECK(sh.cat("/info/L3/io_alloc") == "disabled\n");
@@ -180,7 +167,7 @@ TEST_CASE("io_alloc: enabling fails when a group owns the CLOSID (case 53)", "[i
 }
 
 TEST_CASE("io_alloc: the CLOSID must be below the usable CLOSID count", "[io_alloc]") {
-  FakeFixture k(8);  // MB has 8 CLOSIDs, L3 16: CLOSID 15 is unusable
+  FakeFixture k(io_platform(8));  // MB has 8 CLOSIDs, L3 16: CLOSID 15 is unusable
   Shell& sh = *k.sh;
   CHECK(sh.echo("/info/L3/io_alloc", "1") == EINVAL);
   CHECK(sh.lcs() == "io_alloc CLOSID (ctrl_hw_id) 15 is not available\n");
@@ -191,7 +178,7 @@ TEST_CASE("io_alloc: the CLOSID must be below the usable CLOSID count", "[io_all
 }
 
 TEST_CASE("io_alloc: no space for the mask, hardware failure", "[io_alloc]") {
-  FakeFixture k;
+  FakeFixture k(io_platform());
   Shell& sh = *k.sh;
   // Every L3 bit belongs to an exclusive group.
   REQUIRE(sh.echo("/schemata", "L3:0=f;1=f\nL2:0=3;1=3") == 0);

@@ -287,14 +287,9 @@ TEST_CASE("a locking failure in hw/ leaves the group in pseudo-locksetup", "[pse
   hw::PlatformInfo p = FakeArch::base_platform(4);
   FakeArch::add_l3_cat(p, 8, 4);
   p.pseudo_lock_capable = true;
-  FakeArch arch(p);
-  FakeTasks tasks;
-  FilesystemConfig cfg;
-  cfg.arch = &arch;
-  cfg.tasks = &tasks;
-  auto fs = make_filesystem(cfg);
-  REQUIRE(fs->mount({}).ok());
-  Shell sh(*fs);
+  FakeFixture k(p);
+  FakeArch& arch = k.arch;
+  Shell& sh = *k.sh;
   REQUIRE(sh.echo("/schemata", "L3:0=fc") == 0);
   REQUIRE(sh.mkdir("/p0") == 0);
   REQUIRE(sh.echo("/p0/mode", "pseudo-locksetup") == 0);
@@ -323,14 +318,8 @@ TEST_CASE("leaving pseudo-locksetup needs an RMID", "[pseudolock]") {
   FakeArch::add_l3_cat(p, 8, 4);
   FakeArch::add_l3_mon(p, 2);
   p.pseudo_lock_capable = true;
-  FakeArch arch(p);
-  FakeTasks tasks;
-  FilesystemConfig cfg;
-  cfg.arch = &arch;
-  cfg.tasks = &tasks;
-  auto fs = make_filesystem(cfg);
-  REQUIRE(fs->mount({}).ok());
-  Shell sh(*fs);
+  FakeFixture k(p);
+  Shell& sh = *k.sh;
   REQUIRE(sh.mkdir("/p0") == 0);  // the only RMID besides 0
   REQUIRE(sh.echo("/p0/mode", "pseudo-locksetup") == 0);
   // The RMID is in limbo now: nobody can have it yet.

@@ -20,7 +20,7 @@ uint64_t num(const std::string& s) { return std::stoull(s); }
 
 // 8 CPUs, two L3 caches (ids 0 and 1) with L3 CAT and linear MBA; SNC2
 // monitoring with NUMA nodes 0, 1 (L3 0) and 10, 11 (L3 1).
-hw::PlatformInfo snc_platform(unsigned rmids) {
+hw::PlatformInfo snc_platform(unsigned rmids = 8) {
   hw::PlatformInfo p = FakeArch::base_platform(8);
   FakeArch::add_l3_cat(p, 8, 4);
   hw::Resource& mb = p.resources[static_cast<int>(hw::ResourceId::MB)];
@@ -41,20 +41,10 @@ hw::PlatformInfo snc_platform(unsigned rmids) {
   return p;
 }
 
-struct FakeFixture {
-  explicit FakeFixture(unsigned rmids = 8) : arch(snc_platform(rmids)) {
-    FilesystemConfig cfg{&arch, &tasks, nullptr, 0, 0};
-    fs = make_filesystem(cfg);
-  }
-  FakeArch arch;
-  FakeTasks tasks;
-  std::unique_ptr<Filesystem> fs;
-};
-
 }  // namespace
 
 TEST_CASE("SNC: mon_L3_XX per L3 cache with a mon_sub_L3_YY per node", "[snc]") {
-  FakeFixture f;
+  FakeFixture f(snc_platform(), /*mounted=*/false);
   REQUIRE(f.fs->mount({}).ok());
   Shell sh(*f.fs);
   REQUIRE(sh.mkdir("/p0", 0750) == 0);
@@ -81,7 +71,7 @@ TEST_CASE("SNC: mon_L3_XX per L3 cache with a mon_sub_L3_YY per node", "[snc]") 
 }
 
 TEST_CASE("SNC: the L3 files sum the nodes; the node files show one node", "[snc]") {
-  FakeFixture f;
+  FakeFixture f(snc_platform(), /*mounted=*/false);
   REQUIRE(f.fs->mount({}).ok());
   Shell sh(*f.fs);
   REQUIRE(sh.mkdir("/p0") == 0);               // rmid 1
@@ -122,7 +112,7 @@ TEST_CASE("SNC: the L3 files sum the nodes; the node files show one node", "[snc
 }
 
 TEST_CASE("SNC: a freed RMID stays in limbo until clean on every node", "[snc]") {
-  FakeFixture f(2);
+  FakeFixture f(snc_platform(2), /*mounted=*/false);
   REQUIRE(f.fs->mount({}).ok());
   Shell sh(*f.fs);
   REQUIRE(sh.mkdir("/mon_groups/a") == 0);  // rmid 1, the only one
@@ -139,7 +129,7 @@ TEST_CASE("SNC: a freed RMID stays in limbo until clean on every node", "[snc]")
 }
 
 TEST_CASE("SNC: mba_MBps is refused because MBA and monitoring scopes differ", "[snc]") {
-  FakeFixture f;
+  FakeFixture f(snc_platform(), /*mounted=*/false);
   MountOptions o;
   o.mba_mbps = true;
   auto r = f.fs->mount(o);
@@ -153,11 +143,8 @@ TEST_CASE("SNC: mba_MBps is refused because MBA and monitoring scopes differ", "
   p.mon.mon_domains.clear();
   for (const hw::CtrlDomain& d : FakeArch::two_domains(8))
     p.mon.mon_domains.push_back({d.id, d.cpus, d.id});
-  FakeArch arch(p);
-  FakeTasks tasks;
-  FilesystemConfig cfg{&arch, &tasks, nullptr, 0, 0};
-  auto fs = make_filesystem(cfg);
-  CHECK(fs->mount(o).ok());
+  FakeFixture plain(p, /*mounted=*/false);
+  CHECK(plain.fs->mount(o).ok());
   // A plain mount under SNC works.
   CHECK(f.fs->mount({}).ok());
 }

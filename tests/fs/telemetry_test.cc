@@ -29,28 +29,22 @@ const std::vector<PerfPkgEvent> kEvents = {{EventId::CORE_ENERGY, 18},
                                            {EventId::UNHALTED_CORE_CYCLES, 0},
                                            {EventId::UOPS_RETIRED, 0}};
 
-struct FakeFixture {
-  explicit FakeFixture(unsigned l3_rmids = 16, unsigned pkg_rmids = 16,
-                       std::vector<PerfPkgEvent> events = kEvents) {
-    hw::PlatformInfo p = FakeArch::base_platform(4);
-    FakeArch::add_l3_cat(p, 8, 4);
-    FakeArch::add_l3_mon(p, l3_rmids);
-    FakeArch::add_perf_pkg(p, pkg_rmids, std::move(events), {0, 3});
-    arch = std::make_unique<FakeArch>(std::move(p));
-    FilesystemConfig cfg;
-    cfg.arch = arch.get();
-    cfg.tasks = &tasks;
-    fs = make_filesystem(cfg);
-    REQUIRE(fs->mount({}).ok());
-    sh = std::make_unique<Shell>(*fs);
-  }
+hw::PlatformInfo telemetry_platform(unsigned l3_rmids, unsigned pkg_rmids,
+                                    std::vector<PerfPkgEvent> events) {
+  hw::PlatformInfo p = FakeArch::base_platform(4);
+  FakeArch::add_l3_cat(p, 8, 4);
+  FakeArch::add_l3_mon(p, l3_rmids);
+  FakeArch::add_perf_pkg(p, pkg_rmids, std::move(events), {0, 3});
+  return p;
+}
+
+struct TelemetryFixture : FakeFixture {
+  explicit TelemetryFixture(unsigned l3_rmids = 16, unsigned pkg_rmids = 16,
+                            std::vector<PerfPkgEvent> events = kEvents)
+      : FakeFixture(telemetry_platform(l3_rmids, pkg_rmids, std::move(events))) {}
   void set(int pkg, uint32_t rmid, EventId ev, uint64_t v, ReadError err = ReadError::kNone) {
-    arch->values[{pkg, rmid, ev}] = hw::CounterValue{err, v};
+    arch.values[{pkg, rmid, ev}] = hw::CounterValue{err, v};
   }
-  std::unique_ptr<FakeArch> arch;
-  FakeTasks tasks;
-  std::unique_ptr<Filesystem> fs;
-  std::unique_ptr<Shell> sh;
 };
 
 uint64_t fixed(uint64_t whole, double frac, unsigned bits) {
@@ -85,7 +79,7 @@ TEST_CASE("fixed-point values print as the kernel prints them", "[telemetry]") {
 }
 
 TEST_CASE("info/PERF_PKG_MON has only num_rmids and mon_features", "[telemetry]") {
-  FakeFixture f(32, 24);
+  TelemetryFixture f(32, 24);
   Shell& sh = *f.sh;
   CHECK(sh.ls("/info").count("PERF_PKG_MON") == 1);
   CHECK(sh.ls("/info").count("L3_MON") == 1);
@@ -102,7 +96,7 @@ TEST_CASE("info/PERF_PKG_MON has only num_rmids and mon_features", "[telemetry]"
 }
 
 TEST_CASE("mon_PERF_PKG_XX in the mon_data of every group", "[telemetry]") {
-  FakeFixture f;
+  TelemetryFixture f;
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/p0") == 0);
   REQUIRE(sh.mkdir("/p0/mon_groups/m0") == 0);
@@ -124,7 +118,7 @@ TEST_CASE("mon_PERF_PKG_XX in the mon_data of every group", "[telemetry]") {
 }
 
 TEST_CASE("telemetry reads: formats, Unavailable, Error, CTRL_MON sums", "[telemetry]") {
-  FakeFixture f;
+  TelemetryFixture f;
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/p0") == 0);
   REQUIRE(sh.mkdir("/p0/mon_groups/m0") == 0);
@@ -155,14 +149,14 @@ TEST_CASE("telemetry reads: formats, Unavailable, Error, CTRL_MON sums", "[telem
   f.set(3, 1, EventId::UOPS_RETIRED, 0, ReadError::kError);
   CHECK(sh.cat("/p0/mon_data/mon_PERF_PKG_03/uops_retired") == "Unavailable\n");
   // Zero fraction bits print as "<n>.0".
-  FakeFixture z(16, 16, {{EventId::CORE_ENERGY, 0}});
+  TelemetryFixture z(16, 16, {{EventId::CORE_ENERGY, 0}});
   z.set(0, 0, EventId::CORE_ENERGY, 77);
   CHECK(z.sh->cat("/mon_data/mon_PERF_PKG_00/core_energy") == "77.0\n");
   CHECK(z.sh->ls("/mon_data/mon_PERF_PKG_00") == std::set<std::string>{"core_energy"});
 }
 
 TEST_CASE("groups are limited by the smaller num_rmids of L3 and PERF_PKG", "[telemetry]") {
-  auto fill = [](FakeFixture& f, unsigned expect_ok) {
+  auto fill = [](TelemetryFixture& f, unsigned expect_ok) {
     Shell& sh = *f.sh;
     for (unsigned i = 1; i < expect_ok; ++i)
       REQUIRE(sh.mkdir("/mon_groups/m" + std::to_string(i)) == 0);
@@ -170,11 +164,11 @@ TEST_CASE("groups are limited by the smaller num_rmids of L3 and PERF_PKG", "[te
     CHECK(sh.lcs() == "Out of RMIDs\n");
   };
   SECTION("PERF_PKG has fewer") {
-    FakeFixture f(8, 4);
+    TelemetryFixture f(8, 4);
     fill(f, 4);
   }
   SECTION("L3 has fewer") {
-    FakeFixture f(3, 8);
+    TelemetryFixture f(3, 8);
     fill(f, 3);
   }
 }
