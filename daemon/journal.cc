@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -161,9 +163,10 @@ namespace {
 
 constexpr std::string_view kLogMagic = "RLOG ";
 
-void put_hex(std::string& out, uint64_t v, int digits) {
+// Writes `digits` lower-case hex digits of `v` at `out`.
+void hex_into(char* out, uint64_t v, int digits) {
   static const char* kDigits = "0123456789abcdef";
-  for (int i = digits - 1; i >= 0; --i) out += kDigits[(v >> (4 * i)) & 0xF];
+  for (int i = digits - 1; i >= 0; --i, v >>= 4) out[i] = kDigits[v & 0xF];
 }
 
 bool get_hex(std::string_view s, uint64_t& v) {
@@ -179,33 +182,46 @@ bool get_hex(std::string_view s, uint64_t& v) {
 
 }  // namespace
 
-// Header: "RLOG " seq(16) ' ' len(8) ' ' bcrc(8) ' ' hcrc(8) '\n' = 49 bytes.
+// Header: "RLOG " seq(16) ' ' len(8) ' ' bcrc(8) ' ' hcrc(8) '\n' = 49 bytes,
+// then the body, then log_record_padding(len) spaces and '\n': every record
+// is a multiple of kLogRecordAlign bytes, so that in a mapped log each one
+// starts on an 8-byte boundary and its first 8 bytes can be its commit word.
 std::string encode_log_record(uint64_t seq, std::string_view body) {
+  char h[kLogHeaderBytes];
+  std::memcpy(h, kLogMagic.data(), kLogMagic.size());
+  hex_into(h + 5, seq, 16);
+  h[21] = ' ';
+  hex_into(h + 22, body.size(), 8);
+  h[30] = ' ';
+  hex_into(h + 31, crc32c(body), 8);
+  h[39] = ' ';
+  hex_into(h + 40, crc32c(std::string_view(h, 40)), 8);
+  h[48] = '\n';
   std::string out;
-  out.reserve(kLogHeaderBytes + body.size() + 1);
-  out += kLogMagic;
-  put_hex(out, seq, 16);
-  out += ' ';
-  put_hex(out, body.size(), 8);
-  out += ' ';
-  put_hex(out, crc32c(body), 8);
-  out += ' ';
-  put_hex(out, crc32c(out), 8);
-  out += '\n';
+  out.reserve(log_record_size(body.size()));
+  out.append(h, sizeof(h));
   out += body;
+  out.append(log_record_padding(body.size()), ' ');
   out += '\n';
   return out;
 }
 
 Result<LogContents> decode_log(std::string_view in) {
   LogContents out;
+  // A filesystem that extended the file before writing it may leave zeros,
+  // and a mapped log is zeros past its last record.
+  const size_t in_last = in.find_last_not_of('\0');
   size_t pos = 0;
-  while (pos < in.size()) {
+  while (in_last != std::string_view::npos && pos <= in_last) {
     std::string_view rest = in.substr(pos);
     const std::string at = " at byte " + std::to_string(pos);
-    // A crash during an append leaves a prefix of the record; a filesystem
-    // that extended the file before writing it may leave zeros.
-    if (rest.find_first_not_of('\0') == std::string_view::npos) {
+    const size_t last = in_last - pos;  // of rest
+    // A mapped log's append writes the record but its first 8 bytes, then
+    // those in one store (its commit word): a record cut short there has a
+    // zero commit word and is never longer than kMaxMappedRecordBytes.
+    if (rest.size() >= kLogRecordAlign &&
+        rest.substr(0, kLogRecordAlign).find_first_not_of('\0') == std::string_view::npos) {
+      if (last >= kMaxMappedRecordBytes) return corrupt("log: data after its end" + at);
       out.torn_tail = true;
       break;
     }
@@ -224,15 +240,19 @@ Result<LogContents> decode_log(std::string_view in) {
         !get_hex(h.substr(40, 8), hcrc))
       return corrupt("log: bad record header" + at);
     if (crc32c(h.substr(0, 40)) != hcrc) return corrupt("log: header checksum mismatch" + at);
-    if (rest.size() < kLogHeaderBytes + len + 1) {
+    if (len > kMaxJournalBytes) return corrupt("log: record too long" + at);
+    const size_t size = log_record_size(len);
+    if (rest.size() < size) {
       out.torn_tail = true;
       break;
     }
     std::string_view body = rest.substr(kLogHeaderBytes, len);
-    if (rest[kLogHeaderBytes + len] != '\n') return corrupt("log: bad record end" + at);
+    const std::string_view end = rest.substr(kLogHeaderBytes + len, size - kLogHeaderBytes - len);
+    if (end.back() != '\n' || end.find_first_not_of(' ') != end.size() - 1)
+      return corrupt("log: bad record end" + at);
     if (crc32c(body) != bcrc) return corrupt("log: checksum mismatch" + at);
     out.records.push_back(JournalRecord{seq, std::string(body)});
-    pos += kLogHeaderBytes + len + 1;
+    pos += size;
     out.valid_bytes = pos;
   }
   return out;
@@ -278,6 +298,7 @@ StateJournal::StateJournal(std::string dir, int dir_fd)
       dir_fd_(dir_fd) {}
 
 StateJournal::~StateJournal() {
+  unmap_log();
   if (log_fd_ >= 0) ::close(log_fd_);
   if (dir_fd_ >= 0) ::close(dir_fd_);
 }
@@ -342,7 +363,7 @@ Result<void> StateJournal::fsync_dir() {
 
 Result<void> StateJournal::open_log() {
   if (log_fd_ >= 0) return Ok();
-  log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  log_fd_ = ::open(log_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd_ < 0) return sys_error("open", log_path_);
   // On tmpfs (the shipped /run/resctrlfs) the page cache is the file:
   // fdatasync has nothing to write, so the record's syscall is skipped.
@@ -357,12 +378,48 @@ Result<void> StateJournal::open_log() {
   return Ok();
 }
 
+void StateJournal::unmap_log() {
+  if (map_ != nullptr) ::munmap(map_, kMappedLogBytes);
+  map_ = nullptr;
+}
+
+void StateJournal::map_log() {
+  // Only an empty log in memory is mapped: its records are then stores into
+  // the page cache, which is the file, instead of a write(2) each. The file
+  // is allocated whole first, so that no store can fault for want of space
+  // (SIGBUS); without that (tmpfs full, or a filesystem that cannot), the
+  // log is written with write(2).
+  if (!map_allowed_ || !log_in_memory_ || map_ != nullptr || log_bytes_ != 0) return;
+  if (::fallocate(log_fd_, 0, 0, static_cast<off_t>(kMappedLogBytes)) != 0) {
+    spdlog::warn("state journal {}: cannot allocate {} bytes ({}), appending with write(2)",
+                 log_path_, kMappedLogBytes, std::strerror(errno));
+    map_allowed_ = false;
+    (void)::ftruncate(log_fd_, 0);
+    return;
+  }
+  void* p = ::mmap(nullptr, kMappedLogBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                   log_fd_, 0);
+  if (p == MAP_FAILED) {
+    spdlog::warn("state journal {}: cannot map ({}), appending with write(2)", log_path_,
+                 std::strerror(errno));
+    map_allowed_ = false;
+    (void)::ftruncate(log_fd_, 0);
+    return;
+  }
+  map_ = static_cast<char*>(p);
+}
+
 Result<void> StateJournal::truncate_log() {
   RESCTRLFS_RETURN_IF_ERROR(open_log());
-  if (log_bytes_ == 0) return Ok();
-  if (::ftruncate(log_fd_, 0) != 0) return sys_error("truncate", log_path_);
-  if (fsync_ && ::fdatasync(log_fd_) != 0) return sys_error("fdatasync", log_path_);
-  log_bytes_ = 0;
+  if (log_bytes_ != 0 || map_ != nullptr) {
+    // Unmapped first: a mapping may not outlive its pages.
+    unmap_log();
+    if (::ftruncate(log_fd_, 0) != 0) return sys_error("truncate", log_path_);
+    if (fsync_ && !log_in_memory_ && ::fdatasync(log_fd_) != 0)
+      return sys_error("fdatasync", log_path_);
+    log_bytes_ = 0;
+  }
+  map_log();
   return Ok();
 }
 
@@ -406,14 +463,30 @@ Result<void> StateJournal::snapshot(const std::string& platform, fs::Filesystem&
 Result<void> StateJournal::append(const std::string& delta) {
   RESCTRLFS_RETURN_IF_ERROR(open_log());
   const std::string bytes = encode_log_record(generation_ + 1, delta);
-  Result<void> w = write_all(log_fd_, bytes, log_path_);
-  if (w.ok() && fsync_ && !log_in_memory_ && ::fdatasync(log_fd_) != 0)
-    w = sys_error("fdatasync", log_path_);
-  if (!w.ok()) {
-    // Take a part-written record back; the next commit is a snapshot
-    // either way, and it truncates the log.
-    (void)::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
-    return w;
+  if (map_ != nullptr) {
+    // commit_state() made sure it fits. All but the first 8 bytes, then
+    // those in one 8-byte store: a kill -9 stops the daemon between two
+    // instructions, so the record is in the file whole, or without its
+    // commit word (a torn tail, never acknowledged). The compiler may not
+    // move the stores across the fence; the CPU retires them in order for
+    // this thread, which is all a later reader of the file can see.
+    char* at = map_ + log_bytes_;
+    std::memcpy(at + kLogRecordAlign, bytes.data() + kLogRecordAlign,
+                bytes.size() - kLogRecordAlign);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    uint64_t word;
+    std::memcpy(&word, bytes.data(), sizeof(word));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(at), word, __ATOMIC_RELAXED);
+  } else {
+    Result<void> w = write_all(log_fd_, bytes, log_path_);
+    if (w.ok() && fsync_ && !log_in_memory_ && ::fdatasync(log_fd_) != 0)
+      w = sys_error("fdatasync", log_path_);
+    if (!w.ok()) {
+      // Take a part-written record back; the next commit is a snapshot
+      // either way, and it truncates the log.
+      (void)::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
+      return w;
+    }
   }
   log_bytes_ += bytes.size();
   ++generation_;
@@ -425,6 +498,10 @@ Result<void> StateJournal::commit_state(const std::string& platform, fs::Filesys
   std::optional<std::string> delta = fs.take_state_delta_json();
   if (need_snapshot_ || !delta || log_bytes_ >= kMaxLogBytes) return snapshot(platform, fs);
   if (delta->empty()) return Ok();
+  // A mapped log has room for one record of up to kMaxMappedRecordBytes
+  // past kMaxLogBytes; a larger one goes into a snapshot.
+  if (map_ != nullptr && log_record_size(delta->size()) > kMaxMappedRecordBytes)
+    return snapshot(platform, fs);
   Result<void> r = append(*delta);
   // The delta's marks are gone from fs/: without its record the log has a
   // hole, so only a snapshot can continue it.
@@ -441,6 +518,7 @@ Result<void> StateJournal::clear() {
   // The snapshot goes first: a log without one is never applied.
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", path_);
   if (::unlink(log_path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", log_path_);
+  unmap_log();
   if (log_fd_ >= 0) ::close(log_fd_);
   log_fd_ = -1;
   log_bytes_ = 0;

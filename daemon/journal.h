@@ -12,6 +12,13 @@
 //                     (Filesystem::take_state_delta_json, fs/state_replay.h),
 //                     appended with one write(2) and fdatasync'ed before the
 //                     command's reply leaves the daemon.
+// On tmpfs (the shipped /run/resctrlfs, where the page cache is the file
+// and fdatasync does nothing) an empty log is allocated to kMappedLogBytes
+// and mapped shared, and a record is appended with stores instead of a
+// write(2): every byte but the first 8, then those 8 (its commit word) in
+// one store. The file then ends in zeros, and a record cut short by a
+// kill -9 has a zero commit word (see decode_log). Elsewhere each record is
+// one write(2) and an fdatasync.
 // Compaction writes a new snapshot, then truncates the log: on the daemon's
 // 1 s tick when the log holds records, at once when it exceeds
 // kMaxLogBytes, and whenever fs/ cannot express a change as a delta (a
@@ -28,7 +35,7 @@
 //    "body": "<text>"}         {"platform": "<name>", "fs": <model document>}
 // Log record format (text, one per line pair):
 //   "RLOG <seq:16 hex> <len:8 hex> <body crc:8 hex> <header crc:8 hex>\n"
-//   <body: len bytes> "\n"
+//   <body: len bytes> <0-7 spaces, to a multiple of 8 bytes> "\n"
 // seq continues the snapshot's generation: the records after a snapshot of
 // generation G are G+1, G+2, ...; records with seq <= G are left over from a
 // crash between the snapshot's rename and the log's truncation and are
@@ -39,9 +46,11 @@
 // checksum), and in the log any damaged record (bad header, header or body
 // checksum, terminator) or a gap in the sequence, wherever it is. The only
 // damage accepted is a torn tail: the file ends inside the last record (a
-// crash during its append, so its command was never acknowledged) or with
-// zero bytes. A refused journal is never applied, not even in part: the
-// daemon reports it loudly (error log), moves both files aside
+// crash during its append, so its command was never acknowledged), or the
+// last record of a mapped log lacks its commit word (nonzero bytes after it
+// within kMaxMappedRecordBytes), or the file ends in zero bytes. A refused
+// journal is never applied, not even in part: the daemon reports it loudly
+// (error log), moves both files aside
 // (".rejected") for inspection and starts with a fresh tree, as after the
 // kernel's mount (see open_and_restore). Refusing to start was rejected:
 // under systemd it turns one bad file into a daemon that never comes back.
@@ -86,6 +95,23 @@ Result<JournalRecord> decode_journal_record(std::string_view bytes);
 
 // Log records.
 inline constexpr size_t kLogHeaderBytes = 49;
+// Records are padded to a multiple of this (see encode_log_record).
+inline constexpr size_t kLogRecordAlign = 8;
+// Spaces between a record's body of `body_len` bytes and its final '\n'.
+constexpr size_t log_record_padding(size_t body_len) {
+  return (kLogRecordAlign - (kLogHeaderBytes + body_len + 1) % kLogRecordAlign) % kLogRecordAlign;
+}
+constexpr size_t log_record_size(size_t body_len) {
+  return kLogHeaderBytes + body_len + log_record_padding(body_len) + 1;
+}
+// A mapped log (see StateJournal) takes records up to this size; a larger
+// change is journaled as a snapshot. After the last committed record of a
+// mapped log, nonzero bytes within this distance are a record whose append
+// was cut short before its commit word; beyond it they are damage.
+inline constexpr size_t kMaxMappedRecordBytes = 64 * 1024;
+// The size of a mapped log file: room for kMaxLogBytes of records and one
+// more record.
+inline constexpr size_t kMappedLogBytes = kMaxLogBytes + kMaxMappedRecordBytes;
 std::string encode_log_record(uint64_t seq, std::string_view body);
 // The records of a log file, in order. `torn_tail`: bytes after the last
 // complete record that are a cut-short record (or zeros), which are not
@@ -167,12 +193,18 @@ class StateJournal {
   uint64_t writes() const { return writes_; }
   uint64_t snapshots() const { return snapshots_; }
   uint64_t log_bytes() const { return log_bytes_; }
+  // Whether the log is appended through a shared mapping (on tmpfs).
+  bool log_mapped() const { return map_ != nullptr; }
+  // Appends with write(2) even on tmpfs (tests of the plain path).
+  void set_log_mapping(bool on) { map_allowed_ = on; }
 
  private:
   StateJournal(std::string dir, int dir_fd);
   Result<void> fsync_dir();
   Result<void> open_log();
   Result<void> truncate_log();
+  void map_log();
+  void unmap_log();
   Result<void> append(const std::string& delta);
   Result<void> snapshot(const std::string& platform, fs::Filesystem& fs);
   // Reads the log that follows a snapshot of generation `gen`: the bodies
@@ -191,6 +223,10 @@ class StateJournal {
   uint64_t log_bytes_ = 0;
   bool fsync_ = true;
   bool log_in_memory_ = false;  // the log is on tmpfs: fdatasync is a no-op
+  // An empty log in memory is allocated to kMappedLogBytes and mapped; its
+  // records are appended by stores (see append()).
+  bool map_allowed_ = true;
+  char* map_ = nullptr;
   // No snapshot on disk that the log can follow, or a record may be
   // missing from the log (a failed commit): the next commit is a snapshot.
   bool need_snapshot_ = true;

@@ -8,6 +8,8 @@
 #include "daemon/journal.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -328,13 +330,21 @@ TEST_CASE("start-up never applies part of a journal", "[journal]") {
   CHECK((*rec)->body == "fresh");
 }
 
-// A snapshot and a log of three records, each moving one thread.
+// Whether `path` is on tmpfs, where the journal maps its log.
+bool on_tmpfs(const std::string& path) {
+  struct statfs sfs;
+  return ::statfs(path.c_str(), &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+}
+
+// A snapshot and a log of three records, each moving one thread; `map`:
+// the log appended through its mapping (on tmpfs) rather than write(2).
 struct LoggedJournal {
-  LoggedJournal() {
+  explicit LoggedJournal(bool map = false) {
     StateOnlyFs live;
     live.state = R"({"options":{"cdp":false},"groups":[],"threads":[]})";
     auto j = StateJournal::open(dir.path);
     REQUIRE(j.ok());
+    (*j)->set_log_mapping(map);
     REQUIRE((*j)->commit_state("intel-2s", live).ok());  // snapshot, generation 1
     for (int i = 1; i <= 3; ++i) {
       live.next_delta = R"({"version":1,"threads":[[)" + std::to_string(100 + i) + ",1,1]]}";
@@ -344,18 +354,26 @@ struct LoggedJournal {
     REQUIRE((*j)->commit_state("intel-2s", live).ok());
     CHECK((*j)->generation() == 4);
     CHECK((*j)->snapshots() == 1);
+    mapped = (*j)->log_mapped();
+    CHECK(mapped == (map && on_tmpfs(dir.path)));
     snapshot = read_file(dir.path + "/" + kJournalFile);
-    log = read_file(dir.path + "/" + kJournalLogFile);
-    auto decoded = decode_log(log);
+    file = read_file(dir.path + "/" + kJournalLogFile);
+    auto decoded = decode_log(file);
     REQUIRE(decoded.ok());
     REQUIRE(decoded->records.size() == 3);
     CHECK_FALSE(decoded->torn_tail);
     size_t end = 0;
     for (const JournalRecord& r : decoded->records) {
-      end += kLogHeaderBytes + r.body.size() + 1;
+      end += log_record_size(r.body.size());
+      CHECK(end % kLogRecordAlign == 0);
       ends.push_back(end);
     }
-    CHECK(end == log.size());
+    CHECK(decoded->valid_bytes == end);
+    CHECK((*j)->log_bytes() == end);
+    // A mapped log is allocated whole and is zeros after its records.
+    CHECK(file.size() == (mapped ? kMappedLogBytes : end));
+    CHECK(file.find_first_not_of('\0', end) == std::string::npos);
+    log = file.substr(0, end);
   }
   // Restores snapshot + `log_bytes`; the threads restored, or nullopt when refused.
   std::optional<size_t> restore(const std::string& log_bytes) {
@@ -374,26 +392,41 @@ struct LoggedJournal {
     REQUIRE(fs.restored.has_value());
     nlohmann::json doc = nlohmann::json::parse(*fs.restored);
     // Restoring wrote a snapshot of it and emptied the log.
-    CHECK(read_file(dir.path + "/" + kJournalLogFile).empty());
+    auto after = decode_log(read_file(dir.path + "/" + kJournalLogFile));
+    CHECK((after.ok() && after->records.empty()));
     size_t n = doc["threads"].size();
     for (size_t i = 0; i < n; ++i) CHECK(doc["threads"][i][0] == 101 + static_cast<int>(i));
     return n;
   }
   TempDir dir;
-  std::string snapshot, log;
+  bool mapped = false;
+  std::string snapshot;
+  std::string file;          // the log file as written
+  std::string log;           // its records
   std::vector<size_t> ends;  // byte after each record
 };
 
 TEST_CASE("log records round-trip and carry their sequence", "[journal]") {
   const std::string rec = encode_log_record(42, "{\"x\":1}");
-  CHECK(rec.size() == kLogHeaderBytes + 7 + 1);
+  // Padded to a multiple of 8 bytes with spaces before the final newline.
+  CHECK(rec.size() == 64);
+  CHECK(rec.substr(kLogHeaderBytes + 7) == std::string(7, ' ') + "\n");
+  for (size_t n = 0; n < 20; ++n) {
+    const std::string body(n, 'b');
+    CHECK(encode_log_record(1, body).size() == log_record_size(n));
+    CHECK(log_record_size(n) % kLogRecordAlign == 0);
+    auto one = decode_log(encode_log_record(1, body));
+    REQUIRE(one.ok());
+    REQUIRE(one->records.size() == 1);
+    CHECK(one->records[0].body == body);
+  }
   auto d = decode_log(rec + encode_log_record(43, ""));
   REQUIRE(d.ok());
   REQUIRE(d->records.size() == 2);
   CHECK(d->records[0].generation == 42);
   CHECK(d->records[0].body == "{\"x\":1}");
   CHECK(d->records[1].body.empty());
-  CHECK(d->valid_bytes == rec.size() + kLogHeaderBytes + 1);
+  CHECK(d->valid_bytes == rec.size() + log_record_size(0));
 }
 
 TEST_CASE("every torn prefix of the log restores exactly its whole records", "[journal]") {
@@ -430,6 +463,121 @@ TEST_CASE("every flipped bit of the log refuses the whole journal", "[journal]")
     }
   }
   spdlog::set_level(level);
+}
+
+TEST_CASE("a mapped log restores whatever a kill -9 during an append leaves", "[journal]") {
+  LoggedJournal lj(/*map=*/true);
+  if (!lj.mapped) {
+    WARN("SKIPPED: " << lj.dir.path << " is not on tmpfs, so the log is not mapped");
+    return;
+  }
+  auto level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::off);
+  // The file as the daemon left it: the records, then zeros.
+  CHECK(lj.restore(lj.file) == 3u);
+  // The third append stopped before its commit word: any part of the
+  // record's other bytes may be in the file (the copy's order is the C
+  // library's), the first 8 bytes are zeros. Its command was never
+  // acknowledged; the first two are restored.
+  const size_t start = lj.ends[1], end = lj.ends[2];
+  for (size_t cut = start; cut <= end; ++cut) {
+    INFO("third record written up to byte " << cut);
+    std::string torn = lj.file;
+    std::fill(torn.begin() + static_cast<long>(start), torn.begin() + static_cast<long>(end), '\0');
+    // The bytes after the commit word up to `cut`, and separately the
+    // bytes from `cut` to the record's end.
+    std::string head = torn, tail = torn;
+    for (size_t i = start + kLogRecordAlign; i < cut; ++i) head[i] = lj.file[i];
+    for (size_t i = std::max(cut, start + kLogRecordAlign); i < end; ++i) tail[i] = lj.file[i];
+    auto dh = decode_log(head);
+    auto dt = decode_log(tail);
+    REQUIRE(dh.ok());
+    REQUIRE(dt.ok());
+    CHECK(dh->records.size() == 2);
+    CHECK(dt->records.size() == 2);
+    if (cut % 16 == 0) {
+      CHECK(lj.restore(head) == 2u);
+      CHECK(lj.restore(tail) == 2u);
+    }
+  }
+  // Anything beyond one record's reach after the last commit word is not
+  // what an append leaves: refused.
+  std::string far = lj.file;
+  far[lj.ends[2] + kMaxMappedRecordBytes] = 'x';
+  CHECK_FALSE(decode_log(far).ok());
+  CHECK_FALSE(lj.restore(far).has_value());
+  // A nonzero byte right after the last record, where the next commit word
+  // would be, is a damaged record.
+  std::string next = lj.file;
+  next[lj.ends[2]] = 'R';
+  CHECK_FALSE(decode_log(next).ok());
+  spdlog::set_level(level);
+}
+
+TEST_CASE("a mapped log takes every bit flip in its records as damage", "[journal]") {
+  LoggedJournal lj(/*map=*/true);
+  if (!lj.mapped) {
+    WARN("SKIPPED: " << lj.dir.path << " is not on tmpfs, so the log is not mapped");
+    return;
+  }
+  for (size_t i = 0; i < lj.log.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = lj.file;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
+      INFO("byte " << i << " bit " << bit);
+      CHECK_FALSE(decode_log(bad).ok());
+    }
+  }
+}
+
+TEST_CASE("a mapped log is re-made empty by a compaction and takes large changes as snapshots",
+          "[journal]") {
+  TempDir dir;
+  if (!on_tmpfs(dir.path)) {
+    WARN("SKIPPED: " << dir.path << " is not on tmpfs, so the log is not mapped");
+    return;
+  }
+  StateOnlyFs live;
+  live.state = R"({"options":{"cdp":false},"groups":[],"threads":[]})";
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  REQUIRE((*j)->log_mapped());
+  const std::string small = R"({"version":1,"threads":[[101,1,1]]})";
+  live.next_delta = small;
+  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  CHECK((*j)->snapshots() == 1);
+  CHECK((*j)->log_bytes() == log_record_size(small.size()));
+  // A change larger than a mapped record: a snapshot, and the log empty.
+  std::string big = R"({"version":1,"threads":[)";
+  for (int t = 0; t < 10000; ++t) big += (t ? ",[" : "[") + std::to_string(1000 + t) + ",1,1]";
+  big += "]}";
+  REQUIRE(log_record_size(big.size()) > kMaxMappedRecordBytes);
+  live.next_delta = big;
+  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  CHECK((*j)->snapshots() == 2);
+  CHECK((*j)->log_bytes() == 0);
+  CHECK((*j)->log_mapped());
+  // Records again after it, and a compaction empties the file's records.
+  live.next_delta = R"({"version":1,"threads":[[102,1,1]]})";
+  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  auto d = decode_log(read_file(dir.path + "/" + kJournalLogFile));
+  REQUIRE(d.ok());
+  CHECK(d->records.size() == 1);
+  REQUIRE((*j)->compact("intel-2s", live).ok());
+  const std::string after = read_file(dir.path + "/" + kJournalLogFile);
+  CHECK(after.size() == kMappedLogBytes);
+  CHECK(after.find_first_not_of('\0') == std::string::npos);
+  // Without the mapping the same log is plain appends.
+  TempDir plain_dir;
+  auto p = StateJournal::open(plain_dir.path);
+  REQUIRE(p.ok());
+  (*p)->set_log_mapping(false);
+  REQUIRE((*p)->commit_state("intel-2s", live).ok());
+  CHECK_FALSE((*p)->log_mapped());
+  live.next_delta = small;
+  REQUIRE((*p)->commit_state("intel-2s", live).ok());
+  CHECK(read_file(plain_dir.path + "/" + kJournalLogFile).size() == log_record_size(small.size()));
 }
 
 TEST_CASE("the log's records must follow the snapshot without a gap", "[journal]") {
