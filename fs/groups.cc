@@ -208,7 +208,7 @@ void FsImpl::unmount() {
     if (g.get() != root_ && !locking) free_rmid(g->rmid);
   }
   std::vector<Ino> kids;
-  for (auto& [name, ino] : root_node_->children) kids.push_back(ino);
+  for (const ChildMap::Entry& e : root_node_->children) kids.push_back(e.ino);
   for (Ino k : kids)
     if (Node* c = node(k)) remove_node(c, false);
   groups_.clear();
@@ -428,10 +428,10 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
   }
   jr_gone(group_key(*g));
   // Move the directory entry.
-  p->children.erase(src->name);
+  p->children.erase(src->name, src->ino);
   src->name = std::string(newname);
   src->parent = np->ino;
-  np->children[src->name] = src->ino;
+  np->children.insert(src->name, src->ino, src->is_dir());
   src->ctime = now_seconds();
   g->name = src->name;
   if (g->parent != new_parent_group) {

@@ -103,8 +103,8 @@ void FsImpl::mon_domain_gone(int domain_id) {
     Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     std::vector<Node*> gone;
-    for (auto& [name, ino] : md->children) {
-      Node* c = node(ino);
+    for (const ChildMap::Entry& e : md->children) {
+      Node* c = node(e.ino);
       // Telemetry domains are packages: they have their own up-calls.
       if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != hw::ResourceId::L3)
         continue;
@@ -116,8 +116,8 @@ void FsImpl::mon_domain_gone(int domain_id) {
       // its last node.
       unsigned subs = 0;
       Node* sub = nullptr;
-      for (auto& [sname, sino] : c->children) {
-        Node* s = node(sino);
+      for (const ChildMap::Entry& se : c->children) {
+        Node* s = node(se.ino);
         if (s == nullptr || s->kind != NodeKind::kMonDomain) continue;
         ++subs;
         if (s->domain == domain_id) sub = s;

@@ -113,6 +113,42 @@ struct FileRow {
   bool group_file;  // access goes through the group lock (clears LCS on tip)
 };
 
+// A directory's entries, sorted by name, in a flat vector: most
+// directories hold a handful of entries, made and removed together with
+// their group, and a node map allocated an entry and a key per file. Counts
+// the entries that are directories, for st_nlink.
+class ChildMap {
+ public:
+  struct Entry {
+    std::string name;
+    Ino ino = 0;
+    bool dir = false;
+  };
+  using const_iterator = std::vector<Entry>::const_iterator;
+  const_iterator begin() const { return v_.begin(); }
+  const_iterator end() const { return v_.end(); }
+  size_t size() const { return v_.size(); }
+  bool empty() const { return v_.empty(); }
+  uint32_t subdirs() const { return subdirs_; }
+  // The inode of `name`, or 0.
+  Ino find(std::string_view name) const;
+  // Adds `name`, or points it at `ino` if present.
+  void insert(std::string_view name, Ino ino, bool dir);
+  // Removes `name` if it names `ino` (whatever it names when ino is 0).
+  void erase(std::string_view name, Ino ino = 0);
+  // Empties the map, keeping its memory.
+  void clear();
+  void swap(ChildMap& o) noexcept {
+    v_.swap(o.v_);
+    std::swap(subdirs_, o.subdirs_);
+  }
+
+ private:
+  std::vector<Entry>::iterator lower(std::string_view name);
+  std::vector<Entry> v_;
+  uint32_t subdirs_ = 0;
+};
+
 struct Node {
   Ino ino = 0;
   Ino parent = 0;
@@ -131,7 +167,7 @@ struct Node {
   // The monitor resource of info/<RES>_MON, mon_<RES>_XX and their files.
   hw::ResourceId mon_rid = hw::ResourceId::L3;
   hw::EventId event = hw::EventId::LLC_OCCUPANCY;
-  std::map<std::string, Ino, std::less<>> children;
+  ChildMap children;
   uint64_t nlookup = 0;
   bool removed = false;
   bool is_dir() const { return kind != NodeKind::kFile && kind != NodeKind::kEventFile; }
@@ -270,6 +306,8 @@ class FsImpl final : public Filesystem {
   // frees nodes nobody references. `notify`: tell the kernel (the change was
   // not named by the request).
   void remove_node(Node* n, bool notify);
+  // Drops `ino` from the node table, keeping its Node for reuse.
+  void release_node(Ino ino);
   void add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid);
   // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
   void sync_file_rows(Node* dir, uint32_t flags);
@@ -459,6 +497,9 @@ class FsImpl final : public Filesystem {
   // Nodes.
   std::unordered_map<Ino, std::unique_ptr<Node>> nodes_;
   Ino next_ino_ = kRootIno + 1;
+  // Nodes released by remove_node/forget, reused by add_node (with their
+  // name and children capacity) instead of allocated again.
+  std::vector<std::unique_ptr<Node>> spare_nodes_;
   Node* root_node_ = nullptr;
   Ino info_ino_ = 0;
   Ino info_mon_ino_ = 0;

@@ -30,13 +30,54 @@ Node* FsImpl::node(Ino ino) {
 }
 
 Node* FsImpl::child(Node* dir, std::string_view name) {
-  auto it = dir->children.find(name);
-  return it == dir->children.end() ? nullptr : node(it->second);
+  const Ino ino = dir->children.find(name);
+  return ino == 0 ? nullptr : node(ino);
+}
+
+std::vector<ChildMap::Entry>::iterator ChildMap::lower(std::string_view name) {
+  return std::lower_bound(v_.begin(), v_.end(), name,
+                          [](const Entry& e, std::string_view n) { return e.name < n; });
+}
+
+Ino ChildMap::find(std::string_view name) const {
+  auto it = std::lower_bound(v_.begin(), v_.end(), name,
+                             [](const Entry& e, std::string_view n) { return e.name < n; });
+  return it != v_.end() && it->name == name ? it->ino : 0;
+}
+
+void ChildMap::insert(std::string_view name, Ino ino, bool dir) {
+  auto it = lower(name);
+  if (it != v_.end() && it->name == name) {
+    if (it->dir) --subdirs_;
+    it->ino = ino;
+    it->dir = dir;
+  } else {
+    it = v_.insert(it, Entry{std::string(name), ino, dir});
+  }
+  if (dir) ++subdirs_;
+}
+
+void ChildMap::erase(std::string_view name, Ino ino) {
+  auto it = lower(name);
+  if (it == v_.end() || it->name != name || (ino != 0 && it->ino != ino)) return;
+  if (it->dir) --subdirs_;
+  v_.erase(it);
+}
+
+void ChildMap::clear() {
+  v_.clear();
+  subdirs_ = 0;
 }
 
 Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
                        gid_t gid) {
-  auto n = std::make_unique<Node>();
+  std::unique_ptr<Node> n;
+  if (spare_nodes_.empty()) {
+    n = std::make_unique<Node>();
+  } else {
+    n = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+  }
   n->ino = next_ino_++;
   n->parent = parent->ino;
   n->name = std::move(name);
@@ -45,34 +86,47 @@ Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t m
   n->uid = uid;
   n->gid = gid;
   n->mtime = n->ctime = now_seconds();
+  n->row = nullptr;
   n->group = parent->group;
   n->schema = parent->schema;
   n->domain = parent->domain;
   n->mon_sum = parent->mon_sum;
   n->mon_rid = parent->mon_rid;
   n->event = parent->event;
+  n->children.clear();
+  n->nlookup = 0;
+  n->removed = false;
   Node* raw = n.get();
-  parent->children[raw->name] = raw->ino;
+  parent->children.insert(raw->name, raw->ino, raw->is_dir());
   nodes_[raw->ino] = std::move(n);
   return raw;
 }
 
+void FsImpl::release_node(Ino ino) {
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  // A bound on what is kept: a few thousand groups' worth of files.
+  if (spare_nodes_.size() < 65536) spare_nodes_.push_back(std::move(it->second));
+  nodes_.erase(it);
+}
+
 void FsImpl::remove_node(Node* n, bool notify) {
-  // Children first, so that their inodes can be released bottom-up.
-  std::vector<Ino> kids;
-  for (auto& [name, ino] : n->children) kids.push_back(ino);
-  for (Ino k : kids) {
-    if (Node* c = node(k)) remove_node(c, false);
+  // Children first, so that their inodes can be released bottom-up. They
+  // are taken out of `n` first: each removal unlinks itself from its parent.
+  ChildMap kids;
+  kids.swap(n->children);
+  for (const ChildMap::Entry& k : kids) {
+    if (Node* c = node(k.ino)) remove_node(c, false);
   }
-  n->children.clear();
+  kids.clear();
+  n->children.swap(kids);  // empty, with its memory
   if (Node* p = node(n->parent); p != nullptr && p != n) {
-    auto it = p->children.find(n->name);
-    if (it != p->children.end() && it->second == n->ino) p->children.erase(it);
+    p->children.erase(n->name, n->ino);
     if (notify && inval_ != nullptr) inval_->inval_entry(p->ino, n->name);
   }
   n->removed = true;
   n->group = nullptr;
-  if (n->nlookup == 0 && n->ino != kRootIno) nodes_.erase(n->ino);
+  if (n->nlookup == 0 && n->ino != kRootIno) release_node(n->ino);
 }
 
 void FsImpl::add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid) {
@@ -240,12 +294,7 @@ Attr FsImpl::attr_of(const Node& n) const {
   a.mtime = n.mtime;
   a.ctime = n.ctime;
   if (n.is_dir()) {
-    uint32_t subdirs = 0;
-    for (auto& [name, ino] : n.children) {
-      auto it = nodes_.find(ino);
-      if (it != nodes_.end() && it->second->is_dir()) ++subdirs;
-    }
-    a.nlink = 2 + subdirs;
+    a.nlink = 2 + n.children.subdirs();
   } else {
     a.nlink = 1;
   }
@@ -278,9 +327,9 @@ Result<std::vector<DirEntry>> FsImpl::readdir(Ino ino) {
   if (!n->is_dir()) return Error::make(ENOTDIR);
   std::vector<DirEntry> out;
   out.reserve(n->children.size());
-  for (auto& [name, cino] : n->children) {
-    Node* c = node(cino);
-    if (c != nullptr) out.push_back(DirEntry{name, attr_of(*c)});
+  for (const ChildMap::Entry& e : n->children) {
+    Node* c = node(e.ino);
+    if (c != nullptr) out.push_back(DirEntry{e.name, attr_of(*c)});
   }
   return out;
 }
@@ -384,7 +433,7 @@ void FsImpl::forget(Ino ino, uint64_t nlookup) {
   Node* n = node(ino);
   if (n == nullptr || ino == kRootIno) return;
   n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
-  if (n->nlookup == 0 && n->removed) nodes_.erase(ino);
+  if (n->nlookup == 0 && n->removed) release_node(ino);
 }
 
 }  // namespace resctrlfs::fs::internal
