@@ -76,6 +76,7 @@ stage_asan() {
   say "building everything with ASan+UBSan in $ASAN_BUILD_DIR"
   cmake --build "$ASAN_BUILD_DIR" -j"$JOBS"
   say "ctest under ASan+UBSan"
+  rm -f "$ASAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   # Fewer kills than the plain run: the sanitized daemon starts slower.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:${ASAN_OPTIONS:-}" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
@@ -88,17 +89,45 @@ stage_tsan() {
   say "building the threaded programs with TSan in $TSAN_BUILD_DIR"
   cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl hw_tests daemon_unit_tests
   say "ctest (daemon, broker, integration, reliability) under TSan"
+  rm -f "$TSAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
   RELIABILITY_KILLS="${RELIABILITY_KILLS:-10}" \
     ctest --test-dir "$TSAN_BUILD_DIR" --output-on-failure -j1 --timeout 1200 \
       -R '^(hw_tests|daemon\.|integration\.|reliability\.(test_crash|test_conc|test_hw))'
 }
 
+# The failed tests of the last ctest run in build dir $1, each with the end
+# of its output again: CI shows the end of the log, and the next stage's
+# output would otherwise bury a failure.
+failed_tests() {
+  local list="$1/Testing/Temporary/LastTestsFailed.log" log="$1/Testing/Temporary/LastTest.log"
+  [ -f "$list" ] || return 0
+  while IFS=: read -r _ name; do
+    echo "---- $name: the end of its output ($log)"
+    awk -v n="$name" '
+      index($0, "Testing: " n) && substr($0, length($0) - length(n) + 1) == n { on = 1; next }
+      on && index($0, "\"" n "\" end time") == 1 { on = 0 }
+      on { print }' "$log" | tail -n 40
+  done <"$list"
+}
+
 rc=0
+failed=()
 for s in $STAGES; do
   case "$s" in
-    fuzz | asan | tsan) say "stage $s"; "stage_$s" || rc=1 ;;
+    fuzz | asan | tsan) say "stage $s"; "stage_$s" || { rc=1; failed+=("$s"); } ;;
     *) fail "unknown stage $s" ;;
   esac
 done
+if [ "$rc" != 0 ]; then
+  say "FAILED stages: ${failed[*]}"
+  for s in "${failed[@]}"; do
+    case "$s" in
+      fuzz) echo "---- fuzz: reproducers in $FUZZ_BUILD_DIR/fuzz-artifacts/" ;;
+      asan) failed_tests "$ASAN_BUILD_DIR" ;;
+      tsan) failed_tests "$TSAN_BUILD_DIR" ;;
+    esac
+  done
+  say "FAILED stages: ${failed[*]}"
+fi
 exit "$rc"
