@@ -342,9 +342,10 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   const GroupKey key = group_key(*g);
   if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kCtrlMon && p == root_node_ &&
       !is_root(g)) {
+    const bool had_cpus = !g->cpus.empty();
     RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
     jr_gone(key);
-    jr_group(root_);  // took the group's CPUs
+    if (had_cpus) jr_group(root_);  // took the group's CPUs
   } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
              p->kind == NodeKind::kMonGroups) {
     RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));

@@ -246,6 +246,13 @@ TEST_CASE("deltas replayed onto the snapshot equal the live state after every co
   check("CPU online");
   REQUIRE(sh.echo("/g1/schemata", "L3:0=7;1=7") == 0);
   check("schemata after hotplug");
+  // The root takes back the CPUs of a removed group, and only then
+  // changes.
+  REQUIRE(sh.mkdir("/g4") == 0);
+  REQUIRE(sh.rmdir("/g4") == 0);
+  check("rmdir of a group without CPUs");
+  REQUIRE(sh.rmdir("/g2") == 0);
+  check("rmdir of a group with CPUs");
   CHECK(snapshots == 4);
   CHECK(deltas >= 15);
   // And the replayed document restores to the same tree and registers.
