@@ -92,6 +92,15 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
 
 Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
 
+// A domain id used as a JSON object key: decimal digits that fit an int.
+Result<int> domain_key(const std::string& key) {
+  int d = -1;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), d);
+  if (key.empty() || ec != std::errc() || end != key.data() + key.size() || d < 0)
+    return bad_state("bad domain key \"" + key + "\"");
+  return d;
+}
+
 // Appends `s` as a JSON string; through dump() only when it needs escaping.
 // The state is written as text directly, not as a json DOM: a journaled
 // command serialises a group, and building and dumping a DOM took most of
@@ -572,7 +581,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
           if (si < 0) return bad_state("unknown schema " + sname);
           const schemata::Schema& s = schemas_.schemas[si];
           for (auto& [dom, v] : vals.items()) {
-            int d = std::stoi(dom);
+            RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
             uint32_t value = v.get<uint32_t>();
             // A domain that is offline now gets defaults when it returns,
             // whatever was saved for it.
@@ -627,10 +636,8 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
       if (!vals.is_object()) return bad_state("io_alloc on " + res + " must be an object");
       std::map<int, uint32_t> cbm;
       for (auto& [dom, v] : vals.items()) {
-        if (dom.empty() || dom.size() > 9 ||
-            dom.find_first_not_of("0123456789") != std::string::npos)
-          return bad_state("bad io_alloc domain " + dom);
-        cbm[std::stoi(dom)] = v.get<uint32_t>();
+        RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
+        cbm[d] = v.get<uint32_t>();
       }
       Result<void> r = restore_io_alloc(res, cbm);
       if (!r.ok()) return bad_state("io_alloc on " + res + ": " + r.error().message);
@@ -645,6 +652,8 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
     }
     update_cpu_assoc();
   } catch (const json::exception& e) {
+    return bad_state(e.what());
+  } catch (const std::exception& e) {  // anything else a hostile document provokes
     return bad_state(e.what());
   }
   jr_all();  // the journal takes a snapshot of what was restored

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -471,12 +472,21 @@ std::vector<unsigned> parse_cpulist(const std::string& s) {
   std::vector<unsigned> out;
   std::stringstream ss(trim(s));
   std::string part;
+  auto number = [](std::string_view t, unsigned& v) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+  };
   while (std::getline(ss, part, ',')) {
     if (part.empty()) continue;
-    auto dash = part.find('-');
-    unsigned a = static_cast<unsigned>(std::stoul(part.substr(0, dash)));
-    unsigned b =
-        dash == std::string::npos ? a : static_cast<unsigned>(std::stoul(part.substr(dash + 1)));
+    const auto dash = part.find('-');
+    const std::string_view p(part);
+    unsigned a = 0, b = 0;
+    if (!number(p.substr(0, dash), a)) return {};
+    if (dash == std::string::npos) {
+      b = a;
+    } else if (!number(p.substr(dash + 1), b)) {
+      return {};
+    }
     for (unsigned c = a; c <= b && c < 4096; ++c) out.push_back(c);
   }
   return out;

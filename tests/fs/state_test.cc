@@ -63,6 +63,18 @@ TEST_CASE("state: bad documents are refused", "[state]") {
                 R"({"version": 1, "groups": [{"name": "x", "closid": 99, "rmid": 1}]})")
             .error()
             .code == EINVAL);
+  // Domain keys that are not numbers (std::stoi threw here, and the
+  // exception took the daemon down).
+  for (const char* key : {";", "", "1x", "-1", "99999999999"}) {
+    INFO("domain key \"" << key << "\"");
+    SimFixture g("intel-2s");
+    const std::string doc = std::string(R"({"version": 1, "groups": [{"name": "", "closid": 0,)") +
+                            R"("rmid": 0, "schemata": {"L3": {")" + key + R"(": 255}}}]})";
+    Result<void> r = g.fs->restore_state_json(doc);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK(r.error().message.find("bad domain key") != std::string::npos);
+  }
   REQUIRE(f.sh->mkdir("/p0") == 0);
   CHECK(f.fs->restore_state_json(R"({"version": 1})").error().code == EINVAL);  // not fresh
 }
