@@ -98,6 +98,7 @@ inline hw::ResourceId rid_of(const schemata::Schema& s) {
 inline hw::ConfType hw_type(schemata::ConfType t) { return static_cast<hw::ConfType>(t); }
 
 class FsImpl;
+class TextOut;  // fs/state.cc
 struct Node;
 using ShowFn = Result<std::string> (FsImpl::*)(const Node&);
 using WriteFn = Result<void> (FsImpl::*)(Node&, std::string_view, const Caller&);
@@ -449,9 +450,9 @@ class FsImpl final : public Filesystem {
   Group* group_by_key(const GroupKey& k);
   // One group's object of the state document (see state.cc), appended to
   // `out`; a CTRL_MON group with or without its "mon_groups".
-  void save_ctrl_state(const Group& g, bool with_mons, std::string& out);
-  void save_mon_state(const Group& m, std::string& out);
-  void save_dir_fields(const Group& g, std::string& out);
+  void save_ctrl_state(const Group& g, bool with_mons, TextOut& out);
+  void save_mon_state(const Group& m, TextOut& out);
+  void save_dir_fields(const Group& g, TextOut& out);
   std::string save_state_locked();
   bool jr_full_ = true;
   std::vector<GroupKey> jr_set_;
