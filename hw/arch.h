@@ -270,6 +270,12 @@ struct PlatformInfo {
   // Cache pseudo-locking is offered (Intel models whose prefetch-disable
   // bits are known; decided from family/model as Linux does).
   bool pseudo_lock_capable = false;
+  // The RDT flags /proc/cpuinfo shows, from CPUID as the kernel's feature
+  // table reads it (before rdt= and the model quirks), when known: a
+  // platform decoded from CPUID has them; one built by hand has not, and
+  // cpuinfo_rdt_flags() derives them from the resources instead.
+  std::vector<std::string> cpuinfo_flags;
+  bool cpuinfo_flags_known = false;
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
 

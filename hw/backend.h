@@ -103,7 +103,8 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
 // like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
 Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "");
 
-// The /proc/cpuinfo flags the platform implies, in the order the kernel
+// The /proc/cpuinfo flags of the platform (PlatformInfo::cpuinfo_flags when
+// decoded from CPUID, else what its resources imply), in the order the kernel
 // prints them (cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,
 // cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). SMBA, BMEC and ABMC have no
 // cpuinfo flag in Linux (their feature names are hidden).

@@ -174,6 +174,46 @@ HwLimits decode_limits(const CpuidSource& src, unsigned cpu) {
   return lim;
 }
 
+namespace {
+
+// The RDT flags of /proc/cpuinfo, in the kernel's feature order: the
+// kernel's feature table reads them from CPUID, whatever rdt= and the
+// model quirks later leave to resctrl (a Cascade Lake shows cat_l3 with no
+// info/L3), and the Haswell probe sets none.
+std::vector<std::string> cpuid_rdt_flags(const CpuidSource& src, unsigned cpu, bool amd,
+                                         uint32_t max_leaf, uint32_t max_ext,
+                                         const CpuidRegs& leaf7) {
+  std::vector<std::string> out;
+  CpuidRegs pqe0{}, pqe1{}, pqe2{}, pqm0{}, pqm1{};
+  if (max_leaf >= CPUID_LEAF_PQE) {
+    pqe0 = src.cpuid(cpu, CPUID_LEAF_PQE, 0);
+    pqe1 = src.cpuid(cpu, CPUID_LEAF_PQE, 1);
+    pqe2 = src.cpuid(cpu, CPUID_LEAF_PQE, 2);
+  }
+  if (max_leaf >= CPUID_LEAF_PQM) {
+    pqm0 = src.cpuid(cpu, CPUID_LEAF_PQM, 0);
+    if ((pqm0.edx & CPUID_F_0_EDX_L3) != 0) pqm1 = src.cpuid(cpu, CPUID_LEAF_PQM, 1);
+  }
+  const bool amd_mba = amd && max_ext >= CPUID_LEAF_AMD_EXT_IDS &&
+                       (src.cpuid(cpu, CPUID_LEAF_AMD_EXT_IDS, 0).ebx & CPUID_80000008_EBX_BE) != 0;
+  if ((pqe0.ebx & CPUID_10_0_EBX_L3) != 0) out.emplace_back("cat_l3");
+  if ((pqe0.ebx & CPUID_10_0_EBX_L2) != 0) out.emplace_back("cat_l2");
+  if ((pqe1.ecx & CPUID_10_CACHE_ECX_CDP) != 0) out.emplace_back("cdp_l3");
+  if ((pqe2.ecx & CPUID_10_CACHE_ECX_CDP) != 0) out.emplace_back("cdp_l2");
+  if ((!amd && (pqe0.ebx & CPUID_10_0_EBX_MBA) != 0) || amd_mba) out.emplace_back("mba");
+  if ((leaf7.ebx & CPUID_7_EBX_PQM) != 0) out.emplace_back("cqm");
+  if ((leaf7.ebx & CPUID_7_EBX_PQE) != 0) out.emplace_back("rdt_a");
+  if ((pqm0.edx & CPUID_F_0_EDX_L3) != 0) {
+    out.emplace_back("cqm_llc");
+    if ((pqm1.edx & CPUID_F_1_EDX_OCCUP) != 0) out.emplace_back("cqm_occup_llc");
+    if ((pqm1.edx & CPUID_F_1_EDX_MBM_TOTAL) != 0) out.emplace_back("cqm_mbm_total");
+    if ((pqm1.edx & CPUID_F_1_EDX_MBM_LOCAL) != 0) out.emplace_back("cqm_mbm_local");
+  }
+  return out;
+}
+
+}  // namespace
+
 PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe,
                              const RdtOptions& options) {
   PlatformInfo info;
@@ -226,6 +266,8 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
                                                         : CpuidRegs{};
   const bool rdt_a = (leaf7.ebx & CPUID_7_EBX_PQE) != 0;
   const bool cqm = (leaf7.ebx & CPUID_7_EBX_PQM) != 0;
+  info.cpuinfo_flags = cpuid_rdt_flags(src, cpu, amd, max_leaf, max_ext, leaf7);
+  info.cpuinfo_flags_known = true;
   CpuidRegs amd20{};
   if (amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) amd20 = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 0);
 

@@ -78,6 +78,14 @@ check_eq "cpuinfo: non-RDT flags kept" \
 out=$(run --platform "$WORK/cmt.json" -- cat /proc/cpuinfo)
 check_eq "cpuinfo (monitoring only): RDT flags" "$(rdt_flags_of <<<"$out")" \
   "cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc "
+# A Xeon Gold 6140 (model 0x55 stepping 4): Linux's quirk leaves resctrl
+# only MB (integration.test_fs_real_cpuid), but /proc/cpuinfo lists every
+# RDT flag the CPU enumerates.
+out=$(run --platform "$(dirname "$0")/../hw/data/profile-xeon-gold-6140.json" --ignore-topology \
+  -- cat /proc/cpuinfo)
+check_eq "cpuinfo (Skylake-SP, resctrl features quirked off): the CPU's RDT flags" \
+  "$(rdt_flags_of <<<"$out")" \
+  "cat_l3 cdp_l3 cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc mba rdt_a "
 
 out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
 check_match "daemon got -f, the daemon options, a private --state-dir and the mount point" \

@@ -79,9 +79,9 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) by default: Linux's quirk turns L3 C
   CHECK(i.res(ResourceId::MB).alloc_capable);
   CHECK(i.mon.capable);
   CHECK(i.mon.events == kAllEvents);
-  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"mba", "cqm", "rdt_a", "cqm_llc",
-                                                         "cqm_occup_llc", "cqm_mbm_total",
-                                                         "cqm_mbm_local"});
+  // /proc/cpuinfo still lists what CPUID enumerates: the quirk is
+  // resctrl's, not the CPU feature table's.
+  CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
 }
 
 TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) with rdt=l3cat decodes as Linux shows it") {
@@ -390,6 +390,8 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 prob
   CHECK(i.mon.num_rmids == 72);
   CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
   CHECK(i.mon.default_threshold == 589824);
+  // The probe sets no CPU flag: /proc/cpuinfo shows no cat_l3 (or rdt_a).
+  CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cqm", "cqm_llc", "cqm_occup_llc"});
 }
 
 // Xeon Gold 6140 (Skylake-SP, CPUID.1:EAX = 0x50654: family 6, model 0x55,
@@ -435,6 +437,9 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP stepping 4) by default: only MB, as Linux 
   CHECK_FALSE(lim.amd);
   CHECK_FALSE(lim.io_rdt_alloc);  // CPUID.0x10.1:ECX[1] clear
   CHECK_FALSE(lim.io_rdt_mon);    // CPUID.0xF.1:EAX[9,10] clear
+  // No info/L3 or info/L3_MON, but /proc/cpuinfo lists every RDT flag the
+  // CPU enumerates, as Linux's does on this part.
+  CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
 }
 
 TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as Linux shows it") {
