@@ -152,8 +152,23 @@ class HarnessDaemon:
         self.m.cleanup()
 
 
+def settle(d):
+    """Waits until no request has arrived for 50 ms: RELEASE is asynchronous,
+    and one that the previous operation caused must not be counted for the
+    next (it arrived after the reset once, under load)."""
+    prev = d.counts()
+    deadline = time.time() + 2
+    while time.time() < deadline:
+        time.sleep(0.05)
+        cur = d.counts()
+        if cur == prev:
+            return
+        prev = cur
+
+
 def measure(d, action, expect_release=0):
     """Requests `action` causes; waits for asynchronous RELEASEs to arrive."""
+    settle(d)
     d.reset()
     action()
     deadline = time.time() + 2
