@@ -390,22 +390,17 @@ void StateJournal::map_log() {
   // (SIGBUS); without that (tmpfs full, or a filesystem that cannot), the
   // log is written with write(2).
   if (!map_allowed_ || !log_in_memory_ || map_ != nullptr || log_bytes_ != 0) return;
-  if (::fallocate(log_fd_, 0, 0, static_cast<off_t>(kMappedLogBytes)) != 0) {
-    spdlog::warn("state journal {}: cannot allocate {} bytes ({}), appending with write(2)",
-                 log_path_, kMappedLogBytes, std::strerror(errno));
+  auto give_up = [this](const char* what) {
+    spdlog::warn("state journal {}: cannot {} {} bytes ({}), appending with write(2)", log_path_,
+                 what, kMappedLogBytes, std::strerror(errno));
     map_allowed_ = false;
     (void)::ftruncate(log_fd_, 0);
-    return;
-  }
+  };
+  if (::fallocate(log_fd_, 0, 0, static_cast<off_t>(kMappedLogBytes)) != 0)
+    return give_up("allocate");
   void* p = ::mmap(nullptr, kMappedLogBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                    log_fd_, 0);
-  if (p == MAP_FAILED) {
-    spdlog::warn("state journal {}: cannot map ({}), appending with write(2)", log_path_,
-                 std::strerror(errno));
-    map_allowed_ = false;
-    (void)::ftruncate(log_fd_, 0);
-    return;
-  }
+  if (p == MAP_FAILED) return give_up("map");
   map_ = static_cast<char*>(p);
 }
 

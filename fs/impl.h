@@ -145,6 +145,7 @@ class ChildMap {
   }
 
  private:
+  static bool before(const Entry& e, std::string_view name);
   std::vector<Entry>::iterator lower(std::string_view name);
   std::vector<Entry> v_;
   uint32_t subdirs_ = 0;

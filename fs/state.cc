@@ -166,11 +166,6 @@ void write_json_string(std::string_view s, TextOut& out) {
   out += '"';
 }
 
-template <typename T>
-void put_num(T v, TextOut& out) {
-  out.num(v);
-}
-
 void write_assigned(const Group& g, TextOut& out) {
   out += '[';
   bool first = true;
@@ -178,7 +173,7 @@ void write_assigned(const Group& g, TextOut& out) {
     if (!first) out += ',';
     first = false;
     out += '[';
-    put_num(key.first, out);
+    out.num(key.first);
     out += ",\"";
     out += event_name(key.second);
     out += "\"]";
@@ -204,11 +199,11 @@ void write_assigned(const Group& g, TextOut& out) {
 void FsImpl::save_dir_fields(const Group& g, TextOut& out) {
   if (const Node* d = node(g.dir)) {
     out += ",\"dir_mode\":";
-    put_num(d->mode & 07777, out);
+    out.num(d->mode & 07777);
     out += ",\"uid\":";
-    put_num(d->uid, out);
+    out.num(d->uid);
     out += ",\"gid\":";
-    put_num(d->gid, out);
+    out.num(d->gid);
   }
 }
 
@@ -216,9 +211,9 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   out += "{\"name\":";
   write_json_string(g.name, out);
   out += ",\"closid\":";
-  put_num(g.closid, out);
+  out.num(g.closid);
   out += ",\"rmid\":";
-  put_num(g.rmid, out);
+  out.num(g.rmid);
   out += ",\"mode\":\"";
   out += mode_str(g.mode);
   out += "\",\"cpus\":\"";
@@ -233,9 +228,9 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
     out += ",\"region\":{\"schema\":";
     write_json_string(schemas_.schemas[g.plr->schema].name, out);
     out += ",\"domain\":";
-    put_num(g.plr->domain, out);
+    out.num(g.plr->domain);
     out += ",\"cbm\":";
-    put_num(g.plr->cbm, out);
+    out.num(g.plr->cbm);
     out += "}}";
     return;
   }
@@ -250,9 +245,9 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
       if (!first) out += ',';
       first = false;
       out += '"';
-      put_num(d, out);
+      out.num(d);
       out += "\":";
-      put_num(ctrl_value(static_cast<int>(si), d, g.closid), out);
+      out.num(ctrl_value(static_cast<int>(si), d, g.closid));
     }
     out += '}';
   }
@@ -274,7 +269,7 @@ void FsImpl::save_mon_state(const Group& m, TextOut& out) {
   out += "{\"name\":";
   write_json_string(m.name, out);
   out += ",\"rmid\":";
-  put_num(m.rmid, out);
+  out.num(m.rmid);
   out += ",\"cpus\":\"";
   out += format_cpu_list(m.cpus);
   out += "\",\"assigned\":";
@@ -320,11 +315,11 @@ std::string FsImpl::save_state_locked() {
       if (!first) out += ',';
       first = false;
       out += '[';
-      put_num(tid, out);
+      out.num(tid);
       out += ',';
-      put_num(tags.first, out);
+      out.num(tags.first);
       out += ',';
-      put_num(tags.second, out);
+      out.num(tags.second);
       out += ']';
     }
     out += ']';
@@ -488,13 +483,13 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
         if (!first) out += ',';
         first = false;
         out += '[';
-        put_num(tid, out);
+        out.num(tid);
         auto it = thread_tags_.find(tid);
         if (it != thread_tags_.end()) {
           out += ',';
-          put_num(it->second.first, out);
+          out.num(it->second.first);
           out += ',';
-          put_num(it->second.second, out);
+          out.num(it->second.second);
         }
         out += ']';
       }
@@ -701,9 +696,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
       if (known) set_thread(tid, closid, rmid);
     }
     update_cpu_assoc();
-  } catch (const json::exception& e) {
-    return bad_state(e.what());
-  } catch (const std::exception& e) {  // anything else a hostile document provokes
+  } catch (const std::exception& e) {  // json's, or anything else a hostile document provokes
     return bad_state(e.what());
   }
   jr_all();  // the journal takes a snapshot of what was restored

@@ -34,14 +34,14 @@ Node* FsImpl::child(Node* dir, std::string_view name) {
   return ino == 0 ? nullptr : node(ino);
 }
 
+bool ChildMap::before(const Entry& e, std::string_view name) { return e.name < name; }
+
 std::vector<ChildMap::Entry>::iterator ChildMap::lower(std::string_view name) {
-  return std::lower_bound(v_.begin(), v_.end(), name,
-                          [](const Entry& e, std::string_view n) { return e.name < n; });
+  return std::lower_bound(v_.begin(), v_.end(), name, before);
 }
 
 Ino ChildMap::find(std::string_view name) const {
-  auto it = std::lower_bound(v_.begin(), v_.end(), name,
-                             [](const Entry& e, std::string_view n) { return e.name < n; });
+  auto it = std::lower_bound(v_.begin(), v_.end(), name, before);
   return it != v_.end() && it->name == name ? it->ino : 0;
 }
 
@@ -75,8 +75,15 @@ Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t m
   if (spare_nodes_.empty()) {
     n = std::make_unique<Node>();
   } else {
+    // A reused node starts as a new one, keeping only its (empty)
+    // children's memory.
     n = std::move(spare_nodes_.back());
     spare_nodes_.pop_back();
+    ChildMap kept;
+    kept.swap(n->children);
+    kept.clear();
+    *n = Node{};
+    n->children.swap(kept);
   }
   n->ino = next_ino_++;
   n->parent = parent->ino;
@@ -86,16 +93,12 @@ Node* FsImpl::add_node(Node* parent, std::string name, NodeKind kind, uint32_t m
   n->uid = uid;
   n->gid = gid;
   n->mtime = n->ctime = now_seconds();
-  n->row = nullptr;
   n->group = parent->group;
   n->schema = parent->schema;
   n->domain = parent->domain;
   n->mon_sum = parent->mon_sum;
   n->mon_rid = parent->mon_rid;
   n->event = parent->event;
-  n->children.clear();
-  n->nlookup = 0;
-  n->removed = false;
   Node* raw = n.get();
   parent->children.insert(raw->name, raw->ino, raw->is_dir());
   nodes_[raw->ino] = std::move(n);

@@ -9,7 +9,7 @@
 namespace resctrlfs::hw {
 
 std::vector<std::string> cpuinfo_rdt_flags(const PlatformInfo& info) {
-  if (info.cpuinfo_flags_known) return info.cpuinfo_flags;
+  if (info.cpuinfo_flags) return *info.cpuinfo_flags;
   // Ordered by the kernel's feature numbers: word 7 (cat_l3 .. mba), word 9
   // (cqm, rdt_a), word 11 (cqm_llc ..). SMBA/BMEC/ABMC are hidden flags.
   std::vector<std::string> out;

@@ -271,11 +271,10 @@ struct PlatformInfo {
   // bits are known; decided from family/model as Linux does).
   bool pseudo_lock_capable = false;
   // The RDT flags /proc/cpuinfo shows, from CPUID as the kernel's feature
-  // table reads it (before rdt= and the model quirks), when known: a
-  // platform decoded from CPUID has them; one built by hand has not, and
+  // table reads it (before rdt= and the model quirks): a platform decoded
+  // from CPUID has them; for one built by hand (none),
   // cpuinfo_rdt_flags() derives them from the resources instead.
-  std::vector<std::string> cpuinfo_flags;
-  bool cpuinfo_flags_known = false;
+  std::optional<std::vector<std::string>> cpuinfo_flags;
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
 

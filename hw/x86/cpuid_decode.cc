@@ -267,7 +267,6 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
   const bool rdt_a = (leaf7.ebx & CPUID_7_EBX_PQE) != 0;
   const bool cqm = (leaf7.ebx & CPUID_7_EBX_PQM) != 0;
   info.cpuinfo_flags = cpuid_rdt_flags(src, cpu, amd, max_leaf, max_ext, leaf7);
-  info.cpuinfo_flags_known = true;
   CpuidRegs amd20{};
   if (amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) amd20 = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 0);
 
