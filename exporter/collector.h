@@ -1,0 +1,75 @@
+// Defines Collector: one scrape of a resctrl tree (TreeReader) turned into
+// the Prometheus text exposition (/metrics) or the JSON the page polls
+// (/api/state), with the state that must outlive a scrape: running totals of
+// the cumulative counters and the omission counts.
+//
+// Cumulative counters (mbm_*_bytes, telemetry events) are exported as a
+// running total kept by the exporter, per series (group, MON group, domain,
+// event): the first read is taken as it is, every later read adds its
+// increase over the previous read, and a read smaller than the previous one
+// (the counter started again: a domain that went offline and came back, a
+// hardware wrap that the reader of the hardware counter did not fold) adds
+// the new read whole, which is what Prometheus's rate() assumes after a
+// reset. So the exported counter equals the file until the file goes
+// backwards, and never decreases while the exporter runs; a series whose
+// file disappears (group removed) is forgotten, and a group made again under
+// the same name starts from its file's value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "exporter/snapshot.h"
+#include "exporter/tree.h"
+
+namespace resctrlfs::exporter {
+
+class Collector {
+ public:
+  explicit Collector(TreeReader& reader) : reader_(reader) {}
+
+  // Reads the tree and folds the counters; the snapshot's cumulative reads
+  // then hold the running totals.
+  Snapshot collect();
+
+  // collect() rendered in the Prometheus text format (version 0.0.4).
+  std::string metrics();
+  // collect() as the JSON document of /api/state.
+  std::string api_state();
+
+  uint64_t resets() const { return resets_; }
+
+ private:
+  struct Running {
+    uint64_t last_u = 0, total_u = 0;
+    double last_d = 0, total_d = 0;
+    uint64_t gen = 0;
+  };
+  void fold(Snapshot& s);
+
+  TreeReader& reader_;
+  std::unordered_map<std::string, Running> running_;
+  uint64_t gen_ = 0;
+  uint64_t resets_ = 0;
+  std::map<ReadKind, uint64_t> omitted_total_;
+  double last_duration_s_ = 0;
+};
+
+// True for events whose file is a cumulative count (everything but
+// llc_occupancy).
+bool cumulative_event(const std::string& event);
+
+// Renders a snapshot; `omitted_total` and `resets` are the lifetime counts,
+// `duration_s` the scrape's reading time. Exposed for the unit tests.
+std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>& omitted_total,
+                           uint64_t resets, double duration_s);
+std::string render_api_state(const Snapshot& s);
+
+// Text-format helpers (exposed for the unit tests).
+std::string escape_label_value(std::string_view v);  // also makes it valid UTF-8
+std::string group_label(const std::string& name);    // "/" for the default group
+std::string metric_name_for(const std::string& resource, const std::string& event);
+
+}  // namespace resctrlfs::exporter

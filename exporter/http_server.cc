@@ -1,0 +1,175 @@
+// Implements HttpServer (see http_server.h) with Boost.Beast: one accept
+// loop and one session object per connection, all on the caller's
+// io_context (single-threaded: the handler runs on the loop).
+#include "exporter/http_server.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <optional>
+
+namespace resctrlfs::exporter {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket s, const HttpHandler& h) : stream_(std::move(s)), handler_(h) {}
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(8192);
+    parser_->body_limit(0);
+    stream_.expires_after(kIdleTimeout);
+    http::async_read(stream_, buf_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->on_read(ec);
+                     });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream) {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      return;
+    }
+    if (ec) {
+      // A bad request gets an answer when the parser got far enough to say so.
+      if (ec == http::error::body_limit || ec == http::error::header_limit) {
+        respond(413, "text/plain; charset=utf-8", "request too large\n", false, false, 11);
+      } else if (ec != beast::error::timeout && ec != asio::error::operation_aborted &&
+                 ec != asio::error::connection_reset && ec != asio::error::eof) {
+        respond(400, "text/plain; charset=utf-8", "bad request\n", false, false, 11);
+      }
+      return;
+    }
+    const auto& req = parser_->get();
+    const bool keep = req.keep_alive();
+    const unsigned ver = req.version();
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      respond(405, "text/plain; charset=utf-8", "only GET and HEAD\n", keep, false, ver);
+      return;
+    }
+    HttpResponse r;
+    try {
+      r = handler_(std::string(req.target()));
+    } catch (const std::exception& e) {
+      r = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
+    }
+    respond(r.status, r.content_type, std::move(r.body), keep,
+            req.method() == http::verb::head, ver);
+  }
+
+  void respond(unsigned status, const std::string& type, std::string body, bool keep, bool head,
+               unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(status), version);
+    res->set(http::field::server, "resctrlfs-exporter");
+    res->set(http::field::content_type, type);
+    res->set(http::field::cache_control, "no-store");
+    res->keep_alive(keep);
+    const size_t len = body.size();
+    if (!head) res->body() = std::move(body);
+    res->prepare_payload();
+    if (head) res->content_length(len);
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep](beast::error_code ec, size_t) {
+                        if (ec) return;
+                        if (keep) {
+                          self->read();
+                        } else {
+                          beast::error_code ignored;
+                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                        }
+                      });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  const HttpHandler& handler_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(asio::io_context& io, HttpHandler h) : io(io), acceptor(io), handler(std::move(h)) {}
+  asio::io_context& io;
+  tcp::acceptor acceptor;
+  HttpHandler handler;
+};
+
+HttpServer::HttpServer(asio::io_context& io, HttpHandler handler)
+    : impl_(std::make_unique<Impl>(io, std::move(handler))) {}
+
+HttpServer::~HttpServer() = default;
+
+Result<void> HttpServer::listen(const tcp::endpoint& ep) {
+  beast::error_code ec;
+  auto fail = [&](const char* what) {
+    return Error::make(ec.value() ? ec.value() : EINVAL,
+                       std::string(what) + " " + ep.address().to_string() + ":" +
+                           std::to_string(ep.port()) + ": " + ec.message());
+  };
+  impl_->acceptor.open(ep.protocol(), ec);
+  if (ec) return fail("cannot open a socket for");
+  impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  impl_->acceptor.bind(ep, ec);
+  if (ec) return fail("cannot bind");
+  impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("cannot listen on");
+  accept();
+  return {};
+}
+
+tcp::endpoint HttpServer::local_endpoint() const {
+  beast::error_code ec;
+  return impl_->acceptor.local_endpoint(ec);
+}
+
+void HttpServer::accept() {
+  impl_->acceptor.async_accept([this](beast::error_code ec, tcp::socket s) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) std::make_shared<Session>(std::move(s), impl_->handler)->start();
+    accept();
+  });
+}
+
+Result<tcp::endpoint> parse_listen_address(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) {
+    return Error::make(EINVAL, "listen address '" + s + "' is not ADDR:PORT");
+  }
+  std::string host = s.substr(0, colon);
+  const std::string port_s = s.substr(colon + 1);
+  unsigned port = 0;
+  auto [p, ec] = std::from_chars(port_s.data(), port_s.data() + port_s.size(), port);
+  if (port_s.empty() || ec != std::errc() || p != port_s.data() + port_s.size() || port > 65535) {
+    return Error::make(EINVAL, "listen address '" + s + "': bad port '" + port_s + "'");
+  }
+  if (host.empty()) host = "127.0.0.1";
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  beast::error_code aec;
+  asio::ip::address addr = asio::ip::make_address(host, aec);
+  if (aec) {
+    return Error::make(EINVAL, "listen address '" + s + "': '" + host + "' is not an IP address");
+  }
+  return tcp::endpoint(addr, static_cast<unsigned short>(port));
+}
+
+}  // namespace resctrlfs::exporter
