@@ -248,7 +248,7 @@ std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>
     omitted.add(Labels().add("reason", omit_reason(k)).str(),
                 fmt_u(it == omitted_total.end() ? 0 : it->second));
   }
-  fam.get("node_resctrl_counter_resets_total", "counter",
+  fam.get("node_resctrl_mon_data_resets_total", "counter",
           "Reads of a cumulative mon_data counter that were smaller than the previous read; "
           "each was added whole to the exported running total.")
       .add("", fmt_u(resets));

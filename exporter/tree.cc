@@ -155,6 +155,7 @@ void TreeReader::drop_all() {
   for (auto& [_, d] : dirs_) ::closedir(d.dir);
   files_.clear();
   dirs_.clear();
+  group_ino_.clear();
   if (root_fd_ >= 0) ::close(root_fd_);
   root_fd_ = -1;
 }
@@ -257,7 +258,7 @@ bool TreeReader::list_dir(const std::string& rel, std::vector<Entry>& out) {
       std::string p = rel.empty() ? e->d_name : rel + "/" + e->d_name;
       dir = ::fstatat(root_fd_, p.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
     }
-    out.push_back({e->d_name, dir});
+    out.push_back({e->d_name, dir, e->d_ino});
   }
   if (errno != 0) {
     ::closedir(it->second.dir);
@@ -283,6 +284,30 @@ void TreeReader::sweep() {
       it = dirs_.erase(it);
     } else {
       ++it;
+    }
+  }
+  std::erase_if(group_ino_, [this](const auto& kv) { return kv.second.second != gen_; });
+}
+
+void TreeReader::check_identity(const std::string& prefix, ino_t ino) {
+  auto [it, fresh] = group_ino_.try_emplace(prefix, ino, gen_);
+  it->second.second = gen_;
+  if (fresh || it->second.first == ino) return;
+  it->second.first = ino;
+  for (auto f = files_.begin(); f != files_.end();) {
+    if (f->first.compare(0, prefix.size(), prefix) == 0) {
+      ::close(f->second.fd);
+      f = files_.erase(f);
+    } else {
+      ++f;
+    }
+  }
+  for (auto d = dirs_.begin(); d != dirs_.end();) {
+    if (d->first.compare(0, prefix.size(), prefix) == 0) {
+      ::closedir(d->second.dir);
+      d = dirs_.erase(d);
+    } else {
+      ++d;
     }
   }
 }
@@ -437,6 +462,7 @@ Snapshot TreeReader::read() {
   for (const Entry& e : root) {
     if (e.dir && e.name != "info" && e.name != "mon_groups" && e.name != "mon_data") {
       ctrl_names.push_back(e.name);
+      check_identity(e.name + "/", e.ino);
     }
   }
   std::vector<Entry> mons;
@@ -453,6 +479,7 @@ Snapshot TreeReader::read() {
     if (!mon || !list_dir(prefix + "mon_groups", mons)) continue;
     for (const Entry& m : mons) {
       if (!m.dir) continue;
+      check_identity(prefix + "mon_groups/" + m.name + "/", m.ino);
       Group mg;
       mg.name = name;
       mg.mon_group = m.name;

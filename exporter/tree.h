@@ -63,6 +63,7 @@ class TreeReader {
   struct Entry {
     std::string name;
     bool dir = false;
+    ino_t ino = 0;
   };
 
   bool ensure_root(std::string& error);
@@ -73,6 +74,11 @@ class TreeReader {
   // Lists directory `rel` (without . and ..); false when it cannot be read.
   bool list_dir(const std::string& rel, std::vector<Entry>& out);
   void sweep();
+  // Forgets the held files of a group whose directory is not the one seen
+  // on the last pass (removed and made again under the same name): on a
+  // filesystem that keeps serving a removed file through an open descriptor
+  // the old descriptors would read the old group.
+  void check_identity(const std::string& prefix, ino_t ino);
 
   void read_info(Snapshot& s);
   void read_group(Group& g, const std::string& prefix, bool ctrl);
@@ -86,6 +92,7 @@ class TreeReader {
   uint64_t gen_ = 0;
   std::unordered_map<std::string, Slot> files_;
   std::unordered_map<std::string, DirSlot> dirs_;
+  std::unordered_map<std::string, std::pair<ino_t, uint64_t>> group_ino_;  // prefix -> (ino, gen)
   std::string buf_;
 
   // The default group's mon_data layout of this pass: each domain directory
