@@ -424,6 +424,13 @@ Snapshot TreeReader::read() {
     sweep();
     return s;
   }
+  // An unmounted mount point is an empty directory: not a resctrl tree.
+  if (std::none_of(root.begin(), root.end(),
+                   [](const Entry& e) { return e.dir && e.name == "info"; })) {
+    s.error = root_ + ": not a resctrl tree (no info directory)";
+    sweep();
+    return s;
+  }
   s.ok = true;
   read_info(s);
 

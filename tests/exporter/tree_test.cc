@@ -114,6 +114,11 @@ TEST_CASE("domains come from the default group's mon_data on every pass", "[tree
 }
 
 TEST_CASE("a monitor-only or control-only tree", "[tree]") {
+  TempTree empty;  // an unmounted mount point
+  Snapshot s = TreeReader(empty.root()).read();
+  CHECK_FALSE(s.ok);
+  CHECK(s.error.find("not a resctrl tree") != std::string::npos);
+
   TempTree t;
   t.write("info/L3_MON/num_rmids", "64\n");
   t.write("info/L3_MON/mon_features", "llc_occupancy\n");
@@ -123,7 +128,7 @@ TEST_CASE("a monitor-only or control-only tree", "[tree]") {
   t.mkdir("mon_groups/m1");
   t.write("mon_groups/m1/mon_data/mon_L3_00/llc_occupancy", "0\n");
   TreeReader r(t.root());
-  Snapshot s = r.read();
+  s = r.read();
   REQUIRE(s.ok);
   CHECK(s.ctrl.empty());
   CHECK(s.groups.size() == 2);

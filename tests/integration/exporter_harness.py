@@ -1,0 +1,100 @@
+"""Helpers for the resctrlfs-exporter integration tests: start the exporter
+on a mounted tree (port chosen by the kernel), scrape it, parse the text
+format."""
+
+import os
+import re
+import subprocess
+import time
+import urllib.request
+
+import resctrlfs_test as rt
+
+
+def exporter_binary():
+    return rt._find_binary("RESCTRLFS_EXPORTER", "exporter/resctrlfs-exporter")
+
+
+class Exporter:
+    """resctrlfs-exporter serving `root` on 127.0.0.1 and a free port."""
+
+    def __init__(self, root, args=()):
+        self.log_path = os.path.join(os.path.dirname(root), "exporter.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [exporter_binary(), "--root", root, "--listen", "127.0.0.1:0"] + list(args),
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        self.url = None
+        while time.time() < deadline and self.url is None:
+            m = re.search(r"on (http://[0-9.]+:\d+)/", self.output())
+            if m:
+                self.url = m.group(1)
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("resctrlfs-exporter exited: " + self.output())
+            time.sleep(0.02)
+        if self.url is None:
+            self.stop()
+            raise RuntimeError("resctrlfs-exporter did not start: " + self.output())
+
+    def output(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path):
+        with urllib.request.urlopen(self.url + path, timeout=60) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+    def metrics(self):
+        return self.get("/metrics")[2]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
+
+
+def parse(text):
+    """Samples of an exposition: [(name, {label: value}, float_or_int)]."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            raise AssertionError("not a sample line: %r" % line)
+        labels = {}
+        if m.group(2):
+            pos = 0
+            while pos < len(m.group(2)):
+                lm = _LABEL.match(m.group(2), pos)
+                if not lm:
+                    raise AssertionError("bad labels: %r" % line)
+                labels[lm.group(1)] = lm.group(2).replace('\\"', '"').replace("\\n", "\n") \
+                    .replace("\\\\", "\\")
+                pos = lm.end()
+        v = m.group(3)
+        out.append((m.group(1), labels, int(v) if re.fullmatch(r"\d+", v) else float(v)))
+    return out
+
+
+def select(samples, name, **labels):
+    return [s for s in samples if s[0] == name and all(s[1].get(k) == v for k, v in labels.items())]
+
+
+def one(samples, name, **labels):
+    found = select(samples, name, **labels)
+    if len(found) != 1:
+        raise AssertionError("%d samples of %s %s" % (len(found), name, labels))
+    return found[0][2]
