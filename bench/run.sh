@@ -17,7 +17,10 @@
 #     scale sweeps over N = 64, 256, 1024 MON groups, tasks files with 10k and
 #     100k threads (or the most this machine allows, said loudly);
 #   - prints the table and writes JSON to FILE (default
-#     bench/results/latest.json), then unmounts everything.
+#     bench/results/latest.json);
+#   - runs exporter_bench: a resctrlfs-exporter scrape of 1000 MON groups
+#     against the raw pread sweep of the same files (JSON in FILE with
+#     -exporter before .json), then unmounts everything.
 # --quick: one run per figure with fewer iterations and only the 10k tasks
 # file (about a minute); without it, 3 runs and medians.
 # --raise-limits: for the 100k-thread tasks file, raise kernel.pid_max and
@@ -44,7 +47,7 @@ while [ $# -gt 0 ]; do
     --raise-limits) raise_limits=1; shift ;;
     --no-journal) no_journal=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -57,7 +60,7 @@ fi
 echo "== building in $build" >&2
 [ -f "$build/build.ninja" ] || [ -f "$build/Makefile" ] ||
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j2 --target floor_fs resctrlfs_bench >&2
+cmake --build "$build" -j2 --target floor_fs resctrlfs_bench exporter_bench >&2
 have_daemon=0
 if cmake --build "$build" --target help 2>/dev/null | grep -q '^resctrlfsd:'; then
   if cmake --build "$build" -j2 --target resctrlfsd >"$build/resctrlfsd-build.log" 2>&1; then
@@ -176,3 +179,12 @@ args+=(--tmpfs "$work/tmpfs")
 
 echo "== running resctrlfs_bench (${quick[*]:-full}); results in $out" >&2
 "$build/bench/resctrlfs_bench" "${args[@]}" "${quick[@]}" --out "$out" "${extra[@]}"
+
+if [ "$tree_src" = "$work/resctrl" ]; then
+  exporter_out="${out%.json}-exporter.json"
+  echo "== running exporter_bench; results in $exporter_out" >&2
+  exporter_rounds=(--rounds 5)
+  [ ${#quick[@]} -gt 0 ] && exporter_rounds=(--rounds 3 --passes 10)
+  "$build/bench/exporter_bench" --resctrl "$work/resctrl" --resctrl-pid "$rpid" \
+    --resctrl-control "$work/resctrl.sock" "${exporter_rounds[@]}" --out "$exporter_out"
+fi
