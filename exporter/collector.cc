@@ -14,8 +14,7 @@ namespace resctrlfs::exporter {
 namespace {
 
 constexpr ReadKind kOmitReasons[] = {ReadKind::kUnavailable, ReadKind::kUnassigned,
-                                     ReadKind::kError, ReadKind::kReadFailed,
-                                     ReadKind::kMalformed};
+                                     ReadKind::kError, ReadKind::kReadFailed, ReadKind::kMalformed};
 
 const char* const kModes[] = {"shareable", "exclusive", "pseudo-locksetup", "pseudo-locked"};
 
@@ -219,8 +218,7 @@ Snapshot Collector::collect() {
   Snapshot s = reader_.read();
   if (s.ok) fold(s);
   for (const auto& [k, n] : s.omitted) omitted_total_[k] += n;
-  last_duration_s_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  last_duration_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
 
@@ -283,8 +281,8 @@ std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>
     }
     for (const auto& [id, usage] : c.bit_usage) {
       static const std::pair<char, const char*> kUsage[] = {
-          {'0', "unused"},    {'H', "hardware"},      {'X', "hardware_shareable"},
-          {'S', "shareable"}, {'E', "exclusive"},     {'P', "pseudo_locked"}};
+          {'0', "unused"},    {'H', "hardware"},  {'X', "hardware_shareable"},
+          {'S', "shareable"}, {'E', "exclusive"}, {'P', "pseudo_locked"}};
       for (const auto& [ch, name] : kUsage) {
         const auto n = static_cast<uint64_t>(std::count(usage.begin(), usage.end(), ch));
         fam.get("node_resctrl_bit_usage_ways", "gauge",
@@ -416,8 +414,9 @@ std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>
                 "MON groups.")
             .add(lab.str(), value);
       } else {
-        fam.get(name, "counter", "Telemetry event " + r.event + " of " + r.resource +
-                                     " (mon_data), a running total that never decreases.")
+        fam.get(name, "counter",
+                "Telemetry event " + r.event + " of " + r.resource +
+                    " (mon_data), a running total that never decreases.")
             .add(lab.str(), value);
       }
     }
@@ -481,12 +480,8 @@ std::string render_api_state(const Snapshot& s) {
       if (r.event == "mbm_total_bytes") total += r.d, has_total = true;
       if (r.event == "mbm_local_bytes") local += r.d, has_local = true;
     }
-    json o = {{"name", g.name},
-              {"label", group_label(g.name)},
-              {"mode", g.mode},
-              {"schemata", sch},
-              {"mon_groups", mon_count[g.name]},
-              {"mon", mon}};
+    json o = {{"name", g.name},  {"label", group_label(g.name)},    {"mode", g.mode},
+              {"schemata", sch}, {"mon_groups", mon_count[g.name]}, {"mon", mon}};
     o["occupancy_bytes"] = has_occ ? json(occ) : json(nullptr);
     o["mbm_total_bytes"] = has_total ? json(total) : json(nullptr);
     o["mbm_local_bytes"] = has_local ? json(local) : json(nullptr);

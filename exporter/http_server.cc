@@ -33,10 +33,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(8192);
     parser_->body_limit(0);
     stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buf_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->on_read(ec);
-                     });
+    http::async_read(
+        stream_, buf_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -68,8 +67,8 @@ class Session : public std::enable_shared_from_this<Session> {
     } catch (const std::exception& e) {
       r = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
     }
-    respond(r.status, r.content_type, std::move(r.body), keep,
-            req.method() == http::verb::head, ver);
+    respond(r.status, r.content_type, std::move(r.body), keep, req.method() == http::verb::head,
+            ver);
   }
 
   void respond(unsigned status, const std::string& type, std::string body, bool keep, bool head,

@@ -32,8 +32,8 @@ struct MonRead {
 
 // One line of a group's schemata.
 struct SchemaLine {
-  std::string name;  // L3, L3CODE, L3DATA, L2, MB, SMBA
-  bool uninitialized = false;  // pseudo-locksetup: "L3:uninitialized"
+  std::string name;                                       // L3, L3CODE, L3DATA, L2, MB, SMBA
+  bool uninitialized = false;                             // pseudo-locksetup: "L3:uninitialized"
   std::vector<std::pair<unsigned, std::string>> domains;  // id -> value text
 };
 
@@ -71,7 +71,8 @@ struct Snapshot {
   std::string error;  // why the tree could not be read at all
   std::vector<CtrlInfo> ctrl;
   std::vector<MonInfo> mon;
-  std::vector<Group> groups;  // the default group first, then by name; MON groups after their parent
+  std::vector<Group>
+      groups;  // the default group first, then by name; MON groups after their parent
   std::map<ReadKind, uint64_t> omitted;  // this pass's omitted mon_data reads by reason
 };
 

@@ -73,9 +73,8 @@ MonRead parse_mon_value(std::string_view text) {
     const size_t dot = s.find('.');
     uint64_t ip = 0;
     const std::string_view frac = dot == std::string_view::npos ? "" : s.substr(dot + 1);
-    const bool digits = !frac.empty() && std::all_of(frac.begin(), frac.end(), [](char c) {
-      return c >= '0' && c <= '9';
-    });
+    const bool digits = !frac.empty() && std::all_of(frac.begin(), frac.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
     if (dot != std::string_view::npos && digits && parse_dec(s.substr(0, dot), ip)) {
       double d = 0;
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
@@ -233,8 +232,8 @@ bool TreeReader::list_dir(const std::string& rel, std::vector<Entry>& out) {
   out.clear();
   auto it = dirs_.find(rel);
   if (it == dirs_.end()) {
-    int fd = ::openat(root_fd_, rel.empty() ? "." : rel.c_str(),
-                      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd =
+        ::openat(root_fd_, rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return false;
     DIR* d = ::fdopendir(fd);
     if (!d) {
@@ -248,8 +247,7 @@ bool TreeReader::list_dir(const std::string& rel, std::vector<Entry>& out) {
   it->second.gen = gen_;
   errno = 0;
   while (struct dirent* e = ::readdir(it->second.dir)) {
-    if (e->d_name[0] == '.' &&
-        (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0))) {
+    if (e->d_name[0] == '.' && (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0))) {
       continue;
     }
     bool dir = e->d_type == DT_DIR;

@@ -154,11 +154,13 @@ TEST_CASE("an Intel tree: every family, label sets and values", "[exposition]") 
                  {{"group", "g1"}, {"mon_group", "m1"}, {"domain", "mon_L3_00"}}) == "4096");
   CHECK(value_of(s, "node_resctrl_llc_occupancy_bytes",
                  {{"group", "g1"}, {"mon_group", ""}, {"domain", "mon_L3_00"}}) == "8192");
-  CHECK(value_of(s, "node_resctrl_mbm_bytes_total",
-                 {{"group", "g1"}, {"mon_group", ""}, {"domain", "mon_L3_00"}, {"scope", "local"}}) ==
-        "1600");
-  CHECK(value_of(s, "node_resctrl_mbm_bytes_total",
-                 {{"group", "g1"}, {"mon_group", "m1"}, {"domain", "mon_L3_01"}, {"scope", "total"}}) ==
+  CHECK(
+      value_of(s, "node_resctrl_mbm_bytes_total",
+               {{"group", "g1"}, {"mon_group", ""}, {"domain", "mon_L3_00"}, {"scope", "local"}}) ==
+      "1600");
+  CHECK(value_of(
+            s, "node_resctrl_mbm_bytes_total",
+            {{"group", "g1"}, {"mon_group", "m1"}, {"domain", "mon_L3_01"}, {"scope", "total"}}) ==
         "5");
   CHECK(value_of(s, "node_resctrl_samples_omitted_total", {{"reason", "unavailable"}}) == "0");
 }
@@ -204,7 +206,8 @@ TEST_CASE("group names that need escaping", "[exposition]") {
   const std::string text = c.metrics();
   CHECK(text.find("group=\"a\\\"b\\\\c\xEF\xBF\xBD\"") != std::string::npos);
   auto s = parse_exposition(text);
-  CHECK(find(s, "node_resctrl_llc_occupancy_bytes", {{"group", "a\"b\\c\xEF\xBF\xBD"}}).size() == 2);
+  CHECK(find(s, "node_resctrl_llc_occupancy_bytes", {{"group", "a\"b\\c\xEF\xBF\xBD"}}).size() ==
+        2);
 }
 
 TEST_CASE("an unreadable tree says so and keeps the format", "[exposition]") {
@@ -250,9 +253,11 @@ TEST_CASE("counters: equal to the file, monotonic across a reset", "[counters]")
   t.write("g1/mon_data/mon_L3_00/mbm_total_bytes", "Unavailable\n");
   (void)c.metrics();
   t.mon("g1/", 0, 0, 500, 0);
-  const std::string before = value_of(parse_exposition(c.metrics()), "node_resctrl_mbm_bytes_total", total);
+  const std::string before =
+      value_of(parse_exposition(c.metrics()), "node_resctrl_mbm_bytes_total", total);
   t.mon("g1/", 0, 0, 600, 0);
-  const std::string after = value_of(parse_exposition(c.metrics()), "node_resctrl_mbm_bytes_total", total);
+  const std::string after =
+      value_of(parse_exposition(c.metrics()), "node_resctrl_mbm_bytes_total", total);
   CHECK(std::stoull(after) - std::stoull(before) == 100);
   // A removed group is forgotten; made again, it starts from its file.
   t.remove("g1");
@@ -307,8 +312,8 @@ TEST_CASE("SNC: sums and node domains; telemetry; AMD with assignable counters",
   // Telemetry decimals are counters too: a decrease is a reset.
   t.write("g1/mon_data/mon_PERF_PKG_00/core_energy", "13.2500\n");
   s = parse_exposition(c.metrics());
-  CHECK(value_of(s, "node_resctrl_perf_pkg_core_energy_joules_total",
-                 {{"group", "g1"}}) == "13.25");
+  CHECK(value_of(s, "node_resctrl_perf_pkg_core_energy_joules_total", {{"group", "g1"}}) ==
+        "13.25");
   t.write("g1/mon_data/mon_PERF_PKG_00/core_energy", "1.0000\n");
   s = parse_exposition(c.metrics());
   CHECK(value_of(s, "node_resctrl_perf_pkg_core_energy_joules_total", {{"group", "g1"}}) ==

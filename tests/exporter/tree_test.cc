@@ -78,7 +78,8 @@ TEST_CASE("new and removed groups are found on every pass", "[tree]") {
   CHECK_FALSE(find_group(s, "g2"));
   CHECK(open_fds() == fds);  // the removed group's descriptors are closed
   const auto held = r.held_files();
-  CHECK(std::none_of(held.begin(), held.end(), [](const std::string& p) { return p.rfind("g2/", 0) == 0; }));
+  CHECK(std::none_of(held.begin(), held.end(),
+                     [](const std::string& p) { return p.rfind("g2/", 0) == 0; }));
 }
 
 TEST_CASE("a group re-created under the same name is read from its new files", "[tree]") {
