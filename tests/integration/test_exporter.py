@@ -8,6 +8,7 @@ assignable counters and io_alloc)."""
 
 import os
 import shutil
+import socket
 import subprocess
 
 import exporter_harness as eh
@@ -191,6 +192,16 @@ class ExporterTest(rt.ResctrlfsTestCase):
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=30)
         self.assertIn(e.exception.code, (405, 413))
+        # Hostile requests get a status, and the exporter goes on serving.
+        for raw, want in ((b"GET / HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", b" 413 "),
+                          (b"NONSENSE\r\n\r\n", b" 400 "),
+                          (b"GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", b" 413 ")):
+            host, port = self.exp.url[len("http://"):].split(":")
+            with socket.create_connection((host, int(port)), timeout=30) as c:
+                c.sendall(raw)
+                reply = c.recv(4096)
+            self.assertIn(want, reply.split(b"\r\n")[0], raw[:40])
+        self.assertEqual(self.exp.get("/metrics")[0], 200)
         # The exporter keeps serving after the tree goes away, and says so.
         self.fs.stop()
         s = eh.parse(self.exp.metrics())
