@@ -12,7 +12,7 @@
 // Lookup counts: lookup() and a successful mkdir() each add one reference to
 // the returned inode; readdir() adds none (a readdirplus implementation must
 // call lookup() for each entry it returns). Removed nodes stay resolvable by
-// inode (getattr; open/write fail with ENODEV) until forget() drops their
+// inode (getattr; open/render/write fail with ENODEV) until forget() drops their
 // last reference. readdir() lists neither "." nor "..".
 //
 // Threading: every public method takes the model lock (the rdtgroup_mutex
