@@ -72,12 +72,15 @@ Result<ControlRequest> parse_workload(const json& obj) {
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
-  if (has_tid == has_cpu) return bad("workload needs exactly one of 'tid' or 'cpu'");
+  // 'cpu' alone: a CPU workload; 'tid' alone: the thread's; both: the
+  // thread's, pinned to that CPU.
+  if (!has_tid && !has_cpu) return bad("workload needs 'tid' or 'cpu'");
   if (has_tid) {
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
     if (tid == 0) return bad("'tid' must be positive");
     req.tid = static_cast<int>(tid);
-  } else {
+  }
+  if (has_cpu) {
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
     req.cpu = static_cast<unsigned>(cpu);
   }

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -445,10 +446,45 @@ Result<json> Daemon::advance_clock(uint64_t ms) {
   return json{{"now_ms", s->now_ms()}};
 }
 
+namespace {
+
+// Where thread `tid` may run, for its workload on the simulated machine:
+// its real affinity (sched_getaffinity) when that leaves out some of this
+// machine's online CPUs (taskset, cgroup cpusets), the CPU numbers taken as
+// the simulated machine's; empty when it may run anywhere (then it spreads
+// over every domain of the simulated machine, whatever its size). ESRCH for
+// a thread that does not exist.
+Result<std::vector<unsigned>> thread_affinity(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) {
+    if (errno == ESRCH) return Error::make(ESRCH, "no thread " + std::to_string(tid));
+    return Error::make(
+        errno, "thread " + std::to_string(tid) + ": sched_getaffinity: " + std::strerror(errno));
+  }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online > 0 && CPU_COUNT(&set) >= online) return std::vector<unsigned>{};
+  std::vector<unsigned> cpus;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+}  // namespace
+
 Result<json> Daemon::attach_workload(const WorkloadRequest& req) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
   if (req.tid) {
-    RESCTRLFS_RETURN_IF_ERROR(s->attach_thread_workload(*req.tid, req.workload));
+    // The thread must exist (its group decides what it is counted in), as
+    // a tasks write would insist.
+    RESCTRLFS_ASSIGN_OR_RETURN(std::vector<unsigned> allowed, thread_affinity(*req.tid));
+    hw::Workload w = req.workload;
+    if (req.cpu) {
+      w.cpu = static_cast<int>(*req.cpu);  // pinned: --tid T --cpu C
+    } else {
+      w.allowed_cpus = std::move(allowed);
+    }
+    RESCTRLFS_RETURN_IF_ERROR(s->attach_thread_workload(*req.tid, w));
   } else {
     RESCTRLFS_RETURN_IF_ERROR(s->attach_cpu_workload(*req.cpu, req.workload));
   }

@@ -397,6 +397,35 @@ Result<void> FsImpl::rmdir_mon(Group* g) {
 // ---------------------------------------------------------------------------
 // rename (§4.7)
 
+bool FsImpl::rename_has_priv(const Node& n) const {
+  // What kernfs_to_rdtgroup() finds: a directory's own private data, except
+  // for info and its direct subdirectories (none); a file's parent's
+  // private data. info/<schema>, info/<RES>_MON and event_configs/<event>
+  // carry their schema, resource or event there; info and event_configs
+  // nothing; group directories, mon_groups, mon_data and its domain
+  // directories their group.
+  auto dir_priv = [this](const Node& d) {
+    switch (d.kind) {
+      case NodeKind::kInfo:
+      case NodeKind::kEventConfigs:
+        return false;
+      case NodeKind::kInfoRes:
+      case NodeKind::kInfoMon:
+      case NodeKind::kEventConfig:
+        return true;
+      default:
+        return group_of(d) != nullptr;
+    }
+  };
+  if (n.is_dir()) {
+    if (n.kind == NodeKind::kInfo || n.kind == NodeKind::kInfoRes || n.kind == NodeKind::kInfoMon)
+      return false;
+    return dir_priv(n);
+  }
+  const Node* parent = const_cast<FsImpl*>(this)->node(n.parent);
+  return parent != nullptr && dir_priv(*parent);
+}
+
 Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -407,15 +436,20 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
   Node* src = child(p, name);
   if (src == nullptr) return Error::make(ENOENT);
   if (newname.size() > 255) return Error::make(ENAMETOOLONG);
+  // The kernel's rdtgroup_rename (fs/resctrl/rdtgroup.c) first maps both
+  // nodes to their private data with kernfs_to_rdtgroup(): nothing for info
+  // and its direct subdirectories -> ENOENT, LCS untouched. Then it takes
+  // the lock, clears last_cmd_status, and only then refuses a file.
+  if (!rename_has_priv(*src) || !rename_has_priv(*np)) return Error::make(ENOENT);
+  lcs_.clear();
   if (!src->is_dir() || !np->is_dir()) {
-    // Appended without clearing: the kernel words this before taking the lock.
+    // The one kernel message without a trailing newline.
     lcs_.puts("Source and destination must be directories");
     return Error::make(EPERM, "Source and destination must be directories");
   }
   Group* g = group_of(*src);
   Group* new_parent_group = group_of(*np);
-  if (g == nullptr || new_parent_group == nullptr) return Error::make(ENOENT);
-  lcs_.clear();
+  if (g == nullptr) return fail(EPERM, "Source must be a MON group\n");
   if (src->kind != NodeKind::kGroupDir || g->type != GroupType::kMon ||
       p->kind != NodeKind::kMonGroups)
     return fail(EPERM, "Source must be a MON group\n");

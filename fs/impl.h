@@ -333,6 +333,9 @@ class FsImpl final : public Filesystem {
                               const Caller& caller);
   Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller);
   Result<void> rmdir_ctrl(Group* g);
+  // rename: whether the kernel finds private data behind `n`
+  // (kernfs_to_rdtgroup()); without it a rename fails with ENOENT.
+  bool rename_has_priv(const Node& n) const;
   Result<void> rmdir_mon(Group* g);
   void destroy_group(Group* g);  // frees ids and the struct (no task/cpu moves)
   Group* new_group();

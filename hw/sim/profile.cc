@@ -104,7 +104,11 @@ constexpr const char* kIntelSnc = R"({
 // A Clearwater Forest-class Xeon 6 with Application Energy Telemetry: both
 // CWF aggregators (energy and perf, 576 RMIDs each) on each package, and an
 // L3 with more RMIDs than telemetry tracks, so groups are limited by
-// PERF_PKG. The DMR-only events (inst_retired, pcnt) are absent.
+// PERF_PKG. The DMR-only events (inst_retired, pcnt) are absent. Its L3 is
+// the part's 576 MiB per package, 2048 counter units of 288 KiB: like every
+// real part, the L3 holds more units than there are RMIDs, so the default
+// max_threshold_occupancy (L3 / RMIDs, rounded down to a unit) is two units,
+// not 0 (which would keep every freed RMID in limbo for ever).
 constexpr const char* kIntelAet = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 221, "stepping": 3,
   "cpus": [
@@ -112,10 +116,10 @@ constexpr const char* kIntelAet = R"({
     {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 2, "l3": 0},
     {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 4, "l3": 1},
     {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 6, "l3": 1}],
-  "l3_size_bytes": 37748736, "l2_size_bytes": 4194304,
+  "l3_size_bytes": 603979776, "l2_size_bytes": 4194304,
   "l3_cat": {"cbm_len": 12, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
   "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": true},
-  "l3_mon": {"num_rmids": 1024, "scale": 106496, "counter_width": 24,
+  "l3_mon": {"num_rmids": 1024, "scale": 294912, "counter_width": 24,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "telemetry": [{"guid": "0x26696143", "package": 0}, {"guid": "0x26557651", "package": 0},
                 {"guid": "0x26696143", "package": 1}, {"guid": "0x26557651", "package": 1}],
@@ -667,6 +671,17 @@ Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
   j["nr_cpus"] = topo.nr_cpus;
   if (topo.l3_size_bytes != 0) j["l3_size_bytes"] = topo.l3_size_bytes;
   if (topo.l2_size_bytes != 0) j["l2_size_bytes"] = topo.l2_size_bytes;
+  // On Intel the default max_threshold_occupancy is the L3 size / RMIDs,
+  // rounded down to the counter unit: a small host L3 (a laptop, a VM) with
+  // intel-2s's 224 RMIDs of 64 KiB units would make it 0, and no freed RMID
+  // would ever leave limbo. A real part with a smaller L3 has a smaller unit
+  // (the i7-6900K: 20 MiB, 64 RMIDs, 32 KiB): take a unit of L3 / 640 then.
+  if (!amd && topo.l3_size_bytes != 0) {
+    const uint64_t rmids = j["l3_mon"]["num_rmids"].get<uint64_t>();
+    const uint64_t scale = j["l3_mon"]["scale"].get<uint64_t>();
+    if (topo.l3_size_bytes / rmids < scale)
+      j["l3_mon"]["scale"] = std::max<uint64_t>(64, topo.l3_size_bytes / 640 / 64 * 64);
+  }
   return parse_json(j, "host");
 }
 
