@@ -5,10 +5,10 @@
 # 1. `virsh capabilities` shows one <cache> bank per L3 domain with the
 #    platform's size and CPUs (sysfs), <control> and <monitor> from
 #    info/L3 and info/L3_MON, and <memory_bandwidth> from info/MB.
-# 2. A guest with <cachetune> and <memorytune> run by virt-qemu-run: its
-#    group exists with the requested L3 ways and MB percentage, its vCPU
-#    thread is in the group's tasks (and in its monitoring group), and the
-#    group is gone when the guest stops. KVM when /dev/kvm exists, else
+# 2. A guest with <cachetune> (and a <monitor>) and <memorytune> run by
+#    virt-qemu-run: its group exists with the requested L3 ways (free ways
+#    only) and MB percentage, its vCPU thread is in the group's tasks, and
+#    the group is gone when the guest stops. KVM when /dev/kvm exists, else
 #    QEMU's TCG (the vCPU is a thread either way).
 # Every value is checked against the files of the tree.
 set -u
@@ -51,9 +51,10 @@ if ! getent passwd libvirt-qemu >/dev/null || ! getent group libvirt-qemu >/dev/
   mount --bind "$WORK/passwd" /etc/passwd && mount --bind "$WORK/group" /etc/group ||
     skip "cannot bind a passwd file with the libvirt-qemu user"
 fi
-mkdir -p "$WORK/root/etc/qemu"
-# Guests run as root: nothing else in the sandbox may open /dev/kvm.
-printf 'user = "root"\ngroup = "root"\n' >"$WORK/root/etc/qemu/qemu.conf"
+mkdir -p "$WORK/root/etc"
+# Guests run as root (nothing else in the sandbox may open /dev/kvm); their
+# output goes to files (no virtlogd).
+printf 'user = "root"\ngroup = "root"\nstdio_handler = "file"\n' >"$WORK/root/etc/qemu.conf"
 
 L3_IDS=$(schemata_ids L3)
 MB_IDS=$(schemata_ids MB)
@@ -101,19 +102,26 @@ for b in banks:
     if ctl is None:
         out.append("bank %s: no control" % bid)
     else:
-        gran = size_k // bits
-        out.append("bank %s control granularity %s min %s unit %s type %s maxAllocs %s | want %d %d KiB both %s" %
-                   (bid, ctl.get("granularity"), ctl.get("min", ctl.get("granularity")), ctl.get("unit"),
+        # libvirt: granularity = size / CBM bits, in the largest unit that
+        # divides it; min = min_cbm_bits ways (omitted when it is one).
+        scale = {"B": 1, "KiB": 1024, "MiB": 1 << 20}[ctl.get("unit")]
+        gran = size_k * 1024 // bits
+        out.append("bank %s control granularity %dB min %dB type %s maxAllocs %s | want %dB %dB both %s" %
+                   (bid, int(ctl.get("granularity")) * scale,
+                    int(ctl.get("min", ctl.get("granularity"))) * scale,
                     ctl.get("type"), ctl.get("maxAllocs"), gran, gran * minbits, nclos))
 mon = root.find("./host/cache/monitor")
 if mon is None:
     out.append("no cache monitor")
 else:
+    # The cache monitor has the occupancy event, the memory bandwidth
+    # monitor the bandwidth ones.
     feats = sorted(f.get("name") for f in mon.findall("feature"))
     out.append("monitor level %s reuseThreshold %s maxMonitors %s features %s | want 3 %s %s %s" %
                (mon.get("level"), mon.get("reuseThreshold"), mon.get("maxMonitors"), " ".join(feats),
                 read(R + "/info/L3_MON/max_threshold_occupancy"), read(R + "/info/L3_MON/num_rmids"),
-                " ".join(sorted(read(R + "/info/L3_MON/mon_features").split()))))
+                " ".join(sorted(f for f in read(R + "/info/L3_MON/mon_features").split()
+                                if f.startswith("llc_")))))
 nodes = root.findall("./host/memory_bandwidth/node")
 out.append("memory_bandwidth nodes %d" % len(nodes))
 for n in nodes:
@@ -124,8 +132,11 @@ for n in nodes:
                 read(R + "/info/MB/num_closids")))
 mbm = root.find("./host/memory_bandwidth/monitor")
 if mbm is not None:
-    out.append("mb monitor maxMonitors %s features %s" %
-               (mbm.get("maxMonitors"), " ".join(sorted(f.get("name") for f in mbm.findall("feature")))))
+    out.append("mb monitor maxMonitors %s features %s | want %s %s" %
+               (mbm.get("maxMonitors"), " ".join(sorted(f.get("name") for f in mbm.findall("feature"))),
+                read(R + "/info/L3_MON/num_rmids"),
+                " ".join(sorted(f for f in read(R + "/info/L3_MON/mon_features").split()
+                                if f.startswith("mbm_")))))
 print("\n".join(out))
 PY
 cat "$WORK/expect" | sed 's/^/  /'
@@ -139,10 +150,14 @@ for id in $L3_IDS; do
     "cpus ([0-9,-]+) \\| sysfs 16384K cpus \\1\$"
   check_match "bank $id: <control> from info/L3 (granularity, min, maxAllocs)" \
     "$(grep "^bank $id control" <<<"$E")" \
-    "^bank $id control granularity ([0-9]+) min ([0-9]+) unit KiB type both maxAllocs ([0-9]+) \\| want \\1 \\2 KiB both \\3\$"
+    "^bank $id control granularity ([0-9]+B) min ([0-9]+B) type both maxAllocs ([0-9]+) \\| want \\1 \\2 both \\3\$"
 done
 check_match "<monitor> from info/L3_MON (threshold, RMIDs, features)" "$E" \
   '^monitor level 3 reuseThreshold ([0-9]+) maxMonitors ([0-9]+) features (.*) \| want 3 \1 \2 \3$'
+check_match "<memory_bandwidth> <monitor> from info/L3_MON (RMIDs, mbm features)" "$E" \
+  '^mb monitor maxMonitors ([0-9]+) features (mbm_.*) \| want \1 \2$'
+check_eq "<memory_bandwidth> has one node per MB domain" \
+  "$(sed -n 's/^mb node \([0-9]*\) .*/\1/p' <<<"$E" | tr '\n' ' ')" "$MB_IDS "
 check_nomatch "<memory_bandwidth> is present" "$E" '^memory_bandwidth nodes 0$'
 check_match "<memory_bandwidth> <control> from info/MB (granularity, min, maxAllocs)" "$E" \
   '^mb node [0-9]+ control granularity ([0-9]+) min ([0-9]+) maxAllocs ([0-9]+) \| want \1 \2 \3$'
@@ -154,9 +169,9 @@ if [ -c /dev/kvm ]; then VIRT=kvm; else
   VIRT=qemu
   echo "*** no /dev/kvm: the guest runs under QEMU's TCG instead of KVM ***" >&2
 fi
-GRAN=$(sed -n 's/^bank 0 control granularity \([0-9]*\) .*/\1/p' <<<"$E")
-check "the bank 0 granularity is known (${GRAN:-none} KiB)" test -n "$GRAN"
-GRAN=${GRAN:-1024}
+GRAN=$(sed -n 's/^bank 0 control granularity \([0-9]*\)B .*/\1/p' <<<"$E")
+check "the bank 0 granularity is known (${GRAN:-none} bytes)" test -n "$GRAN"
+GRAN=${GRAN:-1048576}
 cat >"$WORK/guest.xml" <<EOF
 <domain type='$VIRT'>
   <name>rdtguest</name>
@@ -164,7 +179,7 @@ cat >"$WORK/guest.xml" <<EOF
   <vcpu placement='static'>1</vcpu>
   <cputune>
     <cachetune vcpus='0'>
-      <cache id='0' level='3' type='both' size='$((2 * GRAN))' unit='KiB'/>
+      <cache id='0' level='3' type='both' size='$((2 * GRAN))' unit='B'/>
       <monitor level='3' vcpus='0'/>
     </cachetune>
     <memorytune vcpus='0'>
@@ -174,11 +189,14 @@ cat >"$WORK/guest.xml" <<EOF
   <os><type arch='x86_64' machine='pc'>hvm</type></os>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <graphics type='none'/>
     <memballoon model='none'/>
   </devices>
 </domain>
 EOF
+# libvirt allocates only ways that no group, the default one included, uses:
+# as an administrator would, the default group leaves ways 0-3 free.
+echo "L3:0=7f0;1=7f0" >$R/schemata
+check_eq "the default group leaves ways 0-3 free" "$(schemata_value $R L3 0)" 7f0
 virt-qemu-run -r "$WORK/root" -v "$WORK/guest.xml" >"$WORK/run.log" 2>&1 &
 VMPID=$!
 # libvirt names the group qemu-<id>-<name>-vcpus_<list>.
@@ -195,6 +213,7 @@ vcpu_tid() {  # the thread named "CPU 0/KVM" (or /TCG) of the guest's QEMU
 guest_up() { [ -n "$(group)" ] && vcpu_tid >/dev/null && in_tasks "$(group)" "$(vcpu_tid)"; }
 if ! wait_for guest_up && ! wait_for guest_up; then
   sed 's/^/  virt-qemu-run: /' "$WORK/run.log" | tail -15
+  tail -5 "$WORK"/root/log/qemu/*.log 2>/dev/null | sed 's/^/  qemu log: /'
 fi
 G=$(group)
 TID=$(vcpu_tid)
@@ -206,19 +225,20 @@ if [ -n "$G" ] && [ -n "$TID" ]; then
   check "vCPU thread $TID left the default group's tasks" bash -c "! grep -qx $TID $R/tasks"
   l3=$((16#$(schemata_value "$G" L3 0)))
   bits=$(python3 -c "print(bin($l3).count('1'))")
-  check_eq "L3 domain 0: $((2 * GRAN)) KiB is 2 ways" "$bits" 2
+  check_eq "L3 domain 0: $((2 * GRAN)) bytes is 2 ways" "$bits" 2
   check "L3 domain 0: the ways are contiguous ($(printf %x $l3))" \
     python3 -c "v=$l3; v//= v & -v; import sys; sys.exit(v & (v + 1))"
+  check_eq "L3 domain 0: only free ways (none of the default group's 7f0)" $((l3 & 0x7f0)) 0
   check_eq "MB domain 0 is 50" "$(schemata_value "$G" MB 0)" 50
-  MG=$(ls -d "$G"/mon_groups/* 2>/dev/null | head -1)
-  check "the <monitor> made a monitoring group (${MG:-none})" test -n "$MG"
-  [ -n "$MG" ] && check "vCPU thread $TID is in $(basename "$MG")/tasks" in_tasks "$MG" "$TID"
-  [ -n "$MG" ] && check_match "its llc_occupancy reads a number" \
-    "$(cat "$MG"/mon_data/mon_L3_00/llc_occupancy)" '^[0-9]+$'
+  # A <monitor> of the allocation's own vCPUs is the allocation's group.
+  check_eq "the <monitor> of the same vCPUs made no monitoring group" \
+    "$(ls "$G"/mon_groups)" ""
+  check_match "the group's llc_occupancy reads a number" \
+    "$(cat "$G"/mon_data/mon_L3_00/llc_occupancy)" '^[0-9]+$'
 fi
 kill "$VMPID" 2>/dev/null
 wait "$VMPID" 2>/dev/null
 VMPID=""
 gone() { [ -z "$(group)" ]; }
-check "the guest's group is removed when the guest stops" wait_for gone
+[ -n "$G" ] && check "the guest's group is removed when the guest stops" wait_for gone
 finish
