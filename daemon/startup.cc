@@ -120,50 +120,69 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& dir,
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error::make(ec.value(), "cannot create " + dir + ": " + ec.message());
   const std::string path = dir + "/" + lock_file_name(abs_mountpoint, ns_key);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
   const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EINTR) continue;
-    // /proc/mounts names the real path of the mount point.
-    char real[PATH_MAX];
-    const std::string target =
-        ::realpath(abs_mountpoint.c_str(), real) != nullptr ? real : abs_mountpoint;
-    const bool serving = resctrl_mounted_at(read_text_file("/proc/self/mounts"), target);
-    if (err == EWOULDBLOCK && !serving && std::chrono::steady_clock::now() < deadline) {
-      // The holder has no mount here: it is exiting (an unmount just
-      // happened) or has not mounted yet. Its exit releases the lock.
-      ::usleep(20 * 1000);
-      continue;
+  bool said = false;
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      // /proc/mounts names the real path of the mount point.
+      char real[PATH_MAX];
+      const std::string target =
+          ::realpath(abs_mountpoint.c_str(), real) != nullptr ? real : abs_mountpoint;
+      const bool serving = resctrl_mounted_at(read_text_file("/proc/self/mounts"), target);
+      if (err == EWOULDBLOCK && !serving && std::chrono::steady_clock::now() < deadline) {
+        // The holder has no mount here: it is exiting (an unmount just
+        // happened) or has not mounted yet. Its exit releases the lock.
+        if (!said) {
+          std::fprintf(stderr, "resctrlfsd: waiting for the previous resctrlfsd on %s to exit\n",
+                       abs_mountpoint.c_str());
+          said = true;
+        }
+        ::usleep(20 * 1000);
+        continue;
+      }
+      char pid[32] = {};
+      const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+      ::close(fd);
+      std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      if (err == EWOULDBLOCK && serving) {
+        return Error::make(EBUSY, "another resctrlfsd (pid " + holder + ") already serves " +
+                                      abs_mountpoint + " (lock " + path + ")");
+      }
+      if (err == EWOULDBLOCK) {
+        return Error::make(EBUSY, "the resctrlfsd (pid " + holder + ") that held " +
+                                      abs_mountpoint + " did not exit within " +
+                                      std::to_string(wait.count() / 1000) + " s (lock " + path +
+                                      ")");
+      }
+      return Error::make(err, "cannot lock " + path + ": " + strerror(err));
     }
-    char pid[32] = {};
-    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    // A holder removes the file as it exits (so that namespaces leave no
+    // files behind): a lock on a file no longer at `path` guards nothing.
+    struct stat held, named;
+    if (fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      // The pid is for the message above; the lock itself is the flock.
+      if (ftruncate(fd, 0) == 0) {
+        const std::string pid = std::to_string(getpid()) + "\n";
+        (void)pwrite(fd, pid.data(), pid.size(), 0);
+      }
+      return InstanceLock(fd, path);
+    }
     ::close(fd);
-    std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    if (err == EWOULDBLOCK && serving) {
-      return Error::make(EBUSY, "another resctrlfsd (pid " + holder + ") already serves " +
-                                    abs_mountpoint + " (lock " + path + ")");
-    }
-    if (err == EWOULDBLOCK) {
-      return Error::make(EBUSY, "the resctrlfsd (pid " + holder + ") that held " +
-                                    abs_mountpoint + " did not exit within " +
-                                    std::to_string(wait.count() / 1000) + " s (lock " + path +
-                                    ")");
-    }
-    return Error::make(err, "cannot lock " + path + ": " + strerror(err));
   }
-  // The pid is for the message above; the lock itself is the flock.
-  if (ftruncate(fd, 0) == 0) {
-    const std::string pid = std::to_string(getpid()) + "\n";
-    (void)pwrite(fd, pid.data(), pid.size(), 0);
-  }
-  return InstanceLock(fd, path);
 }
 
 InstanceLock::~InstanceLock() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  // Unlinked while still locked: whoever opened it meanwhile sees, once it
+  // holds the lock, that the file is gone and opens a new one.
+  ::unlink(path_.c_str());
+  ::close(fd_);
 }
 
 std::string read_text_file(const std::string& path) {

@@ -40,8 +40,8 @@ struct MountNamespace {
 // whose namespace cannot be read (another user's, gone) are passed over.
 Result<MountNamespace> current_mount_namespace(const std::string& proc_root = "/proc");
 
-// An flock(2)-held lock file; released when the object (and every process
-// that inherited the descriptor) goes away.
+// An flock(2)-held lock file; released, and the file removed, when the
+// object goes away.
 class InstanceLock {
  public:
   // Locks `dir`/lock_file_name(mountpoint, ns_key), creating `dir` if
