@@ -60,8 +60,7 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
         name.compare(name.size() - suffix.size(), suffix.size(), suffix))
       continue;
     // The middle is "<pid>-<start>": digits, one dash, digits.
-    const std::string mid =
-        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
     const size_t dash = mid.find('-');
     if (dash == 0 || dash == std::string::npos || dash + 1 == mid.size() ||
         mid.find_first_not_of("0123456789-") != std::string::npos ||

@@ -62,8 +62,9 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
 // The binds that make sysfs show `want`: physical_package_id,
 // package_cpus(_list), core_siblings(_list), and for L2/L3 the cache's id,
 // shared_cpu_map, shared_cpu_list and (from `sizes`, as the kernel prints
-// it: "<KiB>K") size, each only where the host's content differs. Fails (ENODEV, with a message for the user) when the CPU counts
-// differ, since sysfs cannot gain or lose CPUs by binding files.
+// it: "<KiB>K") size, each only where the host's content differs. Fails
+// (ENODEV, with a message for the user) when the CPU counts differ, since
+// sysfs cannot gain or lose CPUs by binding files.
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
                                                   const std::vector<CpuPlacement>& want,
                                                   CacheSizes sizes = {});

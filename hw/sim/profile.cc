@@ -571,7 +571,8 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
   if (n < covered.size())
     return Error::make(ENODEV, "platform " + p.name + " has " + std::to_string(covered.size()) +
                                    " domains (packages, L3 caches, NUMA nodes) but this host "
-                                   "has " + std::to_string(n) + " CPUs: it needs at least " +
+                                   "has " +
+                                   std::to_string(n) + " CPUs: it needs at least " +
                                    std::to_string(covered.size()) + ", one per domain");
   std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
   for (size_t i = 0; i < n; ++i) {
@@ -612,8 +613,8 @@ Result<Profile> load_profile(const std::string& name_or_path) {
     const std::string base = name_or_path.substr(0, name_or_path.size() - suffix.size());
     if (base == "host" || (!builtins().count(base) && !derived_builtins().count(base)))
       return Error::make(ENOENT, "unknown platform \"" + name_or_path + "\": only a built-in " +
-                                     "profile other than host can be fitted to this host (" +
-                                     base + suffix + ")");
+                                     "profile other than host can be fitted to this host (" + base +
+                                     suffix + ")");
     RESCTRLFS_ASSIGN_OR_RETURN(Profile p, load_profile(base));
     RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology host, read_sysfs_topology("/sys/devices/system/cpu"));
     p.name = name_or_path;

@@ -236,8 +236,8 @@ TEST_CASE("cpuinfo: package, siblings, cores and cache size of each processor") 
   CHECK(rewrite_cpuinfo_topology(host, {0, 0, 0, 1}, 512) == want);
   // Two threads per core on the host: cores are siblings / 2.
   CHECK(rewrite_cpuinfo_topology("processor\t: 0\nsiblings\t: 8\ncpu cores\t: 4\n",
-                                 {0, 0, 0, 0, 1, 1, 1, 1}, 0) ==
-        "processor\t: 0\nsiblings\t: 4\ncpu cores\t: 2\n");
+                                 {0, 0, 0, 0, 1, 1, 1, 1},
+                                 0) == "processor\t: 0\nsiblings\t: 4\ncpu cores\t: 2\n");
   // No cache size line: one is added after cpu MHz (else stepping).
   CHECK(rewrite_cpuinfo_topology("processor\t: 0\nstepping\t: 4\nflags\t\t: x\n", {0}, 16384) ==
         "processor\t: 0\nstepping\t: 4\ncache size\t: 16384 KB\nflags\t\t: x\n");
@@ -251,8 +251,7 @@ TEST_CASE("options: set_platform rewrites the daemon's --platform") {
   REQUIRE(o.ok());
   set_platform(*o, "intel-2s@host");
   CHECK(o->platform == "intel-2s@host");
-  CHECK(o->daemon_args ==
-        std::vector<std::string>{"--platform", "intel-2s@host", "-o", "cdp"});
+  CHECK(o->daemon_args == std::vector<std::string>{"--platform", "intel-2s@host", "-o", "cdp"});
   o = parse_options({"--platform=amd-2s"});
   REQUIRE(o.ok());
   set_platform(*o, "amd-2s@host");

@@ -40,8 +40,8 @@ TEST_CASE("boot state: one file per mount namespace, stale ones of a reused inod
                                           boot_state_path(dir, "/a", "mnt-7-3-30")};
   const std::vector<std::string> kept = {
       mine,
-      boot_state_path(dir, "/a", "mnt-77-1-20"),  // another inode
-      boot_state_path(dir, "/a", "mnt-8-1-20"),   // another namespace
+      boot_state_path(dir, "/a", "mnt-77-1-20"),   // another inode
+      boot_state_path(dir, "/a", "mnt-8-1-20"),    // another namespace
       boot_state_path(dir, "/a_b", "mnt-7-1-20"),  // another mount point
       boot_state_path(dir, "/b", "mnt-7-1-20"),
       boot_state_path(dir, "/x/a", "mnt-7-1-20"),  // ends like /a's

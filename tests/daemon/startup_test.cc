@@ -2,8 +2,11 @@
 // lock, the MSR backend's preconditions and mount point preparation.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -62,9 +65,9 @@ struct FakeProc {
 TEST_CASE("mount namespace: inode of self, oldest process of the namespace") {
   FakeProc p;
   p.add("self", 7, 500);
-  p.add("1", 5, 10);      // another namespace, older
-  p.add("40", 7, 300);    // ours
-  p.add("41", 7, 300);    // same start: the smaller pid wins
+  p.add("1", 5, 10);               // another namespace, older
+  p.add("40", 7, 300);             // ours
+  p.add("41", 7, 300);             // same start: the smaller pid wins
   p.add("90", 7, 200, "a) b (c");  // the oldest; a name with ") " in it
   p.add("91", 7, 900);
   std::ofstream(p.root + "/cpuinfo") << "x";
@@ -111,35 +114,58 @@ TEST_CASE("a lock whose holder has no mount is waited for until it is released")
   const std::string dir = temp_dir();
   const std::string mnt = dir + "/mnt";  // nothing is mounted there
   std::filesystem::create_directory(mnt);
-  int go[2];
+  const std::string path = dir + "/" + lock_file_name(mnt, "mnt-9");
+  int ready[2], go[2];
+  REQUIRE(pipe(ready) == 0);
   REQUIRE(pipe(go) == 0);
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    // The "exiting daemon": holds the lock until the parent is waiting.
-    auto held = InstanceLock::acquire(dir, mnt, "mnt-9");
-    char c = held.ok() ? 'y' : 'n';
-    (void)!write(go[1], &c, 1);
+    // The "exiting daemon": holds the lock until told to go. Only system
+    // calls here: another thread of this process may have held a lock of
+    // the allocator at the fork.
+    close(ready[0]);
     close(go[1]);
-    char wait_byte;
-    (void)!read(go[0], &wait_byte, 1);  // EOF once the parent closes its end
-    usleep(200 * 1000);
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+    const char c = fd >= 0 && flock(fd, LOCK_EX) == 0 ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    char byte;
+    (void)!read(go[0], &byte, 1);  // EOF once the parent closes its end
+    const timespec pause{0, 200 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
     _exit(0);
   }
+  close(ready[1]);
+  close(go[0]);
   char c = 0;
-  REQUIRE(read(go[0], &c, 1) == 1);
-  REQUIRE(c == 'y');
+  const bool got = read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  if (!got || c != 'y') {
+    close(go[1]);
+    waitpid(child, nullptr, 0);
+    FAIL("the child could not take the lock");
+  }
   // Without waiting it is refused at once; with a wait it succeeds once the
   // holder exits.
   auto now = InstanceLock::acquire(dir, mnt, "mnt-9");
   REQUIRE_FALSE(now.ok());
   CHECK(now.error().message.find("did not exit") != std::string::npos);
-  close(go[0]);
   close(go[1]);
   auto waited = InstanceLock::acquire(dir, mnt, "mnt-9", std::chrono::seconds(60));
   CHECK(waited.ok());
   int status = 0;
   waitpid(child, &status, 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a held lock file is removed when its holder lets go") {
+  const std::string dir = temp_dir();
+  {
+    auto held = InstanceLock::acquire(dir, "/mnt/r", "mnt-3");
+    REQUIRE(held.ok());
+    CHECK(std::filesystem::exists(held->path()));
+  }
+  CHECK(std::filesystem::is_empty(dir));
   std::filesystem::remove_all(dir);
 }
 
