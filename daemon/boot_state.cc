@@ -25,9 +25,7 @@ std::string normalised(const std::string& mountpoint) {
   return p.lexically_normal().string();
 }
 
-}  // namespace
-
-std::string boot_state_path(const std::string& dir, const std::string& mountpoint) {
+std::string escaped_name(const std::string& mountpoint) {
   std::string name;
   for (unsigned char c : normalised(mountpoint)) {
     if (c == '/') {
@@ -41,7 +39,36 @@ std::string boot_state_path(const std::string& dir, const std::string& mountpoin
       name += hex;
     }
   }
-  return (std::filesystem::path(dir) / (name + ".json")).string();
+  return name + ".json";
+}
+
+}  // namespace
+
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint,
+                            const std::string& ns_identity) {
+  return (std::filesystem::path(dir) / (ns_identity + escaped_name(mountpoint))).string();
+}
+
+void remove_stale_boot_states(const std::string& dir, const std::string& mountpoint,
+                              const std::string& ns_key, const std::string& keep) {
+  if (ns_key.empty()) return;
+  const std::string prefix = ns_key + "-", suffix = escaped_name(mountpoint);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    // The middle is "<pid>-<start>": digits, one dash, digits.
+    const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    const size_t dash = mid.find('-');
+    if (dash == 0 || dash == std::string::npos || dash + 1 == mid.size() ||
+        mid.find_first_not_of("0123456789-") != std::string::npos ||
+        mid.find('-', dash + 1) != std::string::npos)
+      continue;
+    if (name != std::filesystem::path(keep).filename().string())
+      std::filesystem::remove(e.path(), ec);
+  }
 }
 
 Result<std::optional<std::string>> read_boot_state(const std::string& path,

@@ -19,8 +19,18 @@ namespace resctrlfs::daemon {
 
 // The file for `mountpoint` (made absolute and normalised) in `dir`: the
 // path with '/' written as '_' and every byte other than [A-Za-z0-9.-] as
-// %XX, so that distinct mount points never share a file.
-std::string boot_state_path(const std::string& dir, const std::string& mountpoint);
+// %XX, so that distinct mount points never share a file, after the mount
+// namespace's identity when one is given (MountNamespace::identity(),
+// "mnt-<inode>-<pid>-<start>"), so that namespaces never share one either:
+// "mnt-4026531841-1-2_sys_fs_resctrl.json".
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint,
+                            const std::string& ns_identity = {});
+
+// Removes the files in `dir` for `mountpoint` left by dead namespaces that
+// had the inode number of `ns_key` ("mnt-<inode>"): every
+// "<ns_key>-<pid>-<start><mount point>.json" other than `keep`.
+void remove_stale_boot_states(const std::string& dir, const std::string& mountpoint,
+                              const std::string& ns_key, const std::string& keep);
 
 // The Filesystem document stored for (`platform`, `mountpoint`) in `path`, or
 // nothing when there is no file or it was written for another platform or

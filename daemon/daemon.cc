@@ -357,7 +357,12 @@ void Daemon::shutdown(const char* why) {
 
 void Daemon::load_boot_state() {
   if (opts_.boot_state_dir.empty()) return;
-  boot_state_path_ = boot_state_path(opts_.boot_state_dir, opts_.mountpoint);
+  boot_state_path_ =
+      boot_state_path(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_identity);
+  // Files of earlier namespaces with this one's inode number are theirs
+  // alone, and those namespaces are gone.
+  remove_stale_boot_states(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_key,
+                           boot_state_path_);
   Result<std::optional<std::string>> doc =
       read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint);
   if (!doc.ok()) {

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "hw/backend.h"
+#include "hw/sim/profile.h"
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
 #include "sandbox/proc_rewrite.h"
@@ -48,6 +50,8 @@ struct PlatformView {
   std::string vendor;
   std::vector<std::string> flags;
   std::vector<CpuPlacement> placement;  // index = CPU number
+  CacheSizes caches;                    // sysfs cache/index{2,3}/size
+  uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
 };
 
 Result<PlatformView> load_platform(const std::string& name) {
@@ -63,7 +67,26 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.l3_id = cpu < info.cpu_l3_id.size() ? info.cpu_l3_id[cpu] : -1;
     v.placement.push_back(p);
   }
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::sim::Profile profile, hw::sim::load_profile(name));
+  v.caches = {hw::sim::cache_size_bytes(profile, 2), hw::sim::cache_size_bytes(profile, 3)};
+  // Linux's x86_cache_size: CPUID 0x80000006's L2 on AMD, else the L3 (or L2).
+  v.cpuinfo_cache_kb = (profile.amd() || v.caches.l3 == 0 ? v.caches.l2 : v.caches.l3) >> 10;
   return v;
+}
+
+// A built-in platform other than host whose CPU count differs from the
+// host's runs fitted to the host's CPUs (NAME@host, see hw/sim/profile.h).
+bool fit_to_host(const std::string& name, const std::vector<HostCpu>& host) {
+  auto names = hw::builtin_platforms();
+  if (name == "host" || std::find(names.begin(), names.end(), name) == names.end()) return false;
+  auto p = load_platform(name);
+  return p && p->placement.size() != host.size();
+}
+
+std::vector<int> cpu_packages(const PlatformView& v) {
+  std::vector<int> out;
+  for (const auto& p : v.placement) out.push_back(p.package);
+  return out;
 }
 
 std::string host_vendor() {
@@ -232,6 +255,9 @@ Result<void> Sandbox::setup() {
   RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
   simulated_ = opts_.backend != "msr";
   if (simulated_) {
+    RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
+    if (fit_to_host(opts_.platform, host))
+      set_platform(opts_, opts_.platform + hw::sim::kFitToHostSuffix);
     auto p = load_platform(opts_.platform);
     if (!p)
       return Error::make(p.error().code, "platform " + opts_.platform + ": " + p.error().message);
@@ -240,17 +266,14 @@ Result<void> Sandbox::setup() {
     if (!hv.empty() && hv != platform_.vendor)
       log("warning: platform vendor " + platform_.vendor + " differs from this CPU's " + hv +
           "; clients that read CPUID (pqos) will treat it as " + hv);
-    RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
-    if (!topology_matches(host, platform_.placement)) {
-      auto plan = plan_topology_binds(host, platform_.placement);
-      if (plan) {
-        topology_binds_ = std::move(*plan);
-      } else if (opts_.ignore_topology) {
-        log("warning: " + plan.error().message);
-      } else {
-        return Error::make(plan.error().code,
-                           "platform " + opts_.platform + ": " + plan.error().message);
-      }
+    auto plan = plan_topology_binds(host, platform_.placement, platform_.caches);
+    if (plan) {
+      topology_binds_ = std::move(*plan);
+    } else if (opts_.ignore_topology) {
+      log("warning: " + plan.error().message);
+    } else {
+      return Error::make(plan.error().code,
+                         "platform " + opts_.platform + ": " + plan.error().message);
     }
   }
   RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
@@ -264,16 +287,9 @@ Result<void> Sandbox::setup() {
 Result<void> Sandbox::start_daemon() {
   std::vector<std::string> args = {daemon_, "-f"};
   args.insert(args.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
-  if (!opts_.has_state_dir) {
-    // The daemon's instance lock is keyed by mount point, which every
-    // sandbox shares; a private state directory keeps sandboxes apart and
-    // makes each start from a fresh tree, as a kernel mount does.
-    std::string state = staging_ + "/state";
-    if (::mkdir(state.c_str(), 0700) != 0)
-      return Error::make(errno, "mkdir " + state + ": " + std::strerror(errno));
-    args.push_back("--state-dir");
-    args.push_back(state);
-  }
+  // Without --state-dir the daemon keeps no journal, so every sandbox starts
+  // from a fresh tree; its instance lock and boot state are keyed by this
+  // sandbox's mount namespace, so sandboxes never meet.
   args.push_back(kMountpoint);
   pid_t pid = ::fork();
   if (pid < 0) return Error::make(errno, std::string("fork: ") + std::strerror(errno));
@@ -322,7 +338,10 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   if (!simulated_) return {};  // real hardware: the host's flags and topology are true
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   RESCTRLFS_RETURN_IF_ERROR(
-      bind_file(staging_, "cpuinfo", rewrite_cpuinfo(cpuinfo, platform_.flags), "/proc/cpuinfo"));
+      bind_file(staging_, "cpuinfo",
+                rewrite_cpuinfo_topology(rewrite_cpuinfo(cpuinfo, platform_.flags),
+                                         cpu_packages(platform_), platform_.cpuinfo_cache_kb),
+                "/proc/cpuinfo"));
   int n = 0;
   for (const auto& b : topology_binds_)
     RESCTRLFS_RETURN_IF_ERROR(

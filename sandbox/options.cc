@@ -43,15 +43,35 @@ std::string usage() {
          "  --daemon PATH       resctrlfsd to run (default: $RESCTRLFSD, next to this\n"
          "                      program, ../daemon/resctrlfsd, then $PATH)\n"
          "  --ignore-topology   run even if sysfs cannot be made to show the platform's\n"
-         "                      topology (CPU counts differ); pqos will then misreport\n"
+         "                      topology (a JSON profile whose CPUs are not the host's);\n"
+         "                      pqos will then misreport\n"
          "  -h, --help          this text\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
          "  --control SOCKET, --state-dir DIR, --backend sim|msr, ...\n"
-         "  Without --state-dir the daemon keeps its state and instance lock in the staging\n"
-         "  directory: every sandbox starts fresh, and several can run at once.\n"
+         "  A built-in platform keeps its domains and limits on the host's CPUs: host CPU\n"
+         "  i of N takes the place of the platform's CPU i*M/N of M (NAME@host).\n"
+         "  Without --state-dir every sandbox starts fresh; sandboxes have their own\n"
+         "  instance lock and boot state (keyed by mount namespace), so several can run.\n"
          "\n"
          "Inside the sandbox, `resctrlfs-sandbox -- CMD` (no daemon options) gives CMD its own\n"
          "rewritten mount tables: only the sandbox's COMMAND process has them otherwise.\n";
+}
+
+void set_platform(Options& o, const std::string& platform) {
+  o.platform = platform;
+  auto& a = o.daemon_args;
+  for (size_t i = a.size(); i-- > 0;) {
+    if (a[i] == "--platform" && i + 1 < a.size()) {
+      a[i + 1] = platform;
+      return;
+    }
+    if (a[i].rfind("--platform=", 0) == 0) {
+      a[i] = "--platform=" + platform;
+      return;
+    }
+  }
+  a.push_back("--platform");
+  a.push_back(platform);
 }
 
 Result<Options> parse_options(const std::vector<std::string>& args) {

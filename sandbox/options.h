@@ -28,6 +28,10 @@ struct Options {
 // Parses the arguments after argv[0].
 Result<Options> parse_options(const std::vector<std::string>& args);
 
+// Sets the platform, also in the daemon's arguments (the last --platform
+// there is replaced; one is added if there is none).
+void set_platform(Options& o, const std::string& platform);
+
 // The --help text.
 std::string usage();
 

@@ -143,6 +143,96 @@ std::string rewrite_cpuinfo(std::string_view cpuinfo,
   return join_lines(out, trailing);
 }
 
+namespace {
+
+// The key of a "key\t: value" cpuinfo line ("" if it has no colon).
+std::string_view cpuinfo_key(std::string_view line) {
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return {};
+  std::string_view k = line.substr(0, colon);
+  while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.remove_suffix(1);
+  return k;
+}
+
+// The unsigned number after a cpuinfo line's colon, or -1.
+long cpuinfo_number(std::string_view line) {
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return -1;
+  std::string_view v = line.substr(colon + 1);
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  long n = 0;
+  if (v.empty() || v.front() < '0' || v.front() > '9') return -1;
+  for (char c : v) {
+    if (c < '0' || c > '9') break;
+    n = n * 10 + (c - '0');
+    if (n > (1L << 40)) return -1;
+  }
+  return n;
+}
+
+// The line with its value replaced, keeping "key<whitespace>: ".
+std::string with_value(std::string_view line, const std::string& value) {
+  size_t colon = line.find(':');
+  return std::string(line.substr(0, colon + 1)) + " " + value;
+}
+
+}  // namespace
+
+std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
+                                     uint64_t cache_size_kb) {
+  std::vector<std::string> out;
+  auto lines = split_lines(cpuinfo);
+  // One block per processor, separated by empty lines.
+  size_t i = 0;
+  while (i < lines.size()) {
+    size_t end = i;
+    while (end < lines.size() && !lines[end].empty()) ++end;
+    int package = -1;
+    long host_siblings = -1, host_cores = -1;
+    bool has_cache = false;
+    for (size_t k = i; k < end; ++k) {
+      std::string_view key = cpuinfo_key(lines[k]);
+      long v = cpuinfo_number(lines[k]);
+      if (key == "processor" && v >= 0 && static_cast<size_t>(v) < packages.size())
+        package = packages[static_cast<size_t>(v)];
+      if (key == "siblings") host_siblings = v;
+      if (key == "cpu cores") host_cores = v;
+      if (key == "cache size") has_cache = true;
+    }
+    long siblings = 0;
+    for (int p : packages)
+      if (package >= 0 && p == package) ++siblings;
+    const long threads = host_siblings > 0 && host_cores > 0 && host_siblings >= host_cores
+                             ? host_siblings / host_cores
+                             : 1;
+    const std::string cache = std::to_string(cache_size_kb) + " KB";
+    long cache_at = -1;  // where in `out` a missing "cache size" line goes
+    for (size_t k = i; k < end; ++k) {
+      std::string_view line = lines[k];
+      std::string_view key = cpuinfo_key(line);
+      if (package >= 0 && key == "physical id") {
+        out.push_back(with_value(line, std::to_string(package)));
+      } else if (package >= 0 && key == "siblings") {
+        out.push_back(with_value(line, std::to_string(siblings)));
+      } else if (package >= 0 && key == "cpu cores") {
+        out.push_back(with_value(line, std::to_string(std::max(1L, siblings / threads))));
+      } else if (cache_size_kb != 0 && key == "cache size") {
+        out.push_back(with_value(line, cache));
+      } else {
+        out.emplace_back(line);
+      }
+      if (key == "cpu MHz" || (key == "stepping" && cache_at < 0))
+        cache_at = static_cast<long>(out.size());
+    }
+    if (cache_size_kb != 0 && !has_cache && cache_at >= 0)
+      out.insert(out.begin() + cache_at, "cache size\t: " + cache);
+    // The empty separator lines.
+    for (i = end; i < lines.size() && lines[i].empty(); ++i) out.emplace_back();
+  }
+  bool trailing = !cpuinfo.empty() && cpuinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
 std::string add_resctrl_filesystem(std::string_view filesystems) {
   for (auto line : split_lines(filesystems))
     if (line == "nodev\tresctrl") return std::string(filesystems);

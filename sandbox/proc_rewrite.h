@@ -7,6 +7,7 @@
 // Pure functions over text, so they are unit-tested without root.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,17 @@ const std::vector<std::string>& rdt_cpuinfo_flags();
 // which they are given, duplicates dropped). Other lines are unchanged.
 std::string rewrite_cpuinfo(std::string_view cpuinfo,
                             const std::vector<std::string>& platform_flags);
+
+// Returns `cpuinfo` with the per-processor topology and cache lines of the
+// platform: `physical id` becomes packages[N] for `processor : N`,
+// `siblings` the number of CPUs in that package, `cpu cores` siblings
+// divided by the host's threads per core (siblings / cpu cores of the
+// block, at least 1), and `cache size` becomes `cache_size_kb KB` (added
+// after `cpu MHz`, or else `stepping`, when the host has none; left alone
+// when cache_size_kb is 0). A processor outside `packages` or with a
+// negative package keeps its lines.
+std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
+                                     uint64_t cache_size_kb);
 
 // Returns `filesystems` with a `nodev\tresctrl` line appended (unless the
 // exact line is already present).

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -558,7 +559,72 @@ Result<Profile> parse_profile(const std::string& json_text, const std::string& n
   return parse_json(j, name);
 }
 
+Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
+  std::vector<CpuPlacement> mine;
+  for (const auto& c : p.cpus)
+    if (c.cpu >= 0) mine.push_back(c);
+  std::vector<unsigned> theirs;
+  for (unsigned c = 0; c < host.nr_cpus; ++c)
+    if (host.online.test(c)) theirs.push_back(c);
+  if (mine.empty() || theirs.empty())
+    return Error::make(ENODEV, "platform " + p.name + ": no CPUs to fit");
+  auto domain = [](const CpuPlacement& c) { return std::tuple(c.package, c.l3, c.node); };
+  std::map<std::tuple<int, int, int>, bool> covered;
+  for (const auto& c : mine) covered[domain(c)] = false;
+  const size_t m = mine.size(), n = theirs.size();
+  if (n < covered.size())
+    return Error::make(ENODEV, "platform " + p.name + " has " + std::to_string(covered.size()) +
+                                   " domains (packages, L3 caches, NUMA nodes) but this host "
+                                   "has " +
+                                   std::to_string(n) + " CPUs: it needs at least " +
+                                   std::to_string(covered.size()) + ", one per domain");
+  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  for (size_t i = 0; i < n; ++i) {
+    CpuPlacement c = mine[i * m / n];
+    covered[domain(c)] = true;
+    c.cpu = static_cast<int>(theirs[i]);
+    fitted[theirs[i]] = c;
+  }
+  for (const auto& [d, hit] : covered)
+    if (!hit)
+      return Error::make(ENODEV, "platform " + p.name + ": spreading this host's " +
+                                     std::to_string(n) + " CPUs leaves package " +
+                                     std::to_string(std::get<0>(d)) + " L3 " +
+                                     std::to_string(std::get<1>(d)) + " without a CPU");
+  p.cpus = std::move(fitted);
+  p.nr_cpus = host.nr_cpus;
+  return Ok();
+}
+
+uint64_t cache_size_bytes(const Profile& p, unsigned level) {
+  struct TableSource : CpuidSource {
+    const Profile* p;
+    CpuidRegs cpuid(unsigned, uint32_t l, uint32_t s) const override {
+      auto it = p->cpuid.find({l, s});
+      return it == p->cpuid.end() ? CpuidRegs{} : it->second;
+    }
+  } src;
+  src.p = &p;
+  const uint64_t size = x86::cpuid_cache_size(src, 0, p.amd(), level);
+  if (size != 0) return size;
+  return level == 2 ? p.l2_size_bytes : level == 3 ? p.l3_size_bytes : 0;
+}
+
 Result<Profile> load_profile(const std::string& name_or_path) {
+  const std::string suffix = kFitToHostSuffix;
+  if (name_or_path.size() > suffix.size() &&
+      name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    const std::string base = name_or_path.substr(0, name_or_path.size() - suffix.size());
+    if (base == "host" || (!builtins().count(base) && !derived_builtins().count(base)))
+      return Error::make(ENOENT, "unknown platform \"" + name_or_path + "\": only a built-in " +
+                                     "profile other than host can be fitted to this host (" + base +
+                                     suffix + ")");
+    RESCTRLFS_ASSIGN_OR_RETURN(Profile p, load_profile(base));
+    RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology host, read_sysfs_topology("/sys/devices/system/cpu"));
+    p.name = name_or_path;
+    RESCTRLFS_RETURN_IF_ERROR(fit_profile_to_topology(p, host));
+    return p;
+  }
   if (name_or_path == "host") return host_profile();
   if (auto it = builtins().find(name_or_path); it != builtins().end())
     return parse_profile(it->second, name_or_path);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "daemon/boot_state.h"
 #include "daemon/options.h"
@@ -23,6 +24,35 @@ TEST_CASE("boot state: one file per mount point") {
   CHECK(boot_state_path("/run/x", "/mnt/a b/") == "/run/x/_mnt_a%20b_.json");
   CHECK(boot_state_path("/run/x", "/mnt//a/./b") == boot_state_path("/run/x", "/mnt/a/b"));
   CHECK(boot_state_path("/run/x", "/mnt/%41") != boot_state_path("/run/x", "/mnt/A"));
+}
+
+TEST_CASE("boot state: one file per mount namespace, stale ones of a reused inode removed") {
+  using resctrlfs::daemon::remove_stale_boot_states;
+  CHECK(boot_state_path("/run/x", "/sys/fs/resctrl", "mnt-7-1-20") ==
+        "/run/x/mnt-7-1-20_sys_fs_resctrl.json");
+  CHECK(boot_state_path("/run/x", "/a", "mnt-7-1-20") !=
+        boot_state_path("/run/x", "/a", "mnt-7-2-20"));
+  char tmpl[] = "/tmp/resctrlfs-boot-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string mine = boot_state_path(dir, "/a", "mnt-7-5-50");
+  const std::vector<std::string> stale = {boot_state_path(dir, "/a", "mnt-7-1-20"),
+                                          boot_state_path(dir, "/a", "mnt-7-3-30")};
+  const std::vector<std::string> kept = {
+      mine,
+      boot_state_path(dir, "/a", "mnt-77-1-20"),   // another inode
+      boot_state_path(dir, "/a", "mnt-8-1-20"),    // another namespace
+      boot_state_path(dir, "/a_b", "mnt-7-1-20"),  // another mount point
+      boot_state_path(dir, "/b", "mnt-7-1-20"),
+      boot_state_path(dir, "/x/a", "mnt-7-1-20"),  // ends like /a's
+      boot_state_path(dir, "/a", ""),              // not keyed
+      dir + "/mnt-7-x-1_a.json"};                  // not ours
+  for (const auto& f : stale) std::ofstream(f) << "{}";
+  for (const auto& f : kept) std::ofstream(f) << "{}";
+  remove_stale_boot_states(dir, "/a", "mnt-7", mine);
+  for (const auto& f : stale) CHECK_FALSE(std::filesystem::exists(f));
+  for (const auto& f : kept) CHECK(std::filesystem::exists(f));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("boot state: written, read back, ignored for another platform or mount point") {
