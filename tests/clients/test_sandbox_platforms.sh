@@ -47,10 +47,10 @@ EOF
 
 # The platform's numbers, from its definition in hw/sim/profile.cc.
 declare -A L3SIZE=([intel-2s]=16384K [intel-bdx]=16384K [intel-l2]=8192K [intel-cmt]=8192K
-  [amd-2s]=32768K [amd-io]=32768K [intel-snc]=30720K [intel-aet]=36864K)
+  [amd-2s]=32768K [amd-io]=32768K [intel-snc]=30720K [intel-aet]=589824K)
 declare -A CPUINFO_CACHE=([intel-2s]="16384 KB" [intel-bdx]="16384 KB" [intel-l2]="8192 KB"
   [intel-cmt]="8192 KB" [amd-2s]="512 KB" [amd-io]="512 KB" [intel-snc]="30720 KB"
-  [intel-aet]="36864 KB")
+  [intel-aet]="589824 KB")
 declare -A DOMAINS=([intel-2s]=2 [intel-bdx]=2 [intel-l2]=1 [intel-cmt]=1 [amd-2s]=2 [amd-io]=2
   [intel-snc]=4 [intel-aet]=2)
 declare -A L3IDS=([intel-2s]="0 1 " [intel-bdx]="0 1 " [intel-l2]="0 " [intel-cmt]="" [amd-2s]="0 1 "
