@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::bench {
 
 double now_us() {
@@ -185,9 +187,9 @@ std::optional<nlohmann::json> control_call(const std::string& socket_path,
     in.append(buf, r);
   }
   close(fd);
-  auto j = nlohmann::json::parse(in.substr(0, in.find('\n')), nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  auto j = resctrlfs::parse_json(in.substr(0, in.find('\n')));
+  if (!j.ok()) return std::nullopt;
+  return std::move(j).value();
 }
 
 // Finds the object of opcode counters: the one holding a READ key.
