@@ -213,7 +213,7 @@ std::optional<std::map<std::string, uint64_t>> request_counts(const std::string&
   if (!c) return std::nullopt;
   std::map<std::string, uint64_t> out;
   for (auto& [k, v] : c->items()) {
-    if (!v.is_number()) continue;
+    if (!v.is_number_unsigned()) continue;  // a float would not fit
     std::string up = k;
     for (auto& ch : up) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
     out[up] = v.get<uint64_t>();
