@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -71,6 +73,31 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
   }
 }
 
+Result<std::optional<std::string>> parse_boot_state(std::string_view text,
+                                                    const std::string& platform,
+                                                    const std::string& mountpoint) {
+  // Outside input (a file anyone with access to /run may have damaged):
+  // typed access only (base/json_input.h); the try is the last guard.
+  try {
+    Result<json> parsed = parse_json(text);
+    if (!parsed.ok()) return Error::make(EINVAL, "not JSON: " + parsed.error().message);
+    const JsonIn j(*parsed);
+    if (!j.json().is_object()) return Error::make(EINVAL, "not a boot-state document");
+    RESCTRLFS_ASSIGN_OR_RETURN(const int version, j.int_at<int>("version"));
+    if (version != 1) return Error::make(EINVAL, "unknown version " + std::to_string(version));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn state, j.get("state"));
+    RESCTRLFS_RETURN_IF_ERROR(state.object());
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_platform, j.string_or("platform", ""));
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_mountpoint, j.string_or("mountpoint", ""));
+    // Another machine shape or another mount point: not this "boot".
+    if (file_platform != platform || file_mountpoint != normalised(mountpoint))
+      return std::optional<std::string>();
+    return std::optional<std::string>(state.json().dump());
+  } catch (const std::exception& e) {
+    return Error::make(EINVAL, e.what());
+  }
+}
+
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
                                                    const std::string& mountpoint) {
@@ -81,25 +108,19 @@ Result<std::optional<std::string>> read_boot_state(const std::string& path,
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("state") ||
-      !j["state"].is_object())
-    return Error::make(EINVAL, "boot state " + path + ": not a boot-state document");
-  // Another machine shape or another mount point: not this "boot".
-  if (j.value("platform", std::string()) != platform ||
-      j.value("mountpoint", std::string()) != normalised(mountpoint))
-    return std::optional<std::string>();
-  return std::optional<std::string>(j["state"].dump());
+  Result<std::optional<std::string>> doc = parse_boot_state(ss.str(), platform, mountpoint);
+  if (!doc.ok()) return Error::make(EINVAL, "boot state " + path + ": " + doc.error().message);
+  return doc;
 }
 
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
                               const std::string& mountpoint, const std::string& state_json) {
-  json state = json::parse(state_json, nullptr, /*allow_exceptions=*/false);
-  if (state.is_discarded()) return Error::make(EINVAL, "boot state: not JSON");
+  Result<json> state = parse_json(state_json);
+  if (!state.ok()) return Error::make(EINVAL, "boot state: not JSON: " + state.error().message);
   json j = {{"version", 1},
             {"platform", platform},
             {"mountpoint", normalised(mountpoint)},
-            {"state", state}};
+            {"state", std::move(state).value()}};
   std::error_code ec;
   std::filesystem::path p(path);
   std::filesystem::create_directories(p.parent_path(), ec);

@@ -12,10 +12,14 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
 namespace resctrlfs::daemon {
+
+// A boot-state file that cannot be applied is renamed with this suffix.
+inline constexpr const char* kBootStateRejectedSuffix = ".rejected";
 
 // The file for `mountpoint` (made absolute and normalised) in `dir`: the
 // path with '/' written as '_' and every byte other than [A-Za-z0-9.-] as
@@ -38,6 +42,13 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
                                                    const std::string& mountpoint);
+
+// The Filesystem document in the text of a boot-state file, or nothing when
+// it was written for another platform or mount point. EINVAL with the reason
+// (the JSON path of what is wrong) for text that is not such a document.
+Result<std::optional<std::string>> parse_boot_state(std::string_view text,
+                                                    const std::string& platform,
+                                                    const std::string& mountpoint);
 
 // Replaces `path` atomically (temporary file + rename), creating its
 // directory (mode 0755) if needed.

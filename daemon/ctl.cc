@@ -10,6 +10,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::daemon {
 
 using nlohmann::json;
@@ -110,13 +112,13 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   } else if (stats->parsed()) {
     out.request = json{{"cmd", stats_action == "reset" ? "stats-reset" : "stats"}};
   } else if (send->parsed()) {
-    json r = json::parse(raw_json, nullptr, false);
-    if (r.is_discarded()) {
+    Result<json> r = parse_json(raw_json);
+    if (!r.ok()) {
       out.exit_code = 2;
-      out.output = "send: not valid JSON\n";
+      out.output = "send: not valid JSON: " + r.error().message + "\n";
       return out;
     }
-    out.request = std::move(r);
+    out.request = std::move(r).value();
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json_input.h"
 #include "daemon/boot_state.h"
 
 namespace resctrlfs::daemon {
@@ -365,13 +366,28 @@ void Daemon::load_boot_state() {
                            boot_state_path_);
   Result<std::optional<std::string>> doc =
       read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint);
+  // A file that is damaged or does not fit is kept aside for inspection,
+  // never applied in part, and the daemon mounts with boot defaults: refusing
+  // to start would turn one bad file under /run into a daemon that never
+  // comes back under systemd. A file that cannot be read is left alone.
+  auto set_aside = [this](const std::string& why) {
+    const std::string aside = boot_state_path_ + kBootStateRejectedSuffix;
+    if (::rename(boot_state_path_.c_str(), aside.c_str()) != 0) {
+      spdlog::error("{}; cannot move it to {}: {}; starting from boot defaults", why, aside,
+                    std::strerror(errno));
+      return;
+    }
+    spdlog::error("{}; moved to {}; starting from boot defaults", why, aside);
+  };
   if (!doc.ok()) {
+    if (doc.error().code == EINVAL) return set_aside(doc.error().message);
     spdlog::warn("{}: starting from boot defaults", doc.error().message);
     return;
   }
   if (!doc->has_value()) return;
   Result<void> r = parts_->fs->restore_boot_state_json(**doc);
   if (!r.ok()) {
+    if (r.error().code == EINVAL) return set_aside(boot_state_path_ + ": " + r.error().message);
     spdlog::warn("{}: {}: starting from boot defaults", boot_state_path_, r.error().message);
     return;
   }
@@ -414,8 +430,8 @@ Result<hw::SimControl*> Daemon::sim() {
 }
 
 Result<json> Daemon::status() {
-  json j = json::parse(parts_->fs->status_json(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) j = json::object();
+  json j = parse_json(parts_->fs->status_json()).value_or(json::object());
+  if (!j.is_object()) j = json::object();
   json d = {{"platform", parts_->backend.platform_name},
             {"backend", opts_.backend == BackendKind::kMsr ? "msr" : "sim"},
             {"mountpoint", opts_.mountpoint},

@@ -232,8 +232,12 @@ class FsImpl final : public Filesystem {
   std::string take_state_snapshot_json() override;
   std::optional<std::string> take_state_delta_json() override;
   Result<void> restore_state_json(const std::string& json) override;
+  // restore_state_json() under mu_, without its last-guard try.
+  Result<void> restore_state_locked(const std::string& text);
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
+  // restore_boot_state_json() under mu_, without its last-guard try.
+  Result<void> restore_boot_state_locked(const std::string& text);
 
   // ---- file table callbacks (public so the static table can name them) ----
   // Group files (ctrl_files.cc, groups.cc).

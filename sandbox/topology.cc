@@ -3,6 +3,7 @@
 #include "sandbox/topology.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,7 +39,11 @@ int numbered(const std::string& name, const std::string& prefix) {
   std::string rest = name.substr(prefix.size());
   if (!std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
-  return std::stoi(rest);
+  // from_chars, not stoi: a number too big for an int is "not numbered",
+  // never an exception.
+  int n = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+  return ec == std::errc() && end == rest.data() + rest.size() ? n : -1;
 }
 
 int placement_id(const CpuPlacement& p, int level) {

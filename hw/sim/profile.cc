@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -18,6 +20,7 @@
 #include <cpuid.h>
 #endif
 
+#include "base/json_input.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 
@@ -153,31 +156,46 @@ const std::map<std::string, Derived>& derived_builtins() {
 
 Error bad(const std::string& what) { return Error::make(EINVAL, "platform profile: " + what); }
 
-// A JSON number, or a string holding a C-style (hex or decimal) integer.
-Result<uint64_t> as_u64(const json& v, const std::string& key) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(v.get<int64_t>());
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-    if (errno == 0 && end != s.c_str() && *end == 0) return static_cast<uint64_t>(x);
+// The profile is outside input (a file given with --platform): it is read
+// only through JsonIn (base/json_input.h), every value type- and
+// range-checked, its JSON path in the message.
+template <typename T>
+Result<T> checked(Result<T> r) {
+  if (!r.ok()) return bad(r.error().message);
+  return r;
+}
+
+// A JSON integer, or a string holding a C-style (hex or decimal) integer,
+// at most `max`.
+Result<uint64_t> as_u64(const JsonIn& v, uint64_t max = UINT64_MAX) {
+  if (const std::string* s = v.json().get_ptr<const std::string*>()) {
+    // strtoull would take leading blanks and a minus sign: digits only.
+    if (!s->empty() && std::isdigit(static_cast<unsigned char>((*s)[0])) != 0) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long x = std::strtoull(s->c_str(), &end, 0);
+      if (errno == 0 && *end == 0 && x <= max) return static_cast<uint64_t>(x);
+    }
+    return bad(v.path() + ": must be an integer in 0.." + std::to_string(max) +
+               " (a number, or a string such as \"0x1f\")");
   }
-  return bad("\"" + key + "\" must be a non-negative integer");
+  return checked(v.as_int<uint64_t>(0, max));
 }
 
-Result<uint64_t> get_u64(const json& obj, const std::string& key, uint64_t dflt) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  return as_u64(*it, key);
+// The member `key` as by as_u64, or `dflt` when absent.
+Result<uint64_t> get_u64(const JsonIn& obj, const std::string& key, uint64_t dflt,
+                         uint64_t max = UINT64_MAX) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<JsonIn> m, checked(obj.find(key)));
+  if (!m) return dflt;
+  return as_u64(*m, max);
 }
 
-bool get_bool(const json& obj, const std::string& key, bool dflt) {
-  auto it = obj.find(key);
-  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : dflt;
+Result<bool> get_bool(const JsonIn& obj, const std::string& key, bool dflt) {
+  return checked(obj.bool_or(key, dflt));
 }
+
+// Cache sizes beyond this are typing errors (the largest L3s are ~1 GiB).
+constexpr uint64_t kMaxCacheBytes = 1ULL << 40;
 
 void set_leaf(Profile& p, uint32_t leaf, uint32_t sub, CpuidRegs r) { p.cpuid[{leaf, sub}] = r; }
 CpuidRegs& leaf(Profile& p, uint32_t l, uint32_t sub) { return p.cpuid[{l, sub}]; }
@@ -200,21 +218,25 @@ bool encode_cache(uint64_t size, unsigned level, CpuidRegs& out) {
   return false;
 }
 
-Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+Result<void> synth_cache_cat(Profile& p, const JsonIn& j, uint32_t sub, const std::string& key) {
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cbm_len, get_u64(j, "cbm_len", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t share, get_u64(j, "shareable_bits", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t share, get_u64(j, "shareable_bits", 0, UINT32_MAX));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool cdp, get_bool(j, "cdp", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool sparse, get_bool(j, "sparse", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool io_alloc, get_bool(j, "io_alloc", false));
   if (cbm_len < 1 || cbm_len > 32) return bad(key + ".cbm_len must be 1..32");
   if (closids < 1 || closids > 65536) return bad(key + ".num_closid must be 1..65536");
   CpuidRegs r;
   r.eax = static_cast<uint32_t>(cbm_len - 1);
   r.ebx = static_cast<uint32_t>(share);
-  r.ecx = (get_bool(j, "cdp", false) ? CPUID_10_CACHE_ECX_CDP : 0) |
-          (get_bool(j, "sparse", false) && !p.amd() ? CPUID_10_CACHE_ECX_NONCONT : 0);
+  r.ecx =
+      (cdp ? CPUID_10_CACHE_ECX_CDP : 0) | (sparse && !p.amd() ? CPUID_10_CACHE_ECX_NONCONT : 0);
   r.edx = static_cast<uint32_t>(closids - 1);
   set_leaf(p, CPUID_LEAF_PQE, sub, r);
   leaf(p, CPUID_LEAF_PQE, 0).ebx |= (sub == 1 ? CPUID_10_0_EBX_L3 : CPUID_10_0_EBX_L2);
-  if (get_bool(j, "io_alloc", false)) {
+  if (io_alloc) {
     if (!p.amd() || sub != 1) return bad(key + ".io_alloc (SDCIAE) needs an AMD vendor and L3");
     leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |= CPUID_80000020_0_EBX_SDCIAE;
   }
@@ -222,8 +244,9 @@ Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std:
   return Ok();
 }
 
-Result<void> synth_amd_bw(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+Result<void> synth_amd_bw(Profile& p, const JsonIn& j, uint32_t sub, const std::string& key) {
   if (!p.amd()) return bad(key + " needs an AMD vendor");
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bw_len, get_u64(j, "bw_len", 11));
   if (closids < 1 || bw_len < 1 || bw_len > 30) return bad(key + " needs num_closid and bw_len");
@@ -236,26 +259,27 @@ Result<void> synth_amd_bw(Profile& p, const json& j, uint32_t sub, const std::st
   return Ok();
 }
 
-Result<void> synth_mon(Profile& p, const json& j) {
+Result<void> synth_mon(Profile& p, const JsonIn& j) {
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(j, "num_rmids", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scale, get_u64(j, "scale", 65536));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scale, get_u64(j, "scale", 65536, UINT32_MAX));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t width, get_u64(j, "counter_width", 24));
   if (rmids < 1 || rmids > 4096) return bad("l3_mon.num_rmids must be 1..4096");
   if (width < 24 || width > 62) return bad("l3_mon.counter_width must be 24..62");
   if (scale < 1) return bad("l3_mon.scale must be positive");
   uint32_t edx = 0;
-  if (auto it = j.find("events"); it != j.end()) {
-    for (const auto& e : *it) {
-      std::string name = e.is_string() ? e.get<std::string>() : "";
-      if (name == "llc_occupancy") {
-        edx |= CPUID_F_1_EDX_OCCUP;
-      } else if (name == "mbm_total_bytes") {
-        edx |= CPUID_F_1_EDX_MBM_TOTAL;
-      } else if (name == "mbm_local_bytes") {
-        edx |= CPUID_F_1_EDX_MBM_LOCAL;
-      } else {
-        return bad("unknown l3_mon event \"" + name + "\"");
-      }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> events,
+                             checked(j.elements_or_none("events", 16)));
+  for (const JsonIn& e : events) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string name, checked(e.as_string(64)));
+    if (name == "llc_occupancy") {
+      edx |= CPUID_F_1_EDX_OCCUP;
+    } else if (name == "mbm_total_bytes") {
+      edx |= CPUID_F_1_EDX_MBM_TOTAL;
+    } else if (name == "mbm_local_bytes") {
+      edx |= CPUID_F_1_EDX_MBM_LOCAL;
+    } else {
+      return bad("unknown l3_mon event \"" + name + "\"");
     }
   }
   // AMD parts report a zero width offset and mean 44 bits.
@@ -265,7 +289,7 @@ Result<void> synth_mon(Profile& p, const json& j) {
   set_leaf(p, CPUID_LEAF_PQM, 0, CpuidRegs{0, max_rmid, 0, CPUID_F_0_EDX_L3});
   set_leaf(p, CPUID_LEAF_PQM, 1, CpuidRegs{offset, static_cast<uint32_t>(scale), max_rmid, edx});
   leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQM;
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0, UINT32_MAX));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t abmc, get_u64(j, "abmc_counters", 0));
   if ((bmec != 0 || abmc != 0) && !p.amd()) return bad("BMEC/ABMC need an AMD vendor");
   if (bmec != 0) {
@@ -280,16 +304,17 @@ Result<void> synth_mon(Profile& p, const json& j) {
   return Ok();
 }
 
-Result<void> parse_telemetry(Profile& p, const json& j) {
-  if (p.amd() || !j.is_array()) return bad("\"telemetry\" is an Intel list of aggregators");
-  for (const auto& a : j) {
-    if (!a.is_object()) return bad("each telemetry aggregator must be an object");
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t guid, get_u64(a, "guid", 0));
+Result<void> parse_telemetry(Profile& p, const JsonIn& j) {
+  if (p.amd() || !j.json().is_array()) return bad("\"telemetry\" is an Intel list of aggregators");
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> aggregators, checked(j.elements(4096)));
+  for (const JsonIn& a : aggregators) {
+    if (!a.json().is_object()) return bad("each telemetry aggregator must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t guid, get_u64(a, "guid", 0, UINT32_MAX));
     const x86::AetEventGroup* layout = x86::aet_event_group(static_cast<uint32_t>(guid));
     if (layout == nullptr) return bad("unknown telemetry guid " + std::to_string(guid));
     TelemetryAggregator t;
     t.guid = static_cast<uint32_t>(guid);
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t pkg, get_u64(a, "package", 0));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t pkg, get_u64(a, "package", 0, 4095));
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(a, "num_rmids", layout->num_rmids));
     RESCTRLFS_ASSIGN_OR_RETURN(t.size, get_u64(a, "size", layout->mmio_size()));
     if (pkg > 4095 || rmids > layout->num_rmids)
@@ -334,46 +359,50 @@ void synth_base_leaves(Profile& p) {
   (void)leaf(p, CPUID_LEAF_EXT_FEATURES, 0);
 }
 
-Result<Profile> parse_json(const json& j, const std::string& name) {
-  if (!j.is_object()) return bad("top level must be an object");
+Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
+  if (!j.json().is_object()) return bad("top level must be an object");
   Profile p;
   p.name = name;
-  auto vit = j.find("vendor");
-  if (vit == j.end() || !vit->is_string()) return bad("\"vendor\" is required");
-  p.vendor = vit->get<std::string>();
+  if (!j.has("vendor")) return bad("\"vendor\" is required");
+  RESCTRLFS_ASSIGN_OR_RETURN(p.vendor, checked(j.string_at("vendor")));
   if (p.vendor.size() != 12) return bad("\"vendor\" must be a 12-character CPUID vendor");
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t fam, get_u64(j, "family", p.amd() ? 0x19 : 6));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t model, get_u64(j, "model", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t stepping, get_u64(j, "stepping", 0));
+  // The widths of the CPUID signature's fields (extended family: 8 bits).
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t fam, get_u64(j, "family", p.amd() ? 0x19 : 6, 0xF + 0xFF));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t model, get_u64(j, "model", 0, 0xFF));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t stepping, get_u64(j, "stepping", 0, 0xF));
   p.family = static_cast<unsigned>(fam);
   p.model = static_cast<unsigned>(model);
   p.stepping = static_cast<unsigned>(stepping);
-  if (auto it = j.find("rdt"); it != j.end()) {
-    if (!it->is_string()) return bad("\"rdt\" must be a string such as \"l3cat,!mba\"");
-    p.rdt = x86::RdtOptions::parse(it->get<std::string>());
+  if (j.has("rdt")) {
+    Result<std::string> rdt = j.string_at("rdt", 4096);
+    if (!rdt.ok()) return bad("\"rdt\" must be a string such as \"l3cat,!mba\"");
+    p.rdt = x86::RdtOptions::parse(*rdt);
   }
-  RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0, kMaxCacheBytes));
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0, kMaxCacheBytes));
 
-  auto cit = j.find("cpus");
-  if (cit == j.end() || !cit->is_array() || cit->empty()) return bad("\"cpus\" is required");
+  if (!j.has("cpus") || !j.json()["cpus"].is_array() || j.json()["cpus"].empty())
+    return bad("\"cpus\" is required");
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cpus, checked(j.elements_or_none("cpus")));
   int max_cpu = -1;
   std::vector<CpuPlacement> list;
-  for (const auto& c : *cit) {
-    if (!c.is_object()) return bad("each cpu must be an object");
+  // Cache and node ids: any small number (Linux's ids fit 16 bits).
+  constexpr int kMaxId = 65535;
+  for (const JsonIn& c : cpus) {
+    if (!c.json().is_object()) return bad("each cpu must be an object");
     CpuPlacement pl;
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_u64(c, "cpu", 0));
     if (cpu >= 4096) return bad("cpu numbers must be below 4096");
     pl.cpu = static_cast<int>(cpu);
-    pl.package = c.value("package", 0);
-    pl.l2 = c.value("l2", pl.cpu);
-    pl.l3 = c.value("l3", pl.package);
-    pl.node = c.value("node", pl.package);
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.package, checked(c.int_or<int>("package", 0, 0, 4095)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.l2, checked(c.int_or<int>("l2", pl.cpu, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.l3, checked(c.int_or<int>("l3", pl.package, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.node, checked(c.int_or<int>("node", pl.package, 0, kMaxId)));
     max_cpu = std::max(max_cpu, pl.cpu);
     list.push_back(pl);
   }
   p.nr_cpus = static_cast<unsigned>(max_cpu + 1);
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus, 4096));
   if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
   p.nr_cpus = static_cast<unsigned>(nr);
   p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
@@ -383,57 +412,68 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
   }
 
   synth_base_leaves(p);
-  if (auto it = j.find("l3_cat"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 1, "l3_cat"));
-  }
-  if (auto it = j.find("l2_cat"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 2, "l2_cat"));
-  }
-  if (auto it = j.find("mba"); it != j.end()) {
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l3_cat, checked(j.find("l3_cat")));
+  if (l3_cat) RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *l3_cat, 1, "l3_cat"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l2_cat, checked(j.find("l2_cat")));
+  if (l2_cat) RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *l2_cat, 2, "l2_cat"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> mba, checked(j.find("mba")));
+  if (mba) {
     if (p.amd()) return bad("\"mba\" is Intel MBA; use \"mb\" on AMD");
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*it, "num_closid", 0));
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_delay, get_u64(*it, "max_delay", 90));
+    RESCTRLFS_RETURN_IF_ERROR(checked(mba->object()));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*mba, "num_closid", 0, 65536));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_delay, get_u64(*mba, "max_delay", 90));
     if (closids < 1 || max_delay < 1 || max_delay > 4096) return bad("mba needs num_closid");
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool linear, get_bool(*mba, "linear", true));
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool per_thread, get_bool(*mba, "per_thread", false));
     CpuidRegs r;
     r.eax = static_cast<uint32_t>(max_delay - 1);
-    r.ecx = (get_bool(*it, "linear", true) ? CPUID_10_3_ECX_LINEAR : 0) |
-            (get_bool(*it, "per_thread", false) ? CPUID_10_3_ECX_PER_THREAD : 0);
+    r.ecx = (linear ? CPUID_10_3_ECX_LINEAR : 0) | (per_thread ? CPUID_10_3_ECX_PER_THREAD : 0);
     r.edx = static_cast<uint32_t>(closids - 1);
     set_leaf(p, CPUID_LEAF_PQE, 3, r);
     leaf(p, CPUID_LEAF_PQE, 0).ebx |= CPUID_10_0_EBX_MBA;
     leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
   }
-  if (auto it = j.find("mb"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 1, "mb"));
-  }
-  if (auto it = j.find("smba"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 2, "smba"));
-  }
-  if (auto it = j.find("l3_mon"); it != j.end()) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *it));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> mb, checked(j.find("mb")));
+  if (mb) RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *mb, 1, "mb"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> smba, checked(j.find("smba")));
+  if (smba) RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *smba, 2, "smba"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l3_mon, checked(j.find("l3_mon")));
+  if (l3_mon) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *l3_mon));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> telemetry, checked(j.find("telemetry")));
+  if (telemetry) RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *telemetry));
 
-  if (auto it = j.find("telemetry"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *it));
-  }
-
-  if (auto it = j.find("cpuid"); it != j.end()) {
-    if (!it->is_object()) return bad("\"cpuid\" must be an object");
-    for (const auto& [key, regs] : it->items()) {
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cpuid, checked(j.find("cpuid")));
+  if (cpuid) {
+    if (!cpuid->json().is_object()) return bad("\"cpuid\" must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto leaves, checked(cpuid->members()));
+    // A 32-bit number in `base`, digits only (strtoul would take blanks and
+    // a minus sign).
+    auto u32 = [](const std::string& t, int base, uint32_t& out) {
+      uint64_t v = 0;
+      const char* b = t.data();
+      if (base == 16 && t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) b += 2;
+      const auto [end, ec] = std::from_chars(b, t.data() + t.size(), v, base);
+      if (b == t.data() + t.size() || ec != std::errc() || end != t.data() + t.size() ||
+          v > UINT32_MAX)
+        return false;
+      out = static_cast<uint32_t>(v);
+      return true;
+    };
+    for (const auto& [key, regs] : leaves) {
       auto dot = key.find('.');
       std::string leaf_s = key.substr(0, dot);
       std::string sub_s = dot == std::string::npos ? "0" : key.substr(dot + 1);
-      char* end = nullptr;
-      unsigned long lf = std::strtoul(leaf_s.c_str(), &end, 16);
-      if (end == leaf_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
-      unsigned long sb = std::strtoul(sub_s.c_str(), &end, 10);
-      if (end == sub_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
-      if (!regs.is_array() || regs.size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
+      uint32_t lf = 0, sb = 0;
+      if (!u32(leaf_s, 16, lf) || !u32(sub_s, 10, sb)) return bad("bad cpuid key \"" + key + "\"");
+      Result<std::vector<JsonIn>> values = regs.elements(4);
+      if (!values.ok() || values->size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
       CpuidRegs r;
       uint32_t* out[4] = {&r.eax, &r.ebx, &r.ecx, &r.edx};
       for (int i = 0; i < 4; ++i) {
-        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64(regs[i], key));
+        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64((*values)[i], UINT32_MAX));
         *out[i] = static_cast<uint32_t>(v);
       }
-      set_leaf(p, static_cast<uint32_t>(lf), static_cast<uint32_t>(sb), r);
+      set_leaf(p, lf, sb, r);
     }
     // Raw leaves may carry their own vendor and signature.
     struct TableSource : CpuidSource {
@@ -447,16 +487,35 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
     p.vendor = x86::cpuid_vendor(src, 0);
   }
 
-  if (auto it = j.find("sim"); it != j.end() && it->is_object()) {
-    p.sim.mem_bandwidth_mbps = it->value("mem_bandwidth_mbps", p.sim.mem_bandwidth_mbps);
-    p.sim.mbm_hw_counters = it->value("mbm_hw_counters", p.sim.mbm_hw_counters);
-    p.sim.occupancy_fill_ms = it->value("occupancy_fill_ms", p.sim.occupancy_fill_ms);
-    p.sim.occupancy_decay_ms = it->value("occupancy_decay_ms", p.sim.occupancy_decay_ms);
-    if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0 ||
-        p.sim.mem_bandwidth_mbps < 0)
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sim, checked(j.find("sim")));
+  if (sim) {
+    RESCTRLFS_RETURN_IF_ERROR(checked(sim->object()));
+    // Bounds that keep the model's arithmetic finite: a day, 1 PB/s.
+    constexpr double kMaxMs = 86400e3, kMaxMbps = 1e9;
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.mem_bandwidth_mbps,
+        checked(sim->number_or("mem_bandwidth_mbps", p.sim.mem_bandwidth_mbps, 0, kMaxMbps)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.mbm_hw_counters,
+        checked(sim->int_or<unsigned>("mbm_hw_counters", p.sim.mbm_hw_counters, 0, 4096)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.occupancy_fill_ms,
+        checked(sim->number_or("occupancy_fill_ms", p.sim.occupancy_fill_ms, 0, kMaxMs)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.occupancy_decay_ms,
+        checked(sim->number_or("occupancy_decay_ms", p.sim.occupancy_decay_ms, 0, kMaxMs)));
+    if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0)
       return bad("\"sim\" time constants must be positive");
   }
   return p;
+}
+
+Result<Profile> profile_from_json(const json& doc, const std::string& name) {
+  try {
+    return parse_checked(JsonIn(doc), name);
+  } catch (const std::exception& e) {  // the last guard of the rule above
+    return bad(e.what());
+  }
 }
 
 std::string read_file(const std::string& path) {
@@ -554,9 +613,9 @@ std::vector<std::string> builtin_profile_names() {
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("not valid JSON");
-  return parse_json(j, name);
+  Result<json> j = parse_json(json_text);
+  if (!j.ok()) return bad("not valid JSON: " + j.error().message);
+  return profile_from_json(*j, name);
 }
 
 Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
@@ -629,9 +688,9 @@ Result<Profile> load_profile(const std::string& name_or_path) {
   if (auto it = builtins().find(name_or_path); it != builtins().end())
     return parse_profile(it->second, name_or_path);
   if (auto it = derived_builtins().find(name_or_path); it != derived_builtins().end()) {
-    json j = json::parse(it->second.base);
-    j.merge_patch(json::parse(it->second.patch));
-    return parse_json(j, name_or_path);
+    json j = parse_json(it->second.base).value_or(json());
+    j.merge_patch(parse_json(it->second.patch).value_or(json()));
+    return profile_from_json(j, name_or_path);
   }
   std::string text = read_file(name_or_path);
   if (text.empty())
@@ -724,7 +783,7 @@ std::string host_cpuid_vendor() {
 Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo, read_sysfs_topology(sysfs_cpu_dir));
   const bool amd = host_cpuid_vendor() == "AuthenticAMD";
-  json j = json::parse(amd ? kAmd2s : kIntel2s);
+  json j = parse_json(amd ? kAmd2s : kIntel2s).value_or(json());
   json cpus = json::array();
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
@@ -748,7 +807,7 @@ Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
     if (topo.l3_size_bytes / rmids < scale)
       j["l3_mon"]["scale"] = std::max<uint64_t>(64, topo.l3_size_bytes / 640 / 64 * 64);
   }
-  return parse_json(j, "host");
+  return profile_from_json(j, "host");
 }
 
 }  // namespace resctrlfs::hw::sim

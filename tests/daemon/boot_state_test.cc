@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,41 @@ TEST_CASE("boot state: written, read back, ignored for another platform or mount
   { std::ofstream(path) << "{broken"; }
   CHECK(read_boot_state(path, "intel-2s", "/mnt/r").error().code == EINVAL);
   std::filesystem::remove_all(tmpl);
+}
+
+// Issue 12: the file is outside input. Wrong types, missing keys, bad
+// nesting and garbage are EINVAL with a reason, never an exception.
+TEST_CASE("boot state: damaged files are refused with a reason") {
+  using resctrlfs::daemon::parse_boot_state;
+  const std::string deep(100000, '[');
+  const std::string docs[] = {
+      "",
+      "{",
+      std::string("\x00\x01\x02\xff", 4),
+      "[]",
+      R"({"version": "1", "state": {}})",
+      R"({"version": 2, "state": {}})",
+      R"({"version": 1})",
+      R"({"version": 1, "state": []})",
+      R"({"version": 1, "state": {}, "platform": 7, "mountpoint": "/mnt/r"})",
+      R"({"version": 1, "state": {}, "platform": "intel-2s", "mountpoint": ["/mnt/r"]})",
+      R"({"version": 99999999999999999999, "state": {}})",
+      "{\"version\": 1, \"state\": {\"x\": " + deep + "}}",
+      "{\"version\": 1, \"state\": {}, \"platform\": \"\xc3\"}",
+  };
+  for (const std::string& doc : docs) {
+    INFO(doc.substr(0, 100));
+    resctrlfs::Result<std::optional<std::string>> r = std::optional<std::string>();
+    REQUIRE_NOTHROW(r = parse_boot_state(doc, "intel-2s", "/mnt/r"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK_FALSE(r.error().message.empty());
+  }
+  auto ok = parse_boot_state(
+      R"({"version": 1, "platform": "intel-2s", "mountpoint": "/mnt/r", "state": {"a": 1}})",
+      "intel-2s", "/mnt/r");
+  REQUIRE(ok.ok());
+  CHECK(**ok == R"({"a":1})");
 }
 
 TEST_CASE("boot state: on /run by default") {

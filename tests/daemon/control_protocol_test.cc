@@ -193,6 +193,11 @@ TEST_CASE("deep nesting within the length limit is refused, not a stack overflow
   json j = reply(t, deep);
   CHECK(j["ok"] == false);
   CHECK(t.calls.empty());
+  // Refused before the parser builds it (base/json_input.h), whatever the
+  // rest of the request says.
+  j = reply(t, R"({"cmd":"status","x":)" + std::string(65, '[') + std::string(65, ']') + "}");
+  CHECK(j["error"].get<std::string>().find("nested deeper than 64 levels") != std::string::npos);
+  CHECK(t.calls.empty());
 }
 
 TEST_CASE("random bytes and truncated requests never escape as exceptions") {
