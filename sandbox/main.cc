@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,7 @@
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
 #include "sandbox/proc_rewrite.h"
+#include "sandbox/seccomp_supervisor.h"
 #include "sandbox/topology.h"
 
 namespace resctrlfs::sandbox {
@@ -224,6 +227,8 @@ class Sandbox {
   pid_t daemon_pid_ = 0;
   pid_t self_ = ::getpid();
   bool simulated_ = true;
+  dev_t mount_device_ = 0;  // st_dev of the daemon's mount
+  std::unique_ptr<Supervisor> supervisor_;
 };
 
 Result<void> Sandbox::setup() {
@@ -304,7 +309,11 @@ Result<void> Sandbox::wait_mounted() {
                                   std::to_string(exit_code_of(status)) + ")");
     }
     auto mi = read_text_file("/proc/self/mountinfo");
-    if (mi && has_mount(*mi, kMountpoint)) return {};
+    struct stat st;
+    if (mi && has_mount(*mi, kMountpoint) && ::stat(kMountpoint, &st) == 0) {
+      mount_device_ = st.st_dev;
+      return {};
+    }
     if (std::chrono::steady_clock::now() > deadline)
       return Error::make(ETIMEDOUT, daemon_ + " did not mount " + kMountpoint + " within 30 s");
     timespec ts{0, 20 * 1000 * 1000};
@@ -335,9 +344,21 @@ int Sandbox::run_command() {
   std::string mount_opts;
   for (const auto& o : resctrl_mount_options(opts_.mount_options))
     mount_opts += (mount_opts.empty() ? "" : ",") + o;
+  auto mode = parse_intercept(opts_.intercept);
+  if (!mode) {
+    log(mode.error().message);
+    return kSetupFailed;
+  }
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) {
     log(std::string("pipe: ") + std::strerror(errno));
+    return kSetupFailed;
+  }
+  // COMMAND installs the seccomp filter and hands its listener back here.
+  int sp[2] = {-1, -1};
+  if (*mode != Intercept::kNone &&
+      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+    log(std::string("socketpair: ") + std::strerror(errno));
     return kSetupFailed;
   }
   pid_t pid = ::fork();
@@ -348,6 +369,17 @@ int Sandbox::run_command() {
   if (pid == 0) {
     prepare_child(self_, SIGTERM);
     ::close(go[1]);
+    if (sp[1] >= 0) {
+      ::close(sp[0]);
+      auto listener = install_notify_filter(*mode);
+      if (!listener) {
+        log(listener.error().message);
+        ::_exit(kSetupFailed);
+      }
+      if (!send_fd(sp[1], *listener)) ::_exit(kSetupFailed);
+      ::close(*listener);
+      ::close(sp[1]);
+    }
     ::setenv(kEnvStaging, staging_.c_str(), 1);
     ::setenv(kEnvMountOpts, mount_opts.c_str(), 1);
     ::setenv("RESCTRLFSD_PID", std::to_string(daemon_pid_).c_str(), 1);
@@ -360,13 +392,31 @@ int Sandbox::run_command() {
     exec_command(cmd);
   }
   ::close(go[0]);
-  auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
-  if (!r) {
-    log(r.error().message);
+  auto fail = [&](const std::string& msg) {
+    log(msg);
     ::close(go[1]);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     return kSetupFailed;
+  };
+  if (sp[0] >= 0) {
+    ::close(sp[1]);
+    auto listener = receive_fd(sp[0]);
+    ::close(sp[0]);
+    if (!listener) return fail(listener.error().message);
+    SupervisorConfig cfg;
+    cfg.device = mount_device_;
+    cfg.resctrl_opts = resctrl_mount_options(opts_.mount_options);
+    cfg.mode = *mode;
+    auto sup = Supervisor::start(*listener, std::move(cfg));
+    if (!sup) return fail(sup.error().message);
+    supervisor_ = std::move(*sup);
+  }
+  if (*mode != Intercept::kAll) {
+    // Without open interception only COMMAND's own tables can be rewritten,
+    // by binds over its /proc/<pid> files.
+    auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
+    if (!r) return fail(r.error().message);
   }
   if (::write(go[1], "g", 1) != 1) log(std::string("write: ") + std::strerror(errno));
   ::close(go[1]);
@@ -396,6 +446,7 @@ int Sandbox::run_command() {
 }
 
 void Sandbox::stop() {
+  supervisor_.reset();
   if (daemon_pid_ > 0) {
     ::kill(daemon_pid_, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
