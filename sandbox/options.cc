@@ -90,8 +90,8 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     if (take_value(args, i, "--intercept", &o.intercept, &err)) {
       if (err.code) return err;
       if (o.intercept != "all" && o.intercept != "statfs-only" && o.intercept != "none")
-        return Error::make(EINVAL, "--intercept must be all, statfs-only or none, not '" +
-                                       o.intercept + "'");
+        return Error::make(
+            EINVAL, "--intercept must be all, statfs-only or none, not '" + o.intercept + "'");
       continue;
     }
     size_t before = i;

@@ -61,10 +61,10 @@ struct ProcessView {
 };
 
 struct ResolveOptions {
-  bool follow_last = true;        // follow a symlink in the last component
-  bool no_symlinks = false;       // openat2 RESOLVE_NO_SYMLINKS: fail on any symlink
-  bool no_magiclinks = false;     // openat2 RESOLVE_NO_MAGICLINKS
-  bool root_is_start = false;     // openat2 RESOLVE_IN_ROOT / RESOLVE_BENEATH
+  bool follow_last = true;     // follow a symlink in the last component
+  bool no_symlinks = false;    // openat2 RESOLVE_NO_SYMLINKS: fail on any symlink
+  bool no_magiclinks = false;  // openat2 RESOLVE_NO_MAGICLINKS
+  bool root_is_start = false;  // openat2 RESOLVE_IN_ROOT / RESOLVE_BENEATH
 };
 
 struct Resolved {

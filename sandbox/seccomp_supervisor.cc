@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -155,13 +155,14 @@ Result<UniqueFd> sealed_copy(const std::string& name, const std::string& content
   UniqueFd mem(m);
   size_t off = 0;
   while (off < content.size()) {
-    ssize_t n = ::pwrite(mem.get(), content.data() + off, content.size() - off,
-                         static_cast<off_t>(off));
+    ssize_t n =
+        ::pwrite(mem.get(), content.data() + off, content.size() - off, static_cast<off_t>(off));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return sys_error("writing the memfd");
     off += static_cast<size_t>(n);
   }
-  if (::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+  if (::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+      0)
     return sys_error("sealing the memfd");
   std::string self = "/proc/self/fd/" + std::to_string(mem.get());
   int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
@@ -175,8 +176,8 @@ Result<Intercept> parse_intercept(std::string_view value) {
   if (value == "all") return Intercept::kAll;
   if (value == "statfs-only") return Intercept::kStatfsOnly;
   if (value == "none") return Intercept::kNone;
-  return Error::make(EINVAL, "--intercept must be all, statfs-only or none, not '" +
-                                 std::string(value) + "'");
+  return Error::make(
+      EINVAL, "--intercept must be all, statfs-only or none, not '" + std::string(value) + "'");
 }
 
 struct statfs resctrl_statfs(dev_t device, long mount_flags) {

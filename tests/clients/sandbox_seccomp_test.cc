@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,9 +56,7 @@ struct TempDir {
   }
 };
 
-UniqueFd open_path(const std::string& p) {
-  return UniqueFd(::open(p.c_str(), O_PATH | O_CLOEXEC));
-}
+UniqueFd open_path(const std::string& p) { return UniqueFd(::open(p.c_str(), O_PATH | O_CLOEXEC)); }
 
 bool same_file(int a, const std::string& b) {
   struct stat sa, sb;
@@ -127,8 +125,8 @@ TEST_CASE("paths resolve from the process's root and cwd") {
   stdfs::create_directories(R + "/a/b");
   stdfs::create_directories(R + "/etc");
   { std::ofstream(R + "/etc/target") << "x"; }
-  stdfs::create_symlink("/etc/target", R + "/a/abs");   // absolute: inside the root
-  stdfs::create_symlink("../../etc", R + "/a/b/up");     // relative, across directories
+  stdfs::create_symlink("/etc/target", R + "/a/abs");     // absolute: inside the root
+  stdfs::create_symlink("../../etc", R + "/a/b/up");      // relative, across directories
   stdfs::create_symlink("../../../../..", R + "/a/esc");  // climbs past the root
   stdfs::create_symlink("loop", R + "/a/loop");
   UniqueFd root = open_path(R);
@@ -211,8 +209,8 @@ namespace {
 std::string child_checks(const std::string& dir, dev_t dev) {
   std::string out;
   struct statfs s;
-  out += "statfs " + std::string(::statfs(dir.c_str(), &s) == 0 && s.f_type == 0x7655821 ? "magic"
-                                                                                           : "no") +
+  out += "statfs " +
+         std::string(::statfs(dir.c_str(), &s) == 0 && s.f_type == 0x7655821 ? "magic" : "no") +
          "\n";
   out += "statfs-proc " +
          std::string(::statfs("/proc", &s) == 0 && s.f_type == kProcSuperMagic ? "proc" : "no") +
@@ -230,8 +228,7 @@ std::string child_checks(const std::string& dir, dev_t dev) {
   bool found = false;
   if (mi) {
     size_t p = mi->find(devs);
-    found = p != std::string::npos &&
-            mi->find(" - resctrl resctrl ", p) < mi->find('\n', p);
+    found = p != std::string::npos && mi->find(" - resctrl resctrl ", p) < mi->find('\n', p);
   }
   out += std::string("mountinfo ") + (found ? "resctrl" : "no") + "\n";
   struct Arg {
@@ -245,8 +242,7 @@ std::string child_checks(const std::string& dir, dev_t dev) {
         auto* a = static_cast<Arg*>(p);
         auto t = read_text_file("/proc/thread-self/mountinfo");
         size_t q = t ? t->find(a->devs) : std::string::npos;
-        a->found = q != std::string::npos &&
-                   t->find(" - resctrl resctrl ", q) < t->find('\n', q) &&
+        a->found = q != std::string::npos && t->find(" - resctrl resctrl ", q) < t->find('\n', q) &&
                    ::syscall(SYS_gettid) != ::getpid();
         return nullptr;
       },
@@ -314,8 +310,8 @@ TEST_CASE("the supervisor answers a traced child's statfs and mount-table opens"
   int listener = -1;
   std::string dir = t.path;
   dev_t dev = st.st_dev;
-  pid_t pid = fork_traced(Intercept::kAll, &listener, pipefd[1],
-                          [&] { return child_checks(dir, dev); });
+  pid_t pid =
+      fork_traced(Intercept::kAll, &listener, pipefd[1], [&] { return child_checks(dir, dev); });
   ::close(pipefd[1]);
   SupervisorConfig cfg;
   cfg.device = dev;
