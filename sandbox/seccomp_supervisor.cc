@@ -16,10 +16,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "sandbox/namespace.h"
@@ -251,15 +253,26 @@ Result<int> receive_fd(int sock) {
   return fd;
 }
 
-struct Supervisor::Impl {
+struct Supervisor::Impl : std::enable_shared_from_this<Supervisor::Impl> {
   UniqueFd listener;
   UniqueFd stop;  // eventfd: the loop ends when it is readable
   SupervisorConfig config;
   std::string device;  // MAJOR:MINOR as mountinfo shows it
   std::thread loop;
-  std::atomic<int> workers{0};
+  // Slow answers go to a pool of workers, grown while none is idle (up to
+  // kMaxWorkers) and kept: starting a thread per call would cost more than
+  // the answer.
+  static constexpr int kMaxWorkers = 32;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<seccomp_notif> queue;
+  int idle = 0;
+  int threads = 0;
+  bool stopping = false;
 
   void run();
+  void enqueue(const seccomp_notif& req);
+  void work();
   void handle_fast(const seccomp_notif& req);
   void handle_slow(const seccomp_notif& req);
   bool still_valid(uint64_t id) const {
@@ -320,20 +333,47 @@ void Supervisor::Impl::handle_fast(const seccomp_notif& req) {
     return;
   }
   // A lookup may block in a FUSE server (this mount's or another's): off the
-  // loop, unless too many are already waiting.
-  if (workers.load() >= 32) {
-    handle_slow(req);
-    return;
+  // loop.
+  enqueue(req);
+}
+
+void Supervisor::Impl::enqueue(const seccomp_notif& req) {
+  std::unique_lock<std::mutex> lock(mu);
+  queue.push_back(req);
+  if (idle == 0 && threads < kMaxWorkers) {
+    try {
+      std::thread([self = shared_from_this()] { self->work(); }).detach();
+      ++threads;
+    } catch (const std::system_error&) {
+      if (threads == 0) {
+        // No worker at all: answer here rather than never.
+        queue.pop_back();
+        lock.unlock();
+        handle_slow(req);
+        return;
+      }
+    }
   }
-  ++workers;
-  try {
-    std::thread([this, req] {
-      handle_slow(req);
-      --workers;
-    }).detach();
-  } catch (const std::system_error&) {
-    --workers;
+  cv.notify_one();
+}
+
+void Supervisor::Impl::work() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (true) {
+    while (queue.empty() && !stopping) {
+      ++idle;
+      cv.wait(lock);
+      --idle;
+    }
+    if (stopping) {
+      --threads;
+      return;
+    }
+    seccomp_notif req = queue.front();
+    queue.pop_front();
+    lock.unlock();
     handle_slow(req);
+    lock.lock();
   }
 }
 
@@ -485,7 +525,7 @@ bool Supervisor::Impl::answer_open(const seccomp_notif& req) {
   return true;
 }
 
-Supervisor::Supervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Supervisor::Supervisor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Supervisor::~Supervisor() {
   uint64_t one = 1;
@@ -493,13 +533,15 @@ Supervisor::~Supervisor() {
     // The eventfd cannot be full after one write; nothing else to do.
   }
   if (impl_->loop.joinable()) impl_->loop.join();
-  // Workers still answering hold no resources of ours beyond the listener,
-  // which must outlive them: leave the Impl to them if any remain.
-  if (impl_->workers.load() > 0) (void)impl_.release();
+  // Idle workers leave now; one still answering (blocked in some lookup)
+  // leaves when done, and the last one out closes the listener.
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->stopping = true;
+  impl_->cv.notify_all();
 }
 
 Result<std::unique_ptr<Supervisor>> Supervisor::start(int listener, SupervisorConfig config) {
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_shared<Impl>();
   impl->listener.reset(listener);
   int ev = ::eventfd(0, EFD_CLOEXEC);
   if (ev < 0) return sys_error("eventfd");

@@ -63,8 +63,8 @@ struct SupervisorConfig {
 };
 
 // Serves one listener on a thread of its own; slow answers (those that walk
-// paths or read tables) run on short-lived worker threads, so that one
-// lookup blocked in some FUSE server cannot hold up the others.
+// paths or read tables) run on a pool of worker threads, so that one lookup
+// blocked in some FUSE server cannot hold up the others.
 class Supervisor {
  public:
   // Takes ownership of `listener`.
@@ -76,8 +76,8 @@ class Supervisor {
   struct Impl;
 
  private:
-  explicit Supervisor(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Supervisor(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace resctrlfs::sandbox
