@@ -1,15 +1,18 @@
 // resctrlfs-sandbox: runs a program in a private mount namespace in which
 // resctrlfsd is mounted at /sys/fs/resctrl and /proc and sysfs agree with the
 // simulated platform, so that unmodified resctrl clients (pqos, rdtset,
-// goresctrl, runc 1.1) use it as they would use the kernel's resctrl.
+// goresctrl, runc, containerd) use it as they would use the kernel's resctrl.
 //
 // Process layout: this process enters the namespace, starts resctrlfsd in
 // the foreground as its child, fakes the /proc and sysfs files, then forks
-// COMMAND. COMMAND stops before exec until its own /proc/<pid>/mounts and
-// mountinfo are bind-mounted with the rewritten tables (a bind on the pid's
-// files survives exec). This process then waits, forwarding signals sent to
-// it, and on COMMAND's exit stops the daemon and removes what it created.
-// The namespace disappears with its last process.
+// COMMAND. COMMAND installs the seccomp filter (seccomp_supervisor.h),
+// passes its listener back over a socket pair and stops before exec until
+// this process runs the supervisor (and, with --intercept statfs-only or
+// none, has bind-mounted rewritten tables over COMMAND's own
+// /proc/<pid>/mounts and mountinfo, a bind that survives exec). This process
+// then waits, forwarding signals sent to it, and on COMMAND's exit stops the
+// supervisor and the daemon and removes what it created. The namespace
+// disappears with its last process.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
