@@ -376,7 +376,9 @@ int Sandbox::run_command() {
       ::close(sp[0]);
       auto listener = install_notify_filter(*mode);
       if (!listener) {
-        log(listener.error().message);
+        log(listener.error().message +
+            " (a kernel without seccomp user notification, or a seccomp listener already "
+            "installed above the sandbox: --intercept none runs without it)");
         ::_exit(kSetupFailed);
       }
       if (!send_fd(sp[1], *listener)) ::_exit(kSetupFailed);

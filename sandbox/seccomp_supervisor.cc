@@ -484,13 +484,14 @@ bool Supervisor::Impl::answer_open(const seccomp_notif& req) {
   if ((flags & kNotPlainRead) != 0) return false;
   ro.follow_last = !(flags & O_NOFOLLOW);
   auto path = read_string(tid, path_arg);
+  if (!path || path->empty() || path->back() == '/') return false;
+  std::string_view base = basename_of(*path);
+  if (base != "mounts" && base != "mountinfo") return false;  // openat2 comes here unsorted
   auto caller = open_caller(tid);
   if (!caller) return false;
   auto start = open_start(*caller, dirfd);
   if (!still_valid(req.id)) return true;
-  if (!path || !start || path->empty() || path->back() == '/') return false;
-  std::string_view base = basename_of(*path);
-  if (nr == SYS_openat2 && base != "mounts" && base != "mountinfo") return false;
+  if (!start) return false;
   auto r = resolve_in_view(caller->view, start->get(), *path, ro);
   if (!r || (r->name != "mounts" && r->name != "mountinfo")) return false;
   struct stat st;
