@@ -4,6 +4,7 @@
 // answering a forked child's statfs, fstatfs and mount-table opens from the
 // main and a second thread, with callers killed in the middle of calls.
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -163,6 +164,13 @@ TEST_CASE("paths resolve from the process's root and cwd") {
   o = ResolveOptions{};
   o.no_symlinks = true;
   CHECK(resolve_in_view(v, cwd.get(), "/a/abs", o).error().code == ELOOP);
+  // RESOLVE_IN_ROOT: the start directory is the root for `/` and `..`.
+  o = ResolveOptions{};
+  o.root_is_start = true;
+  UniqueFd a = open_path(R + "/a");
+  r = resolve_in_view(v, a.get(), "/b/../../b", o);
+  REQUIRE(r);
+  CHECK(same_file(r->fd.get(), R + "/a/b"));
 }
 
 TEST_CASE("/proc/self and /proc/thread-self name the traced process, magic links are followed") {
@@ -252,6 +260,27 @@ std::string child_checks(const std::string& dir, dev_t dev) {
   auto mounts = read_text_file("/proc/mounts");
   out += std::string("mounts ") +
          (mounts && mounts->find(" resctrl rw") != std::string::npos ? "resctrl" : "no") + "\n";
+  // openat2 relative to a /proc fd, confined to it, and O_NOFOLLOW on the
+  // last component (not a symlink): both still the caller's rewritten table.
+  auto has_resctrl = [&](int fd) {
+    std::string t;
+    char buf[4096];
+    ssize_t n;
+    while (fd >= 0 && (n = ::read(fd, buf, sizeof buf)) > 0) t.append(buf, static_cast<size_t>(n));
+    if (fd >= 0) ::close(fd);
+    size_t q = t.find(devs);
+    return q != std::string::npos && t.find(" - resctrl resctrl ", q) < t.find('\n', q);
+  };
+  int procfd = ::open("/proc", O_PATH | O_DIRECTORY);
+  open_how how{};
+  how.flags = O_RDONLY;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  int fd2 = static_cast<int>(::syscall(SYS_openat2, procfd, "/self/mountinfo", &how, sizeof how));
+  out += std::string("openat2 ") + (has_resctrl(fd2) ? "resctrl" : "no") + "\n";
+  ::close(procfd);
+  out += std::string("nofollow ") +
+         (has_resctrl(::open("/proc/self/mountinfo", O_RDONLY | O_NOFOLLOW)) ? "resctrl" : "no") +
+         "\n";
   return out;
 }
 
@@ -325,7 +354,7 @@ TEST_CASE("the supervisor answers a traced child's statfs and mount-table opens"
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(out ==
         "statfs magic\nstatfs-proc proc\nstatfs-rel magic\nfstatfs magic\nmountinfo resctrl\n"
-        "thread-self resctrl\nmounts resctrl\n");
+        "thread-self resctrl\nmounts resctrl\nopenat2 resctrl\nnofollow resctrl\n");
 }
 
 TEST_CASE("statfs-only: statfs is answered, mount tables are the kernel's") {
@@ -354,7 +383,7 @@ TEST_CASE("statfs-only: statfs is answered, mount tables are the kernel's") {
   ::waitpid(pid, nullptr, 0);
   CHECK(out ==
         "statfs magic\nstatfs-proc proc\nstatfs-rel magic\nfstatfs magic\nmountinfo no\n"
-        "thread-self no\nmounts no\n");
+        "thread-self no\nmounts no\nopenat2 no\nnofollow no\n");
 }
 
 TEST_CASE("callers killed in the middle of calls do not disturb the supervisor") {
@@ -399,5 +428,5 @@ TEST_CASE("callers killed in the middle of calls do not disturb the supervisor")
   ::waitpid(pid, nullptr, 0);
   CHECK(out ==
         "statfs magic\nstatfs-proc proc\nstatfs-rel magic\nfstatfs magic\nmountinfo resctrl\n"
-        "thread-self resctrl\nmounts resctrl\n");
+        "thread-self resctrl\nmounts resctrl\nopenat2 resctrl\nnofollow resctrl\n");
 }
