@@ -1,19 +1,23 @@
 // resctrlfs-sandbox: runs a program in a private mount namespace in which
 // resctrlfsd is mounted at /sys/fs/resctrl and /proc and sysfs agree with the
 // simulated platform, so that unmodified resctrl clients (pqos, rdtset,
-// goresctrl, runc 1.1) use it as they would use the kernel's resctrl.
+// goresctrl, runc, containerd) use it as they would use the kernel's resctrl.
 //
 // Process layout: this process enters the namespace, starts resctrlfsd in
 // the foreground as its child, fakes the /proc and sysfs files, then forks
-// COMMAND. COMMAND stops before exec until its own /proc/<pid>/mounts and
-// mountinfo are bind-mounted with the rewritten tables (a bind on the pid's
-// files survives exec). This process then waits, forwarding signals sent to
-// it, and on COMMAND's exit stops the daemon and removes what it created.
-// The namespace disappears with its last process.
+// COMMAND. COMMAND installs the seccomp filter (seccomp_supervisor.h),
+// passes its listener back over a socket pair and stops before exec until
+// this process runs the supervisor (and, with --intercept statfs-only or
+// none, has bind-mounted rewritten tables over COMMAND's own
+// /proc/<pid>/mounts and mountinfo, a bind that survives exec). This process
+// then waits, forwarding signals sent to it, and on COMMAND's exit stops the
+// supervisor and the daemon and removes what it created. The namespace
+// disappears with its last process.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +38,7 @@
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
 #include "sandbox/proc_rewrite.h"
+#include "sandbox/seccomp_supervisor.h"
 #include "sandbox/topology.h"
 
 namespace resctrlfs::sandbox {
@@ -247,6 +253,8 @@ class Sandbox {
   pid_t daemon_pid_ = 0;
   pid_t self_ = ::getpid();
   bool simulated_ = true;
+  dev_t mount_device_ = 0;  // st_dev of the daemon's mount
+  std::unique_ptr<Supervisor> supervisor_;
 };
 
 Result<void> Sandbox::setup() {
@@ -320,7 +328,11 @@ Result<void> Sandbox::wait_mounted() {
                                   std::to_string(exit_code_of(status)) + ")");
     }
     auto mi = read_text_file("/proc/self/mountinfo");
-    if (mi && has_mount(*mi, kMountpoint)) return {};
+    struct stat st;
+    if (mi && has_mount(*mi, kMountpoint) && ::stat(kMountpoint, &st) == 0) {
+      mount_device_ = st.st_dev;
+      return {};
+    }
     if (std::chrono::steady_clock::now() > deadline)
       return Error::make(ETIMEDOUT, daemon_ + " did not mount " + kMountpoint + " within 30 s");
     timespec ts{0, 20 * 1000 * 1000};
@@ -354,9 +366,21 @@ int Sandbox::run_command() {
   std::string mount_opts;
   for (const auto& o : resctrl_mount_options(opts_.mount_options))
     mount_opts += (mount_opts.empty() ? "" : ",") + o;
+  auto mode = parse_intercept(opts_.intercept);
+  if (!mode) {
+    log(mode.error().message);
+    return kSetupFailed;
+  }
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) {
     log(std::string("pipe: ") + std::strerror(errno));
+    return kSetupFailed;
+  }
+  // COMMAND installs the seccomp filter and hands its listener back here.
+  int sp[2] = {-1, -1};
+  if (*mode != Intercept::kNone &&
+      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+    log(std::string("socketpair: ") + std::strerror(errno));
     return kSetupFailed;
   }
   pid_t pid = ::fork();
@@ -367,6 +391,19 @@ int Sandbox::run_command() {
   if (pid == 0) {
     prepare_child(self_, SIGTERM);
     ::close(go[1]);
+    if (sp[1] >= 0) {
+      ::close(sp[0]);
+      auto listener = install_notify_filter(*mode);
+      if (!listener) {
+        log(listener.error().message +
+            " (a kernel without seccomp user notification, or a seccomp listener already "
+            "installed above the sandbox: --intercept none runs without it)");
+        ::_exit(kSetupFailed);
+      }
+      if (!send_fd(sp[1], *listener)) ::_exit(kSetupFailed);
+      ::close(*listener);
+      ::close(sp[1]);
+    }
     ::setenv(kEnvStaging, staging_.c_str(), 1);
     ::setenv(kEnvMountOpts, mount_opts.c_str(), 1);
     ::setenv("RESCTRLFSD_PID", std::to_string(daemon_pid_).c_str(), 1);
@@ -379,13 +416,31 @@ int Sandbox::run_command() {
     exec_command(cmd);
   }
   ::close(go[0]);
-  auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
-  if (!r) {
-    log(r.error().message);
+  auto fail = [&](const std::string& msg) {
+    log(msg);
     ::close(go[1]);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     return kSetupFailed;
+  };
+  if (sp[0] >= 0) {
+    ::close(sp[1]);
+    auto listener = receive_fd(sp[0]);
+    ::close(sp[0]);
+    if (!listener) return fail(listener.error().message);
+    SupervisorConfig cfg;
+    cfg.device = mount_device_;
+    cfg.resctrl_opts = resctrl_mount_options(opts_.mount_options);
+    cfg.mode = *mode;
+    auto sup = Supervisor::start(*listener, std::move(cfg));
+    if (!sup) return fail(sup.error().message);
+    supervisor_ = std::move(*sup);
+  }
+  if (*mode != Intercept::kAll) {
+    // Without open interception only COMMAND's own tables can be rewritten,
+    // by binds over its /proc/<pid> files.
+    auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
+    if (!r) return fail(r.error().message);
   }
   if (::write(go[1], "g", 1) != 1) log(std::string("write: ") + std::strerror(errno));
   ::close(go[1]);
@@ -415,6 +470,7 @@ int Sandbox::run_command() {
 }
 
 void Sandbox::stop() {
+  supervisor_.reset();
   if (daemon_pid_ > 0) {
     ::kill(daemon_pid_, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -21,6 +21,7 @@ struct Options {
   std::string mount_options;             // every -o value, joined by ','
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology
+  std::string intercept = "all";         // --intercept all|statfs-only|none
   bool help = false;                     // -h / --help
   std::vector<std::string> command;      // after "--"; empty = shell
 };

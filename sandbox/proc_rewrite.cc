@@ -253,6 +253,33 @@ std::vector<std::string> resctrl_mount_options(std::string_view o_options) {
   return out;
 }
 
+namespace {
+
+// The mounts line for fields `f` of a line at our mount.
+std::string resctrl_mounts_line(const std::vector<std::string_view>& f,
+                                const std::vector<std::string>& resctrl_opts) {
+  std::vector<std::string_view> generic;
+  for (auto o : split(f[3], ','))
+    if (is_generic_mount_option(o)) generic.push_back(o);
+  std::string opts = with_resctrl_opts(join(generic, ","), resctrl_opts);
+  return "resctrl " + std::string(f[1]) + " resctrl " + opts + " 0 0";
+}
+
+// The mountinfo line for fields `f` of a line at our mount, or "" if the
+// line is malformed.
+std::string resctrl_mountinfo_line(const std::vector<std::string_view>& f,
+                                   const std::vector<std::string>& resctrl_opts) {
+  auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
+  if (sep == f.end() || std::distance(sep, f.end()) < 4) return "";
+  std::vector<std::string_view> head(f.begin(), sep);
+  std::string_view super = *(sep + 3);
+  std::string_view rwro = super.substr(0, 2) == "ro" ? "ro" : "rw";
+  return join(head, " ") + " - resctrl resctrl " +
+         with_resctrl_opts(std::string(rwro), resctrl_opts);
+}
+
+}  // namespace
+
 std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
                            const std::vector<std::string>& resctrl_opts) {
   const std::string mp = escape_path(mountpoint);
@@ -263,14 +290,7 @@ std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
     if (f.size() >= 4 && f[1] == mp) target = static_cast<int>(i);
   }
   std::vector<std::string> out(lines.begin(), lines.end());
-  if (target >= 0) {
-    auto f = fields(lines[target]);
-    std::vector<std::string_view> generic;
-    for (auto o : split(f[3], ','))
-      if (is_generic_mount_option(o)) generic.push_back(o);
-    std::string opts = with_resctrl_opts(join(generic, ","), resctrl_opts);
-    out[target] = "resctrl " + mp + " resctrl " + opts + " 0 0";
-  }
+  if (target >= 0) out[target] = resctrl_mounts_line(fields(lines[target]), resctrl_opts);
   bool trailing = !mounts.empty() && mounts.back() == '\n';
   return join_lines(out, trailing);
 }
@@ -286,18 +306,60 @@ std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mount
   }
   std::vector<std::string> out(lines.begin(), lines.end());
   if (target >= 0) {
-    auto f = fields(lines[target]);
-    auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
-    if (sep != f.end() && std::distance(sep, f.end()) >= 4) {
-      std::vector<std::string_view> head(f.begin(), sep);
-      std::string_view super = *(sep + 3);
-      std::string_view rwro = super.substr(0, 2) == "ro" ? "ro" : "rw";
-      std::string line = join(head, " ") + " - resctrl resctrl " +
-                         with_resctrl_opts(std::string(rwro), resctrl_opts);
-      out[target] = std::move(line);
-    }
+    std::string line = resctrl_mountinfo_line(fields(lines[target]), resctrl_opts);
+    if (!line.empty()) out[target] = std::move(line);
   }
   bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
+                                              const std::vector<std::string>& resctrl_opts) {
+  MountTableRewrite r;
+  auto lines = split_lines(mountinfo);
+  std::vector<std::string> out(lines.begin(), lines.end());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto f = fields(lines[i]);
+    if (f.size() < 10 || f[2] != device) continue;
+    std::string line = resctrl_mountinfo_line(f, resctrl_opts);
+    if (line.empty()) continue;
+    out[i] = std::move(line);
+    r.lines.push_back(i);
+    r.mountpoints.emplace_back(f[4]);
+  }
+  r.line_count = lines.size();
+  bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
+  r.text = join_lines(out, trailing);
+  return r;
+}
+
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
+                                const std::vector<std::string>& resctrl_opts) {
+  auto lines = split_lines(mounts);
+  std::vector<std::string> out(lines.begin(), lines.end());
+  std::vector<bool> hit(lines.size(), false);
+  if (lines.size() == mountinfo.line_count) {
+    // Both tables list the same mounts in the same order.
+    for (size_t i : mountinfo.lines) hit[i] = true;
+  } else {
+    // The table changed between the two reads: match by mount point, the
+    // last line of each (the visible mount).
+    for (const auto& mp : mountinfo.mountpoints) {
+      for (size_t i = lines.size(); i-- > 0;) {
+        auto f = fields(lines[i]);
+        if (f.size() >= 4 && f[1] == mp) {
+          hit[i] = true;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!hit[i]) continue;
+    auto f = fields(lines[i]);
+    if (f.size() >= 4) out[i] = resctrl_mounts_line(f, resctrl_opts);
+  }
+  bool trailing = !mounts.empty() && mounts.back() == '\n';
   return join_lines(out, trailing);
 }
 

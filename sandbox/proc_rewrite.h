@@ -58,6 +58,26 @@ std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
 std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mountpoint,
                               const std::vector<std::string>& resctrl_opts);
 
+// A mountinfo text with every mount of one device rewritten as resctrl.
+struct MountTableRewrite {
+  std::string text;
+  std::vector<size_t> lines;             // the rewritten lines' indices
+  std::vector<std::string> mountpoints;  // and their (escaped) mount points
+  size_t line_count = 0;                 // lines in the table
+};
+
+// Rewrites, as rewrite_mountinfo does, every line whose device field
+// (MAJOR:MINOR) is `device`: the mount and any bind of it, wherever it is
+// mounted in that process's view.
+MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
+                                              const std::vector<std::string>& resctrl_opts);
+
+// Rewrites the /proc/<pid>/mounts lines of the mounts that `mountinfo` (the
+// same process's table, read just before) rewrote: by position when both
+// list the same number of mounts, else by mount point.
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
+                                const std::vector<std::string>& resctrl_opts);
+
 // True if `mountinfo` has a mount at `mountpoint`.
 bool has_mount(std::string_view mountinfo, std::string_view mountpoint);
 
