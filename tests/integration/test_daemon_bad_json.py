@@ -102,14 +102,23 @@ class BadJson(unittest.TestCase):
                                      % deep_array()).encode(),
         }
 
+    def boot_state_file(self, m):
+        """The daemon's boot-state file for m: its name starts with the
+        mount namespace's identity (daemon/boot_state.h), so a first start
+        and stop writes it, and it is found by the mount point's part."""
+        m.start()
+        m.stop()
+        boot_dir = os.path.join(m.dir, "boot")
+        names = [n for n in os.listdir(boot_dir) if n.endswith(boot_state_name(m.mnt))]
+        self.assertEqual(len(names), 1, os.listdir(boot_dir))
+        return os.path.join(boot_dir, names[0])
+
     def test_damaged_boot_state_is_set_aside_and_the_daemon_mounts(self):
         for what in self.boot_cases("/"):
             with self.subTest(what):
                 m = self.mount()
                 data = self.boot_cases(os.path.abspath(m.mnt))[what]
-                boot_dir = os.path.join(m.dir, "boot")
-                os.makedirs(boot_dir, exist_ok=True)
-                path = os.path.join(boot_dir, boot_state_name(m.mnt))
+                path = self.boot_state_file(m)
                 with open(path, "wb") as f:
                     f.write(data)
                 m.start()
