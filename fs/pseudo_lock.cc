@@ -89,10 +89,11 @@ Result<void> FsImpl::locksetup_enter(Group* g) {
     return fail(EINVAL, "CDP enabled\n");
   if (!info_.pseudo_lock_capable) return fail(EINVAL, "Pseudo-locking not supported\n");
   if (!g->mon_children.empty()) return fail(EINVAL, "Monitoring in progress\n");
-  for (const auto& [tid, tags] : thread_tags_) {
-    if (tags.first != g->closid) continue;
-    if (tasks_ == nullptr || tasks_->exists(tid))
-      return fail(EINVAL, "Tasks assigned to resource group\n");
+  if (const auto* tids = threads_of_closid(g->closid)) {
+    for (pid_t tid : *tids) {
+      if (tasks_ == nullptr || tasks_->exists(tid))
+        return fail(EINVAL, "Tasks assigned to resource group\n");
+    }
   }
   if (!g->cpus.empty()) return fail(EINVAL, "CPUs assigned to resource group\n");
   restrict_locksetup_files(g);
