@@ -38,7 +38,8 @@ void FsImpl::rebuild_cpu_owners() {
     if (g->type != GroupType::kCtrlMon) continue;
     for (const Group* m : g->mon_children) {
       for (unsigned cpu : m->cpus.cpus()) {
-        if (cpu >= cpu_mon_.size() || cpu_mon_[cpu] != nullptr || cpu_ctrl(cpu) != g.get()) continue;
+        if (cpu >= cpu_mon_.size() || cpu_mon_[cpu] != nullptr || cpu_ctrl(cpu) != g.get())
+          continue;
         cpu_mon_[cpu] = const_cast<Group*>(m);
       }
     }
