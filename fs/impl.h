@@ -385,6 +385,24 @@ class FsImpl final : public Filesystem {
   // The checks a schemata write of group `g` applies to a cache mask.
   std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
   const Group* ctrl_group_by_closid(uint32_t closid) const;
+  // Calls f(const Group&) for the default group, then each CTRL_MON group
+  // (the group directories of the root), until f returns true; whether one
+  // did. A walk of groups_ would visit every MON group too.
+  template <typename F>
+  bool any_ctrl_group(F f) const {
+    if (root_ == nullptr) return false;
+    if (f(*root_)) return true;
+    if (root_node_ == nullptr) return false;
+    for (const ChildMap::Entry& e : root_node_->children) {
+      if (!e.dir) continue;
+      auto it = nodes_.find(e.ino);
+      if (it == nodes_.end()) continue;
+      const Node& n = *it->second;
+      if (n.kind != NodeKind::kGroupDir || n.group == nullptr || n.group == root_) continue;
+      if (f(*n.group)) return true;
+    }
+    return false;
+  }
 
   // ---- io_alloc (io_alloc.cc) ----
   bool io_alloc_capable(const schemata::Schema& s) const;

@@ -282,12 +282,15 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
   // Only the CPUs that change owner (and, for a CTRL_MON group, the CPUs of
   // its MON groups) are looked at: the owner tables name who held each one.
   CpuMask touched(info_.nr_cpus);
+  // The journal records the groups whose CPUs changed (jr_after_write).
+  jr_group(g);
   if (g->type == GroupType::kCtrlMon) {
     CpuMask dropped = g->cpus;
     dropped.subtract(newmask);
     if (!dropped.empty()) {
       if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
       root_->cpus |= dropped;
+      jr_group(root_);
     }
     CpuMask added = newmask;
     added.subtract(g->cpus);
@@ -296,6 +299,7 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
     // any are the owners of the parent's CPUs.
     for (unsigned cpu : g->cpus.cpus()) {
       if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
+        jr_group(m);
         m->cpus.clear();
         cpu_mon_[cpu] = nullptr;
         touched.set(cpu);
@@ -308,9 +312,15 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
     for (unsigned cpu : added.cpus()) {
       // The CPU leaves its CTRL_MON group and that group's MON group.
       Group* owner = cpu_ctrl(cpu);
-      if (owner != g) owner->cpus.reset(cpu);
+      if (owner != g) {
+        owner->cpus.reset(cpu);
+        jr_group(owner);
+      }
       if (!is_root(g)) root_->cpus.reset(cpu);
-      if (Group* m = cpu_mon_[cpu]) m->cpus.reset(cpu);
+      if (Group* m = cpu_mon_[cpu]) {
+        m->cpus.reset(cpu);
+        jr_group(m);
+      }
       cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
       cpu_mon_[cpu] = nullptr;
       touched.set(cpu);
@@ -326,7 +336,10 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
     removed.subtract(newmask);
     for (unsigned cpu : added.cpus()) {
       // Taken from the sibling monitoring it.
-      if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) sib->cpus.reset(cpu);
+      if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
+        sib->cpus.reset(cpu);
+        jr_group(sib);
+      }
       cpu_mon_[cpu] = g;
       touched.set(cpu);
     }
