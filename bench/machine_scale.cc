@@ -408,7 +408,7 @@ int main(int argc, char** argv) {
       if (it == f.us.end()) {
         printf(" %9s", "-");
       } else {
-        printf(" %9.2f", it->second);
+        printf(it->second < 0.1 ? " %9.4f" : " %9.2f", it->second);
       }
     }
     const Figures& small = all.front();
