@@ -395,8 +395,10 @@ void FsImpl::jr_after_write(const Node& n) {
     jr_group(n.group);
     return;
   }
-  // cpus (takes CPUs from other groups), info settings and whatever is
-  // added later: a snapshot is always right.
+  // cpus and cpus_list mark every group whose CPUs they changed (the
+  // written one, the ones that gave CPUs up, MON groups cleared).
+  if (w == &FsImpl::write_cpus || w == &FsImpl::write_cpus_list) return;
+  // Info settings and whatever is added later: a snapshot is always right.
   jr_all();
 }
 
