@@ -27,6 +27,20 @@
 namespace resctrlfs::hw::sim {
 namespace {
 
+// The profile's CPUID table as a CPUID source (the same leaves on every
+// CPU), for decoding what raw leaves say before the machine exists.
+class ProfileCpuid : public CpuidSource {
+ public:
+  explicit ProfileCpuid(const Profile& p) : p_(p) {}
+  CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t subleaf) const override {
+    auto it = p_.cpuid.find({leaf, subleaf});
+    return it == p_.cpuid.end() ? CpuidRegs{} : it->second;
+  }
+
+ private:
+  const Profile& p_;
+};
+
 using nlohmann::json;
 using namespace resctrlfs::hw::x86;  // NOLINT: register and leaf names
 
@@ -476,15 +490,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
       set_leaf(p, lf, sb, r);
     }
     // Raw leaves may carry their own vendor and signature.
-    struct TableSource : CpuidSource {
-      const Profile* p;
-      CpuidRegs cpuid(unsigned, uint32_t l, uint32_t s) const override {
-        auto it = p->cpuid.find({l, s});
-        return it == p->cpuid.end() ? CpuidRegs{} : it->second;
-      }
-    } src;
-    src.p = &p;
-    p.vendor = x86::cpuid_vendor(src, 0);
+    p.vendor = x86::cpuid_vendor(ProfileCpuid(p), 0);
   }
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sim, checked(j.find("sim")));
@@ -656,15 +662,7 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
 }
 
 uint64_t cache_size_bytes(const Profile& p, unsigned level) {
-  struct TableSource : CpuidSource {
-    const Profile* p;
-    CpuidRegs cpuid(unsigned, uint32_t l, uint32_t s) const override {
-      auto it = p->cpuid.find({l, s});
-      return it == p->cpuid.end() ? CpuidRegs{} : it->second;
-    }
-  } src;
-  src.p = &p;
-  const uint64_t size = x86::cpuid_cache_size(src, 0, p.amd(), level);
+  const uint64_t size = x86::cpuid_cache_size(ProfileCpuid(p), 0, p.amd(), level);
   if (size != 0) return size;
   return level == 2 ? p.l2_size_bytes : level == 3 ? p.l3_size_bytes : 0;
 }
