@@ -167,6 +167,7 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   rebuild_thread_index();
   cpu_assoc_.assign(info_.nr_cpus, {0, 0});
   cpu_assoc_valid_.assign(info_.nr_cpus, false);
+  cpu_assoc_failed_.clear();
 
   groups_.clear();
   root_ = new_group();

@@ -357,8 +357,12 @@ class FsImpl final : public Filesystem {
   void rebuild_cpu_owners();
   // Rebuilds the owner tables and programs every online CPU.
   void update_cpu_assoc();
-  // Programs the online CPUs of `which` whose tags changed.
+  // Programs the online CPUs of `which` whose tags changed, and retries
+  // every CPU whose last write failed.
   void update_cpu_assoc(const CpuMask& which);
+  // Writes one online CPU's tags if they changed; a failure is remembered
+  // in cpu_assoc_failed_ for the next update.
+  void program_cpu_assoc(unsigned cpu);
   Group* cpu_ctrl(unsigned cpu) const { return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : root_; }
   std::pair<uint32_t, uint32_t> thread_tags(pid_t tid) const;
   void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);
@@ -542,6 +546,7 @@ class FsImpl final : public Filesystem {
   std::unordered_map<uint32_t, std::unordered_set<pid_t>> rmid_threads_;
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
+  std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
   // Per CPU: its CTRL_MON group (null: the default group) and the MON group
   // of that group monitoring it (null: none).
   std::vector<Group*> cpu_ctrl_;

@@ -1,6 +1,7 @@
 // Implements group membership in FsImpl: the tasks, cpus and cpus_list
 // files (§3.3, §3.4), the per-thread tags they set (and fork/exit events),
 // and the per-CPU PQR_ASSOC programming derived from CPU ownership.
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -52,18 +53,26 @@ void FsImpl::update_cpu_assoc() {
 }
 
 void FsImpl::update_cpu_assoc(const CpuMask& which) {
-  for (unsigned cpu : which.cpus()) {
-    if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu)) continue;
-    auto tags = cpu_tags(cpu);
-    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) continue;
-    // A failed write leaves the entry invalid, so the next change retries.
-    if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
-      cpu_assoc_[cpu] = tags;
-      cpu_assoc_valid_[cpu] = true;
-    } else {
-      cpu_assoc_valid_[cpu] = false;
-    }
+  // A CPU whose last write failed is retried by the next change, whichever
+  // CPUs that change moves (a cpus write does not fail for it).
+  std::vector<unsigned> retry;
+  retry.swap(cpu_assoc_failed_);
+  for (unsigned cpu : retry) program_cpu_assoc(cpu);
+  for (unsigned cpu : which.cpus()) program_cpu_assoc(cpu);
+}
+
+void FsImpl::program_cpu_assoc(unsigned cpu) {
+  if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu)) return;
+  auto tags = cpu_tags(cpu);
+  if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
+  if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
+    cpu_assoc_[cpu] = tags;
+    cpu_assoc_valid_[cpu] = true;
+    return;
   }
+  cpu_assoc_valid_[cpu] = false;
+  if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), cpu) == cpu_assoc_failed_.end())
+    cpu_assoc_failed_.push_back(cpu);
 }
 
 std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
