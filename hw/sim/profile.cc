@@ -264,6 +264,7 @@ Result<void> synth_amd_bw(Profile& p, const JsonIn& j, uint32_t sub, const std::
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bw_len, get_u64(j, "bw_len", 11));
   if (closids < 1 || bw_len < 1 || bw_len > 30) return bad(key + " needs num_closid and bw_len");
+  if (closids > 65536) return bad(key + ".num_closid must be 1..65536");
   set_leaf(p, CPUID_LEAF_AMD_PQE_EXT, sub,
            CpuidRegs{static_cast<uint32_t>(bw_len), 0, 0, static_cast<uint32_t>(closids - 1)});
   leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |=
@@ -371,6 +372,26 @@ void synth_base_leaves(Profile& p) {
     set_leaf(p, CPUID_LEAF_AMD_L2_L3, 0,
              CpuidRegs{0, 0, static_cast<uint32_t>((p.l2_size_bytes / 1024) << 16) | 0x6140, 0});
   (void)leaf(p, CPUID_LEAF_EXT_FEATURES, 0);
+}
+
+// The simulated machine keeps registers per CLOSID and per RMID, so what
+// the CPUID leaves enumerate (synthesised or raw) is bounded by what the
+// architecture's fields can name on any part: 16-bit CLOS numbers, and as
+// many RMIDs. Counted in 64 bits: a raw 0xffffffff must not wrap to 0.
+Result<void> check_id_counts(const Profile& p) {
+  constexpr uint64_t kMaxIds = 65536;
+  const ProfileCpuid src(p);
+  const bool amd = p.amd();
+  for (uint32_t sub = 1; sub <= 2 && amd; ++sub) {
+    const CpuidRegs r = src.cpuid(0, CPUID_LEAF_AMD_PQE_EXT, sub);
+    if (r.eax != 0 && uint64_t{r.edx} + 1 > kMaxIds)
+      return bad("CPUID 0x80000020 subleaf " + std::to_string(sub) +
+                 " enumerates more than 65536 CLOSIDs");
+  }
+  if (uint64_t{src.cpuid(0, CPUID_LEAF_PQM, 0).ebx} + 1 > kMaxIds ||
+      uint64_t{src.cpuid(0, CPUID_LEAF_PQM, 1).ecx} + 1 > kMaxIds)
+    return bad("CPUID 0xF enumerates more than 65536 RMIDs");
+  return Ok();
 }
 
 Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
@@ -513,6 +534,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
     if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0)
       return bad("\"sim\" time constants must be positive");
   }
+  RESCTRLFS_RETURN_IF_ERROR(check_id_counts(p));
   return p;
 }
 
