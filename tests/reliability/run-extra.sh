@@ -16,7 +16,8 @@
 #   tsan  builds the threaded programs with -DRESCTRLFS_TSAN=ON in
 #         $TSAN_BUILD_DIR and runs their tests: the daemon (its Asio loop,
 #         the FUSE invalidation thread) through the integration and
-#         reliability suites, the MSR broker's tests.
+#         reliability suites, the exporter (which the integration suite
+#         starts), the MSR broker's tests.
 #
 # RELIABILITY_STAGES="fuzz asan tsan" (default: all) chooses stages. The
 # mount-based tests skip (exit 77) without root and /dev/fuse. Time on two
@@ -87,7 +88,7 @@ stage_asan() {
 stage_tsan() {
   cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DRESCTRLFS_TSAN=ON -DRESCTRLFS_FUZZ=OFF >/dev/null
   say "building the threaded programs with TSan in $TSAN_BUILD_DIR"
-  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl hw_tests daemon_unit_tests
+  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl resctrlfs-exporter hw_tests daemon_unit_tests
   say "ctest (daemon, broker, integration, reliability) under TSan"
   rm -f "$TSAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
