@@ -42,6 +42,18 @@ std::vector<unsigned> list_of(const std::string& text) {
   return out;
 }
 
+// Renames MON group g (a no-op for a CTRL_MON group) under a CTRL_MON
+// group drawn from `groups`, as one of r0..r2.
+template <typename Pick>
+void move_mon_group(Shell& sh, const std::vector<std::string>& groups, const std::string& g,
+                    Pick& pick) {
+  if (g.find("mon_groups") == std::string::npos) return;
+  std::vector<std::string> ctrl;
+  for (const std::string& x : groups)
+    if (x.find("mon_groups") == std::string::npos) ctrl.push_back(x);
+  sh.mv(g, ctrl[pick(ctrl.size())] + "/mon_groups/r" + std::to_string(pick(3)));
+}
+
 }  // namespace
 
 TEST_CASE("random operations keep the invariants", "[groups]") {
@@ -90,12 +102,7 @@ TEST_CASE("random operations keep the invariants", "[groups]") {
         break;
       }
       case 7:
-        if (g.find("mon_groups") != std::string::npos) {
-          std::vector<std::string> ctrl;
-          for (const std::string& x : groups)
-            if (x.find("mon_groups") == std::string::npos) ctrl.push_back(x);
-          sh.mv(g, ctrl[pick(ctrl.size())] + "/mon_groups/r" + std::to_string(pick(3)));
-        }
+        move_mon_group(sh, groups, g, pick);
         break;
     }
     // Invariants.
@@ -166,12 +173,7 @@ TEST_CASE("PQR_ASSOC follows the CPU owners through random changes and hotplug",
         break;
       }
       case 5:
-        if (g.find("mon_groups") != std::string::npos) {
-          std::vector<std::string> ctrl;
-          for (const std::string& x : groups)
-            if (x.find("mon_groups") == std::string::npos) ctrl.push_back(x);
-          sh.mv(g, ctrl[pick(ctrl.size())] + "/mon_groups/r" + std::to_string(pick(3)));
-        }
+        move_mon_group(sh, groups, g, pick);
         break;
       case 6: {
         // CPU 0 stays: the kernel never offlines the boot CPU here either.
