@@ -113,7 +113,7 @@ TEST_CASE("the statfs answer is kernfs's for resctrl") {
   CHECK(fsid[1] == 0);
 }
 
-TEST_CASE("--intercept values") {
+TEST_CASE("option --intercept values") {
   CHECK(*parse_intercept("all") == Intercept::kAll);
   CHECK(*parse_intercept("statfs-only") == Intercept::kStatfsOnly);
   CHECK(*parse_intercept("none") == Intercept::kNone);

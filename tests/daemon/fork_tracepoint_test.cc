@@ -293,7 +293,7 @@ TEST_CASE("merge: equal times keep each source's order, tracepoint first") {
   CHECK(out[3].tid == 8);
 }
 
-TEST_CASE("online CPU lists: ranges and single CPUs; anything else is no list") {
+TEST_CASE("online CPU lists: ranges and single CPUs, anything else is no list") {
   using resctrlfs::daemon::parse_cpu_list;
   CHECK(parse_cpu_list("0-1\n") == std::vector<unsigned>{0, 1});
   CHECK(parse_cpu_list("0-3,8,10-11\n") == std::vector<unsigned>{0, 1, 2, 3, 8, 10, 11});

@@ -39,7 +39,7 @@ TEST_CASE("defaults: detached, host platform, simulated backend") {
   CHECK(p.options->fuse_options.empty());
 }
 
-TEST_CASE("--no-journal-fsync turns the journal's fsync off") {
+TEST_CASE("option --no-journal-fsync turns the journal's fsync off") {
   ParsedArgs p = parse({"--no-journal-fsync", "/mnt/r"});
   REQUIRE(p.options);
   CHECK_FALSE(p.options->journal_fsync);
@@ -72,7 +72,7 @@ TEST_CASE("every option") {
   CHECK(o.mountpoint == "/sys/fs/resctrl");
 }
 
-TEST_CASE("-o takes exactly one argument, so the mount point stays positional") {
+TEST_CASE("option -o takes exactly one argument, so the mount point stays positional") {
   ParsedArgs p = parse({"-o", "debug", "/mnt/x"});
   REQUIRE(p.options);
   CHECK(p.options->mount.debug);
@@ -124,7 +124,7 @@ TEST_CASE("a resctrl flag with a value is refused like the kernel does (EINVAL)"
   CHECK(p.output.find("cdp") != std::string::npos);
 }
 
-TEST_CASE("usage errors exit non-zero with a message; --help exits 0") {
+TEST_CASE("usage errors exit non-zero with a message, --help exits 0") {
   for (std::vector<std::string> bad :
        std::vector<std::vector<std::string>>{{},                                 // no mount point
                                              {"--backend", "kernel", "/mnt/x"},  // unknown backend

@@ -269,7 +269,7 @@ TEST_CASE("counters: equal to the file, monotonic across a reset", "[counters]")
   CHECK(value_of(s, "node_resctrl_mbm_bytes_total", total) == "77");
 }
 
-TEST_CASE("SNC: sums and node domains; telemetry; AMD with assignable counters", "[exposition]") {
+TEST_CASE("SNC: sums and node domains, telemetry, AMD with assignable counters", "[exposition]") {
   TempTree t;
   t.intel_2s({"g1"});
   // SNC2: mon_L3_00 holds the sum and mon_sub_L3_00/01.

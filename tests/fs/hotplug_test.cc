@@ -33,7 +33,7 @@ size_t count_inval(const RecordingInval& r, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("offline CPUs leave their groups; the last one of a domain takes it away", "[hotplug]") {
+TEST_CASE("offline CPUs leave their groups, the last one of a domain takes it away", "[hotplug]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/g") == 0);

@@ -70,7 +70,7 @@ TEST_CASE("SNC: mon_L3_XX per L3 cache with a mon_sub_L3_YY per node", "[snc]") 
         Set{"llc_occupancy", "mbm_total_bytes", "mon_sub_L3_10", "mon_sub_L3_11"});
 }
 
-TEST_CASE("SNC: the L3 files sum the nodes; the node files show one node", "[snc]") {
+TEST_CASE("SNC: the L3 files sum the nodes, the node files show one node", "[snc]") {
   FakeFixture f(snc_platform(), /*mounted=*/false);
   REQUIRE(f.fs->mount({}).ok());
   Shell sh(*f.fs);
@@ -202,7 +202,7 @@ TEST_CASE("SNC: intel-snc info/L3_MON numbers and sums of real counts", "[snc]")
 
 namespace resctrlfs::fs::testing {
 
-TEST_CASE("SNC: node domains come and go with their CPUs; the L3 directory with the last",
+TEST_CASE("SNC: node domains come and go with their CPUs, the L3 directory with the last",
           "[snc]") {
   SimFixture f("intel-snc");
   Shell& sh = *f.sh;

@@ -56,7 +56,7 @@ std::vector<int> ids(const std::vector<MonDomain>& ds) {
 
 }  // namespace
 
-TEST_CASE("sim: an offline CPU's MSRs cannot be accessed; it comes back with PQR_ASSOC 0/0") {
+TEST_CASE("sim: an offline CPU's MSRs cannot be accessed, it comes back with PQR_ASSOC 0/0") {
   Fixture f;
   sim::SimMachine& m = *f.machine;
   REQUIRE(m.write(5, IA32_PQR_ASSOC, (3ULL << 32) | 7).ok());

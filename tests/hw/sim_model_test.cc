@@ -75,7 +75,7 @@ TEST_CASE("a freed RMID's occupancy decays below the threshold after some second
   CHECK(bytes(s.arch(), 0, 5, EventId::LLC_OCCUPANCY) < threshold);
 }
 
-TEST_CASE("MBM counts grow with demand; local counts the local share") {
+TEST_CASE("MBM counts grow with demand, local counts the local share") {
   Sim s = make("intel-2s");
   REQUIRE(s.arch().set_cpu_assoc(2, 1, 3).ok());
   REQUIRE(s.m->attach_cpu_workload(2, Workload{0, 1000, 0.75}).ok());
@@ -192,7 +192,7 @@ TEST_CASE("an AMD-style domain with fewer counters than active RMIDs reports Una
   CHECK(s.arch().read_event(0, 40, EventId::LLC_OCCUPANCY).err == ReadError::kNone);
 }
 
-TEST_CASE("a BMEC change clears the counts; the next read is Unavailable") {
+TEST_CASE("a BMEC change clears the counts, the next read is Unavailable") {
   Sim s = make("amd-2s");
   REQUIRE(s.arch().set_cpu_assoc(1, 0, 4).ok());
   REQUIRE(s.m->attach_cpu_workload(1, Workload{0, 1000, 0.5}).ok());

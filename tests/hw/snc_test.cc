@@ -123,7 +123,7 @@ TEST_CASE("SNC: detected only on the models Linux lists, with a sane ratio", "[s
   CHECK(five.mon.mon_domains.size() == 2);
 }
 
-TEST_CASE("SNC: the ratio uses the first CPU's L3 and node; unknown nodes mean none", "[snc]") {
+TEST_CASE("SNC: the ratio uses the first CPU's L3 and node, unknown nodes mean none", "[snc]") {
   x86::Topology t;
   t.nr_cpus = 4;
   t.online = CpuMask(4);

@@ -345,7 +345,7 @@ TEST_CASE("a command appends the same few bytes whatever the size of the model",
 
 // State of a fixture built through a journal that commits after every
 // command; returns the log's bytes before the last compaction.
-TEST_CASE("compaction folds the log into a snapshot; a crash between its steps loses nothing",
+TEST_CASE("compaction folds the log into a snapshot, a crash between its steps loses nothing",
           "[restore]") {
   TempDir dir;
   SimFixture a("intel-2s", fs::MountOptions{.debug = true});
