@@ -1,7 +1,10 @@
 // resctrl-msrd: the privileged MSR broker. The only resctrlfs process that
 // opens /dev/cpu/*/msr; it serves batches of RDT register reads and writes
-// to the daemon over a Unix socket (see server.h), or, with --sim, serves a
-// simulated machine (for tests).
+// to the daemon over a Unix socket (see server.h).
+//
+// The same source, built with RESCTRL_MSRD_SIM as resctrl-msrd-sim (a test
+// program, never installed), also takes --sim and serves a simulated machine
+// instead; the shipped resctrl-msrd links no simulator.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,9 +19,12 @@
 #include "hw/broker/dev_msr.h"
 #include "hw/broker/server.h"
 #include "hw/real/dev_cpuid.h"
+#include "hw/x86/cpuid_decode.h"
+#include "hw/x86/sysfs_topology.h"
+#if RESCTRL_MSRD_SIM
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
-#include "hw/x86/cpuid_decode.h"
+#endif
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
@@ -31,7 +37,9 @@ int main(int argc, char** argv) {
   std::string dev_root = "/dev/cpu";
   app.add_option("--socket", socket_path, "Unix socket to listen on");
   app.add_option("--allow-uid", allow_uid, "the only uid allowed to connect (default 0)");
+#if RESCTRL_MSRD_SIM
   app.add_option("--sim", sim_platform, "serve a simulated machine (profile name or JSON file)");
+#endif
   app.add_option("--dev-root", dev_root, "directory holding N/cpuid and N/msr");
   CLI11_PARSE(app, argc, argv);
 
@@ -42,6 +50,7 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<MsrDevice> msr;
   std::unique_ptr<broker::Policy> policy;
+#if RESCTRL_MSRD_SIM
   if (!sim_platform.empty()) {
     auto profile = sim::load_profile(sim_platform);
     if (!profile.ok()) {
@@ -51,8 +60,10 @@ int main(int argc, char** argv) {
     auto machine = std::make_shared<sim::SimMachine>(std::move(profile).value());
     policy = std::make_unique<broker::Policy>(machine->info(), machine->limits());
     msr = machine;
-  } else {
-    auto topo = sim::read_sysfs_topology("/sys/devices/system/cpu");
+  }
+#endif
+  if (!msr) {
+    auto topo = x86::read_sysfs_topology("/sys/devices/system/cpu");
     if (!topo.ok()) {
       log(topo.error().message);
       return 2;

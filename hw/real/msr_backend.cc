@@ -7,8 +7,8 @@
 
 #include "hw/broker/client.h"
 #include "hw/real/dev_cpuid.h"
-#include "hw/sim/profile.h"
 #include "hw/x86/arch_x86.h"
+#include "hw/x86/sysfs_topology.h"
 
 namespace resctrlfs::hw {
 
@@ -56,7 +56,7 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
 
 Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt) {
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
-                             sim::read_sysfs_topology("/sys/devices/system/cpu"));
+                             x86::read_sysfs_topology("/sys/devices/system/cpu"));
   real::DevCpuidSource cpuid;
   return real::make_msr_backend_with(cpuid, topo, broker_socket, x86::RdtOptions::parse(rdt));
 }

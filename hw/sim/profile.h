@@ -136,9 +136,6 @@ Result<Profile> parse_profile(const std::string& json_text, const std::string& n
 // vendor, and intel-2s / amd-2s style capabilities.
 Result<Profile> host_profile(const std::string& sysfs_cpu_dir = "/sys/devices/system/cpu");
 
-// Reads a topology from a sysfs cpu directory (shared with the real backend).
-Result<x86::Topology> read_sysfs_topology(const std::string& sysfs_cpu_dir);
-
 // This machine's CPUID vendor string (/dev/cpu/0/cpuid, else the CPUID
 // instruction; "GenuineIntel" on non-x86 builds).
 std::string host_cpuid_vendor();

@@ -17,6 +17,7 @@
 #include "hw/sim/profile.h"
 #include "hw/x86/arch_x86.h"
 #include "hw/x86/registers.h"
+#include "hw/x86/sysfs_topology.h"
 #include "recording_msr.h"
 
 using namespace resctrlfs;
@@ -347,7 +348,7 @@ TEST_CASE("SNC: host topology reads NUMA nodes from sysfs only beside a real L3"
       put(base + "/cache/index0/size", "30720K\n");
     }
   }
-  auto t = sim::read_sysfs_topology(root);
+  auto t = x86::read_sysfs_topology(root);
   std::filesystem::remove_all(root);
   REQUIRE(t.ok());
   CHECK(t->node == std::vector<int>{0, 0, -1, -1});
