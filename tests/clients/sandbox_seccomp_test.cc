@@ -26,6 +26,7 @@
 #include "sandbox/path_resolve.h"
 #include "sandbox/proc_rewrite.h"
 #include "sandbox/seccomp_supervisor.h"
+#include "tests/catch_skip.h"
 
 using namespace resctrlfs::sandbox;
 namespace stdfs = std::filesystem;
@@ -327,10 +328,8 @@ std::string drain(int fd) {
 }  // namespace
 
 TEST_CASE("the supervisor answers a traced child's statfs and mount-table opens") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: the supervisor tests need root (a filter without no_new_privs)");
-    return;
-  }
+  if (::geteuid() != 0)
+    RESCTRLFS_SKIP("the supervisor tests need root (a filter without no_new_privs)");
   TempDir t;
   struct stat st;
   REQUIRE(::stat(t.path.c_str(), &st) == 0);
@@ -358,10 +357,7 @@ TEST_CASE("the supervisor answers a traced child's statfs and mount-table opens"
 }
 
 TEST_CASE("statfs-only: statfs is answered, mount tables are the kernel's") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: the supervisor tests need root");
-    return;
-  }
+  if (::geteuid() != 0) RESCTRLFS_SKIP("the supervisor tests need root");
   TempDir t;
   struct stat st;
   REQUIRE(::stat(t.path.c_str(), &st) == 0);
@@ -387,10 +383,7 @@ TEST_CASE("statfs-only: statfs is answered, mount tables are the kernel's") {
 }
 
 TEST_CASE("callers killed in the middle of calls do not disturb the supervisor") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: the supervisor tests need root");
-    return;
-  }
+  if (::geteuid() != 0) RESCTRLFS_SKIP("the supervisor tests need root");
   TempDir t;
   struct stat st;
   REQUIRE(::stat(t.path.c_str(), &st) == 0);

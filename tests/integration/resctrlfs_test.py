@@ -60,7 +60,8 @@ keeps each test's temporary directories (log, socket, state). RESCTRLFS_LOG_LEVE
 the daemon's --log-level (default info).
 
 Skipping: main() exits 77 with a loud SKIP line when not root, when /dev/fuse
-is unusable or fusermount3 is missing; ctest reports the test as skipped.
+is unusable or fusermount3 is missing, and when a test skipped itself
+(self.skipTest, its reason printed); ctest reports the file as skipped.
 """
 
 import errno
@@ -464,9 +465,25 @@ class ResctrlfsTestCase(unittest.TestCase):
 
 
 def main():
-    """Entry point of a test file: skip loudly (77) without FUSE, else run."""
+    """Entry point of a test file: skip loudly (77) without FUSE, else run.
+
+    Exits 1 if a test failed or none ran; else 77 (ctest: Skipped) if any
+    test skipped itself (self.skipTest), each reason printed, so that a file
+    whose tests did not all run is never reported as Passed; else 0."""
     require_fuse()
-    unittest.main(verbosity=2)
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun == 0:
+        sys.stderr.write("FAIL: %s ran no tests\n" % os.path.basename(sys.argv[0]))
+        sys.exit(1)
+    if result.skipped:
+        for test, reason in result.skipped:
+            sys.stderr.write("SKIP: %s: %s\n" % (test.id(), reason))
+        sys.stdout.write("SKIP: %d of %d tests skipped themselves (reasons above)\n"
+                         % (len(result.skipped), result.testsRun))
+        sys.exit(SKIP)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -224,4 +224,4 @@ if __name__ == "__main__":
         if shutil.which(tool) is None:
             print("SKIP: %s is missing (util-linux)" % tool)
             raise SystemExit(rt.SKIP)
-    unittest.main()
+    rt.main()

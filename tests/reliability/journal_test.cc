@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/catch_skip.h"
+
 namespace resctrlfs::daemon {
 namespace {
 
@@ -337,12 +339,10 @@ bool on_tmpfs(const std::string& path) {
   return ::statfs(path.c_str(), &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
 }
 
-// The mapped-log tests run only where the log is mapped; elsewhere they say
-// so loudly rather than pass.
-bool mapped_or_warn(bool mapped, const std::string& dir) {
-  if (!mapped) WARN("SKIPPED: " << dir << " is not on tmpfs, so the log is not mapped");
-  return mapped;
-}
+// The mapped-log tests run only where the log is mapped; elsewhere they are
+// skipped (tests/catch_skip.h), loudly, rather than pass.
+#define SKIP_UNLESS_MAPPED(mapped, dir) \
+  if (!(mapped)) RESCTRLFS_SKIP((dir) << " is not on tmpfs, so the log is not mapped")
 
 // A snapshot and a log of three records, each moving one thread; `map`:
 // the log appended through its mapping (on tmpfs) rather than write(2).
@@ -475,7 +475,7 @@ TEST_CASE("every flipped bit of the log refuses the whole journal", "[journal]")
 
 TEST_CASE("a mapped log restores whatever a kill -9 during an append leaves", "[journal]") {
   LoggedJournal lj(/*map=*/true);
-  if (!mapped_or_warn(lj.mapped, lj.dir.path)) return;
+  SKIP_UNLESS_MAPPED(lj.mapped, lj.dir.path);
   auto level = spdlog::get_level();
   spdlog::set_level(spdlog::level::off);
   // The file as the daemon left it: the records, then zeros.
@@ -521,7 +521,7 @@ TEST_CASE("a mapped log restores whatever a kill -9 during an append leaves", "[
 
 TEST_CASE("a mapped log takes every bit flip in its records as damage", "[journal]") {
   LoggedJournal lj(/*map=*/true);
-  if (!mapped_or_warn(lj.mapped, lj.dir.path)) return;
+  SKIP_UNLESS_MAPPED(lj.mapped, lj.dir.path);
   for (size_t i = 0; i < lj.log.size(); ++i) {
     for (int bit = 0; bit < 8; ++bit) {
       std::string bad = lj.file;
@@ -535,7 +535,7 @@ TEST_CASE("a mapped log takes every bit flip in its records as damage", "[journa
 TEST_CASE("a mapped log is re-made empty by a compaction and takes large changes as snapshots",
           "[journal]") {
   TempDir dir;
-  if (!mapped_or_warn(on_tmpfs(dir.path), dir.path)) return;
+  SKIP_UNLESS_MAPPED(on_tmpfs(dir.path), dir.path);
   StateOnlyFs live;
   live.state = R"({"options":{"cdp":false},"groups":[],"threads":[]})";
   auto j = StateJournal::open(dir.path);
