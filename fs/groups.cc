@@ -68,11 +68,6 @@ EventId FsImpl::default_mba_event() const {
   return event_enabled(EventId::MBM_LOCAL) ? EventId::MBM_LOCAL : EventId::MBM_TOTAL;
 }
 
-Result<void> FsImpl::fail(int code, std::string_view msg) {
-  lcs_.printf(msg);
-  return Error::make(code, std::string(msg));
-}
-
 Group* FsImpl::new_group() {
   groups_.push_back(std::make_unique<Group>());
   Group* g = groups_.back().get();
@@ -186,7 +181,7 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   mounted_ = true;
   jr_all();
   lcs_.clear();
-  assign_cntrs_on_mkdir(root_);
+  set_status(assign_cntrs_on_mkdir(root_));
   reset_group_mbm(root_);
   return Ok();
 }
@@ -240,11 +235,18 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
   if (!mounted_) return Error::make(ENOENT);
   if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
   Result<Attr> r = Error::make(EPERM);
+  std::string status;
   if (alloc_capable() && p == root_node_) {
-    r = mkdir_ctrl_mon(p, name, mode & 07777, caller);
+    lcs_.clear();
+    r = mkdir_ctrl_mon(p, name, mode & 07777, caller, status);
   } else if (mon_capable()) {
-    r = mkdir_mon(p, name, mode & 07777, caller);
+    // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
+    if (group_of(*p) == nullptr) return Error::make(ENODEV);
+    lcs_.clear();
+    r = mkdir_mon(p, name, mode & 07777, caller, status);
   }
+  set_status(status);
+  set_status(r);
   if (r.ok()) {
     if (Node* c = child(p, name)) jr_group(c->group);
   }
@@ -252,16 +254,15 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
 }
 
 Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
-                                    const Caller& caller) {
-  lcs_.clear();
+                                    const Caller& caller, std::string& status) {
   auto closid = closids_.alloc();
-  if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n").error();
+  if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
   if (mon_capable()) {
     auto r = rmids_.alloc();
     if (!r.ok()) {
       closids_.free(*closid);
-      return fail(r.error().code, "Out of RMIDs\n").error();
+      return fail(r.error().code, "Out of RMIDs\n");
     }
     rmid = *r;
   }
@@ -271,7 +272,7 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   g->closid = *closid;
   g->rmid = rmid;
   g->mba_event = default_mba_event();
-  if (mon_capable()) assign_cntrs_on_mkdir(g);
+  if (mon_capable()) status = assign_cntrs_on_mkdir(g);
   Result<void> init = init_alloc(g);
   if (!init.ok()) {
     unassign_all_cntrs(g);
@@ -280,36 +281,31 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
     groups_.erase(g->pos);
     return std::move(init).error();
   }
-  const bool root_caller = caller.uid == 0 && caller.gid == 0;
-  uid_t uid = root_caller ? mount_uid_ : caller.uid;
-  gid_t gid = root_caller ? mount_gid_ : caller.gid;
-  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
-  build_group_dir(g, dir, mode, uid, gid);
-  reset_group_mbm(g);
-  ++dir->nlookup;
-  return attr_of(*dir);
+  return add_group_dir(g, parent, name, mode, caller);
 }
 
 Result<Attr> FsImpl::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
-                               const Caller& caller) {
-  // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
+                               const Caller& caller, std::string& status) {
   Group* pg = group_of(*parent);
-  if (pg == nullptr) return Error::make(ENODEV);
-  lcs_.clear();
   if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
-    return fail(EINVAL, "Pseudo-locking in progress\n").error();
+    return fail(EINVAL, "Pseudo-locking in progress\n");
   auto r = rmids_.alloc();
-  if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n").error();
+  if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
   g->name = std::string(name);
   g->parent = pg;
   g->closid = pg->closid;
   g->rmid = *r;
-  assign_cntrs_on_mkdir(g);
+  status = assign_cntrs_on_mkdir(g);
   pg->mon_children.push_back(g);
+  return add_group_dir(g, parent, name, mode, caller);
+}
+
+Result<Attr> FsImpl::add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
+                                   const Caller& caller) {
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
   uid_t uid = root_caller ? mount_uid_ : caller.uid;
   gid_t gid = root_caller ? mount_gid_ : caller.gid;
@@ -462,10 +458,16 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
   // the lock, clears last_cmd_status, and only then refuses a file.
   if (!rename_has_priv(*src) || !rename_has_priv(*np)) return Error::make(ENOENT);
   lcs_.clear();
+  Result<void> r = rename_locked(p, src, np, newname);
+  set_status(r);
+  return r;
+}
+
+Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_view newname) {
   if (!src->is_dir() || !np->is_dir()) {
-    // The one kernel message without a trailing newline.
-    lcs_.puts("Source and destination must be directories");
-    return Error::make(EPERM, "Source and destination must be directories");
+    // The one kernel message without a trailing newline (the kernel puts
+    // it; from a cleared status printf leaves the same bytes).
+    return fail(EPERM, "Source and destination must be directories");
   }
   Group* g = group_of(*src);
   Group* new_parent_group = group_of(*np);

@@ -106,15 +106,32 @@ struct Node;
 using ShowFn = Result<std::string> (FsImpl::*)(const Node&);
 using WriteFn = Result<void> (FsImpl::*)(Node&, std::string_view, const Caller&);
 using CondFn = bool (FsImpl::*)() const;
+// A check the kernel makes before it takes rdtgroup_mutex: true refuses the
+// write with EINVAL and leaves last_cmd_status as it was.
+using RefuseFn = bool (*)(std::string_view data);
 
+// What a write (done, or failed part way) changes in the saved state, so
+// that the journal records it: the whole document (info settings, and any
+// row that does not say otherwise), the group the file belongs to, or what
+// the handler marked itself (tasks marks thread by thread, cpus every
+// group whose CPUs moved).
+enum class Changes : uint8_t { kAll, kGroup, kMarkedByHandler };
+
+// One resctrl file. Rows are written with designated initialisers; a field
+// left out takes the default below.
 struct FileRow {
-  const char* name;
-  uint32_t mode;   // permission bits
-  uint32_t flags;  // RfFlag set required of the directory
-  ShowFn show;
-  WriteFn write;    // null: the kernel's generic writer answers EINVAL
-  CondFn cond;      // null: always present when the flags match
-  bool group_file;  // access goes through the group lock (clears LCS on tip)
+  const char* name = nullptr;
+  uint32_t mode = 0;   // permission bits
+  uint32_t flags = 0;  // RfFlag set required of the directory
+  ShowFn show = nullptr;
+  WriteFn write = nullptr;  // null: the kernel's generic writer answers EINVAL
+  CondFn cond = nullptr;    // null: always present when the flags match
+  // A read clears last_cmd_status and a failed read leaves its text there
+  // (group files, and info files whose show calls rdt_last_cmd_clear()).
+  bool read_status = false;
+  // Writes always clear last_cmd_status once past this check.
+  RefuseFn refuse_unlocked = nullptr;
+  Changes changes = Changes::kAll;
 };
 
 // A directory's entries, sorted by name, in a flat vector: most
@@ -336,13 +353,22 @@ class FsImpl final : public Filesystem {
   int64_t now_seconds() const;
 
   // ---- groups (groups.cc) ----
+  // The two kinds of mkdir; `status` gets what last_cmd_status says after
+  // a successful one.
   Result<Attr> mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
-                              const Caller& caller);
-  Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller);
+                              const Caller& caller, std::string& status);
+  Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller,
+                         std::string& status);
+  // Their common tail: the directory of new group `g`, owned by the caller
+  // (the mount's owner for root), with its files and mon_data.
+  Result<Attr> add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
+                             const Caller& caller);
   Result<void> rmdir_ctrl(Group* g);
   // rename: whether the kernel finds private data behind `n`
   // (kernfs_to_rdtgroup()); without it a rename fails with ENOENT.
   bool rename_has_priv(const Node& n) const;
+  // rename after the kernel took the lock and cleared last_cmd_status.
+  Result<void> rename_locked(Node* p, Node* src, Node* np, std::string_view newname);
   Result<void> rmdir_mon(Group* g);
   void destroy_group(Group* g);  // frees ids and the struct (no task/cpu moves)
   Group* new_group();
@@ -380,7 +406,13 @@ class FsImpl final : public Filesystem {
   const std::unordered_set<pid_t>* threads_of_closid(uint32_t closid) const;
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
-  Result<void> fail(int code, std::string_view msg);  // appends msg to LCS
+  // The one writer of last_cmd_status after a command: `text` (seq_buf
+  // printf semantics), then a failed result's kernel text.
+  void set_status(std::string_view text);
+  template <typename T>
+  void set_status(const Result<T>& r) {
+    if (!r.ok()) lcs_.printf(r.error().message);
+  }
 
   // ---- ctrl files (ctrl_files.cc) ----
   uint32_t ctrl_value(int schema, int domain, uint32_t closid) const;
@@ -393,6 +425,10 @@ class FsImpl final : public Filesystem {
   // The checks a schemata write of group `g` applies to a cache mask.
   std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
   const Group* ctrl_group_by_closid(uint32_t closid) const;
+  // The tail of a valid schemata or io_alloc_cbm write: software-controller
+  // (mba_sc) values become MBps targets, the others one all-or-nothing
+  // hardware update of `closid`.
+  Result<void> apply_staged(const std::vector<schemata::StagedValue>& staged, uint32_t closid);
   // Calls f(const Group&) for the default group, then each CTRL_MON group
   // (the group directories of the root), until f returns true; whether one
   // did. A walk of groups_ would visit every MON group too.
@@ -462,7 +498,9 @@ class FsImpl final : public Filesystem {
   EventRead read_group_l3_sum(const Group* g, int l3_id, hw::EventId ev);
   Result<std::string> show_event_file(const Node& n);
   void reset_group_mbm(const Group* g);  // the "first" read at mon_data creation
-  void assign_cntrs_on_mkdir(Group* g);
+  // Counters for a new group when assign_on_mkdir is set; a failure does
+  // not fail the mkdir but leaves its text, returned, in last_cmd_status.
+  std::string assign_cntrs_on_mkdir(Group* g);
   Result<void> assign_cntr(Group* g, int domain, hw::EventId ev);
   void unassign_cntr(Group* g, int domain, hw::EventId ev);
   void unassign_all_cntrs(Group* g);
@@ -566,6 +604,13 @@ class FsImpl final : public Filesystem {
   Ino info_ino_ = 0;
   Ino info_mon_ino_ = 0;
 };
+
+// A failed command: its errno and the text it leaves in last_cmd_status,
+// exactly as the kernel words it (empty: none). Handlers return it; only
+// the entry points (write, render, mkdir, rmdir, rename, mount) write
+// last_cmd_status, with seq_buf printf semantics. Two texts in a row are
+// one text: printf of a then b leaves the same bytes as printf of a + b.
+inline Error fail(int code, std::string text) { return Error::make(code, std::move(text)); }
 
 // A write buffer as handlers that require a trailing newline see it: the
 // newline dropped, then cut at the first NUL (C-string semantics).

@@ -163,7 +163,6 @@ Result<std::string> FsImpl::show_mon_features(const Node& n) {
 Result<std::string> FsImpl::show_max_threshold_occupancy(const Node&) { return u(threshold_); }
 
 Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
-  lcs_.clear();
   uint32_t bytes = 0;
   if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
     return fail(-rc, "max_threshold_occupancy: Invalid input\n");
@@ -209,7 +208,6 @@ Result<void> FsImpl::write_mbm_local_config(Node& n, std::string_view data, cons
 }
 
 Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
-  lcs_.clear();
   if (data.empty() || data.back() != '\n')
     return fail(EINVAL, std::string(event_name(ev)) + "_config: Invalid input\n");
   std::optional<std::string_view> tok = kstr_cut(data);
@@ -251,9 +249,7 @@ Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
 }
 
 Result<void> FsImpl::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
   std::string_view buf = kstr_cut(data);
-  lcs_.clear();
   bool enable = false;
   if (buf == "default") {
     enable = false;
@@ -279,8 +275,7 @@ Result<std::string> FsImpl::show_num_mbm_cntrs(const Node&) {
 }
 
 Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   std::string out;
   bool sep = false;
   for (const hw::MonDomain& d : info_.mon.mon_domains) {
@@ -292,23 +287,20 @@ Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
 }
 
 Result<std::string> FsImpl::show_mbm_assign_on_mkdir(const Node&) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   return u(assign_on_mkdir_ ? 1 : 0);
 }
 
 Result<void> FsImpl::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
   bool value = false;
-  if (kstr::kstrtobool(kstr::c_string(data), value) != 0) return Error::make(EINVAL);
-  lcs_.clear();
+  (void)kstr::kstrtobool(kstr::c_string(data), value);  // checked before the lock
   if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   assign_on_mkdir_ = value;
   return Ok();
 }
 
 Result<std::string> FsImpl::show_event_filter(const Node& n) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   uint32_t cfg = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
   std::string out;
   for (unsigned b = 0; b < 7; ++b) {
@@ -320,8 +312,6 @@ Result<std::string> FsImpl::show_event_filter(const Node& n) {
 }
 
 Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
-  lcs_.clear();
   if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   // A chmod'ed file of counters that cannot be configured (event_filter_write
   // in fs/resctrl/monitor.c refuses them the same way).

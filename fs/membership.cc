@@ -220,7 +220,6 @@ Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
 
 Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c) {
   Group* g = n.group;
-  lcs_.clear();
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
@@ -233,8 +232,8 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
     if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
     Result<void> r = move_task(pid, g, c);
     if (!r.ok()) {
-      lcs_.printf("Error while processing task " + std::to_string(pid) + "\n");
-      return r;
+      return fail(r.error().code,
+                  r.error().message + "Error while processing task " + std::to_string(pid) + "\n");
     }
   }
   return Ok();
@@ -276,7 +275,6 @@ Result<void> FsImpl::write_cpus_list(Node& n, std::string_view data, const Calle
 
 Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list) {
   Group* g = n.group;
-  lcs_.clear();
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");

@@ -384,21 +384,19 @@ void FsImpl::jr_gone(const GroupKey& k) {
 }
 
 void FsImpl::jr_after_write(const Node& n) {
-  if (jr_full_) return;
-  const WriteFn w = n.row != nullptr ? n.row->write : nullptr;
-  // Thread moves are marked thread by thread (set_thread).
-  if (w == &FsImpl::write_tasks) return;
-  // Files whose writes change their own group and nothing else.
-  if (n.group != nullptr &&
-      (w == &FsImpl::write_schemata || w == &FsImpl::write_mode ||
-       w == &FsImpl::write_mba_mbps_event || w == &FsImpl::write_mbm_l3_assignments)) {
-    jr_group(n.group);
-    return;
+  if (jr_full_ || n.row == nullptr) return;
+  switch (n.row->changes) {
+    case Changes::kMarkedByHandler:
+      return;
+    case Changes::kGroup:
+      if (n.group != nullptr) {
+        jr_group(n.group);
+        return;
+      }
+      break;
+    case Changes::kAll:
+      break;
   }
-  // cpus and cpus_list mark every group whose CPUs they changed (the
-  // written one, the ones that gave CPUs up, MON groups cleared).
-  if (w == &FsImpl::write_cpus || w == &FsImpl::write_cpus_list) return;
-  // Info settings and whatever is added later: a snapshot is always right.
   jr_all();
 }
 

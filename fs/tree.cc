@@ -381,13 +381,22 @@ Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
 }
 
 Result<std::string> FsImpl::render_node(const Node& n) {
+  // Event files and the rows that say so clear last_cmd_status on read,
+  // and a failed read leaves its text there.
   if (n.kind == NodeKind::kEventFile) {
-    lcs_.clear();  // the group lock clears last_cmd_status (tip)
-    return show_event_file(n);
+    lcs_.clear();
+    Result<std::string> r = show_event_file(n);
+    set_status(r);
+    return r;
   }
-  if (n.row->group_file) lcs_.clear();
-  return (this->*(n.row->show))(n);
+  if (!n.row->read_status) return (this->*(n.row->show))(n);
+  lcs_.clear();
+  Result<std::string> r = (this->*(n.row->show))(n);
+  set_status(r);
+  return r;
 }
+
+void FsImpl::set_status(std::string_view text) { lcs_.printf(text); }
 
 Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -405,8 +414,13 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
   if (n->removed) return Error::make(ENODEV);
   if (n->kind != NodeKind::kFile) return Error::make(EINVAL);
   if (data.size() > kWriteMax) return Error::make(E2BIG);
-  if (n->row->write == nullptr) return Error::make(EINVAL);
-  Result<void> r = (this->*(n->row->write))(*n, data, caller);
+  const FileRow& row = *n->row;
+  if (row.write == nullptr) return Error::make(EINVAL);
+  if (row.refuse_unlocked != nullptr && row.refuse_unlocked(data)) return Error::make(EINVAL);
+  // Every write clears last_cmd_status; a failure leaves its text there.
+  lcs_.clear();
+  Result<void> r = (this->*(row.write))(*n, data, caller);
+  set_status(r);
   // A failed write may have done part of its work (tasks lists): marked too.
   jr_after_write(*n);
   if (!r.ok()) return std::move(r).error();
