@@ -179,7 +179,7 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   build_info_tree();
   update_cpu_assoc();
   mounted_ = true;
-  jr_all();
+  changes_.all();
   lcs_.clear();
   set_status(assign_cntrs_on_mkdir(root_));
   reset_group_mbm(root_);
@@ -217,7 +217,7 @@ void FsImpl::unmount() {
   root_node_->group = nullptr;
   opts_ = MountOptions{};
   mounted_ = false;
-  jr_all();
+  changes_.all();
   mbps_target_.clear();
   mba_prev_bytes_.clear();
 }
@@ -248,7 +248,7 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
   set_status(status);
   set_status(r);
   if (r.ok()) {
-    if (Node* c = child(p, name)) jr_group(c->group);
+    if (Node* c = child(p, name)) changes_.group(c->group);
   }
   return r;
 }
@@ -351,12 +351,12 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
       !is_root(g)) {
     const bool had_cpus = !g->cpus.empty();
     RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
-    jr_gone(key);
-    if (had_cpus) jr_group(root_);  // took the group's CPUs
+    changes_.gone(key);
+    if (had_cpus) changes_.group(root_);  // took the group's CPUs
   } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
              p->kind == NodeKind::kMonGroups) {
     RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));
-    jr_gone(key);
+    changes_.gone(key);
   } else {
     return Error::make(EPERM);
   }
@@ -483,7 +483,7 @@ Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }
-  jr_gone(group_key(*g));
+  changes_.gone(group_key(*g));
   // Move the directory entry.
   p->children.erase(src->name, src->ino);
   src->name = std::string(newname);
@@ -500,7 +500,7 @@ Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     move_group_tasks(g, g);
     update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
   }
-  jr_group(g);
+  changes_.group(g);
   return Ok();
 }
 

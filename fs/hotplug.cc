@@ -46,7 +46,7 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
       cpu_mon_[cpu] = nullptr;
     }
     if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
-    jr_all();  // CPUs, schemata domains and counters of any group
+    changes_.all();  // CPUs, schemata domains and counters of any group
   }
   return Ok();
 }
@@ -62,7 +62,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
       cpu_assoc_[cpu] = {0, 0};
       cpu_assoc_valid_[cpu] = true;
     }
-    jr_all();
+    changes_.all();
   }
   return Ok();
 }

@@ -122,7 +122,7 @@ void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
     thread_tags_.emplace(tid, std::pair<uint32_t, uint32_t>{closid, rmid});
   }
   index_thread(tid, old_tags, {closid, rmid});
-  jr_thread(tid);
+  changes_.thread(tid);
   arch_->set_thread_tags(tid, closid, rmid);
 }
 
@@ -149,7 +149,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   if (!mounted_) return;
   auto tags = thread_tags(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    if (erase_thread(child_tid)) jr_thread(child_tid);
+    if (erase_thread(child_tid)) changes_.thread(child_tid);
     return;
   }
   set_thread(child_tid, tags.first, tags.second);
@@ -157,7 +157,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (erase_thread(tid)) jr_thread(tid);
+  if (erase_thread(tid)) changes_.thread(tid);
   arch_->thread_exited(tid);
 }
 
@@ -183,7 +183,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
     for (auto& [tid, tags] : thread_tags_) {
       if (alive.count(tid) != 0) continue;
       arch_->thread_exited(tid);
-      jr_thread(tid);
+      changes_.thread(tid);
     }
     thread_tags_.swap(alive);
     rebuild_thread_index();
@@ -289,15 +289,15 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
   // Only the CPUs that change owner (and, for a CTRL_MON group, the CPUs of
   // its MON groups) are looked at: the owner tables name who held each one.
   CpuMask touched(info_.nr_cpus);
-  // The journal records the groups whose CPUs changed (jr_after_write).
-  jr_group(g);
+  // The journal records the groups whose CPUs changed (ChangeTracker::after_write).
+  changes_.group(g);
   if (g->type == GroupType::kCtrlMon) {
     CpuMask dropped = g->cpus;
     dropped.subtract(newmask);
     if (!dropped.empty()) {
       if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
       root_->cpus |= dropped;
-      jr_group(root_);
+      changes_.group(root_);
     }
     CpuMask added = newmask;
     added.subtract(g->cpus);
@@ -306,7 +306,7 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
     // any are the owners of the parent's CPUs.
     for (unsigned cpu : g->cpus.cpus()) {
       if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
-        jr_group(m);
+        changes_.group(m);
         m->cpus.clear();
         cpu_mon_[cpu] = nullptr;
         touched.set(cpu);
@@ -321,12 +321,12 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
       Group* owner = cpu_ctrl(cpu);
       if (owner != g) {
         owner->cpus.reset(cpu);
-        jr_group(owner);
+        changes_.group(owner);
       }
       if (!is_root(g)) root_->cpus.reset(cpu);
       if (Group* m = cpu_mon_[cpu]) {
         m->cpus.reset(cpu);
-        jr_group(m);
+        changes_.group(m);
       }
       cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
       cpu_mon_[cpu] = nullptr;
@@ -345,7 +345,7 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
       // Taken from the sibling monitoring it.
       if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
         sib->cpus.reset(cpu);
-        jr_group(sib);
+        changes_.group(sib);
       }
       cpu_mon_[cpu] = g;
       touched.set(cpu);

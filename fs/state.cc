@@ -350,73 +350,6 @@ std::string FsImpl::save_state_json() {
 // ---------------------------------------------------------------------------
 // Journal deltas
 
-namespace {
-// Past this many marks a delta is no smaller than a snapshot is costly:
-// the journal writes a snapshot instead.
-constexpr size_t kMaxDeltaThreads = 1024;
-constexpr size_t kMaxDeltaGroups = 64;
-}  // namespace
-
-FsImpl::GroupKey FsImpl::group_key(const Group& g) {
-  if (g.type == GroupType::kMon) return {g.parent->name, g.name};
-  return {g.name, std::string()};
-}
-
-void FsImpl::jr_group(const Group* g) {
-  if (jr_full_ || g == nullptr) return;
-  GroupKey k = group_key(*g);
-  if (jr_set_seen_.count(k) != 0) return;
-  if (jr_set_.size() >= kMaxDeltaGroups) {
-    jr_full_ = true;
-    return;
-  }
-  jr_set_seen_.insert(k);
-  jr_set_.push_back(std::move(k));
-}
-
-void FsImpl::jr_gone(const GroupKey& k) {
-  if (jr_full_) return;
-  if (jr_del_.size() >= kMaxDeltaGroups) {
-    jr_full_ = true;
-    return;
-  }
-  jr_del_.insert(k);
-}
-
-void FsImpl::jr_after_write(const Node& n) {
-  if (jr_full_ || n.row == nullptr) return;
-  switch (n.row->changes) {
-    case Changes::kMarkedByHandler:
-      return;
-    case Changes::kGroup:
-      if (n.group != nullptr) {
-        jr_group(n.group);
-        return;
-      }
-      break;
-    case Changes::kAll:
-      break;
-  }
-  jr_all();
-}
-
-void FsImpl::jr_thread(pid_t tid) {
-  if (jr_full_) return;
-  if (jr_threads_.size() >= kMaxDeltaThreads) {
-    jr_full_ = true;
-    return;
-  }
-  jr_threads_.insert(tid);
-}
-
-void FsImpl::jr_reset() {
-  jr_full_ = false;
-  jr_set_.clear();
-  jr_set_seen_.clear();
-  jr_del_.clear();
-  jr_threads_.clear();
-}
-
 Group* FsImpl::group_by_key(const GroupKey& k) {
   Node* cd = k.first.empty() ? root_node_ : child(root_node_, k.first);
   if (cd == nullptr || cd->kind != NodeKind::kGroupDir || cd->group == nullptr) return nullptr;
@@ -430,23 +363,24 @@ Group* FsImpl::group_by_key(const GroupKey& k) {
 
 std::string FsImpl::take_state_snapshot_json() {
   std::lock_guard<std::mutex> lock(mu_);
-  jr_reset();
+  changes_.reset();
   return save_state_locked();
 }
 
 std::optional<std::string> FsImpl::take_state_delta_json() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (jr_full_ || !mounted_) return std::nullopt;
-  if (jr_set_.empty() && jr_del_.empty() && jr_threads_.empty()) return std::string();
+  if (changes_.full() || !mounted_) return std::nullopt;
+  if (changes_.empty()) return std::string();
   std::string text;
   {
     // Room for all of it at once: a group is a few hundred bytes.
-    TextOut out(text, 64 + 512 * jr_set_.size() + 64 * jr_del_.size() + 24 * jr_threads_.size());
+    TextOut out(text, 64 + 512 * changes_.groups().size() + 64 * changes_.removed().size() +
+                          24 * changes_.threads().size());
     out += "{\"version\":1";
-    if (!jr_del_.empty()) {
+    if (!changes_.removed().empty()) {
       out += ",\"del\":[";
       bool first = true;
-      for (const GroupKey& k : jr_del_) {
+      for (const GroupKey& k : changes_.removed()) {
         if (!first) out += ',';
         first = false;
         out += '[';
@@ -458,7 +392,7 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
       out += ']';
     }
     bool first_set = true;
-    for (const GroupKey& k : jr_set_) {
+    for (const GroupKey& k : changes_.groups()) {
       const Group* g = group_by_key(k);
       if (g == nullptr) continue;  // made and removed again since the last take
       out += first_set ? ",\"set\":[" : ",";
@@ -476,8 +410,8 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
       out += '}';
     }
     if (!first_set) out += ']';
-    if (!jr_threads_.empty()) {
-      std::vector<pid_t> tids(jr_threads_.begin(), jr_threads_.end());
+    if (!changes_.threads().empty()) {
+      std::vector<pid_t> tids(changes_.threads().begin(), changes_.threads().end());
       std::sort(tids.begin(), tids.end());
       out += ",\"threads\":[";
       bool first = true;
@@ -499,7 +433,7 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
     }
     out += '}';
   }
-  jr_reset();
+  changes_.reset();
   return text;
 }
 
@@ -772,7 +706,7 @@ Result<void> FsImpl::restore_state_locked(const std::string& text) {
     if (known) set_thread(tid, closid, rmid);
   }
   update_cpu_assoc();
-  jr_all();  // the journal takes a snapshot of what was restored
+  changes_.all();  // the journal takes a snapshot of what was restored
   return Ok();
 }
 

@@ -354,9 +354,9 @@ Result<Attr> FsImpl::setattr(Ino ino, const uint32_t* mode, const uid_t* uid, co
   n->ctime = now_seconds();
   // Only group directories' owners and modes are saved.
   if (n->kind == NodeKind::kGroupDir && n->group != nullptr) {
-    jr_group(n->group);
+    changes_.group(n->group);
   } else {
-    jr_all();
+    changes_.all();
   }
   return attr_of(*n);
 }
@@ -422,7 +422,7 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
   Result<void> r = (this->*(row.write))(*n, data, caller);
   set_status(r);
   // A failed write may have done part of its work (tasks lists): marked too.
-  jr_after_write(*n);
+  changes_.after_write(*n);
   if (!r.ok()) return std::move(r).error();
   n->mtime = now_seconds();
   return data.size();
