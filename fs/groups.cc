@@ -81,6 +81,10 @@ Group* FsImpl::new_group() {
 
 Result<void> FsImpl::mount(const MountOptions& opts) {
   std::lock_guard<std::mutex> lock(mu_);
+  return mount_locked(opts);
+}
+
+Result<void> FsImpl::mount_locked(const MountOptions& opts) {
   if (mounted_) return Error::make(EBUSY, "resctrl is already mounted");
   if (!alloc_capable() && !mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
@@ -188,6 +192,10 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
 
 void FsImpl::unmount() {
   std::lock_guard<std::mutex> lock(mu_);
+  unmount_locked();
+}
+
+void FsImpl::unmount_locked() {
   if (!mounted_) return;
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
     if (arch_->cdp_enabled(rid)) (void)arch_->set_cdp_enabled(rid, false);

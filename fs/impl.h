@@ -31,6 +31,10 @@
 #include "hw/arch.h"
 #include "schemata/schemata.h"
 
+namespace resctrlfs {
+class JsonIn;
+}
+
 namespace resctrlfs::fs::internal {
 
 class FsImpl final : public Filesystem {
@@ -67,6 +71,9 @@ class FsImpl final : public Filesystem {
   Result<void> restore_state_json(const std::string& json) override;
   // restore_state_json() under mu_, without its last-guard try.
   Result<void> restore_state_locked(const std::string& text);
+  // mount() and unmount() under mu_.
+  Result<void> mount_locked(const MountOptions& opts);
+  void unmount_locked();
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
   // restore_boot_state_json() under mu_, without its last-guard try.
@@ -337,6 +344,51 @@ class FsImpl final : public Filesystem {
   void mon_domain_back(int domain_id);
   void perf_pkg_domain_gone(int package_id);
   void perf_pkg_domain_back(int package_id);
+
+  // ---- state restore (state_restore.cc) ----
+  // What a failed restore puts back: the settings that survive an unmount,
+  // the RMID pool, last_cmd_status and the mount options.
+  struct KeptState {
+    uint32_t threshold;
+    RmidPool rmids;
+    bool mbm_event_mode;
+    bool assign_on_mkdir;
+    uint32_t event_filter_total;
+    uint32_t event_filter_local;
+    LastCmdStatus lcs;
+    MountOptions opts;
+  };
+  KeptState keep_state() const;
+  // Undoes a restore that failed part way: unmounts, puts `kept` back and
+  // mounts afresh, so the model is the fresh one the restore started from.
+  void back_to_fresh(const KeptState& kept);
+  // The steps of a restore, in order; each returns the document's first
+  // fault.
+  Result<void> restore_steps(const JsonIn& j);
+  Result<void> restore_settings(const JsonIn& j);
+  Result<void> restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>& updates);
+  struct DirFields {
+    uint32_t mode;
+    uid_t uid;
+    gid_t gid;
+  };
+  // A CTRL_MON group other than the default one, with its directory.
+  Result<Group*> restore_ctrl_group(const JsonIn& go, const std::string& name,
+                                    const std::string& mode_s, const DirFields& dir);
+  // A pseudo-locked group's region, checked.
+  Result<Group::LockedRegion> restore_region(const JsonIn& go, uint32_t closid) const;
+  Result<void> restore_schemata(const JsonIn& go, uint32_t closid,
+                                std::vector<hw::CtrlUpdate>& updates);
+  Result<void> restore_mon_group(Group* g, const JsonIn& mo);
+  Result<void> restore_io_alloc_doc(const JsonIn& j);
+  Result<void> restore_threads(const JsonIn& j);
+  Result<CpuMask> restore_cpus(const JsonIn& o) const;
+  Result<DirFields> restore_dir_fields(const JsonIn& o) const;
+  void restore_dir(Group* g, Node* parent, const DirFields& f);
+  // The counters a group had assigned, as (domain, event), checked.
+  using Assigned = std::vector<std::pair<int, hw::EventId>>;
+  static Result<Assigned> read_assigned(const JsonIn& o);
+  void restore_assigned(Group* g, const Assigned& assigned);
 
   // ---- journal deltas (state.cc) ----
   // What changed since the journal last took the state.
