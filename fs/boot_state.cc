@@ -1,7 +1,7 @@
 // Implements save_boot_state_json()/restore_boot_state_json() of FsImpl:
 // the state the kernel keeps in memory from one mount to the next until the
-// machine reboots (§6.4), so that a daemon started on the same mount point
-// after an unmount behaves like a remount.
+// machine reboots (the kernel frees none of it on unmount), so that a daemon started on the same
+// mount point after an unmount behaves like a remount.
 //
 // Document (version 1):
 //   {"version": 1, "max_threshold_occupancy": n, "max_name_width": n,

@@ -1,7 +1,8 @@
 // Implements the control files of CTRL_MON groups: schemata (through the
 // schemata library plus a CbmPolicy holding the overlap rules), mode, size,
 // mba_MBps_event and the debug id files, and the default allocation of a
-// new group (§2.3-§2.5, §3.2, §3.5, §3.6, §4.3).
+// new group (the kernel's Documentation/filesystems/resctrl.rst, "Resource
+// alloc and monitor groups" and "Schemata files - general concepts").
 #include <bit>
 #include <cerrno>
 
@@ -228,7 +229,7 @@ Result<std::string> FsImpl::show_size(const Node& n) {
 }
 
 // ---------------------------------------------------------------------------
-// mode (§3.5)
+// mode
 
 Result<std::string> FsImpl::show_mode(const Node& n) {
   return std::string(mode_name(n.group->mode)) + "\n";
@@ -271,7 +272,7 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
 }
 
 // ---------------------------------------------------------------------------
-// mba_MBps_event (§3.6), debug ids (§2.8)
+// mba_MBps_event, debug ids (ctrl_hw_id, mon_hw_id with the debug mount option)
 
 Result<std::string> FsImpl::show_mba_mbps_event(const Node& n) {
   return std::string(event_name(n.group->mba_event)) + "\n";

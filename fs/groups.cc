@@ -1,5 +1,5 @@
 // Implements the rdtgroup life cycle of FsImpl: construction, mount and
-// unmount (§6), mkdir/rmdir/rename of CTRL_MON and MON groups (§4).
+// unmount, mkdir/rmdir/rename of CTRL_MON and MON groups.
 #include <cerrno>
 #include <climits>
 #include <string>
@@ -30,7 +30,8 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
   root_node_ = root.get();
   nodes_[kRootIno] = std::move(root);
 
-  // Global monitoring state lives as long as the machine (§6.4).
+  // Global monitoring state lives as long as the machine: the kernel keeps
+  // it from one mount to the next.
   threshold_ = info_.mon.default_threshold;
   if (mon_capable()) {
     std::vector<int> doms;
@@ -120,7 +121,8 @@ Result<void> FsImpl::mount_locked(const MountOptions& opts) {
   }
   opts_ = opts;
 
-  // Schema list (§2.3) and the CLOSID pool (§4.2).
+  // Schema list and the CLOSID pool (the smallest num_closids of the
+  // schemas).
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = info_.resources[i];
@@ -419,7 +421,7 @@ Result<void> FsImpl::rmdir_mon(Group* g) {
 }
 
 // ---------------------------------------------------------------------------
-// rename (§4.7)
+// rename (only a MON group, into a mon_groups directory)
 
 bool FsImpl::rename_has_priv(const Node& n) const {
   // What kernfs_to_rdtgroup() finds: a directory's own private data, except

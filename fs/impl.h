@@ -241,9 +241,13 @@ class FsImpl final : public Filesystem {
   uint32_t ctrl_value(int schema, int domain, uint32_t closid) const;
   bool cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
                     bool exclusive_only) const;
-  Result<void> init_alloc(Group* g);  // new group's default values (§4.3)
-  // A new CLOSID's mask on one domain of cache schema `s` (§4.3), or nothing
-  // when fewer than min_cbm_bits bits are left.
+  // A new group's default values: the default bandwidth, and for caches
+  // default_cbm() on every domain.
+  Result<void> init_alloc(Group* g);
+  // A new CLOSID's mask on one domain of cache schema `s`: every bit that
+  // no exclusive group and no pseudo-locked region holds (its lowest
+  // contiguous run without sparse masks), or nothing when fewer than
+  // min_cbm_bits bits are left.
   std::optional<uint32_t> default_cbm(const schemata::Schema& s, int domain, uint32_t closid) const;
   // The checks a schemata write of group `g` applies to a cache mask.
   std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
@@ -410,7 +414,7 @@ class FsImpl final : public Filesystem {
   gid_t mount_gid_;
   const hw::PlatformInfo& info_;
 
-  // Survives unmount (§6.4).
+  // Survives unmount (the kernel keeps it until reboot).
   unsigned max_name_width_ = 0;
   uint32_t threshold_ = 0;
   RmidPool rmids_;

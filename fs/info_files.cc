@@ -1,7 +1,8 @@
 // Implements the info/ files of FsImpl: last_cmd_status, the per-schema
-// control info (§2.2 incl. bit_usage) and the L3_MON files (§2.9) with
-// their writes (§3.7 max_threshold_occupancy, §3.8 BMEC configs, §3.9
-// mbm_assign_mode, §3.10 mbm_assign_on_mkdir, §3.11 event_filter).
+// control info (bit_usage included) and the L3_MON files with their writes
+// (max_threshold_occupancy, the BMEC configs, mbm_assign_mode,
+// mbm_assign_on_mkdir, event_filter): the kernel's
+// Documentation/filesystems/resctrl.rst, "Info directory".
 #include <cerrno>
 #include <cstdio>
 
@@ -175,7 +176,7 @@ Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data,
 }
 
 // ---------------------------------------------------------------------------
-// BMEC (§3.8)
+// BMEC: mbm_total_bytes_config, mbm_local_bytes_config
 
 Result<std::string> FsImpl::show_bmec(EventId ev) const {
   std::string out;
@@ -241,7 +242,8 @@ Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
 }
 
 // ---------------------------------------------------------------------------
-// ABMC info files (§2.9, §3.9-§3.11)
+// ABMC info files: mbm_assign_mode, num_mbm_cntrs, available_mbm_cntrs,
+// mbm_assign_on_mkdir, event_filter
 
 Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
   if (!info_.mon.abmc) return std::string("[default]\n");

@@ -1,5 +1,6 @@
 // Implements io_alloc (AMD SDCIAE) in FsImpl: the info/<cache>/io_alloc and
-// io_alloc_cbm files (§2.13, §3.13, §3.14), the reservation of the highest
+// io_alloc_cbm files (the kernel's Documentation/filesystems/resctrl.rst,
+// "Info directory"), the reservation of the highest
 // CLOSID while it is enabled, and its save/restore.
 //
 // The enabled flag lives in the hardware layer (Arch::io_alloc_enabled), as

@@ -1,5 +1,5 @@
 // Implements group membership in FsImpl: the tasks, cpus and cpus_list
-// files (§3.3, §3.4), the per-thread tags they set (and fork/exit events),
+// files, the per-thread tags they set (and fork/exit events),
 // and the per-CPU PQR_ASSOC programming derived from CPU ownership.
 #include <algorithm>
 #include <cerrno>
@@ -162,7 +162,7 @@ void FsImpl::on_exit(pid_t tid) {
 }
 
 // ---------------------------------------------------------------------------
-// tasks (§3.3)
+// tasks
 
 Result<std::string> FsImpl::show_tasks(const Node& n) {
   const Group* g = n.group;
@@ -240,7 +240,7 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
 }
 
 // ---------------------------------------------------------------------------
-// cpus, cpus_list (§3.4)
+// cpus, cpus_list
 
 // A pseudo-locked group shows the CPUs of the cache its region is on.
 Result<std::string> FsImpl::show_cpus(const Node& n) {

@@ -2,7 +2,9 @@
 // their MON groups, Error/Unavailable/Unassigned), the RMID limbo worker and
 // the MBM overflow worker driven by tick() every 1000 ms, the mba_MBps
 // software controller, and ABMC counter assignment with mbm_L3_assignments
-// (§2.10, §2.12, §3.12, §4.5, §5).
+// (the kernel's Documentation/filesystems/resctrl.rst, "Info directory",
+// "Resource monitoring rules" and "Memory bandwidth Allocation and
+// monitoring").
 #include <cerrno>
 #include <cstdio>
 
@@ -321,7 +323,7 @@ void FsImpl::overflow_pass(double elapsed_ms) {
     }
   }
   if (!opts_.mba_mbps) return;
-  // The software controller (§5.3), once per domain per interval.
+  // The software controller (mba_MBps), once per domain per interval.
   const hw::Resource& mb = info_.res(hw::ResourceId::MB);
   std::vector<hw::CtrlUpdate> updates;
   for (auto& gp : groups_) {

@@ -1,5 +1,6 @@
-// Implements cache pseudo-locking as the resctrl filesystem shows it
-// (§3.5, §4.6): entering and leaving pseudo-locksetup, locking the region a
+// Implements cache pseudo-locking as the resctrl filesystem shows it (the
+// kernel's Documentation/filesystems/resctrl.rst, "Cache pseudo-locking"):
+// entering and leaving pseudo-locksetup, locking the region a
 // schemata write names, removing it with its group, and the queries the
 // overlap rules, the default allocation and bit_usage need.
 //

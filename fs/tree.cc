@@ -207,7 +207,7 @@ Node* FsImpl::build_mon_domain(Node* md, int domain_id) {
     }
   };
   // Under SNC the domain is a NUMA node: its directory goes below the one of
-  // the L3 cache it shares, created with the cache's first node (§1.5).
+  // the L3 cache it shares, created with the cache's first node.
   const bool snc = info_.mon.snc_ways > 1;
   int l3_id = domain_id;
   if (snc) {
