@@ -85,7 +85,9 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   return mount_locked(opts);
 }
 
-Result<void> FsImpl::mount_locked(const MountOptions& opts) {
+// Whether the machine and `opts` allow a mount (the kernel's
+// rdt_get_tree() and its option parsing refuse the same way).
+Result<void> FsImpl::check_mount(const MountOptions& opts) const {
   if (mounted_) return Error::make(EBUSY, "resctrl is already mounted");
   if (!alloc_capable() && !mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
@@ -112,17 +114,12 @@ Result<void> FsImpl::mount_locked(const MountOptions& opts) {
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
   }
-  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
-    const hw::Resource& r = info_.res(rid);
-    bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
-    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
-      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
-    }
-  }
-  opts_ = opts;
+  return Ok();
+}
 
-  // Schema list and the CLOSID pool (the smallest num_closids of the
-  // schemas).
+// The schema list for `opts` and the CLOSID pool (the smallest
+// num_closids of the schemas).
+void FsImpl::build_schemas(const MountOptions& opts) {
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = info_.resources[i];
@@ -157,6 +154,19 @@ Result<void> FsImpl::mount_locked(const MountOptions& opts) {
     first = false;
   }
   closids_.init(nclosid);
+}
+
+Result<void> FsImpl::mount_locked(const MountOptions& opts) {
+  RESCTRLFS_RETURN_IF_ERROR(check_mount(opts));
+  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
+    const hw::Resource& r = info_.res(rid);
+    bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
+    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
+      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
+    }
+  }
+  opts_ = opts;
+  build_schemas(opts);
 
   // Start from a clean machine: default controls, io_alloc off, every CPU
   // and thread in the default group.

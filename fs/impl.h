@@ -73,6 +73,8 @@ class FsImpl final : public Filesystem {
   Result<void> restore_state_locked(const std::string& text);
   // mount() and unmount() under mu_.
   Result<void> mount_locked(const MountOptions& opts);
+  Result<void> check_mount(const MountOptions& opts) const;
+  void build_schemas(const MountOptions& opts);
   void unmount_locked();
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
