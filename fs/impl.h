@@ -83,9 +83,9 @@ class FsImpl final : public Filesystem {
 
  private:
   friend class GroupCbmPolicy;
-  // The file table names the handlers below; nothing else outside FsImpl
-  // calls them.
-  friend const std::vector<FileRow>& file_table();
+  // The file table (file_table.cc) names the handlers below; nothing else
+  // outside FsImpl calls them.
+  friend struct FileTableRows;
 
   // ---- file table handlers (file_table.cc lists them) ----
   // Group files (ctrl_files.cc, groups.cc).
