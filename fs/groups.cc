@@ -174,8 +174,7 @@ Result<void> FsImpl::mount_locked(const MountOptions& opts) {
   RESCTRLFS_RETURN_IF_ERROR(arch_->reset_all_ctrls());
   mbps_target_.clear();
   mba_prev_bytes_.clear();
-  thread_tags_.clear();
-  rebuild_thread_index();
+  threads_.clear();
   cpu_assoc_.assign(info_.nr_cpus, {0, 0});
   cpu_assoc_valid_.assign(info_.nr_cpus, false);
   cpu_assoc_failed_.clear();
@@ -214,9 +213,8 @@ void FsImpl::unmount_locked() {
   }
   reset_io_alloc();
   (void)arch_->reset_all_ctrls();
-  for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
-  thread_tags_.clear();
-  rebuild_thread_index();
+  for (auto& [tid, tags] : threads_.all()) arch_->set_thread_tags(tid, 0, 0);
+  threads_.clear();
   for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.
   for (auto& g : groups_) {

@@ -28,6 +28,7 @@
 #include "fs/filesystem.h"
 #include "fs/model.h"
 #include "fs/pools.h"
+#include "fs/thread_tags.h"
 #include "hw/arch.h"
 #include "schemata/schemata.h"
 
@@ -215,20 +216,11 @@ class FsImpl final : public Filesystem {
   // in cpu_assoc_failed_ for the next update.
   void program_cpu_assoc(unsigned cpu);
   Group* cpu_ctrl(unsigned cpu) const { return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : root_; }
-  std::pair<uint32_t, uint32_t> thread_tags(pid_t tid) const;
+  // Tags a thread (and tells the journal and the hardware).
   void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);
-  // Forgets a thread's tags (exit, fork from an untagged parent); whether
-  // it had any.
-  bool erase_thread(pid_t tid);
-  // The thread indexes by CLOSID and by RMID follow thread_tags_.
-  void index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
-                    std::pair<uint32_t, uint32_t> new_tags);
-  void rebuild_thread_index();
   // Moves every thread of `from` (CLOSID match for CTRL_MON, RMID match for
   // MON) to `to`'s tags.
   void move_group_tasks(const Group* from, const Group* to);
-  // The tagged threads carrying `closid`, or null when none.
-  const std::unordered_set<pid_t>* threads_of_closid(uint32_t closid) const;
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
   // The one writer of last_cmd_status after a command: `text` (seq_buf
@@ -434,11 +426,7 @@ class FsImpl final : public Filesystem {
   ClosidPool closids_;
   std::list<std::unique_ptr<Group>> groups_;  // root first
   Group* root_ = nullptr;
-  std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> thread_tags_;
-  // Tagged threads by CLOSID and by RMID (the keys a group's threads are
-  // matched on), so that moving a group's threads costs its threads.
-  std::unordered_map<uint32_t, std::unordered_set<pid_t>> closid_threads_;
-  std::unordered_map<uint32_t, std::unordered_set<pid_t>> rmid_threads_;
+  ThreadTags threads_;                                    // per-thread tags
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
   std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed

@@ -75,81 +75,29 @@ void FsImpl::program_cpu_assoc(unsigned cpu) {
     cpu_assoc_failed_.push_back(cpu);
 }
 
-std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
-  auto it = thread_tags_.find(tid);
-  return it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
-}
-
-void FsImpl::index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
-                          std::pair<uint32_t, uint32_t> new_tags) {
-  if (old_tags == new_tags) return;
-  auto drop = [tid](std::unordered_map<uint32_t, std::unordered_set<pid_t>>& idx, uint32_t key) {
-    auto it = idx.find(key);
-    if (it == idx.end()) return;
-    it->second.erase(tid);
-    if (it->second.empty()) idx.erase(it);
-  };
-  if (old_tags.first != 0 || old_tags.second != 0) {
-    drop(closid_threads_, old_tags.first);
-    drop(rmid_threads_, old_tags.second);
-  }
-  if (new_tags.first != 0 || new_tags.second != 0) {
-    closid_threads_[new_tags.first].insert(tid);
-    rmid_threads_[new_tags.second].insert(tid);
-  }
-}
-
-void FsImpl::rebuild_thread_index() {
-  closid_threads_.clear();
-  rmid_threads_.clear();
-  for (auto& [tid, tags] : thread_tags_) index_thread(tid, {0, 0}, tags);
-}
-
-const std::unordered_set<pid_t>* FsImpl::threads_of_closid(uint32_t closid) const {
-  auto it = closid_threads_.find(closid);
-  return it == closid_threads_.end() ? nullptr : &it->second;
-}
-
 void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
-  auto it = thread_tags_.find(tid);
-  const std::pair<uint32_t, uint32_t> old_tags =
-      it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
-  if (closid == 0 && rmid == 0) {
-    if (it != thread_tags_.end()) thread_tags_.erase(it);
-  } else if (it != thread_tags_.end()) {
-    it->second = {closid, rmid};
-  } else {
-    thread_tags_.emplace(tid, std::pair<uint32_t, uint32_t>{closid, rmid});
-  }
-  index_thread(tid, old_tags, {closid, rmid});
+  threads_.set(tid, {closid, rmid});
   changes_.thread(tid);
   arch_->set_thread_tags(tid, closid, rmid);
-}
-
-bool FsImpl::erase_thread(pid_t tid) {
-  auto it = thread_tags_.find(tid);
-  if (it == thread_tags_.end()) return false;
-  index_thread(tid, it->second, {0, 0});
-  thread_tags_.erase(it);
-  return true;
 }
 
 void FsImpl::move_group_tasks(const Group* from, const Group* to) {
   // The group's threads by the key they are matched on: no walk over every
   // tagged thread of the machine.
-  const auto& idx = from->type == GroupType::kCtrlMon ? closid_threads_ : rmid_threads_;
-  auto it = idx.find(from->type == GroupType::kCtrlMon ? from->closid : from->rmid);
-  if (it == idx.end()) return;
-  std::vector<pid_t> moving(it->second.begin(), it->second.end());
+  const std::unordered_set<pid_t>* tids = from->type == GroupType::kCtrlMon
+                                              ? threads_.with_closid(from->closid)
+                                              : threads_.with_rmid(from->rmid);
+  if (tids == nullptr) return;
+  std::vector<pid_t> moving(tids->begin(), tids->end());
   for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
 }
 
 void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!mounted_) return;
-  auto tags = thread_tags(parent_tid);
+  auto tags = threads_.get(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    if (erase_thread(child_tid)) changes_.thread(child_tid);
+    if (threads_.erase(child_tid)) changes_.thread(child_tid);
     return;
   }
   set_thread(child_tid, tags.first, tags.second);
@@ -157,7 +105,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (erase_thread(tid)) changes_.thread(tid);
+  if (threads_.erase(tid)) changes_.thread(tid);
   arch_->thread_exited(tid);
 }
 
@@ -170,7 +118,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
   std::vector<pid_t> all = tasks_ != nullptr ? tasks_->all_threads() : std::vector<pid_t>{};
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
   for (pid_t tid : all) {
-    auto tags = thread_tags(tid);
+    auto tags = threads_.get(tid);
     if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
     bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
     if (match && tid != 0) {
@@ -179,14 +127,13 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
     }
   }
   // Threads that died without an exit event are forgotten here.
-  if (tasks_ != nullptr && !all.empty() && alive.size() != thread_tags_.size()) {
-    for (auto& [tid, tags] : thread_tags_) {
+  if (tasks_ != nullptr && !all.empty() && alive.size() != threads_.size()) {
+    for (auto& [tid, tags] : threads_.all()) {
       if (alive.count(tid) != 0) continue;
       arch_->thread_exited(tid);
       changes_.thread(tid);
     }
-    thread_tags_.swap(alive);
-    rebuild_thread_index();
+    threads_.replace(std::move(alive));
   }
   return out;
 }
@@ -205,7 +152,7 @@ Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
     if (!known || (c.uid != ruid && c.uid != suid))
       return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
   }
-  auto tags = thread_tags(tid);
+  auto tags = threads_.get(tid);
   if (g->type == GroupType::kCtrlMon) {
     if (tags.first == g->closid && tags.second == g->rmid) return Ok();
     set_thread(tid, g->closid, g->rmid);

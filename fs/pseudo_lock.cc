@@ -94,7 +94,7 @@ Result<void> FsImpl::locksetup_enter(Group* g) {
     return fail(EINVAL, "CDP enabled\n");
   if (!info_.pseudo_lock_capable) return fail(EINVAL, "Pseudo-locking not supported\n");
   if (!g->mon_children.empty()) return fail(EINVAL, "Monitoring in progress\n");
-  if (const auto* tids = threads_of_closid(g->closid)) {
+  if (const auto* tids = threads_.with_closid(g->closid)) {
     for (pid_t tid : *tids) {
       if (tasks_ == nullptr || tasks_->exists(tid))
         return fail(EINVAL, "Tasks assigned to resource group\n");

@@ -73,7 +73,7 @@ std::string FsImpl::status_json() {
                 {"busy_per_domain", limbo}};
   j["max_threshold_occupancy"] = threshold_;
   j["mbm_assign_mode"] = mbm_event_mode_ ? "mbm_event" : "default";
-  j["tagged_threads"] = thread_tags_.size();
+  j["tagged_threads"] = threads_.size();
   j["nodes"] = nodes_.size();
   return j.dump();
 }
@@ -271,7 +271,7 @@ std::string FsImpl::save_state_locked() {
        {{"mbm_total_bytes", event_filter_total_}, {"mbm_local_bytes", event_filter_local_}}}};
   std::string text;
   {
-    TextOut out(text, 1024 + 768 * groups_.size() + 24 * thread_tags_.size());
+    TextOut out(text, 1024 + 768 * groups_.size() + 24 * threads_.size());
     out += "{\"version\":1,\"mounted\":";
     out += mounted_ ? "true" : "false";
     out += ",\"options\":";
@@ -289,7 +289,8 @@ std::string FsImpl::save_state_locked() {
       }
     }
     out += "],\"threads\":[";
-    std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(thread_tags_.begin(), thread_tags_.end());
+    std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(threads_.all().begin(),
+                                                          threads_.all().end());
     bool first = true;
     for (auto& [tid, tags] : sorted) {
       if (!first) out += ',';
@@ -398,8 +399,8 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
         first = false;
         out += '[';
         out.num(tid);
-        auto it = thread_tags_.find(tid);
-        if (it != thread_tags_.end()) {
+        auto it = threads_.all().find(tid);
+        if (it != threads_.all().end()) {
           out += ',';
           out.num(it->second.first);
           out += ',';
