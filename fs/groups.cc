@@ -18,17 +18,7 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
       mount_uid_(cfg.mount_uid),
       mount_gid_(cfg.mount_gid),
       info_(cfg.arch->info()) {
-  auto root = std::make_unique<Node>();
-  root->ino = kRootIno;
-  root->parent = kRootIno;
-  root->kind = NodeKind::kGroupDir;
-  root->mode = S_IFDIR | 0755;
-  root->uid = mount_uid_;
-  root->gid = mount_gid_;
-  root->mtime = root->ctime = now_seconds();
-  root->nlookup = 1;
-  root_node_ = root.get();
-  nodes_[kRootIno] = std::move(root);
+  root_node_ = nodes_.make_root(mount_uid_, mount_gid_, now_seconds());
 
   // Global monitoring state lives as long as the machine: the kernel keeps
   // it from one mount to the next.
@@ -228,7 +218,7 @@ void FsImpl::unmount_locked() {
   std::vector<Ino> kids;
   for (const ChildMap::Entry& e : root_node_->children) kids.push_back(e.ino);
   for (Ino k : kids)
-    if (Node* c = node(k)) remove_node(c, false);
+    if (Node* c = nodes_.get(k)) nodes_.remove(c, nullptr);
   groups_.clear();
   root_ = nullptr;
   rebuild_cpu_owners();
@@ -245,11 +235,11 @@ void FsImpl::unmount_locked() {
 
 Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& caller) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = node(parent);
+  Node* p = nodes_.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   if (!p->is_dir()) return Error::make(ENOTDIR);
   if (name.size() > 255) return Error::make(ENAMETOOLONG);
-  if (child(p, name) != nullptr) return Error::make(EEXIST);
+  if (nodes_.child(p, name) != nullptr) return Error::make(EEXIST);
   if (!mounted_) return Error::make(ENOENT);
   if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
   Result<Attr> r = Error::make(EPERM);
@@ -266,7 +256,7 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
   set_status(status);
   set_status(r);
   if (r.ok()) {
-    if (Node* c = child(p, name)) changes_.group(c->group);
+    if (Node* c = nodes_.child(p, name)) changes_.group(c->group);
   }
   return r;
 }
@@ -327,7 +317,8 @@ Result<Attr> FsImpl::add_group_dir(Group* g, Node* parent, std::string_view name
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
   uid_t uid = root_caller ? mount_uid_ : caller.uid;
   gid_t gid = root_caller ? mount_gid_ : caller.gid;
-  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
+  Node* dir = nodes_.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
+                         now_seconds());
   build_group_dir(g, dir, mode, uid, gid);
   reset_group_mbm(g);
   ++dir->nlookup;
@@ -356,9 +347,9 @@ void FsImpl::destroy_group(Group* g) {
 
 Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = node(parent);
+  Node* p = nodes_.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
-  Node* n = child(p, name);
+  Node* n = nodes_.child(p, name);
   if (n == nullptr) return Error::make(ENOENT);
   if (!n->is_dir()) return Error::make(ENOTDIR);
   Group* g = group_of(*n);
@@ -378,7 +369,7 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   } else {
     return Error::make(EPERM);
   }
-  remove_node(n, false);
+  nodes_.remove(n, nullptr);
   return Ok();
 }
 
@@ -403,7 +394,7 @@ Result<void> FsImpl::rmdir_ctrl(Group* g) {
   // request, so the kernel's dcache is told.
   std::vector<Group*> kids = g->mon_children;
   for (Group* m : kids) {
-    if (Node* md = node(m->dir)) remove_node(md, true);
+    if (Node* md = nodes_.get(m->dir)) nodes_.remove(md, inval_);
     free_rmid(m->rmid);
     destroy_group(m);
   }
@@ -456,7 +447,7 @@ bool FsImpl::rename_has_priv(const Node& n) const {
       return false;
     return dir_priv(n);
   }
-  const Node* parent = const_cast<FsImpl*>(this)->node(n.parent);
+  const Node* parent = nodes_.get(n.parent);
   return parent != nullptr && dir_priv(*parent);
 }
 
@@ -464,10 +455,10 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
   std::lock_guard<std::mutex> lock(mu_);
   if (flags != 0) return Error::make(EINVAL);
-  Node* p = node(parent);
-  Node* np = node(newparent);
+  Node* p = nodes_.get(parent);
+  Node* np = nodes_.get(newparent);
   if (p == nullptr || np == nullptr || p->removed || np->removed) return Error::make(ENOENT);
-  Node* src = child(p, name);
+  Node* src = nodes_.child(p, name);
   if (src == nullptr) return Error::make(ENOENT);
   if (newname.size() > 255) return Error::make(ENAMETOOLONG);
   // The kernel's rdtgroup_rename (fs/resctrl/rdtgroup.c) first maps both
@@ -497,7 +488,7 @@ Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     return fail(EPERM, "Destination must be a mon_groups subdirectory\n");
   if (!g->cpus.empty() && g->parent != new_parent_group)
     return fail(EPERM, "Cannot move a MON group that monitors CPUs\n");
-  if (Node* existing = child(np, newname)) {
+  if (Node* existing = nodes_.child(np, newname)) {
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }

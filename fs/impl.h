@@ -27,6 +27,7 @@
 #include "fs/change_tracker.h"
 #include "fs/filesystem.h"
 #include "fs/model.h"
+#include "fs/node_table.h"
 #include "fs/pools.h"
 #include "fs/thread_tags.h"
 #include "hw/arch.h"
@@ -150,16 +151,6 @@ class FsImpl final : public Filesystem {
   Result<void> write_io_alloc_cbm(Node& n, std::string_view data, const Caller& c);
 
   // ---- tree (tree.cc) ----
-  Node* node(Ino ino);
-  Node* child(Node* dir, std::string_view name);
-  Node* add_node(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
-                 gid_t gid);
-  // Marks `n` and its subtree removed, detaches it from its parent and
-  // frees nodes nobody references. `notify`: tell the kernel (the change was
-  // not named by the request).
-  void remove_node(Node* n, bool notify);
-  // Drops `ino` from the node table, keeping its Node for reuse.
-  void release_node(Ino ino);
   void add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid);
   // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
   void sync_file_rows(Node* dir, uint32_t flags);
@@ -260,9 +251,9 @@ class FsImpl final : public Filesystem {
     if (root_node_ == nullptr) return false;
     for (const ChildMap::Entry& e : root_node_->children) {
       if (!e.dir) continue;
-      auto it = nodes_.find(e.ino);
-      if (it == nodes_.end()) continue;
-      const Node& n = *it->second;
+      const Node* p = nodes_.get(e.ino);
+      if (p == nullptr) continue;
+      const Node& n = *p;
       if (n.kind != NodeKind::kGroupDir || n.group == nullptr || n.group == root_) continue;
       if (f(*n.group)) return true;
     }
@@ -440,11 +431,7 @@ class FsImpl final : public Filesystem {
   std::map<int, std::vector<std::optional<std::pair<Group*, hw::EventId>>>> cntr_owner_;
 
   // Nodes.
-  std::unordered_map<Ino, std::unique_ptr<Node>> nodes_;
-  Ino next_ino_ = kRootIno + 1;
-  // Nodes released by remove_node/forget, reused by add_node (with their
-  // name and children capacity) instead of allocated again.
-  std::vector<std::unique_ptr<Node>> spare_nodes_;
+  NodeTable nodes_;
   Node* root_node_ = nullptr;
   Ino info_ino_ = 0;
   Ino info_mon_ino_ = 0;

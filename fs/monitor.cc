@@ -212,7 +212,7 @@ Result<void> FsImpl::set_assign_mode(bool mbm_event) {
   mba_prev_bytes_.clear();
   // The BMEC files appear or disappear with the mode.
   if (mounted_) {
-    if (Node* m = node(info_mon_ino_); m != nullptr && !m->removed)
+    if (Node* m = nodes_.get(info_mon_ino_); m != nullptr && !m->removed)
       sync_file_rows(m, kInfo | kMon | kResCache | (opts_.debug ? uint32_t{kDebug} : 0U));
   }
   return Ok();

@@ -73,9 +73,9 @@ bool FsImpl::locked_in_hierarchy(int resource_index, int domain,
 }
 
 void FsImpl::set_child_mode(Group* g, std::string_view name, uint32_t perms) {
-  Node* dir = node(g->dir);
+  Node* dir = nodes_.get(g->dir);
   if (dir == nullptr) return;
-  Node* n = child(dir, name);
+  Node* n = nodes_.child(dir, name);
   if (n == nullptr) return;
   n->mode = (n->mode & S_IFMT) | (perms & 07777);
   n->ctime = now_seconds();
@@ -119,7 +119,7 @@ Result<void> FsImpl::locksetup_exit(Group* g) {
   for (const char* f : {"tasks", "cpus", "cpus_list"}) set_child_mode(g, f, row_mode(f));
   if (mon_capable()) {
     // kernfs gives the directory its parent's permissions back.
-    const Node* dir = node(g->dir);
+    const Node* dir = nodes_.get(g->dir);
     set_child_mode(g, "mon_groups", dir != nullptr ? dir->mode & 07777 : 0755);
   }
   g->plr.reset();

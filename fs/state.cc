@@ -177,7 +177,7 @@ void write_assigned(const Group& g, TextOut& out) {
 //    "threads": [[tid, closid, rmid]],
 //    "io_alloc": {"<resource>": {"<domain>": mask}}}   (only while enabled)
 void FsImpl::save_dir_fields(const Group& g, TextOut& out) {
-  if (const Node* d = node(g.dir)) {
+  if (const Node* d = nodes_.get(g.dir)) {
     out += ",\"dir_mode\":";
     out.num(d->mode & 07777);
     out += ",\"uid\":";
@@ -330,12 +330,12 @@ std::string FsImpl::save_state_json() {
 // Journal deltas
 
 Group* FsImpl::group_by_key(const GroupKey& k) {
-  Node* cd = k.first.empty() ? root_node_ : child(root_node_, k.first);
+  Node* cd = k.first.empty() ? root_node_ : nodes_.child(root_node_, k.first);
   if (cd == nullptr || cd->kind != NodeKind::kGroupDir || cd->group == nullptr) return nullptr;
   Group* g = cd->group;
   if (k.second.empty()) return g;
-  Node* mg = node(g->mon_groups_dir);
-  Node* md = mg != nullptr ? child(mg, k.second) : nullptr;
+  Node* mg = nodes_.get(g->mon_groups_dir);
+  Node* md = mg != nullptr ? nodes_.child(mg, k.second) : nullptr;
   if (md == nullptr || md->kind != NodeKind::kGroupDir || md->group == nullptr) return nullptr;
   return md->group;
 }

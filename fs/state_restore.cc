@@ -168,7 +168,8 @@ Result<FsImpl::DirFields> FsImpl::restore_dir_fields(const JsonIn& o) const {
 }
 
 void FsImpl::restore_dir(Group* g, Node* parent, const DirFields& f) {
-  Node* dir = add_node(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid);
+  Node* dir = nodes_.add(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid,
+                         now_seconds());
   build_group_dir(g, dir, f.mode, f.uid, f.gid);
   reset_group_mbm(g);
 }
@@ -232,7 +233,7 @@ Result<void> FsImpl::restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>
 
 Result<Group*> FsImpl::restore_ctrl_group(const JsonIn& go, const std::string& name,
                                           const std::string& mode_s, const DirFields& dir) {
-  if (bad_dir_name(name) || child(root_node_, name) != nullptr)
+  if (bad_dir_name(name) || nodes_.child(root_node_, name) != nullptr)
     return bad("bad group name " + name);
   bool mode_ok = true;
   const schemata::GroupMode gm = mode_from(mode_s, mode_ok);
@@ -325,8 +326,9 @@ Result<void> FsImpl::restore_schemata(const JsonIn& go, uint32_t closid,
 Result<void> FsImpl::restore_mon_group(Group* g, const JsonIn& mo) {
   if (!mon_capable()) return bad("MON groups without monitoring");
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mname, mo.string_or("name", std::string()));
-  Node* mg = node(g->mon_groups_dir);
-  if (bad_dir_name(mname) || mname == "mon_groups" || mg == nullptr || child(mg, mname) != nullptr)
+  Node* mg = nodes_.get(g->mon_groups_dir);
+  if (bad_dir_name(mname) || mname == "mon_groups" || mg == nullptr ||
+      nodes_.child(mg, mname) != nullptr)
     return bad("bad MON group name " + mname);
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, mo.int_at<uint32_t>("rmid"));
   RESCTRLFS_ASSIGN_OR_RETURN(const DirFields mdir, restore_dir_fields(mo));
