@@ -214,6 +214,8 @@ class FsImpl final : public Filesystem {
   void move_group_tasks(const Group* from, const Group* to);
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
+  Result<void> set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched);
+  Result<void> set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched);
   // The one writer of last_cmd_status after a command: `text` (seq_buf
   // printf semantics), then a failed result's kernel text.
   void set_status(std::string_view text);

@@ -238,72 +238,83 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
   CpuMask touched(info_.nr_cpus);
   // The journal records the groups whose CPUs changed (ChangeTracker::after_write).
   changes_.group(g);
-  if (g->type == GroupType::kCtrlMon) {
-    CpuMask dropped = g->cpus;
-    dropped.subtract(newmask);
-    if (!dropped.empty()) {
-      if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
-      root_->cpus |= dropped;
-      changes_.group(root_);
-    }
-    CpuMask added = newmask;
-    added.subtract(g->cpus);
-    // Every write clears the MON groups' CPUs, even an unchanged mask; a
-    // MON group's CPUs are within its parent's, so the MON groups holding
-    // any are the owners of the parent's CPUs.
-    for (unsigned cpu : g->cpus.cpus()) {
-      if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
-        changes_.group(m);
-        m->cpus.clear();
-        cpu_mon_[cpu] = nullptr;
-        touched.set(cpu);
-      }
-    }
-    for (unsigned cpu : dropped.cpus()) {
-      cpu_ctrl_[cpu] = nullptr;
-      touched.set(cpu);
-    }
-    for (unsigned cpu : added.cpus()) {
-      // The CPU leaves its CTRL_MON group and that group's MON group.
-      Group* owner = cpu_ctrl(cpu);
-      if (owner != g) {
-        owner->cpus.reset(cpu);
-        changes_.group(owner);
-      }
-      if (!is_root(g)) root_->cpus.reset(cpu);
-      if (Group* m = cpu_mon_[cpu]) {
-        m->cpus.reset(cpu);
-        changes_.group(m);
-      }
-      cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+  RESCTRLFS_RETURN_IF_ERROR(g->type == GroupType::kCtrlMon ? set_ctrl_cpus(g, newmask, touched)
+                                                           : set_mon_cpus(g, newmask, touched));
+  update_cpu_assoc(touched);
+  return Ok();
+}
+
+// A CTRL_MON group's new CPUs: taken from their owners, dropped ones back
+// to the default group; `touched` gets every CPU whose tags may change.
+Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+  CpuMask dropped = g->cpus;
+  dropped.subtract(newmask);
+  if (!dropped.empty()) {
+    if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
+    root_->cpus |= dropped;
+    changes_.group(root_);
+  }
+  CpuMask added = newmask;
+  added.subtract(g->cpus);
+  // Every write clears the MON groups' CPUs, even an unchanged mask; a
+  // MON group's CPUs are within its parent's, so the MON groups holding
+  // any are the owners of the parent's CPUs.
+  for (unsigned cpu : g->cpus.cpus()) {
+    if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
+      changes_.group(m);
+      m->cpus.clear();
       cpu_mon_[cpu] = nullptr;
       touched.set(cpu);
     }
-    g->cpus = newmask;
-  } else {
-    Group* parent = g->parent;
-    if (!newmask.subset_of(parent->cpus))
-      return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
-    CpuMask added = newmask;
-    added.subtract(g->cpus);
-    CpuMask removed = g->cpus;
-    removed.subtract(newmask);
-    for (unsigned cpu : added.cpus()) {
-      // Taken from the sibling monitoring it.
-      if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
-        sib->cpus.reset(cpu);
-        changes_.group(sib);
-      }
-      cpu_mon_[cpu] = g;
-      touched.set(cpu);
-    }
-    for (unsigned cpu : removed.cpus()) {
-      if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
-      touched.set(cpu);
-    }
-    g->cpus = newmask;
   }
-  update_cpu_assoc(touched);
+  for (unsigned cpu : dropped.cpus()) {
+    cpu_ctrl_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  for (unsigned cpu : added.cpus()) {
+    // The CPU leaves its CTRL_MON group and that group's MON group.
+    Group* owner = cpu_ctrl(cpu);
+    if (owner != g) {
+      owner->cpus.reset(cpu);
+      changes_.group(owner);
+    }
+    if (!is_root(g)) root_->cpus.reset(cpu);
+    if (Group* m = cpu_mon_[cpu]) {
+      m->cpus.reset(cpu);
+      changes_.group(m);
+    }
+    cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+    cpu_mon_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  g->cpus = newmask;
+  return Ok();
+}
+
+// A MON group's new CPUs, within its parent's: taken from the sibling
+// monitoring them.
+Result<void> FsImpl::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+  Group* parent = g->parent;
+  if (!newmask.subset_of(parent->cpus))
+    return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
+  CpuMask added = newmask;
+  added.subtract(g->cpus);
+  CpuMask removed = g->cpus;
+  removed.subtract(newmask);
+  for (unsigned cpu : added.cpus()) {
+    // Taken from the sibling monitoring it.
+    if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
+      sib->cpus.reset(cpu);
+      changes_.group(sib);
+    }
+    cpu_mon_[cpu] = g;
+    touched.set(cpu);
+  }
+  for (unsigned cpu : removed.cpus()) {
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  g->cpus = newmask;
   return Ok();
 }
 
