@@ -1,7 +1,7 @@
 // Implements save_boot_state_json()/restore_boot_state_json() of FsImpl:
 // the state the kernel keeps in memory from one mount to the next until the
-// machine reboots (§6.4), so that a daemon started on the same mount point
-// after an unmount behaves like a remount.
+// machine reboots (the kernel frees none of it on unmount), so that a daemon started on the same
+// mount point after an unmount behaves like a remount.
 //
 // Document (version 1):
 //   {"version": 1, "max_threshold_occupancy": n, "max_name_width": n,
@@ -29,6 +29,57 @@ Error bad(const std::string& why) { return Error::make(EINVAL, why); }
 
 // Longest schema name resctrl can have ("L3CODE", "L2DATA").
 constexpr unsigned kMaxNameWidth = 6;
+
+// The BMEC configurations of the document's "bmec" (domain -> [total,
+// local]) for the domains the machine has: (domain, event, configuration).
+using BmecConfigs = std::vector<std::tuple<int, hw::EventId, uint32_t>>;
+Result<BmecConfigs> read_bmec(const JsonIn& j, const hw::PlatformInfo& info) {
+  BmecConfigs bmec;
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> bm, j.find("bmec"));
+  if (bm && !bm->json().is_object()) return bm->error("must be an object");
+  if (info.mon.bmec && bm) {
+    const uint32_t mask = info.mon.bmec_supported_mask;
+    for (const hw::MonDomain& d : info.mon.mon_domains) {
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> v, bm->find(std::to_string(d.id)));
+      if (!v) continue;
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, v->elements());
+      if (cfgs.size() != 2) return bad(v->path() + ": must be [total, local]");
+      const hw::EventId evs[2] = {hw::EventId::MBM_TOTAL, hw::EventId::MBM_LOCAL};
+      for (int i = 0; i < 2; ++i) {
+        RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t cfg, cfgs[i].as_int<uint32_t>());
+        bmec.emplace_back(d.id, evs[i], cfg & mask);
+      }
+    }
+  }
+  return bmec;
+}
+
+// The RMID free list and limbo marks of the document's "rmids".
+Result<void> read_rmid_lists(const JsonIn& rm, std::vector<uint32_t>& free_order,
+                             std::map<int, std::set<uint32_t>>& busy) {
+  RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn free_list, rm.get("free"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> frees, free_list.elements());
+  for (const JsonIn& f : frees) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t r, f.as_int<uint32_t>());
+    free_order.push_back(r);
+  }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> limbo, rm.find("limbo"));
+  if (limbo) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto doms, limbo->members());
+    for (const auto& [key, rmids] : doms) {
+      int dom = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), dom);
+      if (key.empty() || ec != std::errc() || end != key.data() + key.size() || dom < 0)
+        return bad("bad domain key \"" + key + "\"");
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> list, rmids.elements());
+      for (const JsonIn& r : list) {
+        RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, r.as_int<uint32_t>());
+        busy[dom].insert(rmid);
+      }
+    }
+  }
+  return Ok();
+}
 
 }  // namespace
 
@@ -116,50 +167,13 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
     RESCTRLFS_ASSIGN_OR_RETURN(filter_local,
                                ef->int_or<uint32_t>("mbm_local_bytes", event_filter_local_));
   }
-  // (domain, event) -> configuration.
-  std::vector<std::tuple<int, hw::EventId, uint32_t>> bmec;
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> bm, j.find("bmec"));
-  if (bm && !bm->json().is_object()) return bm->error("must be an object");
-  if (info_.mon.bmec && bm) {
-    const uint32_t mask = info_.mon.bmec_supported_mask;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
-      RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> v, bm->find(std::to_string(d.id)));
-      if (!v) continue;
-      RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, v->elements());
-      if (cfgs.size() != 2) return bad(v->path() + ": must be [total, local]");
-      const hw::EventId evs[2] = {hw::EventId::MBM_TOTAL, hw::EventId::MBM_LOCAL};
-      for (int i = 0; i < 2; ++i) {
-        RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t cfg, cfgs[i].as_int<uint32_t>());
-        bmec.emplace_back(d.id, evs[i], cfg & mask);
-      }
-    }
-  }
+  RESCTRLFS_ASSIGN_OR_RETURN(const BmecConfigs bmec, read_bmec(j, info_));
   std::vector<uint32_t> free_order;
   std::map<int, std::set<uint32_t>> busy;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> rm, j.find("rmids"));
   const bool has_rmids = rm.has_value() && rmids_.initialised();
   if (has_rmids) {
-    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn free_list, rm->get("free"));
-    RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> frees, free_list.elements());
-    for (const JsonIn& f : frees) {
-      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t r, f.as_int<uint32_t>());
-      free_order.push_back(r);
-    }
-    RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> limbo, rm->find("limbo"));
-    if (limbo) {
-      RESCTRLFS_ASSIGN_OR_RETURN(const auto doms, limbo->members());
-      for (const auto& [key, rmids] : doms) {
-        int dom = -1;
-        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), dom);
-        if (key.empty() || ec != std::errc() || end != key.data() + key.size() || dom < 0)
-          return bad("bad domain key \"" + key + "\"");
-        RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> list, rmids.elements());
-        for (const JsonIn& r : list) {
-          RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, r.as_int<uint32_t>());
-          busy[dom].insert(rmid);
-        }
-      }
-    }
+    RESCTRLFS_RETURN_IF_ERROR(read_rmid_lists(*rm, free_order, busy));
     RmidPool probe = rmids_;
     if (!probe.restore(free_order, busy)) return bad("RMID lists do not fit");
   }

@@ -1,7 +1,8 @@
 // Implements the control files of CTRL_MON groups: schemata (through the
 // schemata library plus a CbmPolicy holding the overlap rules), mode, size,
 // mba_MBps_event and the debug id files, and the default allocation of a
-// new group (§2.3-§2.5, §3.2, §3.5, §3.6, §4.3).
+// new group (the kernel's Documentation/filesystems/resctrl.rst, "Resource
+// alloc and monitor groups" and "Schemata files - general concepts").
 #include <bit>
 #include <cerrno>
 
@@ -183,34 +184,29 @@ Result<std::string> FsImpl::show_schemata(const Node& n) {
   });
 }
 
+Result<void> FsImpl::apply_staged(const std::vector<schemata::StagedValue>& staged,
+                                  uint32_t closid) {
+  std::vector<hw::CtrlUpdate> updates;
+  for (const schemata::StagedValue& v : staged) {
+    const schemata::Schema& s = schemas_.schemas[v.schema];
+    if (s.mba_sc) {
+      mbps_target_[{v.domain_id, closid}] = v.value;
+      continue;
+    }
+    updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, closid, v.value});
+  }
+  return arch_->update_ctrls(updates);
+}
+
 Result<void> FsImpl::write_schemata(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  if (schemata::rejected_before_lock(data)) return Error::make(EINVAL);
-  lcs_.clear();
   GroupCbmPolicy policy(*this, *g);
   schemata::ParseResult pr = schemata::parse_schemata(data, schemas_, g->mode, policy);
   // MBps targets are stored while parsing, even when a later item fails.
   for (const schemata::StagedValue& v : pr.mba_sc_applied)
     mbps_target_[{v.domain_id, g->closid}] = v.value;
-  if (!pr.status.ok()) {
-    const Error& e = pr.status.error();
-    lcs_.printf(e.message);
-    return e;
-  }
-  std::vector<hw::CtrlUpdate> updates;
-  for (const schemata::StagedValue& v : pr.staged) {
-    const schemata::Schema& s = schemas_.schemas[v.schema];
-    if (s.mba_sc) {
-      mbps_target_[{v.domain_id, g->closid}] = v.value;
-      continue;
-    }
-    updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, g->closid, v.value});
-  }
-  Result<void> r = arch_->update_ctrls(updates);
-  if (!r.ok()) {
-    lcs_.printf(r.error().message);
-    return r;
-  }
+  if (!pr.status.ok()) return pr.status.error();
+  RESCTRLFS_RETURN_IF_ERROR(apply_staged(pr.staged, g->closid));
   // The mask is programmed for the group's CLOSID on the requested domain;
   // now lock it. On failure the group stays in pseudo-locksetup.
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP && policy.requested() != nullptr)
@@ -233,7 +229,7 @@ Result<std::string> FsImpl::show_size(const Node& n) {
 }
 
 // ---------------------------------------------------------------------------
-// mode (§3.5)
+// mode
 
 Result<std::string> FsImpl::show_mode(const Node& n) {
   return std::string(mode_name(n.group->mode)) + "\n";
@@ -241,7 +237,6 @@ Result<std::string> FsImpl::show_mode(const Node& n) {
 
 Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  lcs_.clear();
   if (data.empty() || data.back() != '\n') return fail(EINVAL, "mode: Invalid input\n");
   std::string_view buf = kstr_cut(data);
   GroupMode mode = g->mode;
@@ -277,16 +272,14 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
 }
 
 // ---------------------------------------------------------------------------
-// mba_MBps_event (§3.6), debug ids (§2.8)
+// mba_MBps_event, debug ids (ctrl_hw_id, mon_hw_id with the debug mount option)
 
 Result<std::string> FsImpl::show_mba_mbps_event(const Node& n) {
   return std::string(event_name(n.group->mba_event)) + "\n";
 }
 
 Result<void> FsImpl::write_mba_mbps_event(Node& n, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
   Group* g = n.group;
-  lcs_.clear();
   std::string_view buf = kstr_cut(data);
   if (buf == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL)) {
     g->mba_event = hw::EventId::MBM_LOCAL;

@@ -2,8 +2,11 @@
 // flags a directory needs to get it, show, write, an optional presence
 // condition) and last_cmd_status's buffer semantics.
 #include <cstring>
+#include <iterator>
 
 #include "fs/impl.h"
+#include "fs/kstr.h"
+#include "schemata/schemata.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -42,67 +45,216 @@ std::string LastCmdStatus::show() const {
   return out;
 }
 
-const std::vector<FileRow>& file_table() {
+namespace {
+
+// The kernel's checks before rdtgroup_mutex (see RefuseFn).
+bool no_newline(std::string_view data) { return data.empty() || data.back() != '\n'; }
+bool not_bool(std::string_view data) {
+  bool v = false;
+  return kstr::kstrtobool(kstr::c_string(data), v) != 0;
+}
+bool schemata_refused(std::string_view data) { return schemata::rejected_before_lock(data); }
+
+constexpr uint32_t kCache = kInfo | kCtrl | kResCache;
+constexpr uint32_t kMb = kInfo | kCtrl | kResMb;
+constexpr uint32_t kL3Mon = kInfo | kMon | kResCache;
+}  // namespace
+
+// Builds the rows; a friend of FsImpl, whose handlers are private.
+struct FileTableRows {
   using F = FsImpl;
-  static const std::vector<FileRow> rows = {
-      // info/
-      {"last_cmd_status", 0444, kInfo | kTop, &F::show_last_cmd_status, nullptr, nullptr, false},
-      // info/<schema>
-      {"num_closids", 0444, kInfo | kCtrl, &F::show_num_closids, nullptr, nullptr, false},
-      {"cbm_mask", 0444, kInfo | kCtrl | kResCache, &F::show_cbm_mask, nullptr, nullptr, false},
-      {"min_cbm_bits", 0444, kInfo | kCtrl | kResCache, &F::show_min_cbm_bits, nullptr, nullptr,
-       false},
-      {"shareable_bits", 0444, kInfo | kCtrl | kResCache, &F::show_shareable_bits, nullptr, nullptr,
-       false},
-      {"bit_usage", 0444, kInfo | kCtrl | kResCache, &F::show_bit_usage, nullptr, nullptr, false},
-      {"sparse_masks", 0444, kInfo | kCtrl | kResCache, &F::show_sparse_masks, nullptr, nullptr,
-       false},
-      {"io_alloc", 0644, kInfo | kCtrl | kResCache, &F::show_io_alloc, &F::write_io_alloc,
-       &F::cond_io_alloc, false},
-      {"io_alloc_cbm", 0644, kInfo | kCtrl | kResCache, &F::show_io_alloc_cbm,
-       &F::write_io_alloc_cbm, &F::cond_io_alloc, false},
-      {"min_bandwidth", 0444, kInfo | kCtrl | kResMb, &F::show_min_bandwidth, nullptr, nullptr,
-       false},
-      {"bandwidth_gran", 0444, kInfo | kCtrl | kResMb, &F::show_bandwidth_gran, nullptr, nullptr,
-       false},
-      {"delay_linear", 0444, kInfo | kCtrl | kResMb, &F::show_delay_linear, nullptr, nullptr,
-       false},
-      {"thread_throttle_mode", 0444, kInfo | kCtrl | kResMb, &F::show_thread_throttle_mode, nullptr,
-       &F::cond_throttle_mode, false},
-      // info/L3_MON
-      {"num_rmids", 0444, kInfo | kMon, &F::show_num_rmids, nullptr, nullptr, false},
-      {"mon_features", 0444, kInfo | kMon, &F::show_mon_features, nullptr, nullptr, false},
-      {"max_threshold_occupancy", 0644, kInfo | kMon | kResCache, &F::show_max_threshold_occupancy,
-       &F::write_max_threshold_occupancy, nullptr, false},
-      {"mbm_assign_mode", 0644, kInfo | kMon | kResCache, &F::show_mbm_assign_mode,
-       &F::write_mbm_assign_mode, nullptr, false},
-      {"mbm_total_bytes_config", 0644, kInfo | kMon | kResCache, &F::show_mbm_total_config,
-       &F::write_mbm_total_config, &F::cond_bmec_total, false},
-      {"mbm_local_bytes_config", 0644, kInfo | kMon | kResCache, &F::show_mbm_local_config,
-       &F::write_mbm_local_config, &F::cond_bmec_local, false},
-      {"num_mbm_cntrs", 0444, kInfo | kMon | kResCache, &F::show_num_mbm_cntrs, nullptr,
-       &F::cond_abmc, false},
-      {"available_mbm_cntrs", 0444, kInfo | kMon | kResCache, &F::show_available_mbm_cntrs, nullptr,
-       &F::cond_abmc, false},
-      {"mbm_assign_on_mkdir", 0644, kInfo | kMon | kResCache, &F::show_mbm_assign_on_mkdir,
-       &F::write_mbm_assign_on_mkdir, &F::cond_abmc, false},
-      // info/L3_MON/event_configs/<event>
-      {"event_filter", 0444, kAssignConfig, &F::show_event_filter, &F::write_event_filter, nullptr,
-       false},
-      // groups
-      {"tasks", 0644, kBase, &F::show_tasks, &F::write_tasks, nullptr, true},
-      {"cpus", 0644, kBase, &F::show_cpus, &F::write_cpus, nullptr, true},
-      {"cpus_list", 0644, kBase, &F::show_cpus_list, &F::write_cpus_list, nullptr, true},
-      {"schemata", 0644, kBase | kCtrl, &F::show_schemata, &F::write_schemata, nullptr, true},
-      {"mode", 0644, kBase | kCtrl, &F::show_mode, &F::write_mode, nullptr, true},
-      {"size", 0444, kBase | kCtrl, &F::show_size, nullptr, nullptr, true},
-      {"mba_MBps_event", 0644, kBase | kCtrl | kMon, &F::show_mba_mbps_event,
-       &F::write_mba_mbps_event, &F::cond_mba_sc, true},
-      {"mbm_L3_assignments", 0644, kBase | kMon, &F::show_mbm_l3_assignments,
-       &F::write_mbm_l3_assignments, &F::cond_abmc, true},
-      {"ctrl_hw_id", 0444, kBase | kCtrl | kDebug, &F::show_ctrl_hw_id, nullptr, nullptr, true},
-      {"mon_hw_id", 0444, kBase | kMon | kDebug, &F::show_mon_hw_id, nullptr, nullptr, true},
-  };
+
+  // info/last_cmd_status and the files of info/<schema>.
+  static void add_ctrl_info_rows(std::vector<FileRow>& rows) {
+    static const FileRow kRows[] = {
+        // info/
+        {.name = "last_cmd_status",
+         .mode = 0444,
+         .flags = kInfo | kTop,
+         .show = &F::show_last_cmd_status},
+        // info/<schema>
+        {.name = "num_closids", .mode = 0444, .flags = kInfo | kCtrl, .show = &F::show_num_closids},
+        {.name = "cbm_mask", .mode = 0444, .flags = kCache, .show = &F::show_cbm_mask},
+        {.name = "min_cbm_bits", .mode = 0444, .flags = kCache, .show = &F::show_min_cbm_bits},
+        {.name = "shareable_bits", .mode = 0444, .flags = kCache, .show = &F::show_shareable_bits},
+        {.name = "bit_usage", .mode = 0444, .flags = kCache, .show = &F::show_bit_usage},
+        {.name = "sparse_masks", .mode = 0444, .flags = kCache, .show = &F::show_sparse_masks},
+        {.name = "io_alloc",
+         .mode = 0644,
+         .flags = kCache,
+         .show = &F::show_io_alloc,
+         .write = &F::write_io_alloc,
+         .cond = &F::cond_io_alloc,
+         .refuse_unlocked = not_bool},
+        {.name = "io_alloc_cbm",
+         .mode = 0644,
+         .flags = kCache,
+         .show = &F::show_io_alloc_cbm,
+         .write = &F::write_io_alloc_cbm,
+         .cond = &F::cond_io_alloc,
+         .read_status = true,
+         .refuse_unlocked = schemata_refused},
+        {.name = "min_bandwidth", .mode = 0444, .flags = kMb, .show = &F::show_min_bandwidth},
+        {.name = "bandwidth_gran", .mode = 0444, .flags = kMb, .show = &F::show_bandwidth_gran},
+        {.name = "delay_linear", .mode = 0444, .flags = kMb, .show = &F::show_delay_linear},
+        {.name = "thread_throttle_mode",
+         .mode = 0444,
+         .flags = kMb,
+         .show = &F::show_thread_throttle_mode,
+         .cond = &F::cond_throttle_mode},
+    };
+    rows.insert(rows.end(), std::begin(kRows), std::end(kRows));
+  }
+
+  // The files of info/<RES>_MON and its event_configs.
+  static void add_mon_info_rows(std::vector<FileRow>& rows) {
+    static const FileRow kRows[] = {
+        // info/L3_MON
+        {.name = "num_rmids", .mode = 0444, .flags = kInfo | kMon, .show = &F::show_num_rmids},
+        {.name = "mon_features",
+         .mode = 0444,
+         .flags = kInfo | kMon,
+         .show = &F::show_mon_features},
+        {.name = "max_threshold_occupancy",
+         .mode = 0644,
+         .flags = kL3Mon,
+         .show = &F::show_max_threshold_occupancy,
+         .write = &F::write_max_threshold_occupancy},
+        {.name = "mbm_assign_mode",
+         .mode = 0644,
+         .flags = kL3Mon,
+         .show = &F::show_mbm_assign_mode,
+         .write = &F::write_mbm_assign_mode,
+         .refuse_unlocked = no_newline},
+        {.name = "mbm_total_bytes_config",
+         .mode = 0644,
+         .flags = kL3Mon,
+         .show = &F::show_mbm_total_config,
+         .write = &F::write_mbm_total_config,
+         .cond = &F::cond_bmec_total},
+        {.name = "mbm_local_bytes_config",
+         .mode = 0644,
+         .flags = kL3Mon,
+         .show = &F::show_mbm_local_config,
+         .write = &F::write_mbm_local_config,
+         .cond = &F::cond_bmec_local},
+        {.name = "num_mbm_cntrs",
+         .mode = 0444,
+         .flags = kL3Mon,
+         .show = &F::show_num_mbm_cntrs,
+         .cond = &F::cond_abmc},
+        {.name = "available_mbm_cntrs",
+         .mode = 0444,
+         .flags = kL3Mon,
+         .show = &F::show_available_mbm_cntrs,
+         .cond = &F::cond_abmc,
+         .read_status = true},
+        {.name = "mbm_assign_on_mkdir",
+         .mode = 0644,
+         .flags = kL3Mon,
+         .show = &F::show_mbm_assign_on_mkdir,
+         .write = &F::write_mbm_assign_on_mkdir,
+         .cond = &F::cond_abmc,
+         .read_status = true,
+         .refuse_unlocked = not_bool},
+        // info/L3_MON/event_configs/<event>
+        {.name = "event_filter",
+         .mode = 0444,
+         .flags = kAssignConfig,
+         .show = &F::show_event_filter,
+         .write = &F::write_event_filter,
+         .read_status = true,
+         .refuse_unlocked = no_newline},
+    };
+    rows.insert(rows.end(), std::begin(kRows), std::end(kRows));
+  }
+
+  // The files of group directories.
+  static void add_group_rows(std::vector<FileRow>& rows) {
+    static const FileRow kRows[] = {
+        // groups
+        {.name = "tasks",
+         .mode = 0644,
+         .flags = kBase,
+         .show = &F::show_tasks,
+         .write = &F::write_tasks,
+         .read_status = true,
+         .changes = Changes::kMarkedByHandler},
+        {.name = "cpus",
+         .mode = 0644,
+         .flags = kBase,
+         .show = &F::show_cpus,
+         .write = &F::write_cpus,
+         .read_status = true,
+         .changes = Changes::kMarkedByHandler},
+        {.name = "cpus_list",
+         .mode = 0644,
+         .flags = kBase,
+         .show = &F::show_cpus_list,
+         .write = &F::write_cpus_list,
+         .read_status = true,
+         .changes = Changes::kMarkedByHandler},
+        {.name = "schemata",
+         .mode = 0644,
+         .flags = kBase | kCtrl,
+         .show = &F::show_schemata,
+         .write = &F::write_schemata,
+         .read_status = true,
+         .refuse_unlocked = schemata_refused,
+         .changes = Changes::kGroup},
+        {.name = "mode",
+         .mode = 0644,
+         .flags = kBase | kCtrl,
+         .show = &F::show_mode,
+         .write = &F::write_mode,
+         .read_status = true,
+         .changes = Changes::kGroup},
+        {.name = "size",
+         .mode = 0444,
+         .flags = kBase | kCtrl,
+         .show = &F::show_size,
+         .read_status = true},
+        {.name = "mba_MBps_event",
+         .mode = 0644,
+         .flags = kBase | kCtrl | kMon,
+         .show = &F::show_mba_mbps_event,
+         .write = &F::write_mba_mbps_event,
+         .cond = &F::cond_mba_sc,
+         .read_status = true,
+         .refuse_unlocked = no_newline,
+         .changes = Changes::kGroup},
+        {.name = "mbm_L3_assignments",
+         .mode = 0644,
+         .flags = kBase | kMon,
+         .show = &F::show_mbm_l3_assignments,
+         .write = &F::write_mbm_l3_assignments,
+         .cond = &F::cond_abmc,
+         .read_status = true,
+         .refuse_unlocked = no_newline,
+         .changes = Changes::kGroup},
+        {.name = "ctrl_hw_id",
+         .mode = 0444,
+         .flags = kBase | kCtrl | kDebug,
+         .show = &F::show_ctrl_hw_id,
+         .read_status = true},
+        {.name = "mon_hw_id",
+         .mode = 0444,
+         .flags = kBase | kMon | kDebug,
+         .show = &F::show_mon_hw_id,
+         .read_status = true},
+    };
+    rows.insert(rows.end(), std::begin(kRows), std::end(kRows));
+  }
+};
+
+const std::vector<FileRow>& file_table() {
+  static const std::vector<FileRow> rows = [] {
+    std::vector<FileRow> r;
+    FileTableRows::add_ctrl_info_rows(r);
+    FileTableRows::add_mon_info_rows(r);
+    FileTableRows::add_group_rows(r);
+    return r;
+  }();
   return rows;
 }
 

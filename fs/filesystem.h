@@ -207,7 +207,7 @@ class Filesystem {
     return Error::make(ENOSYS, "state restore not implemented");
   }
 
-  // What survives an unmount in the kernel until reboot (§6.4):
+  // What survives an unmount in the kernel until reboot:
   // max_threshold_occupancy, the RMID free-list order and limbo marks, the
   // counter-assignment mode, mbm_assign_on_mkdir, the event filters, the
   // BMEC configurations and the schemata name width, as a JSON document.

@@ -1,5 +1,5 @@
 // Implements the rdtgroup life cycle of FsImpl: construction, mount and
-// unmount (§6), mkdir/rmdir/rename of CTRL_MON and MON groups (§4).
+// unmount, mkdir/rmdir/rename of CTRL_MON and MON groups.
 #include <cerrno>
 #include <climits>
 #include <string>
@@ -18,19 +18,10 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
       mount_uid_(cfg.mount_uid),
       mount_gid_(cfg.mount_gid),
       info_(cfg.arch->info()) {
-  auto root = std::make_unique<Node>();
-  root->ino = kRootIno;
-  root->parent = kRootIno;
-  root->kind = NodeKind::kGroupDir;
-  root->mode = S_IFDIR | 0755;
-  root->uid = mount_uid_;
-  root->gid = mount_gid_;
-  root->mtime = root->ctime = now_seconds();
-  root->nlookup = 1;
-  root_node_ = root.get();
-  nodes_[kRootIno] = std::move(root);
+  root_node_ = nodes_.make_root(mount_uid_, mount_gid_, now_seconds());
 
-  // Global monitoring state lives as long as the machine (§6.4).
+  // Global monitoring state lives as long as the machine: the kernel keeps
+  // it from one mount to the next.
   threshold_ = info_.mon.default_threshold;
   if (mon_capable()) {
     std::vector<int> doms;
@@ -68,11 +59,6 @@ EventId FsImpl::default_mba_event() const {
   return event_enabled(EventId::MBM_LOCAL) ? EventId::MBM_LOCAL : EventId::MBM_TOTAL;
 }
 
-Result<void> FsImpl::fail(int code, std::string_view msg) {
-  lcs_.printf(msg);
-  return Error::make(code, std::string(msg));
-}
-
 Group* FsImpl::new_group() {
   groups_.push_back(std::make_unique<Group>());
   Group* g = groups_.back().get();
@@ -86,6 +72,12 @@ Group* FsImpl::new_group() {
 
 Result<void> FsImpl::mount(const MountOptions& opts) {
   std::lock_guard<std::mutex> lock(mu_);
+  return mount_locked(opts);
+}
+
+// Whether the machine and `opts` allow a mount (the kernel's
+// rdt_get_tree() and its option parsing refuse the same way).
+Result<void> FsImpl::check_mount(const MountOptions& opts) const {
   if (mounted_) return Error::make(EBUSY, "resctrl is already mounted");
   if (!alloc_capable() && !mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
@@ -112,16 +104,12 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
   }
-  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
-    const hw::Resource& r = info_.res(rid);
-    bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
-    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
-      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
-    }
-  }
-  opts_ = opts;
+  return Ok();
+}
 
-  // Schema list (§2.3) and the CLOSID pool (§4.2).
+// The schema list for `opts` and the CLOSID pool (the smallest
+// num_closids of the schemas).
+void FsImpl::build_schemas(const MountOptions& opts) {
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = info_.resources[i];
@@ -156,6 +144,19 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
     first = false;
   }
   closids_.init(nclosid);
+}
+
+Result<void> FsImpl::mount_locked(const MountOptions& opts) {
+  RESCTRLFS_RETURN_IF_ERROR(check_mount(opts));
+  for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
+    const hw::Resource& r = info_.res(rid);
+    bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
+    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
+      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
+    }
+  }
+  opts_ = opts;
+  build_schemas(opts);
 
   // Start from a clean machine: default controls, io_alloc off, every CPU
   // and thread in the default group.
@@ -163,8 +164,7 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   RESCTRLFS_RETURN_IF_ERROR(arch_->reset_all_ctrls());
   mbps_target_.clear();
   mba_prev_bytes_.clear();
-  thread_tags_.clear();
-  rebuild_thread_index();
+  threads_.clear();
   cpu_assoc_.assign(info_.nr_cpus, {0, 0});
   cpu_assoc_valid_.assign(info_.nr_cpus, false);
   cpu_assoc_failed_.clear();
@@ -184,24 +184,27 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   build_info_tree();
   update_cpu_assoc();
   mounted_ = true;
-  jr_all();
+  changes_.all();
   lcs_.clear();
-  assign_cntrs_on_mkdir(root_);
+  set_status(assign_cntrs_on_mkdir(root_));
   reset_group_mbm(root_);
   return Ok();
 }
 
 void FsImpl::unmount() {
   std::lock_guard<std::mutex> lock(mu_);
+  unmount_locked();
+}
+
+void FsImpl::unmount_locked() {
   if (!mounted_) return;
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
     if (arch_->cdp_enabled(rid)) (void)arch_->set_cdp_enabled(rid, false);
   }
   reset_io_alloc();
   (void)arch_->reset_all_ctrls();
-  for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
-  thread_tags_.clear();
-  rebuild_thread_index();
+  for (auto& [tid, tags] : threads_.all()) arch_->set_thread_tags(tid, 0, 0);
+  threads_.clear();
   for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.
   for (auto& g : groups_) {
@@ -215,14 +218,14 @@ void FsImpl::unmount() {
   std::vector<Ino> kids;
   for (const ChildMap::Entry& e : root_node_->children) kids.push_back(e.ino);
   for (Ino k : kids)
-    if (Node* c = node(k)) remove_node(c, false);
+    if (Node* c = nodes_.get(k)) nodes_.remove(c, nullptr);
   groups_.clear();
   root_ = nullptr;
   rebuild_cpu_owners();
   root_node_->group = nullptr;
   opts_ = MountOptions{};
   mounted_ = false;
-  jr_all();
+  changes_.all();
   mbps_target_.clear();
   mba_prev_bytes_.clear();
 }
@@ -232,36 +235,42 @@ void FsImpl::unmount() {
 
 Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& caller) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = node(parent);
+  Node* p = nodes_.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   if (!p->is_dir()) return Error::make(ENOTDIR);
   if (name.size() > 255) return Error::make(ENAMETOOLONG);
-  if (child(p, name) != nullptr) return Error::make(EEXIST);
+  if (nodes_.child(p, name) != nullptr) return Error::make(EEXIST);
   if (!mounted_) return Error::make(ENOENT);
   if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
   Result<Attr> r = Error::make(EPERM);
+  std::string status;
   if (alloc_capable() && p == root_node_) {
-    r = mkdir_ctrl_mon(p, name, mode & 07777, caller);
+    lcs_.clear();
+    r = mkdir_ctrl_mon(p, name, mode & 07777, caller, status);
   } else if (mon_capable()) {
-    r = mkdir_mon(p, name, mode & 07777, caller);
+    // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
+    if (group_of(*p) == nullptr) return Error::make(ENODEV);
+    lcs_.clear();
+    r = mkdir_mon(p, name, mode & 07777, caller, status);
   }
+  set_status(status);
+  set_status(r);
   if (r.ok()) {
-    if (Node* c = child(p, name)) jr_group(c->group);
+    if (Node* c = nodes_.child(p, name)) changes_.group(c->group);
   }
   return r;
 }
 
 Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
-                                    const Caller& caller) {
-  lcs_.clear();
+                                    const Caller& caller, std::string& status) {
   auto closid = closids_.alloc();
-  if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n").error();
+  if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
   if (mon_capable()) {
     auto r = rmids_.alloc();
     if (!r.ok()) {
       closids_.free(*closid);
-      return fail(r.error().code, "Out of RMIDs\n").error();
+      return fail(r.error().code, "Out of RMIDs\n");
     }
     rmid = *r;
   }
@@ -271,7 +280,7 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   g->closid = *closid;
   g->rmid = rmid;
   g->mba_event = default_mba_event();
-  if (mon_capable()) assign_cntrs_on_mkdir(g);
+  if (mon_capable()) status = assign_cntrs_on_mkdir(g);
   Result<void> init = init_alloc(g);
   if (!init.ok()) {
     unassign_all_cntrs(g);
@@ -280,40 +289,36 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
     groups_.erase(g->pos);
     return std::move(init).error();
   }
-  const bool root_caller = caller.uid == 0 && caller.gid == 0;
-  uid_t uid = root_caller ? mount_uid_ : caller.uid;
-  gid_t gid = root_caller ? mount_gid_ : caller.gid;
-  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
-  build_group_dir(g, dir, mode, uid, gid);
-  reset_group_mbm(g);
-  ++dir->nlookup;
-  return attr_of(*dir);
+  return add_group_dir(g, parent, name, mode, caller);
 }
 
 Result<Attr> FsImpl::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
-                               const Caller& caller) {
-  // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
+                               const Caller& caller, std::string& status) {
   Group* pg = group_of(*parent);
-  if (pg == nullptr) return Error::make(ENODEV);
-  lcs_.clear();
   if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
-    return fail(EINVAL, "Pseudo-locking in progress\n").error();
+    return fail(EINVAL, "Pseudo-locking in progress\n");
   auto r = rmids_.alloc();
-  if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n").error();
+  if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
   g->name = std::string(name);
   g->parent = pg;
   g->closid = pg->closid;
   g->rmid = *r;
-  assign_cntrs_on_mkdir(g);
+  status = assign_cntrs_on_mkdir(g);
   pg->mon_children.push_back(g);
+  return add_group_dir(g, parent, name, mode, caller);
+}
+
+Result<Attr> FsImpl::add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
+                                   const Caller& caller) {
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
   uid_t uid = root_caller ? mount_uid_ : caller.uid;
   gid_t gid = root_caller ? mount_gid_ : caller.gid;
-  Node* dir = add_node(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
+  Node* dir = nodes_.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
+                         now_seconds());
   build_group_dir(g, dir, mode, uid, gid);
   reset_group_mbm(g);
   ++dir->nlookup;
@@ -342,9 +347,9 @@ void FsImpl::destroy_group(Group* g) {
 
 Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = node(parent);
+  Node* p = nodes_.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
-  Node* n = child(p, name);
+  Node* n = nodes_.child(p, name);
   if (n == nullptr) return Error::make(ENOENT);
   if (!n->is_dir()) return Error::make(ENOTDIR);
   Group* g = group_of(*n);
@@ -355,16 +360,16 @@ Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
       !is_root(g)) {
     const bool had_cpus = !g->cpus.empty();
     RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
-    jr_gone(key);
-    if (had_cpus) jr_group(root_);  // took the group's CPUs
+    changes_.gone(key);
+    if (had_cpus) changes_.group(root_);  // took the group's CPUs
   } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
              p->kind == NodeKind::kMonGroups) {
     RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));
-    jr_gone(key);
+    changes_.gone(key);
   } else {
     return Error::make(EPERM);
   }
-  remove_node(n, false);
+  nodes_.remove(n, nullptr);
   return Ok();
 }
 
@@ -389,7 +394,7 @@ Result<void> FsImpl::rmdir_ctrl(Group* g) {
   // request, so the kernel's dcache is told.
   std::vector<Group*> kids = g->mon_children;
   for (Group* m : kids) {
-    if (Node* md = node(m->dir)) remove_node(md, true);
+    if (Node* md = nodes_.get(m->dir)) nodes_.remove(md, inval_);
     free_rmid(m->rmid);
     destroy_group(m);
   }
@@ -415,7 +420,7 @@ Result<void> FsImpl::rmdir_mon(Group* g) {
 }
 
 // ---------------------------------------------------------------------------
-// rename (§4.7)
+// rename (only a MON group, into a mon_groups directory)
 
 bool FsImpl::rename_has_priv(const Node& n) const {
   // What kernfs_to_rdtgroup() finds: a directory's own private data, except
@@ -442,7 +447,7 @@ bool FsImpl::rename_has_priv(const Node& n) const {
       return false;
     return dir_priv(n);
   }
-  const Node* parent = const_cast<FsImpl*>(this)->node(n.parent);
+  const Node* parent = nodes_.get(n.parent);
   return parent != nullptr && dir_priv(*parent);
 }
 
@@ -450,10 +455,10 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
   std::lock_guard<std::mutex> lock(mu_);
   if (flags != 0) return Error::make(EINVAL);
-  Node* p = node(parent);
-  Node* np = node(newparent);
+  Node* p = nodes_.get(parent);
+  Node* np = nodes_.get(newparent);
   if (p == nullptr || np == nullptr || p->removed || np->removed) return Error::make(ENOENT);
-  Node* src = child(p, name);
+  Node* src = nodes_.child(p, name);
   if (src == nullptr) return Error::make(ENOENT);
   if (newname.size() > 255) return Error::make(ENAMETOOLONG);
   // The kernel's rdtgroup_rename (fs/resctrl/rdtgroup.c) first maps both
@@ -462,10 +467,16 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
   // the lock, clears last_cmd_status, and only then refuses a file.
   if (!rename_has_priv(*src) || !rename_has_priv(*np)) return Error::make(ENOENT);
   lcs_.clear();
+  Result<void> r = rename_locked(p, src, np, newname);
+  set_status(r);
+  return r;
+}
+
+Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_view newname) {
   if (!src->is_dir() || !np->is_dir()) {
-    // The one kernel message without a trailing newline.
-    lcs_.puts("Source and destination must be directories");
-    return Error::make(EPERM, "Source and destination must be directories");
+    // The one kernel message without a trailing newline (the kernel puts
+    // it; from a cleared status printf leaves the same bytes).
+    return fail(EPERM, "Source and destination must be directories");
   }
   Group* g = group_of(*src);
   Group* new_parent_group = group_of(*np);
@@ -477,11 +488,11 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
     return fail(EPERM, "Destination must be a mon_groups subdirectory\n");
   if (!g->cpus.empty() && g->parent != new_parent_group)
     return fail(EPERM, "Cannot move a MON group that monitors CPUs\n");
-  if (Node* existing = child(np, newname)) {
+  if (Node* existing = nodes_.child(np, newname)) {
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }
-  jr_gone(group_key(*g));
+  changes_.gone(group_key(*g));
   // Move the directory entry.
   p->children.erase(src->name, src->ino);
   src->name = std::string(newname);
@@ -498,7 +509,7 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
     move_group_tasks(g, g);
     update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
   }
-  jr_group(g);
+  changes_.group(g);
   return Ok();
 }
 

@@ -46,7 +46,7 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
       cpu_mon_[cpu] = nullptr;
     }
     if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
-    jr_all();  // CPUs, schemata domains and counters of any group
+    changes_.all();  // CPUs, schemata domains and counters of any group
   }
   return Ok();
 }
@@ -62,7 +62,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
       cpu_assoc_[cpu] = {0, 0};
       cpu_assoc_valid_[cpu] = true;
     }
-    jr_all();
+    changes_.all();
   }
   return Ok();
 }
@@ -105,12 +105,12 @@ void FsImpl::mon_domain_gone(int domain_id) {
     // The domain's counters vanish with it.
     for (auto it = g->cntrs.begin(); it != g->cntrs.end();)
       it = it->first.first == domain_id ? g->cntrs.erase(it) : std::next(it);
-    Node* dir = node(g->dir);
-    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    Node* dir = nodes_.get(g->dir);
+    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     std::vector<Node*> gone;
     for (const ChildMap::Entry& e : md->children) {
-      Node* c = node(e.ino);
+      Node* c = nodes_.get(e.ino);
       // Telemetry domains are packages: they have their own up-calls.
       if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != hw::ResourceId::L3)
         continue;
@@ -123,7 +123,7 @@ void FsImpl::mon_domain_gone(int domain_id) {
       unsigned subs = 0;
       Node* sub = nullptr;
       for (const ChildMap::Entry& se : c->children) {
-        Node* s = node(se.ino);
+        Node* s = nodes_.get(se.ino);
         if (s == nullptr || s->kind != NodeKind::kMonDomain) continue;
         ++subs;
         if (s->domain == domain_id) sub = s;
@@ -132,7 +132,7 @@ void FsImpl::mon_domain_gone(int domain_id) {
       gone.push_back(subs == 1 ? c : sub);
     }
     // Nobody named these entries: the kernel's dcache must be told.
-    for (Node* c : gone) remove_node(c, true);
+    for (Node* c : gone) nodes_.remove(c, inval_);
   }
   cntr_owner_.erase(domain_id);
   for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();)
@@ -146,8 +146,8 @@ void FsImpl::mon_domain_back(int domain_id) {
   // A new domain has every counter free; no group has one assigned there.
   cntr_owner_[domain_id].assign(info_.mon.num_mbm_cntrs, std::nullopt);
   for (auto& g : groups_) {
-    Node* dir = node(g->dir);
-    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    Node* dir = nodes_.get(g->dir);
+    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     Node* dd = build_mon_domain(md, domain_id);
     // A negative dentry for the name may be cached from while it was gone.
@@ -164,12 +164,12 @@ void FsImpl::mon_domain_back(int domain_id) {
 void FsImpl::perf_pkg_domain_gone(int package_id) {
   if (!mounted_) return;
   for (auto& g : groups_) {
-    Node* dir = node(g->dir);
-    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    Node* dir = nodes_.get(g->dir);
+    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     char name[32];
     std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
-    if (Node* c = child(md, name)) remove_node(c, true);
+    if (Node* c = nodes_.child(md, name)) nodes_.remove(c, inval_);
   }
 }
 
@@ -177,8 +177,8 @@ void FsImpl::perf_pkg_domain_back(int package_id) {
   // Telemetry needs no reset: the aggregators' counts are cumulative.
   if (!mounted_) return;
   for (auto& g : groups_) {
-    Node* dir = node(g->dir);
-    Node* md = dir != nullptr ? child(dir, "mon_data") : nullptr;
+    Node* dir = nodes_.get(g->dir);
+    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     Node* dd = build_perf_pkg_domain(md, package_id);
     if (inval_ != nullptr) inval_->inval_entry(md->ino, dd->name);

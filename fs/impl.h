@@ -24,184 +24,20 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fs/change_tracker.h"
 #include "fs/filesystem.h"
+#include "fs/model.h"
+#include "fs/node_table.h"
 #include "fs/pools.h"
+#include "fs/thread_tags.h"
 #include "hw/arch.h"
 #include "schemata/schemata.h"
 
-namespace resctrlfs::fs::internal {
-
-// The kernel's RFTYPE_* flags: a directory gets every file row whose flags
-// are all in the directory's set.
-enum RfFlag : uint32_t {
-  kInfo = 1U << 0,
-  kBase = 1U << 1,
-  kCtrl = 1U << 2,
-  kMon = 1U << 3,
-  kTop = 1U << 4,
-  kResCache = 1U << 5,
-  kResMb = 1U << 6,
-  kDebug = 1U << 7,
-  kAssignConfig = 1U << 8,
-  kResPerfPkg = 1U << 9,
-};
-
-enum class NodeKind : uint8_t {
-  kGroupDir,      // the root, a CTRL_MON or a MON group directory
-  kMonGroups,     // <group>/mon_groups
-  kMonData,       // <group>/mon_data
-  kMonDomain,     // <group>/mon_data/mon_L3_XX, mon_sub_L3_YY under it (SNC), mon_PERF_PKG_XX
-  kInfo,          // info
-  kInfoRes,       // info/<schema>
-  kInfoMon,       // info/L3_MON, info/PERF_PKG_MON
-  kEventConfigs,  // info/L3_MON/event_configs
-  kEventConfig,   // info/L3_MON/event_configs/<event>
-  kFile,          // a row of the file table
-  kEventFile,     // mon_data/mon_L3_XX/<event>
-};
-
-enum class GroupType : uint8_t { kCtrlMon, kMon };
-
-// A pseudo-locked region whose cache domain went offline.
-inline constexpr int kNoDomain = -1;
-
-struct Group {
-  GroupType type = GroupType::kCtrlMon;
-  std::string name;         // directory name; empty for the default group
-  Group* parent = nullptr;  // MON groups: their CTRL_MON group
-  uint32_t closid = 0;
-  uint32_t rmid = 0;
-  schemata::GroupMode mode = schemata::GroupMode::SHAREABLE;
-  CpuMask cpus;
-  std::vector<Group*> mon_children;  // CTRL_MON groups only
-  hw::EventId mba_event = hw::EventId::MBM_LOCAL;
-  Ino dir = 0;
-  Ino mon_groups_dir = 0;
-  // ABMC: counter id per (monitoring domain, event).
-  std::map<std::pair<int, hw::EventId>, unsigned> cntrs;
-  // The region of a PSEUDO_LOCKED group. Its CLOSID went back to the pool
-  // when it was locked; `closid` keeps the old number, as the kernel's group
-  // does, but nothing may match on it any more.
-  struct LockedRegion {
-    int schema = -1;  // index into the SchemaList
-    int domain = -1;  // control domain id; kNoDomain once the domain went away
-    uint32_t cbm = 0;
-  };
-  std::optional<LockedRegion> plr;
-  // Where FsImpl::groups_ holds this group, so that removing it does not
-  // search the list.
-  std::list<std::unique_ptr<Group>>::iterator pos;
-};
-
-// A schema's resource and CDP half as hw/ names them (schemata/ numbers
-// them the same way).
-inline hw::ResourceId rid_of(const schemata::Schema& s) {
-  return static_cast<hw::ResourceId>(s.resource_index);
+namespace resctrlfs {
+class JsonIn;
 }
-inline hw::ConfType hw_type(schemata::ConfType t) { return static_cast<hw::ConfType>(t); }
 
-class FsImpl;
-class TextOut;  // fs/state.cc
-struct Node;
-using ShowFn = Result<std::string> (FsImpl::*)(const Node&);
-using WriteFn = Result<void> (FsImpl::*)(Node&, std::string_view, const Caller&);
-using CondFn = bool (FsImpl::*)() const;
-
-struct FileRow {
-  const char* name;
-  uint32_t mode;   // permission bits
-  uint32_t flags;  // RfFlag set required of the directory
-  ShowFn show;
-  WriteFn write;    // null: the kernel's generic writer answers EINVAL
-  CondFn cond;      // null: always present when the flags match
-  bool group_file;  // access goes through the group lock (clears LCS on tip)
-};
-
-// A directory's entries, sorted by name, in a flat vector: most
-// directories hold a handful of entries, made and removed together with
-// their group, and a node map allocated an entry and a key per file. Counts
-// the entries that are directories, for st_nlink.
-class ChildMap {
- public:
-  struct Entry {
-    std::string name;
-    Ino ino = 0;
-    bool dir = false;
-  };
-  using const_iterator = std::vector<Entry>::const_iterator;
-  const_iterator begin() const { return v_.begin(); }
-  const_iterator end() const { return v_.end(); }
-  size_t size() const { return v_.size(); }
-  bool empty() const { return v_.empty(); }
-  uint32_t subdirs() const { return subdirs_; }
-  // The inode of `name`, or 0.
-  Ino find(std::string_view name) const;
-  // Adds `name`, or points it at `ino` if present.
-  void insert(std::string_view name, Ino ino, bool dir);
-  // Removes `name` if it names `ino` (whatever it names when ino is 0).
-  void erase(std::string_view name, Ino ino = 0);
-  // Empties the map, keeping its memory.
-  void clear();
-  void swap(ChildMap& o) noexcept {
-    v_.swap(o.v_);
-    std::swap(subdirs_, o.subdirs_);
-  }
-
- private:
-  static bool before(const Entry& e, std::string_view name);
-  std::vector<Entry>::iterator lower(std::string_view name);
-  std::vector<Entry> v_;
-  uint32_t subdirs_ = 0;
-};
-
-struct Node {
-  Ino ino = 0;
-  Ino parent = 0;
-  std::string name;
-  NodeKind kind = NodeKind::kFile;
-  uint32_t mode = 0;  // with S_IFDIR / S_IFREG
-  uid_t uid = 0;
-  gid_t gid = 0;
-  int64_t mtime = 0;
-  int64_t ctime = 0;
-  const FileRow* row = nullptr;
-  Group* group = nullptr;  // group dirs and everything under them
-  int schema = -1;         // index into the SchemaList (info/<schema> and its files)
-  int domain = -1;         // monitoring domain id (with mon_sum: the L3 cache id)
-  bool mon_sum = false;    // SNC mon_L3_XX: sum the node domains of L3 `domain`
-  // The monitor resource of info/<RES>_MON, mon_<RES>_XX and their files.
-  hw::ResourceId mon_rid = hw::ResourceId::L3;
-  hw::EventId event = hw::EventId::LLC_OCCUPANCY;
-  ChildMap children;
-  uint64_t nlookup = 0;
-  bool removed = false;
-  bool is_dir() const { return kind != NodeKind::kFile && kind != NodeKind::kEventFile; }
-};
-
-// info/last_cmd_status: the kernel's 512-byte seq_buf, with its partial
-// printf and all-or-nothing puts semantics and the [truncated] marker.
-class LastCmdStatus {
- public:
-  void clear() { len_ = 0; }
-  // seq_buf_puts: the whole string or nothing (then overflowed).
-  void puts(std::string_view s);
-  // seq_buf_printf: as much as fits (then overflowed).
-  void printf(std::string_view s);
-  std::string show() const;
-  bool empty() const { return len_ == 0; }
-
- private:
-  static constexpr size_t kSize = 512;
-  char buf_[kSize] = {};
-  size_t len_ = 0;  // kSize + 1 once overflowed
-};
-
-// What a monitoring read produced.
-enum class ReadState : uint8_t { kValue, kError, kUnavailable, kUnassigned };
-struct EventRead {
-  ReadState state = ReadState::kValue;
-  uint64_t bytes = 0;
-};
+namespace resctrlfs::fs::internal {
 
 class FsImpl final : public Filesystem {
  public:
@@ -237,12 +73,23 @@ class FsImpl final : public Filesystem {
   Result<void> restore_state_json(const std::string& json) override;
   // restore_state_json() under mu_, without its last-guard try.
   Result<void> restore_state_locked(const std::string& text);
+  // mount() and unmount() under mu_.
+  Result<void> mount_locked(const MountOptions& opts);
+  Result<void> check_mount(const MountOptions& opts) const;
+  void build_schemas(const MountOptions& opts);
+  void unmount_locked();
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
   // restore_boot_state_json() under mu_, without its last-guard try.
   Result<void> restore_boot_state_locked(const std::string& text);
 
-  // ---- file table callbacks (public so the static table can name them) ----
+ private:
+  friend class GroupCbmPolicy;
+  // The file table (file_table.cc) names the handlers below; nothing else
+  // outside FsImpl calls them.
+  friend struct FileTableRows;
+
+  // ---- file table handlers (file_table.cc lists them) ----
   // Group files (ctrl_files.cc, groups.cc).
   Result<std::string> show_tasks(const Node& n);
   Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
@@ -303,20 +150,7 @@ class FsImpl final : public Filesystem {
   Result<std::string> show_io_alloc_cbm(const Node& n);
   Result<void> write_io_alloc_cbm(Node& n, std::string_view data, const Caller& c);
 
- private:
-  friend class GroupCbmPolicy;
-
   // ---- tree (tree.cc) ----
-  Node* node(Ino ino);
-  Node* child(Node* dir, std::string_view name);
-  Node* add_node(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
-                 gid_t gid);
-  // Marks `n` and its subtree removed, detaches it from its parent and
-  // frees nodes nobody references. `notify`: tell the kernel (the change was
-  // not named by the request).
-  void remove_node(Node* n, bool notify);
-  // Drops `ino` from the node table, keeping its Node for reuse.
-  void release_node(Ino ino);
   void add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid);
   // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
   void sync_file_rows(Node* dir, uint32_t flags);
@@ -336,13 +170,22 @@ class FsImpl final : public Filesystem {
   int64_t now_seconds() const;
 
   // ---- groups (groups.cc) ----
+  // The two kinds of mkdir; `status` gets what last_cmd_status says after
+  // a successful one.
   Result<Attr> mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
-                              const Caller& caller);
-  Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller);
+                              const Caller& caller, std::string& status);
+  Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller,
+                         std::string& status);
+  // Their common tail: the directory of new group `g`, owned by the caller
+  // (the mount's owner for root), with its files and mon_data.
+  Result<Attr> add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
+                             const Caller& caller);
   Result<void> rmdir_ctrl(Group* g);
   // rename: whether the kernel finds private data behind `n`
   // (kernfs_to_rdtgroup()); without it a rename fails with ENOENT.
   bool rename_has_priv(const Node& n) const;
+  // rename after the kernel took the lock and cleared last_cmd_status.
+  Result<void> rename_locked(Node* p, Node* src, Node* np, std::string_view newname);
   Result<void> rmdir_mon(Group* g);
   void destroy_group(Group* g);  // frees ids and the struct (no task/cpu moves)
   Group* new_group();
@@ -364,35 +207,42 @@ class FsImpl final : public Filesystem {
   // in cpu_assoc_failed_ for the next update.
   void program_cpu_assoc(unsigned cpu);
   Group* cpu_ctrl(unsigned cpu) const { return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : root_; }
-  std::pair<uint32_t, uint32_t> thread_tags(pid_t tid) const;
+  // Tags a thread (and tells the journal and the hardware).
   void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);
-  // Forgets a thread's tags (exit, fork from an untagged parent); whether
-  // it had any.
-  bool erase_thread(pid_t tid);
-  // The thread indexes by CLOSID and by RMID follow thread_tags_.
-  void index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
-                    std::pair<uint32_t, uint32_t> new_tags);
-  void rebuild_thread_index();
   // Moves every thread of `from` (CLOSID match for CTRL_MON, RMID match for
   // MON) to `to`'s tags.
   void move_group_tasks(const Group* from, const Group* to);
-  // The tagged threads carrying `closid`, or null when none.
-  const std::unordered_set<pid_t>* threads_of_closid(uint32_t closid) const;
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
-  Result<void> fail(int code, std::string_view msg);  // appends msg to LCS
+  Result<void> set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched);
+  Result<void> set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched);
+  // The one writer of last_cmd_status after a command: `text` (seq_buf
+  // printf semantics), then a failed result's kernel text.
+  void set_status(std::string_view text);
+  template <typename T>
+  void set_status(const Result<T>& r) {
+    if (!r.ok()) lcs_.printf(r.error().message);
+  }
 
   // ---- ctrl files (ctrl_files.cc) ----
   uint32_t ctrl_value(int schema, int domain, uint32_t closid) const;
   bool cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
                     bool exclusive_only) const;
-  Result<void> init_alloc(Group* g);  // new group's default values (§4.3)
-  // A new CLOSID's mask on one domain of cache schema `s` (§4.3), or nothing
-  // when fewer than min_cbm_bits bits are left.
+  // A new group's default values: the default bandwidth, and for caches
+  // default_cbm() on every domain.
+  Result<void> init_alloc(Group* g);
+  // A new CLOSID's mask on one domain of cache schema `s`: every bit that
+  // no exclusive group and no pseudo-locked region holds (its lowest
+  // contiguous run without sparse masks), or nothing when fewer than
+  // min_cbm_bits bits are left.
   std::optional<uint32_t> default_cbm(const schemata::Schema& s, int domain, uint32_t closid) const;
   // The checks a schemata write of group `g` applies to a cache mask.
   std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
   const Group* ctrl_group_by_closid(uint32_t closid) const;
+  // The tail of a valid schemata or io_alloc_cbm write: software-controller
+  // (mba_sc) values become MBps targets, the others one all-or-nothing
+  // hardware update of `closid`.
+  Result<void> apply_staged(const std::vector<schemata::StagedValue>& staged, uint32_t closid);
   // Calls f(const Group&) for the default group, then each CTRL_MON group
   // (the group directories of the root), until f returns true; whether one
   // did. A walk of groups_ would visit every MON group too.
@@ -403,9 +253,9 @@ class FsImpl final : public Filesystem {
     if (root_node_ == nullptr) return false;
     for (const ChildMap::Entry& e : root_node_->children) {
       if (!e.dir) continue;
-      auto it = nodes_.find(e.ino);
-      if (it == nodes_.end()) continue;
-      const Node& n = *it->second;
+      const Node* p = nodes_.get(e.ino);
+      if (p == nullptr) continue;
+      const Node& n = *p;
       if (n.kind != NodeKind::kGroupDir || n.group == nullptr || n.group == root_) continue;
       if (f(*n.group)) return true;
     }
@@ -462,7 +312,9 @@ class FsImpl final : public Filesystem {
   EventRead read_group_l3_sum(const Group* g, int l3_id, hw::EventId ev);
   Result<std::string> show_event_file(const Node& n);
   void reset_group_mbm(const Group* g);  // the "first" read at mon_data creation
-  void assign_cntrs_on_mkdir(Group* g);
+  // Counters for a new group when assign_on_mkdir is set; a failure does
+  // not fail the mkdir but leaves its text, returned, in last_cmd_status.
+  std::string assign_cntrs_on_mkdir(Group* g);
   Result<void> assign_cntr(Group* g, int domain, hw::EventId ev);
   void unassign_cntr(Group* g, int domain, hw::EventId ev);
   void unassign_all_cntrs(Group* g);
@@ -484,21 +336,54 @@ class FsImpl final : public Filesystem {
   void perf_pkg_domain_gone(int package_id);
   void perf_pkg_domain_back(int package_id);
 
+  // ---- state restore (state_restore.cc) ----
+  // What a failed restore puts back: the settings that survive an unmount,
+  // the RMID pool, last_cmd_status and the mount options.
+  struct KeptState {
+    uint32_t threshold;
+    RmidPool rmids;
+    bool mbm_event_mode;
+    bool assign_on_mkdir;
+    uint32_t event_filter_total;
+    uint32_t event_filter_local;
+    LastCmdStatus lcs;
+    MountOptions opts;
+  };
+  KeptState keep_state() const;
+  // Undoes a restore that failed part way: unmounts, puts `kept` back and
+  // mounts afresh, so the model is the fresh one the restore started from.
+  void back_to_fresh(const KeptState& kept);
+  // The steps of a restore, in order; each returns the document's first
+  // fault.
+  Result<void> restore_steps(const JsonIn& j);
+  Result<void> restore_settings(const JsonIn& j);
+  Result<void> restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>& updates);
+  struct DirFields {
+    uint32_t mode;
+    uid_t uid;
+    gid_t gid;
+  };
+  // A CTRL_MON group other than the default one, with its directory.
+  Result<Group*> restore_ctrl_group(const JsonIn& go, const std::string& name,
+                                    const std::string& mode_s, const DirFields& dir);
+  // A pseudo-locked group's region, checked.
+  Result<Group::LockedRegion> restore_region(const JsonIn& go, uint32_t closid) const;
+  Result<void> restore_schemata(const JsonIn& go, uint32_t closid,
+                                std::vector<hw::CtrlUpdate>& updates);
+  Result<void> restore_mon_group(Group* g, const JsonIn& mo);
+  Result<void> restore_io_alloc_doc(const JsonIn& j);
+  Result<void> restore_threads(const JsonIn& j);
+  Result<CpuMask> restore_cpus(const JsonIn& o) const;
+  Result<DirFields> restore_dir_fields(const JsonIn& o) const;
+  void restore_dir(Group* g, Node* parent, const DirFields& f);
+  // The counters a group had assigned, as (domain, event), checked.
+  using Assigned = std::vector<std::pair<int, hw::EventId>>;
+  static Result<Assigned> read_assigned(const JsonIn& o);
+  void restore_assigned(Group* g, const Assigned& assigned);
+
   // ---- journal deltas (state.cc) ----
-  // What changed in the saved state since the last take_state_*(): the
-  // groups to write again, the groups removed and the threads whose tags
-  // changed, or "everything" (jr_full_) when a change is not one of those
-  // kinds, or too many to be worth listing. Marks are recorded only while
-  // jr_full_ is false, so a daemon without a journal (which never takes
-  // them) pays one branch per change.
-  using GroupKey = std::pair<std::string, std::string>;  // (CTRL_MON name, MON name or "")
-  static GroupKey group_key(const Group& g);
-  void jr_group(const Group* g);
-  void jr_gone(const GroupKey& k);
-  void jr_thread(pid_t tid);
-  void jr_all() { jr_full_ = true; }
-  void jr_reset();
-  void jr_after_write(const Node& n);
+  // What changed since the journal last took the state.
+  ChangeTracker changes_;
   Group* group_by_key(const GroupKey& k);
   // One group's object of the state document (see state.cc), appended to
   // `out`; a CTRL_MON group with or without its "mon_groups".
@@ -506,11 +391,6 @@ class FsImpl final : public Filesystem {
   void save_mon_state(const Group& m, TextOut& out);
   void save_dir_fields(const Group& g, TextOut& out);
   std::string save_state_locked();
-  bool jr_full_ = true;
-  std::vector<GroupKey> jr_set_;
-  std::set<GroupKey> jr_set_seen_;
-  std::set<GroupKey> jr_del_;
-  std::unordered_set<pid_t> jr_threads_;
 
   // ---- state ----
   std::mutex mu_;
@@ -521,7 +401,7 @@ class FsImpl final : public Filesystem {
   gid_t mount_gid_;
   const hw::PlatformInfo& info_;
 
-  // Survives unmount (§6.4).
+  // Survives unmount (the kernel keeps it until reboot).
   unsigned max_name_width_ = 0;
   uint32_t threshold_ = 0;
   RmidPool rmids_;
@@ -539,11 +419,7 @@ class FsImpl final : public Filesystem {
   ClosidPool closids_;
   std::list<std::unique_ptr<Group>> groups_;  // root first
   Group* root_ = nullptr;
-  std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> thread_tags_;
-  // Tagged threads by CLOSID and by RMID (the keys a group's threads are
-  // matched on), so that moving a group's threads costs its threads.
-  std::unordered_map<uint32_t, std::unordered_set<pid_t>> closid_threads_;
-  std::unordered_map<uint32_t, std::unordered_set<pid_t>> rmid_threads_;
+  ThreadTags threads_;                                    // per-thread tags
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
   std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
@@ -557,15 +433,18 @@ class FsImpl final : public Filesystem {
   std::map<int, std::vector<std::optional<std::pair<Group*, hw::EventId>>>> cntr_owner_;
 
   // Nodes.
-  std::unordered_map<Ino, std::unique_ptr<Node>> nodes_;
-  Ino next_ino_ = kRootIno + 1;
-  // Nodes released by remove_node/forget, reused by add_node (with their
-  // name and children capacity) instead of allocated again.
-  std::vector<std::unique_ptr<Node>> spare_nodes_;
+  NodeTable nodes_;
   Node* root_node_ = nullptr;
   Ino info_ino_ = 0;
   Ino info_mon_ino_ = 0;
 };
+
+// A failed command: its errno and the text it leaves in last_cmd_status,
+// exactly as the kernel words it (empty: none). Handlers return it; only
+// the entry points (write, render, mkdir, rmdir, rename, mount) write
+// last_cmd_status, with seq_buf printf semantics. Two texts in a row are
+// one text: printf of a then b leaves the same bytes as printf of a + b.
+inline Error fail(int code, std::string text) { return Error::make(code, std::move(text)); }
 
 // A write buffer as handlers that require a trailing newline see it: the
 // newline dropped, then cut at the first NUL (C-string semantics).

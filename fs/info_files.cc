@@ -1,7 +1,8 @@
 // Implements the info/ files of FsImpl: last_cmd_status, the per-schema
-// control info (§2.2 incl. bit_usage) and the L3_MON files (§2.9) with
-// their writes (§3.7 max_threshold_occupancy, §3.8 BMEC configs, §3.9
-// mbm_assign_mode, §3.10 mbm_assign_on_mkdir, §3.11 event_filter).
+// control info (bit_usage included) and the L3_MON files with their writes
+// (max_threshold_occupancy, the BMEC configs, mbm_assign_mode,
+// mbm_assign_on_mkdir, event_filter): the kernel's
+// Documentation/filesystems/resctrl.rst, "Info directory".
 #include <cerrno>
 #include <cstdio>
 
@@ -163,7 +164,6 @@ Result<std::string> FsImpl::show_mon_features(const Node& n) {
 Result<std::string> FsImpl::show_max_threshold_occupancy(const Node&) { return u(threshold_); }
 
 Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
-  lcs_.clear();
   uint32_t bytes = 0;
   if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
     return fail(-rc, "max_threshold_occupancy: Invalid input\n");
@@ -176,7 +176,7 @@ Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data,
 }
 
 // ---------------------------------------------------------------------------
-// BMEC (§3.8)
+// BMEC: mbm_total_bytes_config, mbm_local_bytes_config
 
 Result<std::string> FsImpl::show_bmec(EventId ev) const {
   std::string out;
@@ -209,7 +209,6 @@ Result<void> FsImpl::write_mbm_local_config(Node& n, std::string_view data, cons
 }
 
 Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
-  lcs_.clear();
   if (data.empty() || data.back() != '\n')
     return fail(EINVAL, std::string(event_name(ev)) + "_config: Invalid input\n");
   std::optional<std::string_view> tok = kstr_cut(data);
@@ -243,7 +242,8 @@ Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
 }
 
 // ---------------------------------------------------------------------------
-// ABMC info files (§2.9, §3.9-§3.11)
+// ABMC info files: mbm_assign_mode, num_mbm_cntrs, available_mbm_cntrs,
+// mbm_assign_on_mkdir, event_filter
 
 Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
   if (!info_.mon.abmc) return std::string("[default]\n");
@@ -251,9 +251,7 @@ Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
 }
 
 Result<void> FsImpl::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
   std::string_view buf = kstr_cut(data);
-  lcs_.clear();
   bool enable = false;
   if (buf == "default") {
     enable = false;
@@ -279,8 +277,7 @@ Result<std::string> FsImpl::show_num_mbm_cntrs(const Node&) {
 }
 
 Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   std::string out;
   bool sep = false;
   for (const hw::MonDomain& d : info_.mon.mon_domains) {
@@ -292,23 +289,20 @@ Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
 }
 
 Result<std::string> FsImpl::show_mbm_assign_on_mkdir(const Node&) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   return u(assign_on_mkdir_ ? 1 : 0);
 }
 
 Result<void> FsImpl::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
   bool value = false;
-  if (kstr::kstrtobool(kstr::c_string(data), value) != 0) return Error::make(EINVAL);
-  lcs_.clear();
+  (void)kstr::kstrtobool(kstr::c_string(data), value);  // checked before the lock
   if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   assign_on_mkdir_ = value;
   return Ok();
 }
 
 Result<std::string> FsImpl::show_event_filter(const Node& n) {
-  lcs_.clear();
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled).error();
+  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   uint32_t cfg = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
   std::string out;
   for (unsigned b = 0; b < 7; ++b) {
@@ -320,8 +314,6 @@ Result<std::string> FsImpl::show_event_filter(const Node& n) {
 }
 
 Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
-  lcs_.clear();
   if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
   // A chmod'ed file of counters that cannot be configured (event_filter_write
   // in fs/resctrl/monitor.c refuses them the same way).

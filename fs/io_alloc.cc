@@ -1,5 +1,6 @@
 // Implements io_alloc (AMD SDCIAE) in FsImpl: the info/<cache>/io_alloc and
-// io_alloc_cbm files (§2.13, §3.13, §3.14), the reservation of the highest
+// io_alloc_cbm files (the kernel's Documentation/filesystems/resctrl.rst,
+// "Info directory"), the reservation of the highest
 // CLOSID while it is enabled, and its save/restore.
 //
 // The enabled flag lives in the hardware layer (Arch::io_alloc_enabled), as
@@ -47,8 +48,7 @@ Result<std::string> FsImpl::show_io_alloc(const Node& n) {
 
 Result<void> FsImpl::write_io_alloc(Node& n, std::string_view data, const Caller&) {
   bool enable = false;
-  if (kstr::kstrtobool(kstr::c_string(data), enable) != 0) return Error::make(EINVAL);
-  lcs_.clear();
+  (void)kstr::kstrtobool(kstr::c_string(data), enable);  // checked before the lock
   const schemata::Schema& s = schemas_.schemas[n.schema];
   if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s));
   const hw::ResourceId rid = rid_of(s);
@@ -75,17 +75,17 @@ Result<void> FsImpl::write_io_alloc(Node& n, std::string_view data, const Caller
     std::optional<uint32_t> cbm = default_cbm(s, d, closid);
     if (!cbm) {
       closids_.free(closid);
-      lcs_.printf("No space on " + s.name + ":" + std::to_string(d) + "\n");
-      lcs_.puts("Failed to initialize io_alloc allocations\n");
-      return Error::make(ENOSPC);
+      // The kernel prints the first line and puts the second; from a
+      // cleared status both always fit, so one printf leaves the same bytes.
+      return fail(ENOSPC, "No space on " + s.name + ":" + std::to_string(d) +
+                              "\nFailed to initialize io_alloc allocations\n");
     }
     for (hw::ConfType t : io_alloc_types(s)) updates.push_back({rid, t, d, closid, *cbm});
   }
   Result<void> r = arch_->update_ctrls(updates);
   if (!r.ok()) {
     closids_.free(closid);
-    lcs_.puts("Failed to initialize io_alloc allocations\n");
-    return std::move(r).error();
+    return fail(r.error().code, "Failed to initialize io_alloc allocations\n");
   }
   r = set_io_alloc(rid, true);
   if (!r.ok()) closids_.free(closid);
@@ -93,18 +93,15 @@ Result<void> FsImpl::write_io_alloc(Node& n, std::string_view data, const Caller
 }
 
 Result<std::string> FsImpl::show_io_alloc_cbm(const Node& n) {
-  lcs_.clear();
   const schemata::Schema& s = schemas_.schemas[n.schema];
-  if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s)).error();
-  if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n").error();
+  if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s));
+  if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n");
   const uint32_t closid = io_alloc_closid(s);
   return schemata::format_io_alloc_cbm(
       s, [&](int d) { return arch_->get_ctrl(rid_of(s), hw_type(s.conf_type), d, closid); });
 }
 
 Result<void> FsImpl::write_io_alloc_cbm(Node& n, std::string_view data, const Caller&) {
-  if (schemata::rejected_before_lock(data)) return Error::make(EINVAL);
-  lcs_.clear();
   const schemata::Schema& s = schemas_.schemas[n.schema];
   if (!io_alloc_capable(s)) return fail(ENODEV, not_supported(s));
   if (!io_alloc_on(s)) return fail(EINVAL, "io_alloc is not enabled on " + s.name + "\n");
@@ -113,19 +110,8 @@ Result<void> FsImpl::write_io_alloc_cbm(Node& n, std::string_view data, const Ca
   as_group.closid = io_alloc_closid(s);
   std::unique_ptr<schemata::CbmPolicy> policy = cbm_policy(as_group);
   schemata::ParseResult pr = schemata::parse_io_alloc_cbm(data, schemas_, n.schema, *policy);
-  if (!pr.status.ok()) {
-    const Error& e = pr.status.error();
-    lcs_.printf(e.message);
-    return e;
-  }
-  std::vector<hw::CtrlUpdate> updates;
-  for (const schemata::StagedValue& v : pr.staged) {
-    const schemata::Schema& vs = schemas_.schemas[v.schema];
-    updates.push_back({rid_of(vs), hw_type(vs.conf_type), v.domain_id, as_group.closid, v.value});
-  }
-  Result<void> r = arch_->update_ctrls(updates);
-  if (!r.ok()) return fail(r.error().code, r.error().message);
-  return Ok();
+  if (!pr.status.ok()) return pr.status.error();
+  return apply_staged(pr.staged, as_group.closid);
 }
 
 std::vector<hw::ConfType> FsImpl::io_alloc_types(const schemata::Schema& s) const {
@@ -134,9 +120,7 @@ std::vector<hw::ConfType> FsImpl::io_alloc_types(const schemata::Schema& s) cons
 }
 
 Result<void> FsImpl::set_io_alloc(hw::ResourceId rid, bool enable) {
-  Result<void> r = arch_->set_io_alloc_enabled(rid, enable);
-  if (!r.ok()) return fail(r.error().code, r.error().message);
-  return Ok();
+  return arch_->set_io_alloc_enabled(rid, enable);
 }
 
 void FsImpl::reset_io_alloc() {

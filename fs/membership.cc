@@ -1,5 +1,5 @@
 // Implements group membership in FsImpl: the tasks, cpus and cpus_list
-// files (§3.3, §3.4), the per-thread tags they set (and fork/exit events),
+// files, the per-thread tags they set (and fork/exit events),
 // and the per-CPU PQR_ASSOC programming derived from CPU ownership.
 #include <algorithm>
 #include <cerrno>
@@ -75,81 +75,29 @@ void FsImpl::program_cpu_assoc(unsigned cpu) {
     cpu_assoc_failed_.push_back(cpu);
 }
 
-std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
-  auto it = thread_tags_.find(tid);
-  return it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
-}
-
-void FsImpl::index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
-                          std::pair<uint32_t, uint32_t> new_tags) {
-  if (old_tags == new_tags) return;
-  auto drop = [tid](std::unordered_map<uint32_t, std::unordered_set<pid_t>>& idx, uint32_t key) {
-    auto it = idx.find(key);
-    if (it == idx.end()) return;
-    it->second.erase(tid);
-    if (it->second.empty()) idx.erase(it);
-  };
-  if (old_tags.first != 0 || old_tags.second != 0) {
-    drop(closid_threads_, old_tags.first);
-    drop(rmid_threads_, old_tags.second);
-  }
-  if (new_tags.first != 0 || new_tags.second != 0) {
-    closid_threads_[new_tags.first].insert(tid);
-    rmid_threads_[new_tags.second].insert(tid);
-  }
-}
-
-void FsImpl::rebuild_thread_index() {
-  closid_threads_.clear();
-  rmid_threads_.clear();
-  for (auto& [tid, tags] : thread_tags_) index_thread(tid, {0, 0}, tags);
-}
-
-const std::unordered_set<pid_t>* FsImpl::threads_of_closid(uint32_t closid) const {
-  auto it = closid_threads_.find(closid);
-  return it == closid_threads_.end() ? nullptr : &it->second;
-}
-
 void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
-  auto it = thread_tags_.find(tid);
-  const std::pair<uint32_t, uint32_t> old_tags =
-      it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
-  if (closid == 0 && rmid == 0) {
-    if (it != thread_tags_.end()) thread_tags_.erase(it);
-  } else if (it != thread_tags_.end()) {
-    it->second = {closid, rmid};
-  } else {
-    thread_tags_.emplace(tid, std::pair<uint32_t, uint32_t>{closid, rmid});
-  }
-  index_thread(tid, old_tags, {closid, rmid});
-  jr_thread(tid);
+  threads_.set(tid, {closid, rmid});
+  changes_.thread(tid);
   arch_->set_thread_tags(tid, closid, rmid);
-}
-
-bool FsImpl::erase_thread(pid_t tid) {
-  auto it = thread_tags_.find(tid);
-  if (it == thread_tags_.end()) return false;
-  index_thread(tid, it->second, {0, 0});
-  thread_tags_.erase(it);
-  return true;
 }
 
 void FsImpl::move_group_tasks(const Group* from, const Group* to) {
   // The group's threads by the key they are matched on: no walk over every
   // tagged thread of the machine.
-  const auto& idx = from->type == GroupType::kCtrlMon ? closid_threads_ : rmid_threads_;
-  auto it = idx.find(from->type == GroupType::kCtrlMon ? from->closid : from->rmid);
-  if (it == idx.end()) return;
-  std::vector<pid_t> moving(it->second.begin(), it->second.end());
+  const std::unordered_set<pid_t>* tids = from->type == GroupType::kCtrlMon
+                                              ? threads_.with_closid(from->closid)
+                                              : threads_.with_rmid(from->rmid);
+  if (tids == nullptr) return;
+  std::vector<pid_t> moving(tids->begin(), tids->end());
   for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
 }
 
 void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!mounted_) return;
-  auto tags = thread_tags(parent_tid);
+  auto tags = threads_.get(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    if (erase_thread(child_tid)) jr_thread(child_tid);
+    if (threads_.erase(child_tid)) changes_.thread(child_tid);
     return;
   }
   set_thread(child_tid, tags.first, tags.second);
@@ -157,12 +105,12 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (erase_thread(tid)) jr_thread(tid);
+  if (threads_.erase(tid)) changes_.thread(tid);
   arch_->thread_exited(tid);
 }
 
 // ---------------------------------------------------------------------------
-// tasks (§3.3)
+// tasks
 
 Result<std::string> FsImpl::show_tasks(const Node& n) {
   const Group* g = n.group;
@@ -170,7 +118,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
   std::vector<pid_t> all = tasks_ != nullptr ? tasks_->all_threads() : std::vector<pid_t>{};
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
   for (pid_t tid : all) {
-    auto tags = thread_tags(tid);
+    auto tags = threads_.get(tid);
     if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
     bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
     if (match && tid != 0) {
@@ -179,14 +127,13 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
     }
   }
   // Threads that died without an exit event are forgotten here.
-  if (tasks_ != nullptr && !all.empty() && alive.size() != thread_tags_.size()) {
-    for (auto& [tid, tags] : thread_tags_) {
+  if (tasks_ != nullptr && !all.empty() && alive.size() != threads_.size()) {
+    for (auto& [tid, tags] : threads_.all()) {
       if (alive.count(tid) != 0) continue;
       arch_->thread_exited(tid);
-      jr_thread(tid);
+      changes_.thread(tid);
     }
-    thread_tags_.swap(alive);
-    rebuild_thread_index();
+    threads_.replace(std::move(alive));
   }
   return out;
 }
@@ -205,7 +152,7 @@ Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
     if (!known || (c.uid != ruid && c.uid != suid))
       return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
   }
-  auto tags = thread_tags(tid);
+  auto tags = threads_.get(tid);
   if (g->type == GroupType::kCtrlMon) {
     if (tags.first == g->closid && tags.second == g->rmid) return Ok();
     set_thread(tid, g->closid, g->rmid);
@@ -220,7 +167,6 @@ Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
 
 Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c) {
   Group* g = n.group;
-  lcs_.clear();
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
@@ -233,15 +179,15 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
     if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
     Result<void> r = move_task(pid, g, c);
     if (!r.ok()) {
-      lcs_.printf("Error while processing task " + std::to_string(pid) + "\n");
-      return r;
+      return fail(r.error().code,
+                  r.error().message + "Error while processing task " + std::to_string(pid) + "\n");
     }
   }
   return Ok();
 }
 
 // ---------------------------------------------------------------------------
-// cpus, cpus_list (§3.4)
+// cpus, cpus_list
 
 // A pseudo-locked group shows the CPUs of the cache its region is on.
 Result<std::string> FsImpl::show_cpus(const Node& n) {
@@ -276,7 +222,6 @@ Result<void> FsImpl::write_cpus_list(Node& n, std::string_view data, const Calle
 
 Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list) {
   Group* g = n.group;
-  lcs_.clear();
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
@@ -291,74 +236,85 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
   // Only the CPUs that change owner (and, for a CTRL_MON group, the CPUs of
   // its MON groups) are looked at: the owner tables name who held each one.
   CpuMask touched(info_.nr_cpus);
-  // The journal records the groups whose CPUs changed (jr_after_write).
-  jr_group(g);
-  if (g->type == GroupType::kCtrlMon) {
-    CpuMask dropped = g->cpus;
-    dropped.subtract(newmask);
-    if (!dropped.empty()) {
-      if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
-      root_->cpus |= dropped;
-      jr_group(root_);
-    }
-    CpuMask added = newmask;
-    added.subtract(g->cpus);
-    // Every write clears the MON groups' CPUs, even an unchanged mask; a
-    // MON group's CPUs are within its parent's, so the MON groups holding
-    // any are the owners of the parent's CPUs.
-    for (unsigned cpu : g->cpus.cpus()) {
-      if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
-        jr_group(m);
-        m->cpus.clear();
-        cpu_mon_[cpu] = nullptr;
-        touched.set(cpu);
-      }
-    }
-    for (unsigned cpu : dropped.cpus()) {
-      cpu_ctrl_[cpu] = nullptr;
-      touched.set(cpu);
-    }
-    for (unsigned cpu : added.cpus()) {
-      // The CPU leaves its CTRL_MON group and that group's MON group.
-      Group* owner = cpu_ctrl(cpu);
-      if (owner != g) {
-        owner->cpus.reset(cpu);
-        jr_group(owner);
-      }
-      if (!is_root(g)) root_->cpus.reset(cpu);
-      if (Group* m = cpu_mon_[cpu]) {
-        m->cpus.reset(cpu);
-        jr_group(m);
-      }
-      cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+  // The journal records the groups whose CPUs changed (ChangeTracker::after_write).
+  changes_.group(g);
+  RESCTRLFS_RETURN_IF_ERROR(g->type == GroupType::kCtrlMon ? set_ctrl_cpus(g, newmask, touched)
+                                                           : set_mon_cpus(g, newmask, touched));
+  update_cpu_assoc(touched);
+  return Ok();
+}
+
+// A CTRL_MON group's new CPUs: taken from their owners, dropped ones back
+// to the default group; `touched` gets every CPU whose tags may change.
+Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+  CpuMask dropped = g->cpus;
+  dropped.subtract(newmask);
+  if (!dropped.empty()) {
+    if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
+    root_->cpus |= dropped;
+    changes_.group(root_);
+  }
+  CpuMask added = newmask;
+  added.subtract(g->cpus);
+  // Every write clears the MON groups' CPUs, even an unchanged mask; a
+  // MON group's CPUs are within its parent's, so the MON groups holding
+  // any are the owners of the parent's CPUs.
+  for (unsigned cpu : g->cpus.cpus()) {
+    if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
+      changes_.group(m);
+      m->cpus.clear();
       cpu_mon_[cpu] = nullptr;
       touched.set(cpu);
     }
-    g->cpus = newmask;
-  } else {
-    Group* parent = g->parent;
-    if (!newmask.subset_of(parent->cpus))
-      return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
-    CpuMask added = newmask;
-    added.subtract(g->cpus);
-    CpuMask removed = g->cpus;
-    removed.subtract(newmask);
-    for (unsigned cpu : added.cpus()) {
-      // Taken from the sibling monitoring it.
-      if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
-        sib->cpus.reset(cpu);
-        jr_group(sib);
-      }
-      cpu_mon_[cpu] = g;
-      touched.set(cpu);
-    }
-    for (unsigned cpu : removed.cpus()) {
-      if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
-      touched.set(cpu);
-    }
-    g->cpus = newmask;
   }
-  update_cpu_assoc(touched);
+  for (unsigned cpu : dropped.cpus()) {
+    cpu_ctrl_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  for (unsigned cpu : added.cpus()) {
+    // The CPU leaves its CTRL_MON group and that group's MON group.
+    Group* owner = cpu_ctrl(cpu);
+    if (owner != g) {
+      owner->cpus.reset(cpu);
+      changes_.group(owner);
+    }
+    if (!is_root(g)) root_->cpus.reset(cpu);
+    if (Group* m = cpu_mon_[cpu]) {
+      m->cpus.reset(cpu);
+      changes_.group(m);
+    }
+    cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+    cpu_mon_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  g->cpus = newmask;
+  return Ok();
+}
+
+// A MON group's new CPUs, within its parent's: taken from the sibling
+// monitoring them.
+Result<void> FsImpl::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+  Group* parent = g->parent;
+  if (!newmask.subset_of(parent->cpus))
+    return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
+  CpuMask added = newmask;
+  added.subtract(g->cpus);
+  CpuMask removed = g->cpus;
+  removed.subtract(newmask);
+  for (unsigned cpu : added.cpus()) {
+    // Taken from the sibling monitoring it.
+    if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
+      sib->cpus.reset(cpu);
+      changes_.group(sib);
+    }
+    cpu_mon_[cpu] = g;
+    touched.set(cpu);
+  }
+  for (unsigned cpu : removed.cpus()) {
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
+    touched.set(cpu);
+  }
+  g->cpus = newmask;
   return Ok();
 }
 

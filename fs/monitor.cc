@@ -2,7 +2,9 @@
 // their MON groups, Error/Unavailable/Unassigned), the RMID limbo worker and
 // the MBM overflow worker driven by tick() every 1000 ms, the mba_MBps
 // software controller, and ABMC counter assignment with mbm_L3_assignments
-// (§2.10, §2.12, §3.12, §4.5, §5).
+// (the kernel's Documentation/filesystems/resctrl.rst, "Info directory",
+// "Resource monitoring rules" and "Memory bandwidth Allocation and
+// monitoring").
 #include <cerrno>
 #include <cstdio>
 
@@ -161,7 +163,7 @@ Result<void> FsImpl::assign_cntr(Group* g, int domain, EventId ev) {
     if (owners[id]) continue;
     uint32_t cfg = ev == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
     Result<void> r = arch_->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
-    if (!r.ok()) return fail(r.error().code, r.error().message);
+    if (!r.ok()) return r;
     owners[id] = std::make_pair(g, ev);
     g->cntrs[{domain, ev}] = static_cast<unsigned>(id);
     return Ok();
@@ -185,12 +187,17 @@ void FsImpl::unassign_all_cntrs(Group* g) {
   for (auto& [key, id] : copy) unassign_cntr(g, key.first, key.second);
 }
 
-void FsImpl::assign_cntrs_on_mkdir(Group* g) {
-  if (!mbm_event_mode_ || !assign_on_mkdir_) return;
+std::string FsImpl::assign_cntrs_on_mkdir(Group* g) {
+  std::string status;
+  if (!mbm_event_mode_ || !assign_on_mkdir_) return status;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
     if (!event_enabled(ev)) continue;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) (void)assign_cntr(g, d.id, ev);
+    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+      Result<void> r = assign_cntr(g, d.id, ev);
+      if (!r.ok()) status += r.error().message;
+    }
   }
+  return status;
 }
 
 Result<void> FsImpl::set_assign_mode(bool mbm_event) {
@@ -205,16 +212,14 @@ Result<void> FsImpl::set_assign_mode(bool mbm_event) {
   mba_prev_bytes_.clear();
   // The BMEC files appear or disappear with the mode.
   if (mounted_) {
-    if (Node* m = node(info_mon_ino_); m != nullptr && !m->removed)
+    if (Node* m = nodes_.get(info_mon_ino_); m != nullptr && !m->removed)
       sync_file_rows(m, kInfo | kMon | kResCache | (opts_.debug ? uint32_t{kDebug} : 0U));
   }
   return Ok();
 }
 
 Result<std::string> FsImpl::show_mbm_l3_assignments(const Node& n) {
-  lcs_.clear();
-  if (!mbm_event_mode_)
-    return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n").error();
+  if (!mbm_event_mode_) return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n");
   const Group* g = n.group;
   std::string out;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
@@ -233,9 +238,7 @@ Result<std::string> FsImpl::show_mbm_l3_assignments(const Node& n) {
 }
 
 Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, const Caller&) {
-  if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
   Group* g = n.group;
-  lcs_.clear();
   if (!mbm_event_mode_) return fail(EINVAL, "mbm_event mode is not enabled\n");
   std::optional<std::string_view> lines = kstr_cut(data);
   while (lines) {
@@ -258,19 +261,20 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
       };
       if (!id_str.empty() && id_str[0] == '*') {
         if (state != "e" && state != "_") return fail(EINVAL, op_failed("*"));
-        Result<void> last = Ok();
+        // Every domain is tried; each failure adds its text.
+        std::optional<Error> failed;
         for (const hw::MonDomain& d : info_.mon.mon_domains) {
           if (state == "e") {
             Result<void> r = assign_cntr(g, d.id, ev);
-            if (!r.ok()) last = r;
+            if (!r.ok()) {
+              std::string text = failed ? failed->message : std::string();
+              failed = fail(r.error().code, text + r.error().message);
+            }
           } else {
             unassign_cntr(g, d.id, ev);
           }
         }
-        if (!last.ok()) {
-          lcs_.printf(op_failed("*"));
-          return last;
-        }
+        if (failed) return fail(failed->code, failed->message + op_failed("*"));
         break;  // the rest of the line is ignored after '*'
       }
       uint64_t dom = 0;
@@ -281,10 +285,8 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
       if (!found) return fail(EINVAL, "Invalid domain id " + std::string(id_str) + "\n");
       if (state == "e") {
         Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
-        if (!r.ok()) {
-          lcs_.printf(op_failed(std::to_string(dom)));
-          return r;
-        }
+        if (!r.ok())
+          return fail(r.error().code, r.error().message + op_failed(std::to_string(dom)));
       } else if (state == "_") {
         unassign_cntr(g, static_cast<int>(dom), ev);
       } else {
@@ -321,7 +323,7 @@ void FsImpl::overflow_pass(double elapsed_ms) {
     }
   }
   if (!opts_.mba_mbps) return;
-  // The software controller (§5.3), once per domain per interval.
+  // The software controller (mba_MBps), once per domain per interval.
   const hw::Resource& mb = info_.res(hw::ResourceId::MB);
   std::vector<hw::CtrlUpdate> updates;
   for (auto& gp : groups_) {

@@ -51,9 +51,9 @@ class RmidPool {
   // restore: a journal names the RMID a group held). False if neither.
   bool claim(uint32_t rmid);
   // Replaces the free list and the limbo marks (a daemon taking over from an
-  // unmounted one, §6.4). Every RMID 1..num_rmids-1 must be either free,
-  // once, or busy in at least one known domain; otherwise nothing changes
-  // and false is returned.
+  // unmounted one; the kernel keeps both across an unmount). Every RMID 1..num_rmids-1 must be
+  // either free, once, or busy in at least one known domain; otherwise nothing changes and false is
+  // returned.
   bool restore(const std::vector<uint32_t>& free_order,
                const std::map<int, std::set<uint32_t>>& busy);
   // Into limbo (busy in every domain) or, without limbo, to the tail.

@@ -1,5 +1,6 @@
-// Implements cache pseudo-locking as the resctrl filesystem shows it
-// (§3.5, §4.6): entering and leaving pseudo-locksetup, locking the region a
+// Implements cache pseudo-locking as the resctrl filesystem shows it (the
+// kernel's Documentation/filesystems/resctrl.rst, "Cache pseudo-locking"):
+// entering and leaving pseudo-locksetup, locking the region a
 // schemata write names, removing it with its group, and the queries the
 // overlap rules, the default allocation and bit_usage need.
 //
@@ -72,9 +73,9 @@ bool FsImpl::locked_in_hierarchy(int resource_index, int domain,
 }
 
 void FsImpl::set_child_mode(Group* g, std::string_view name, uint32_t perms) {
-  Node* dir = node(g->dir);
+  Node* dir = nodes_.get(g->dir);
   if (dir == nullptr) return;
-  Node* n = child(dir, name);
+  Node* n = nodes_.child(dir, name);
   if (n == nullptr) return;
   n->mode = (n->mode & S_IFMT) | (perms & 07777);
   n->ctime = now_seconds();
@@ -93,7 +94,7 @@ Result<void> FsImpl::locksetup_enter(Group* g) {
     return fail(EINVAL, "CDP enabled\n");
   if (!info_.pseudo_lock_capable) return fail(EINVAL, "Pseudo-locking not supported\n");
   if (!g->mon_children.empty()) return fail(EINVAL, "Monitoring in progress\n");
-  if (const auto* tids = threads_of_closid(g->closid)) {
+  if (const auto* tids = threads_.with_closid(g->closid)) {
     for (pid_t tid : *tids) {
       if (tasks_ == nullptr || tasks_->exists(tid))
         return fail(EINVAL, "Tasks assigned to resource group\n");
@@ -118,7 +119,7 @@ Result<void> FsImpl::locksetup_exit(Group* g) {
   for (const char* f : {"tasks", "cpus", "cpus_list"}) set_child_mode(g, f, row_mode(f));
   if (mon_capable()) {
     // kernfs gives the directory its parent's permissions back.
-    const Node* dir = node(g->dir);
+    const Node* dir = nodes_.get(g->dir);
     set_child_mode(g, "mon_groups", dir != nullptr ? dir->mode & 07777 : 0755);
   }
   g->plr.reset();

@@ -2,6 +2,9 @@
 // machine shows the same tree, values, CPUs and memberships, and programs
 // the hardware accordingly; bad documents are refused.
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "tests/fs/harness.h"
 
@@ -143,6 +146,64 @@ TEST_CASE("state: documents with wrong types, ranges or nesting are refused", "[
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message ==
         "state: $.groups[1].closid: must be an integer in 0..4294967295, not a string");
+}
+
+// A restore is all or nothing: a document that fails in its last step (the
+// threads, after settings, groups, controls and CPUs were applied) leaves
+// the fresh model as it was, in the tree, the saved state and the
+// registers, and a good document can be restored after it.
+TEST_CASE("state: a restore failing in its last step leaves the fresh model intact", "[state]") {
+  SimFixture a("intel-2s");
+  a.tasks.add(10);
+  REQUIRE(a.sh->mkdir("/p0", 0750) == 0);
+  REQUIRE(a.sh->mkdir("/p0/mon_groups/m") == 0);
+  CHECK(a.sh->echo("/p0/schemata", "L3:0=f;1=3\nMB:1=50") == 0);
+  CHECK(a.sh->echo("/p0/cpus_list", "1-3") == 0);
+  CHECK(a.sh->echo("/p0/tasks", "10") == 0);
+  CHECK(a.sh->echo("/info/L3_MON/max_threshold_occupancy", "131072") == 0);
+  const std::string good = a.fs->save_state_json();
+  REQUIRE(good.back() == '}');
+  // The same document with a thread entry that is not [tid, closid, rmid].
+  const std::string bad = good.substr(0, good.size() - 1) + R"(,"threads":[[10, 1]]})";
+
+  SimFixture b("intel-2s");
+  Shell& sb = *b.sh;
+  b.tasks.add(10);
+  const std::string fresh = b.fs->save_state_json();
+  const std::vector<hw::RegisterValue> regs = b.backend.sim->dump_registers();
+  const std::string files[] = {"/schemata",
+                               "/cpus_list",
+                               "/tasks",
+                               "/info/L3/bit_usage",
+                               "/info/L3_MON/max_threshold_occupancy",
+                               "/info/last_cmd_status"};
+  std::map<std::string, std::string> before;
+  for (const std::string& f : files) before[f] = sb.cat(f);
+  const auto root_entries = sb.ls("/");
+
+  Result<void> r = b.fs->restore_state_json(bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EINVAL);
+  CHECK(r.error().message.find("threads") != std::string::npos);
+  CHECK(sb.ls("/") == root_entries);
+  CHECK(sb.ls("/").count("p0") == 0);
+  for (const std::string& f : files) {
+    INFO(f);
+    CHECK(sb.cat(f) == before[f]);
+  }
+  CHECK(b.fs->save_state_json() == fresh);
+  const std::vector<hw::RegisterValue> after = b.backend.sim->dump_registers();
+  REQUIRE(after.size() == regs.size());
+  for (size_t i = 0; i < regs.size(); ++i) {
+    INFO("cpu " << regs[i].cpu << " msr 0x" << std::hex << regs[i].msr);
+    CHECK(after[i].msr == regs[i].msr);
+    CHECK(after[i].value == regs[i].value);
+  }
+  // Still fresh: the good document restores, and the pools are whole.
+  REQUIRE(b.fs->restore_state_json(good).ok());
+  CHECK(sb.cat("/p0/schemata") == a.sh->cat("/p0/schemata"));
+  CHECK(sb.cat("/p0/tasks") == "10\n");
+  CHECK(b.fs->save_state_json() == good);
 }
 
 }  // namespace resctrlfs::fs::testing

@@ -1,0 +1,76 @@
+// Implements ThreadTags (see thread_tags.h).
+#include "fs/thread_tags.h"
+
+namespace resctrlfs::fs::internal {
+
+ThreadTags::Tags ThreadTags::get(pid_t tid) const {
+  auto it = tags_.find(tid);
+  return it == tags_.end() ? Tags{0, 0} : it->second;
+}
+
+void ThreadTags::set(pid_t tid, Tags tags) {
+  auto it = tags_.find(tid);
+  const Tags old_tags = it == tags_.end() ? Tags{0, 0} : it->second;
+  if (tags.first == 0 && tags.second == 0) {
+    if (it != tags_.end()) tags_.erase(it);
+  } else if (it != tags_.end()) {
+    it->second = tags;
+  } else {
+    tags_.emplace(tid, tags);
+  }
+  index(tid, old_tags, tags);
+}
+
+bool ThreadTags::erase(pid_t tid) {
+  auto it = tags_.find(tid);
+  if (it == tags_.end()) return false;
+  index(tid, it->second, {0, 0});
+  tags_.erase(it);
+  return true;
+}
+
+void ThreadTags::clear() {
+  tags_.clear();
+  rebuild_index();
+}
+
+void ThreadTags::replace(Map tags) {
+  tags_.swap(tags);
+  rebuild_index();
+}
+
+const std::unordered_set<pid_t>* ThreadTags::with_closid(uint32_t closid) const {
+  auto it = by_closid_.find(closid);
+  return it == by_closid_.end() ? nullptr : &it->second;
+}
+
+const std::unordered_set<pid_t>* ThreadTags::with_rmid(uint32_t rmid) const {
+  auto it = by_rmid_.find(rmid);
+  return it == by_rmid_.end() ? nullptr : &it->second;
+}
+
+void ThreadTags::index(pid_t tid, Tags old_tags, Tags new_tags) {
+  if (old_tags == new_tags) return;
+  auto drop = [tid](std::unordered_map<uint32_t, std::unordered_set<pid_t>>& idx, uint32_t key) {
+    auto it = idx.find(key);
+    if (it == idx.end()) return;
+    it->second.erase(tid);
+    if (it->second.empty()) idx.erase(it);
+  };
+  if (old_tags.first != 0 || old_tags.second != 0) {
+    drop(by_closid_, old_tags.first);
+    drop(by_rmid_, old_tags.second);
+  }
+  if (new_tags.first != 0 || new_tags.second != 0) {
+    by_closid_[new_tags.first].insert(tid);
+    by_rmid_[new_tags.second].insert(tid);
+  }
+}
+
+void ThreadTags::rebuild_index() {
+  by_closid_.clear();
+  by_rmid_.clear();
+  for (auto& [tid, tags] : tags_) index(tid, {0, 0}, tags);
+}
+
+}  // namespace resctrlfs::fs::internal
