@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for s in tests/*/run-extra.sh; do
-  [ -x "$s" ] || continue
+  if [ ! -x "$s" ]; then echo "$s is not executable: a stage would be skipped silently" >&2; exit 1; fi
   echo "== $s"
   "$s"
 done
