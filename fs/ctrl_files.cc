@@ -5,6 +5,7 @@
 #include <bit>
 #include <cerrno>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 
 namespace resctrlfs::fs::internal {

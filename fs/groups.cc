@@ -199,7 +199,9 @@ void FsImpl::unmount() {
   }
   reset_io_alloc();
   (void)arch_->reset_all_ctrls();
-  for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) {
+    for (auto& [tid, tags] : thread_tags_) t->set_thread_tags(tid, 0, 0);
+  }
   thread_tags_.clear();
   rebuild_thread_index();
   for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);

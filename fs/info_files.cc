@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/kstr.h"
 

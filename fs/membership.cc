@@ -123,7 +123,7 @@ void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
   }
   index_thread(tid, old_tags, {closid, rmid});
   jr_thread(tid);
-  arch_->set_thread_tags(tid, closid, rmid);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->set_thread_tags(tid, closid, rmid);
 }
 
 bool FsImpl::erase_thread(pid_t tid) {
@@ -158,7 +158,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (erase_thread(tid)) jr_thread(tid);
-  arch_->thread_exited(tid);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
 }
 
 // ---------------------------------------------------------------------------
@@ -182,7 +182,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
   if (tasks_ != nullptr && !all.empty() && alive.size() != thread_tags_.size()) {
     for (auto& [tid, tags] : thread_tags_) {
       if (alive.count(tid) != 0) continue;
-      arch_->thread_exited(tid);
+      if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
       jr_thread(tid);
     }
     thread_tags_.swap(alive);

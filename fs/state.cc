@@ -9,6 +9,7 @@
 
 #include "base/json_input.h"
 #include "fs/cpus.h"
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/state_replay.h"
 

@@ -55,7 +55,7 @@ class SimControl {
 
   // Attaches (or with a zero workload, detaches) a workload to a thread id
   // or to a CPU. A thread workload counts against the thread's tags (see
-  // Arch::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
+  // ThreadTagger::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
   virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
   virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
 

@@ -1,7 +1,7 @@
 // Defines SimMachine: a register-level model of an Intel RDT / AMD PQoS
 // processor built from a platform Profile. It is a CpuidSource and an
 // MsrDevice (so the x86 Arch programs it exactly as it programs hardware),
-// a SchedulerModel (threads' CLOSID/RMID tags) and a SimControl (clock,
+// a ThreadTagger (threads' CLOSID/RMID tags) and a SimControl (clock,
 // workloads, fault injection).
 //
 // What it enforces, as the hardware would (the access fails with EIO, the
@@ -103,7 +103,7 @@ namespace resctrlfs::hw::sim {
 
 class SimMachine final : public CpuidSource,
                          public MsrDevice,
-                         public SchedulerModel,
+                         public ThreadTagger,
                          public SimControl,
                          public PmtTelemetryDevice {
  public:
@@ -123,7 +123,7 @@ class SimMachine final : public CpuidSource,
   // MsrDevice
   Result<uint64_t> read(unsigned cpu, uint32_t msr) override;
   Result<void> write(unsigned cpu, uint32_t msr, uint64_t value) override;
-  // SchedulerModel
+  // ThreadTagger
   void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
   void thread_exited(int tid) override;
   // SimControl

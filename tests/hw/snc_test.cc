@@ -272,7 +272,8 @@ TEST_CASE("SNC: an unpinned thread is spread over every node", "[snc]") {
   REQUIRE(b.ok());
   Arch& arch = *b->arch;
   b->sim->set_manual_clock(true);
-  arch.set_thread_tags(42, 0, 9);
+  REQUIRE(arch.thread_tagger() != nullptr);
+  arch.thread_tagger()->set_thread_tags(42, 0, 9);
   REQUIRE(b->sim->attach_thread_workload(42, Workload{0, 4000, 1.0}).ok());
   for (int n = 0; n < 4; ++n) bytes(arch, n, 9, EventId::MBM_TOTAL);
   b->sim->advance_ms(1000);
