@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "base/conf_type.h"
 #include "base/cpumask.h"
 #include "base/result.h"
 
@@ -53,9 +54,9 @@ namespace resctrlfs::hw {
 enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4 };
 inline constexpr int kNumResources = 5;
 
-// Which half of a CDP-split cache resource a configuration refers to.
-// NONE is used for every resource when CDP is off, and always for MB/SMBA.
-enum class ConfType : uint8_t { NONE = 0, CODE = 1, DATA = 2 };
+// Which half of a CDP-split cache resource a configuration refers to (one
+// type with the schemata library: base/conf_type.h).
+using resctrlfs::ConfType;
 
 // The CDP index rule: with CDP enabled, CLOSID c uses hardware control index
 // 2c for DATA and 2c+1 for CODE; otherwise index c.
@@ -71,8 +72,8 @@ constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
   return closid;
 }
 
-// Monitoring event ids, numbered as the kernel numbers them: the L3 events
-// are the QOS_L3_*_EVENT_ID values; the telemetry (PERF_PKG) events follow
+// Monitoring event ids, numbered as the kernel's enum resctrl_event_id
+// numbers them: the L3 events first; the telemetry (PERF_PKG) events follow
 // in the kernel's order, which is also the order of files in a
 // mon_PERF_PKG_XX directory and of lines in its mon_features.
 enum class EventId : uint8_t {
