@@ -235,8 +235,6 @@ struct PerfPkgMonCaps {
 // other field is fixed for the life of the Arch. The per-CPU topology
 // vectors cover offline CPUs too, so a CPU that comes back finds its domains.
 struct PlatformInfo {
-  std::string vendor;  // "GenuineIntel" / "AuthenticAMD"
-  unsigned family = 0, model = 0, stepping = 0;
   unsigned nr_cpus = 0;               // nr_cpu_ids: bitmap width for cpus files
   CpuMask online;                     // online CPUs (changes with hotplug)
   std::vector<int> cpu_package;       // package id per CPU
@@ -249,11 +247,6 @@ struct PlatformInfo {
   // Cache pseudo-locking is offered (the architecture knows how to keep a
   // region resident on this part).
   bool pseudo_lock_capable = false;
-  // The RDT flags /proc/cpuinfo shows, from CPUID as the kernel's feature
-  // table reads it (before rdt= and the model quirks): a platform decoded
-  // from CPUID has them; for one built by hand (none),
-  // cpuinfo_rdt_flags() derives them from the resources instead.
-  std::optional<std::vector<std::string>> cpuinfo_flags;
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
 

@@ -112,10 +112,10 @@ class SimMachine final : public CpuidSource,
   const Profile& profile() const { return profile_; }
   // The platform as this machine's own CPUID enumerates it (every feature,
   // whatever a kernel would turn off): what its registers implement.
-  const PlatformInfo& info() const { return info_; }
+  const x86::X86Platform& info() const { return info_; }
   // The platform a kernel booted with the profile's rdt= options shows
   // (Linux's model quirks applied): what the resctrl tree exposes.
-  const PlatformInfo& os_info() const { return os_info_; }
+  const x86::X86Platform& os_info() const { return os_info_; }
   const x86::HwLimits& limits() const { return limits_; }
 
   // CpuidSource
@@ -231,8 +231,8 @@ class SimMachine final : public CpuidSource,
   void advance_telemetry_locked(uint64_t now);
 
   Profile profile_;
-  PlatformInfo info_;
-  PlatformInfo os_info_;
+  x86::X86Platform info_;
+  x86::X86Platform os_info_;
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
   unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit

@@ -23,7 +23,7 @@ std::vector<unsigned> first_cpu_of(const CpuMask& m) {
 
 }  // namespace
 
-X86Arch::X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+X86Arch::X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
                  std::shared_ptr<ThreadTagger> sched)
     : info_(std::move(info)),
       limits_(limits),
@@ -50,7 +50,7 @@ X86Arch::MonDomState X86Arch::fresh_mon_state() const {
   return m;
 }
 
-Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
+Result<std::unique_ptr<X86Arch>> X86Arch::create(X86Platform info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
                                                  std::shared_ptr<ThreadTagger> sched,
                                                  std::shared_ptr<PmtTelemetryDevice> pmt,

@@ -35,13 +35,15 @@ class X86Arch final : public Arch {
   // `pmt` (optional) holds the telemetry aggregators: with it, the PERF_PKG
   // resource is enumerated into info().perf_pkg, under the rdt= options
   // `rdt` (see AetTelemetry).
-  static Result<std::unique_ptr<X86Arch>> create(PlatformInfo info, HwLimits limits,
+  static Result<std::unique_ptr<X86Arch>> create(X86Platform info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
                                                  std::shared_ptr<ThreadTagger> sched,
                                                  std::shared_ptr<PmtTelemetryDevice> pmt = nullptr,
                                                  const RdtOptions& rdt = {});
 
   const PlatformInfo& info() const override { return info_; }
+  // The platform with the CPU's x86 identity.
+  const X86Platform& platform() const { return info_; }
   Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) override;
   uint32_t get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_t closid) const override;
   uint32_t default_ctrl(ResourceId rid) const override;
@@ -79,7 +81,7 @@ class X86Arch final : public Arch {
   uint32_t physical_rmid(int domain_id, uint32_t rmid) const;
 
  private:
-  X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+  X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
           std::shared_ptr<ThreadTagger> sched);
   Result<void> init();
   int ctrl_domain_index(ResourceId rid, int domain_id) const;
@@ -109,7 +111,7 @@ class X86Arch final : public Arch {
   };
   MonDomState fresh_mon_state() const;
 
-  PlatformInfo info_;
+  X86Platform info_;
   HwLimits limits_;
   std::shared_ptr<MsrDevice> msr_;
   std::shared_ptr<ThreadTagger> sched_;

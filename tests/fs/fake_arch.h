@@ -20,7 +20,6 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   // resources and monitoring on.
   static hw::PlatformInfo base_platform(unsigned ncpus = 4) {
     hw::PlatformInfo p;
-    p.vendor = "GenuineIntel";
     p.nr_cpus = ncpus;
     p.online = CpuMask(ncpus);
     for (unsigned c = 0; c < ncpus; ++c) p.online.set(c);

@@ -50,7 +50,7 @@ std::string profile_json(unsigned model, unsigned cpus_per_pkg, unsigned nodes_p
                "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]}})";
 }
 
-PlatformInfo decode(const std::string& name_or_json) {
+x86::X86Platform decode(const std::string& name_or_json) {
   auto p = name_or_json.front() == '{' ? sim::parse_profile(name_or_json, "test")
                                        : sim::load_profile(name_or_json);
   REQUIRE(p.ok());
@@ -67,7 +67,7 @@ uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
 }  // namespace
 
 TEST_CASE("SNC: intel-snc decodes to per-node domains under each L3", "[snc]") {
-  const PlatformInfo info = decode("intel-snc");
+  const x86::X86Platform info = decode("intel-snc");
   CHECK(info.model == INTEL_FAM6_SAPPHIRERAPIDS_X);
   const MonCaps& mon = info.mon;
   REQUIRE(mon.capable);
