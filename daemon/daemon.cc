@@ -440,6 +440,12 @@ Result<json> Daemon::status() {
     d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
   }
   if (!j.contains("platform")) j["platform"] = parts_->backend.platform_name;
+  if (const hw::x86::X86Platform* x = parts_->backend.x86;
+      x != nullptr && j["platform"].is_object()) {
+    j["platform"]["vendor"] = x->vendor;
+    j["platform"]["family"] = x->family;
+    j["platform"]["model"] = x->model;
+  }
   j["daemon"] = std::move(d);
   return j;
 }

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cerrno>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 
 namespace resctrlfs::fs::internal {

@@ -203,7 +203,9 @@ void FsImpl::unmount_locked() {
   }
   reset_io_alloc();
   (void)arch_->reset_all_ctrls();
-  for (auto& [tid, tags] : threads_.all()) arch_->set_thread_tags(tid, 0, 0);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) {
+    for (auto& [tid, tags] : threads_.all()) t->set_thread_tags(tid, 0, 0);
+  }
   threads_.clear();
   for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.

@@ -457,9 +457,4 @@ inline std::string_view kstr_cut(std::string_view data) {
 // The file table.
 const std::vector<FileRow>& file_table();
 
-// A telemetry value with `binary_bits` fraction bits as resctrl prints it:
-// "<integer>.<fraction>\n", the fraction rounded to nearest with
-// ceil(binary_bits * log10(2)) digits (one digit when binary_bits is 0).
-std::string format_fixed_point(uint64_t val, unsigned binary_bits);
-
 }  // namespace resctrlfs::fs::internal

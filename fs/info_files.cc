@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/kstr.h"
 

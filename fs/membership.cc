@@ -78,7 +78,7 @@ void FsImpl::program_cpu_assoc(unsigned cpu) {
 void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
   threads_.set(tid, {closid, rmid});
   changes_.thread(tid);
-  arch_->set_thread_tags(tid, closid, rmid);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->set_thread_tags(tid, closid, rmid);
 }
 
 void FsImpl::move_group_tasks(const Group* from, const Group* to) {
@@ -106,7 +106,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (threads_.erase(tid)) changes_.thread(tid);
-  arch_->thread_exited(tid);
+  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
 }
 
 // ---------------------------------------------------------------------------
@@ -130,7 +130,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
   if (tasks_ != nullptr && !all.empty() && alive.size() != threads_.size()) {
     for (auto& [tid, tags] : threads_.all()) {
       if (alive.count(tid) != 0) continue;
-      arch_->thread_exited(tid);
+      if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
       changes_.thread(tid);
     }
     threads_.replace(std::move(alive));

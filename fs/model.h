@@ -88,7 +88,7 @@ struct Group {
 inline hw::ResourceId rid_of(const schemata::Schema& s) {
   return static_cast<hw::ResourceId>(s.resource_index);
 }
-inline hw::ConfType hw_type(schemata::ConfType t) { return static_cast<hw::ConfType>(t); }
+inline hw::ConfType hw_type(schemata::ConfType t) { return t; }  // one type (base/conf_type.h)
 
 class FsImpl;
 class TextOut;  // fs/state.cc

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/kstr.h"
 
@@ -17,32 +18,7 @@ using hw::EventId;
 
 namespace {
 constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
-
-// Decimal places shown for a value with `bits` binary fraction bits:
-// ceil(bits * log10(2)), and one place for an integer shown as a fraction.
-constexpr unsigned kDecPlaces[hw::kMaxBinaryBits + 1] = {1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4,
-                                                         5, 5, 5, 6, 6, 6, 7, 7, 7, 7, 8, 8, 8, 9};
-
 }  // namespace
-
-std::string format_fixed_point(uint64_t val, unsigned bits) {
-  if (bits > hw::kMaxBinaryBits) bits = hw::kMaxBinaryBits;
-  const unsigned places = kDecPlaces[bits];
-  uint64_t frac = 0;
-  if (bits != 0) {
-    // The fraction scaled to `places` decimal digits, rounded to nearest.
-    // It never reaches 10^places because 10^places >= 2^bits.
-    uint64_t pow10 = 1;
-    for (unsigned i = 0; i < places; ++i) pow10 *= 10;
-    frac = (val & ((uint64_t{1} << bits) - 1)) * pow10;
-    frac += uint64_t{1} << (bits - 1);
-    frac >>= bits;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%llu.%0*llu\n", static_cast<unsigned long long>(val >> bits),
-                static_cast<int>(places), static_cast<unsigned long long>(frac));
-  return buf;
-}
 
 void FsImpl::free_rmid(uint32_t rmid) {
   if (rmid == 0 || !mon_capable()) return;
@@ -50,7 +26,7 @@ void FsImpl::free_rmid(uint32_t rmid) {
 }
 
 EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
-  if (!arch_->models_thread_tags() && g->cpus.empty()) return {ReadState::kUnavailable, 0};
+  if (arch_->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
   std::optional<unsigned> cntr;
   if (is_mbm(ev) && mbm_event_mode_) {
     auto it = g->cntrs.find({domain, ev});

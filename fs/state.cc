@@ -9,6 +9,7 @@
 
 #include "base/json_input.h"
 #include "fs/cpus.h"
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/state_replay.h"
 
@@ -45,10 +46,7 @@ std::string group_path(const Group& g) {
 std::string FsImpl::status_json() {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json j;
-  j["platform"] = {{"vendor", info_.vendor},
-                   {"family", info_.family},
-                   {"model", info_.model},
-                   {"nr_cpus", info_.nr_cpus}};
+  j["platform"] = {{"nr_cpus", info_.nr_cpus}};  // the daemon adds the CPU's identity
   j["mounted"] = mounted_;
   j["options"] = {{"cdp", opts_.cdp},
                   {"cdpl2", opts_.cdpl2},

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <ctime>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 
 namespace resctrlfs::fs::internal {

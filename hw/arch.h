@@ -1,26 +1,33 @@
 // Defines the contract between the resctrl filesystem (fs/) and the hardware
 // layer (hw/): the resources and domains the machine has, their capability
-// fields, and the downcalls fs/ makes to program controls and read counters.
+// fields, the controls fs/ programs and the counters and events it reads.
+// Like the kernel's include/linux/resctrl.h it speaks of effects (which
+// share of a resource a CLOSID may use, what an RMID's counter counted), so
+// that any architecture can implement it: nothing here names a register, an
+// instruction or how a backend is built. Architecture differences reach fs/
+// only as capability values (cbm_len, min_cbm_bits, sparse_masks,
+// delay_linear, throttle_mode, ...).
 //
-// This is the only hw/ header fs/ may include. Nothing here names an MSR:
-// register numbers live in hw/x86/registers.h and are hw/'s business.
-// Vendor differences reach fs/ only as capability values (cbm_len,
-// min_cbm_bits, sparse_masks, delay_linear, throttle_mode, ...).
+// This is the only hw/ header fs/ may include (tests/hw/contract_rule.sh
+// keeps its text free of register and backend names).
 //
 // Units, as fs/ sees them:
 //   - cache controls: a capacity bitmask (CBM), bit i = way-group i;
 //   - bandwidth controls (MB, SMBA): the value the user writes in schemata
-//     without mba_MBps: percent on Intel (min_bw..100, multiple of bw_gran),
-//     1/8 GB/s units on AMD (0..max_bw); hw/ turns it into register values.
+//     without mba_MBps, within the resource's MembwCaps (min_bw..max_bw in
+//     steps of bw_gran; a percentage of the peak for a throttling control,
+//     an absolute rate for a rate-limiting one); hw/ turns it into what the
+//     hardware takes.
 //   - monitoring reads: bytes (occupancy already multiplied by the upscaling
-//     factor, MBM chunks already folded across counter wrap-around and
+//     factor, bandwidth counts already folded across counter wrap-around and
 //     multiplied by the scale and any errata correction factor).
-//   - telemetry reads (PERF_PKG): the aggregator's cumulative count for the
-//     RMID on that package. Integer events are plain counts (cycles, uops,
-//     residency cycles). core_energy (Joules) and activity (Farads) are
-//     unsigned fixed point with PerfPkgEvent::binary_bits fraction bits:
-//     value / 2^binary_bits is the quantity; fs/ prints it as the kernel
-//     does (integer part, '.', rounded decimal fraction).
+//   - telemetry reads (PERF_PKG): the package's cumulative count for the
+//     RMID. Integer events are plain counts (cycles, uops, residency
+//     cycles). The events event_is_floating_point() names (core_energy in
+//     Joules, activity in Farads) are unsigned fixed point with
+//     PerfPkgEvent::binary_bits fraction bits (at most kMaxBinaryBits):
+//     value / 2^binary_bits is the quantity. How fs/ prints values and names
+//     events is fs/'s business (fs/events.h).
 //
 // Threading: an Arch is not internally synchronised; the caller (fs/) holds
 // its model lock (the rdtgroup_mutex analogue) across every call.
@@ -34,21 +41,22 @@
 #include <string>
 #include <vector>
 
+#include "base/conf_type.h"
 #include "base/cpumask.h"
 #include "base/result.h"
 
 namespace resctrlfs::hw {
 
 // Resources in the kernel's enumeration order. The order matters: schemata
-// lines are printed in the reverse of it. PERF_PKG (Intel telemetry) is a
+// lines are printed in the reverse of it. PERF_PKG (per-package telemetry) is a
 // monitor-only resource: its slot in PlatformInfo::resources is never
 // alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
 enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4 };
 inline constexpr int kNumResources = 5;
 
-// Which half of a CDP-split cache resource a configuration refers to.
-// NONE is used for every resource when CDP is off, and always for MB/SMBA.
-enum class ConfType : uint8_t { NONE = 0, CODE = 1, DATA = 2 };
+// Which half of a CDP-split cache resource a configuration refers to (one
+// type with the schemata library: base/conf_type.h).
+using resctrlfs::ConfType;
 
 // The CDP index rule: with CDP enabled, CLOSID c uses hardware control index
 // 2c for DATA and 2c+1 for CODE; otherwise index c.
@@ -64,8 +72,8 @@ constexpr uint32_t cdp_hw_index(uint32_t closid, ConfType t) {
   return closid;
 }
 
-// Monitoring event ids, numbered as the kernel numbers them: the L3 events
-// are the QOS_L3_*_EVENT_ID values; the telemetry (PERF_PKG) events follow
+// Monitoring event ids, numbered as the kernel's enum resctrl_event_id
+// numbers them: the L3 events first; the telemetry (PERF_PKG) events follow
 // in the kernel's order, which is also the order of files in a
 // mon_PERF_PKG_XX directory and of lines in its mon_features.
 enum class EventId : uint8_t {
@@ -85,59 +93,24 @@ enum class EventId : uint8_t {
   PCNT = 14,
 };
 
-// Names as resctrl prints them (file names, mon_features lines). Inline so
-// that fs/, which sees hw/ only through this header, uses the same table.
-constexpr const char* event_name(EventId e) {
-  switch (e) {
-    case EventId::LLC_OCCUPANCY:
-      return "llc_occupancy";
-    case EventId::MBM_TOTAL:
-      return "mbm_total_bytes";
-    case EventId::MBM_LOCAL:
-      return "mbm_local_bytes";
-    case EventId::CORE_ENERGY:
-      return "core_energy";
-    case EventId::ACTIVITY:
-      return "activity";
-    case EventId::STALLS_LLC_HIT:
-      return "stalls_llc_hit";
-    case EventId::C1_RES:
-      return "c1_res";
-    case EventId::UNHALTED_CORE_CYCLES:
-      return "unhalted_core_cycles";
-    case EventId::STALLS_LLC_MISS:
-      return "stalls_llc_miss";
-    case EventId::AUTO_C6_RES:
-      return "c6_res";
-    case EventId::UNHALTED_REF_CYCLES:
-      return "unhalted_ref_cycles";
-    case EventId::UOPS_RETIRED:
-      return "uops_retired";
-    case EventId::INST_RETIRED:
-      return "inst_retired";
-    case EventId::PCNT:
-      return "pcnt";
-  }
-  return "unknown";
-}
-
 // The resource an event belongs to.
 constexpr bool is_perf_pkg_event(EventId e) {
   return e >= EventId::CORE_ENERGY && e <= EventId::PCNT;
 }
 
-// The filesystem's contract with user space on how a value is shown: these
-// events print as decimal fractions (fixed point from the hardware), every
-// other event as an unsigned integer. An architecture may not make any
-// other event fractional.
+// The events whose values are fixed point (PerfPkgEvent::binary_bits
+// fraction bits); every other event is an unsigned integer count. An
+// architecture may not make any other event fractional.
 constexpr bool event_is_floating_point(EventId e) {
   return e == EventId::CORE_ENERGY || e == EventId::ACTIVITY;
 }
 
-// The largest number of fraction bits fs/ can print (9 decimal places).
+// The largest number of fraction bits an architecture may report (fs/
+// shows at most 9 decimal places).
 inline constexpr unsigned kMaxBinaryBits = 27;
 
-// "L3", "L2", "MB", "SMBA".
+// The resource's name, as the kernel's rdt_resource::name ("L3", "L2",
+// "MB", "SMBA", "PERF_PKG").
 constexpr const char* resource_name(ResourceId r) {
   switch (r) {
     case ResourceId::L3:
@@ -181,7 +154,7 @@ struct CacheCaps {
   unsigned min_cbm_bits = 1;
   bool sparse_masks = false;  // non-contiguous masks allowed
   bool cdp_capable = false;
-  bool io_alloc_capable = false;  // AMD SDCIAE (L3 only); see Arch::set_io_alloc_enabled
+  bool io_alloc_capable = false;  // I/O allocation (L3 only); see Arch::set_io_alloc_enabled
   uint64_t cache_size_bytes = 0;  // size of one domain's cache (for the size file)
   uint32_t full_mask() const { return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U); }
 };
@@ -191,7 +164,7 @@ struct MembwCaps {
   unsigned bw_gran = 1;   // info/MB/bandwidth_gran
   unsigned max_bw = 100;  // the maximum (and default) schemata value
   bool delay_linear = false;
-  bool arch_needs_linear = false;  // Intel: non-linear MBA is unsupported
+  bool arch_needs_linear = false;  // the architecture supports linear throttling only
   ThrottleMode throttle_mode = ThrottleMode::UNDEFINED;
 };
 
@@ -209,8 +182,8 @@ struct Resource {
 // L3 monitoring capabilities.
 struct MonCaps {
   bool capable = false;
-  unsigned num_rmids = 0;        // info/L3_MON/num_rmids (per SNC node: CPUID count / snc_ways)
-  unsigned occupancy_scale = 1;  // bytes per counter unit (CPUID.0xF.1:EBX / snc_ways)
+  unsigned num_rmids = 0;        // info/L3_MON/num_rmids (per SNC node: hardware count / snc_ways)
+  unsigned occupancy_scale = 1;  // bytes per counter unit (per SNC node: hardware scale / snc_ways)
   // Sub-NUMA Clustering: NUMA nodes sharing one L3 cache (1: no SNC). When
   // > 1, mon_domains are per node (see MonDomain), RMIDs are logical
   // (read_event maps them to the node's physical RMID) and the MBA control
@@ -219,16 +192,18 @@ struct MonCaps {
   unsigned counter_width = 24;  // MBM counter width in bits
   std::vector<EventId> events;  // enabled events in event-id order
   // Upper limit for max_threshold_occupancy writes (Linux's
-  // resctrl_rmid_realloc_limit = x86_cache_size): the L3 size on Intel, the
-  // per-core L2 size on AMD. default_threshold is derived from it.
+  // resctrl_rmid_realloc_limit): the cache size the architecture reports
+  // for it (the L3, or the per-core L2 on some parts). default_threshold is
+  // derived from it.
   uint64_t l3_cache_size_bytes = 0;
   unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
-  // BMEC (AMD): mbm_*_bytes_config files. Mask of supported transaction bits.
+  // Configurable bandwidth events: mbm_*_bytes_config files. Mask of
+  // supported transaction bits.
   bool bmec = false;
   uint32_t bmec_supported_mask = 0;  // e.g. 0x7f
   uint32_t bmec_default_total = 0;   // 0x7f
   uint32_t bmec_default_local = 0;   // 0x15
-  // ABMC (AMD): assignable counters per monitoring domain.
+  // Assignable counters per monitoring domain (mbm_assign_mode "mbm_event").
   bool abmc = false;
   unsigned num_mbm_cntrs = 0;
   // The transactions an assignable counter counts can be chosen (Linux's
@@ -244,13 +219,13 @@ struct PerfPkgEvent {
   unsigned binary_bits = 0;  // fraction bits (0 for integer events)
 };
 
-// Telemetry monitoring capabilities (Intel Application Energy Telemetry:
-// per-RMID counters in PMT aggregators, one monitor domain per package).
+// Telemetry monitoring capabilities (per-RMID energy and performance
+// counters kept per package: one monitor domain per package).
 struct PerfPkgMonCaps {
   bool capable = false;
   unsigned num_rmids = 0;              // info/PERF_PKG_MON/num_rmids
   std::vector<PerfPkgEvent> events;    // enabled events in event-id order
-  std::vector<MonDomain> mon_domains;  // packages with a usable aggregator, sorted
+  std::vector<MonDomain> mon_domains;  // packages whose counters can be read, sorted
 };
 
 // The machine as decoded at start-up, then kept current across CPU hotplug:
@@ -260,8 +235,6 @@ struct PerfPkgMonCaps {
 // other field is fixed for the life of the Arch. The per-CPU topology
 // vectors cover offline CPUs too, so a CPU that comes back finds its domains.
 struct PlatformInfo {
-  std::string vendor;  // "GenuineIntel" / "AuthenticAMD"
-  unsigned family = 0, model = 0, stepping = 0;
   unsigned nr_cpus = 0;               // nr_cpu_ids: bitmap width for cpus files
   CpuMask online;                     // online CPUs (changes with hotplug)
   std::vector<int> cpu_package;       // package id per CPU
@@ -271,14 +244,9 @@ struct PlatformInfo {
   Resource resources[kNumResources];  // indexed by ResourceId
   MonCaps mon;                        // L3 monitoring
   PerfPkgMonCaps perf_pkg;            // telemetry monitoring
-  // Cache pseudo-locking is offered (Intel models whose prefetch-disable
-  // bits are known; decided from family/model as Linux does).
+  // Cache pseudo-locking is offered (the architecture knows how to keep a
+  // region resident on this part).
   bool pseudo_lock_capable = false;
-  // The RDT flags /proc/cpuinfo shows, from CPUID as the kernel's feature
-  // table reads it (before rdt= and the model quirks): a platform decoded
-  // from CPUID has them; for one built by hand (none),
-  // cpuinfo_rdt_flags() derives them from the resources instead.
-  std::optional<std::vector<std::string>> cpuinfo_flags;
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
 };
 
@@ -314,8 +282,22 @@ struct CounterValue {
 
 class ArchEvents;
 
-// The downcalls fs/ makes. Implemented once for x86 (hw/x86/), on top of an
-// MSR device and a CPUID source that are either real or simulated.
+// Per-thread tags: the (closid, rmid) each thread runs with, for a backend
+// that can make them follow a thread from CPU to CPU as the kernel does on
+// every context switch. A backend that cannot (user space cannot retag a
+// CPU at each context switch) has none: Arch::thread_tagger() is null, and
+// fs/ then shows task-only groups' monitoring files as Unavailable.
+class ThreadTagger {
+ public:
+  virtual ~ThreadTagger() = default;
+  // Thread `tid` runs with (closid, rmid) from now on (0/0: the default
+  // group).
+  virtual void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) = 0;
+  // Thread `tid` has exited; its tags are forgotten.
+  virtual void thread_exited(int tid) = 0;
+};
+
+// The downcalls fs/ makes; one implementation per architecture.
 class Arch {
  public:
   virtual ~Arch() = default;
@@ -329,8 +311,8 @@ class Arch {
   // value differs from the current configuration are written, each on one
   // CPU of its domain. If any register write fails, every register already
   // written by this call is restored and EIO is returned (message
-  // "Hardware write failed\n" style text chosen by hw/). Cost: one MSR write
-  // per changed value.
+  // "Hardware write failed\n" style text chosen by hw/). Cost: one register
+  // write per changed value.
   virtual Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) = 0;
 
   // The current configuration value (from hw/'s shadow of the registers).
@@ -340,8 +322,10 @@ class Arch {
   // The value a CLOSID holds after reset (full mask / max bandwidth).
   virtual uint32_t default_ctrl(ResourceId rid) const = 0;
 
-  // Enables or disables CDP for L3 or L2 (writes L3_QOS_CFG / L2_QOS_CFG on
-  // one CPU per domain). Fails with EINVAL if not cdp_capable.
+  // Enables or disables CDP for L3 or L2: while enabled each CLOSID has a
+  // CODE and a DATA control on every domain of the resource (cdp_hw_index).
+  // Cost: one register write per domain. Fails with EINVAL if not
+  // cdp_capable.
   virtual Result<void> set_cdp_enabled(ResourceId rid, bool enable) = 0;
   virtual bool cdp_enabled(ResourceId rid) const = 0;
 
@@ -349,68 +333,66 @@ class Arch {
   // every domain (unmount, start-up). Cost: one write per register.
   virtual Result<void> reset_all_ctrls() = 0;
 
-  // Programs PQR_ASSOC of `cpu` with (closid, rmid). With CDP the hardware
-  // CLOSID written is the schema CLOSID (the kernel writes closid, and the
-  // CDP hardware derives 2c/2c+1). Cost: one MSR write.
+  // Makes `cpu` run with (closid, rmid): what runs on it from now on is
+  // limited by the CLOSID's controls and counted by the RMID's counters.
+  // With CDP the schema CLOSID is given (the CODE and DATA controls follow
+  // from it by cdp_hw_index). Cost: one register write.
   virtual Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) = 0;
 
-  // Tells the simulated scheduler which tags a thread runs with. A real
-  // backend ignores it (user space cannot switch tags per thread).
-  virtual void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) = 0;
-  virtual void thread_exited(int tid) = 0;
-  // True when thread tags reach the counters (simulated backend). When
-  // false, task-only groups' monitoring files read Unavailable.
-  virtual bool models_thread_tags() const = 0;
+  // The backend's per-thread tagging, or null when it cannot make a
+  // thread's (closid, rmid) follow the thread (see ThreadTagger).
+  virtual ThreadTagger* thread_tagger() { return nullptr; }
 
   // Reads event `ev` of `rmid` on monitoring domain `domain_id`, folding
   // counter wrap-around into a running total (MBM). Under SNC `rmid` is the
   // logical RMID and `domain_id` a node; hw/ reads that node's physical RMID.
-  // Error/Unavailable come from the hardware's bits. In ABMC mode `cntr_id` names the assigned
-  // counter to read instead of the RMID. Cost: two MSR accesses.
+  // Error/Unavailable come from the hardware's status. With assignable
+  // counters enabled `cntr_id` names the assigned counter to read instead
+  // of the RMID. Cost: two register accesses.
   virtual CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                                   std::optional<unsigned> cntr_id = std::nullopt) = 0;
 
   // Reads telemetry event `ev` (is_perf_pkg_event) of `rmid` on package
-  // `package_id`: the sum over that package's aggregators for the event,
-  // in the units of the header comment. kUnavailable when no aggregator of
+  // `package_id`: the sum over that package's counter sets for the event,
+  // in the units of the header comment. kUnavailable when no counter set of
   // the package has valid data for the RMID yet (nothing has run with it);
-  // kError when the counter lies outside the aggregator's region or the
-  // event is not enabled. Counts are the hardware's cumulative values:
-  // nothing is reset when an RMID is reused. Cost: one 64-bit MMIO read per
-  // aggregator of the package.
+  // kError when the counter cannot be read or the event is not enabled.
+  // Counts are the hardware's cumulative values: nothing is reset when an
+  // RMID is reused. Cost: one read per counter set of the package.
   virtual CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) = 0;
 
   // Restarts the count of (domain, rmid, ev) at 0: the hardware counter's
   // value now becomes the baseline later reads count from (the kernel does
   // this when an RMID is allocated, so traffic between mkdir and the first
-  // read is counted). Cost: two MSR accesses.
+  // read is counted). Cost: two register accesses.
   virtual void reset_event(int domain_id, uint32_t rmid, EventId ev) = 0;
   // Forgets the running state of every RMID and MBM event of a domain whose
   // hardware counters were cleared: they count from a raw value of 0.
   virtual void reset_domain_events(int domain_id) = 0;
 
-  // BMEC: the event configuration (transaction mask) of an MBM event on a
+  // Configurable bandwidth events (MonCaps::bmec): the event configuration
+  // (transaction mask) of an MBM event on a
   // domain. Writing a different value makes the hardware clear every MBM
   // counter of the domain (both events, every RMID; the next read of each
   // reports Unavailable), and every count starts again from 0.
   virtual Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) = 0;
   virtual uint32_t event_config(int domain_id, EventId ev) const = 0;
 
-  // io_alloc (AMD SDCIAE): while enabled, cache lines that I/O devices
+  // io_alloc: while enabled, cache lines that I/O devices
   // inject into the L3 may only use the ways of the L3 mask of the highest
   // CLOSID (num_closid - 1, or num_closid / 2 - 1 with CDP, where CODE and
   // DATA must hold the same mask). That mask is an ordinary control value
   // (update_ctrls / get_ctrl); reserving the CLOSID is fs/'s business.
-  // Sets or clears the enable bit of the extended QoS configuration register
-  // on every online CPU of every L3 control domain (the register is per
-  // logical CPU), keeping its other (ABMC) bit. EINVAL unless `rid` is
-  // io_alloc_capable; a failed write restores the CPUs already written and
-  // returns EIO. Cost: one MSR write per CPU of the L3 domains; none when the
-  // state does not change.
+  // Turns it on or off for every online CPU of every L3 control domain
+  // (counter assignment is left as it is). EINVAL unless `rid` is
+  // io_alloc_capable; a failed write restores the CPUs already changed and
+  // returns EIO. Cost: one register write per CPU of the L3 domains; none
+  // when the state does not change.
   virtual Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) = 0;
   virtual bool io_alloc_enabled(ResourceId rid) const = 0;
 
-  // ABMC: enables or disables counter assignment mode (all domains).
+  // Assignable counters (MonCaps::abmc): enables or disables counter
+  // assignment mode (all domains).
   virtual Result<void> set_abmc_enabled(bool enable) = 0;
   // Binds counter `cntr_id` of `domain_id` to (rmid, ev) with transaction
   // filter `evt_cfg`, or unbinds it. Resets the counter's count.
@@ -423,16 +405,17 @@ class Arch {
   //
   // offline_cpu: `cpu` must be online and not the last online CPU. It
   // leaves info().online and every domain's CPU mask; each domain left
-  // without CPUs is announced through `events` and removed. The CPU's
-  // PQR_ASSOC is forgotten (the hardware loses it when it powers down).
+  // without CPUs is announced through `events` and removed. The (closid,
+  // rmid) the CPU ran with is forgotten (the hardware loses it when the CPU
+  // powers down).
   //
-  // online_cpu: `cpu` must be offline and powered (its MSRs accessible).
+  // online_cpu: `cpu` must be offline and powered (its registers accessible).
   // It joins info().online and its domains; a domain that was absent is
   // created with every CLOSID's control at default_ctrl() written to the
   // hardware, CDP as currently enabled, fresh MBM state and the hardware's
-  // BMEC configuration, then announced through `events`. The CPU's
-  // PQR_ASSOC is written 0/0. EIO if a register write fails (the CPU then
-  // stays offline).
+  // event configuration, then announced through `events`. The CPU runs with
+  // CLOSID 0 / RMID 0. EIO if a register write fails (the CPU then stays
+  // offline).
   //
   // An Arch that cannot follow hotplug answers EOPNOTSUPP.
   virtual Result<void> offline_cpu(unsigned cpu, ArchEvents* events) {
@@ -449,15 +432,14 @@ class Arch {
   // Cache pseudo-locking (info().pseudo_lock_capable): makes `cbm` of cache
   // domain `domain_id` of `rid` a pseudo-locked region loaded through
   // CLOSID `closid`. Programs the CLOSID's mask on that domain if it
-  // differs, then performs the register part of Linux's locking sequence on
-  // the domain's first CPU: save MSR_MISC_FEATURE_CONTROL and turn the
-  // prefetchers off, switch PQR_ASSOC to `closid` (RMID kept), switch it
-  // back, restore the prefetcher register. The memory reads the kernel does
-  // between the two PQR_ASSOC writes cannot be done from user space, so on
-  // real hardware the region is reserved but holds no data. Records the
-  // region. EINVAL if not capable or not a cache domain; EBUSY if the domain
-  // already holds a region; EIO if a register write fails (the registers
-  // already written are restored). Cost: five MSR accesses (+1 mask write).
+  // differs, then runs the architecture's part of the locking sequence on
+  // the domain's first CPU (prefetching off, run with `closid`, back to the
+  // CPU's own tags, prefetching as it was). The memory reads that fill the
+  // region between those steps cannot be done from user space, so on real
+  // hardware the region is reserved but holds no data. Records the region.
+  // EINVAL if not capable or not a cache domain; EBUSY if the domain already
+  // holds a region; EIO if a register write fails (the registers already
+  // written are restored). Cost: five register accesses (+1 mask write).
   virtual Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid,
                                    uint32_t cbm) = 0;
   // Forgets the region of (rid, domain_id), if any (rmdir, unmount). The

@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "hw/arch.h"
+#include "hw/x86/platform.h"
 
 namespace resctrlfs::hw {
 
@@ -55,7 +56,7 @@ class SimControl {
 
   // Attaches (or with a zero workload, detaches) a workload to a thread id
   // or to a CPU. A thread workload counts against the thread's tags (see
-  // Arch::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
+  // ThreadTagger::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
   virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
   virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
 
@@ -86,6 +87,9 @@ class SimControl {
 struct Backend {
   std::unique_ptr<Arch> arch;
   SimControl* sim = nullptr;  // owned by arch's machine; null for the real backend
+  // The x86 identity of the machine the Arch drives (CPUID vendor, family,
+  // model, cpuinfo flags); owned by arch. Both backends are x86 today.
+  const x86::X86Platform* x86 = nullptr;
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;
@@ -105,12 +109,5 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
 // when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:
 // like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
 Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "");
-
-// The /proc/cpuinfo flags of the platform (PlatformInfo::cpuinfo_flags when
-// decoded from CPUID, else what its resources imply), in the order the kernel
-// prints them (cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,
-// cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). SMBA, BMEC and ABMC have no
-// cpuinfo flag in Linux (their feature names are hidden).
-std::vector<std::string> cpuinfo_rdt_flags(const PlatformInfo& info);
 
 }  // namespace resctrlfs::hw

@@ -65,14 +65,4 @@ class PmtTelemetryDevice {
   virtual Result<uint64_t> pmt_read64(size_t region, uint64_t offset) = 0;
 };
 
-// The simulated machine's scheduler: which (CLOSID, RMID) each thread runs
-// with. Real hardware has none (user space cannot retag a thread on every
-// context switch), so the x86 Arch forwards thread tags only when given one.
-class SchedulerModel {
- public:
-  virtual ~SchedulerModel() = default;
-  virtual void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) = 0;
-  virtual void thread_exited(int tid) = 0;
-};
-
 }  // namespace resctrlfs::hw

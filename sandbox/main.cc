@@ -64,8 +64,9 @@ Result<PlatformView> load_platform(const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_sim_backend(name));
   const hw::PlatformInfo& info = backend.arch->info();
   PlatformView v;
-  v.vendor = info.vendor;
-  v.flags = hw::cpuinfo_rdt_flags(info);
+  if (backend.x86 == nullptr) return Error::make(ENODEV, "the platform is not an x86 machine");
+  v.vendor = backend.x86->vendor;
+  v.flags = hw::x86::cpuinfo_rdt_flags(*backend.x86);
   for (size_t cpu = 0; cpu < info.cpu_package.size(); ++cpu) {
     CpuPlacement p;
     p.package = info.cpu_package[cpu];

@@ -18,11 +18,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/conf_type.h"
 #include "base/result.h"
 
 namespace resctrlfs::schemata {
 
-enum class ConfType : uint8_t { NONE = 0, CODE = 1, DATA = 2 };
+using resctrlfs::ConfType;  // base/conf_type.h, shared with hw/arch.h
 enum class Kind : uint8_t { CACHE = 0, BANDWIDTH = 1 };
 enum class GroupMode : uint8_t { SHAREABLE, EXCLUSIVE, PSEUDO_LOCKSETUP, PSEUDO_LOCKED };
 

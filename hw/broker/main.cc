@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     real::DevCpuidSource cpuid(dev_root);
     // The guard follows what the hardware implements, not a kernel policy
     // (rdt= options and model quirks are the daemon's business).
-    PlatformInfo info = x86::decode_platform(cpuid, *topo, nullptr, x86::RdtOptions::all());
+    x86::X86Platform info = x86::decode_platform(cpuid, *topo, nullptr, x86::RdtOptions::all());
     bool any = info.mon.capable;
     for (const auto& r : info.resources) any = any || r.alloc_capable;
     if (!any) {

@@ -23,7 +23,7 @@ bool in_bank(uint32_t msr, uint32_t base, unsigned n) { return msr >= base && ms
 
 }  // namespace
 
-Policy::Policy(PlatformInfo info, HwLimits limits) : info_(std::move(info)), limits_(limits) {
+Policy::Policy(X86Platform info, HwLimits limits) : info_(std::move(info)), limits_(limits) {
   for (const auto& r : info_.resources)
     if (r.alloc_capable) num_closid_any_ = std::max(num_closid_any_, r.num_closid);
   num_rmid_any_ = info_.mon.capable ? info_.mon.num_rmids : 1;

@@ -17,15 +17,15 @@ namespace resctrlfs::hw::broker {
 
 class Policy {
  public:
-  Policy(PlatformInfo info, x86::HwLimits limits);
+  Policy(x86::X86Platform info, x86::HwLimits limits);
   // Ok, or EPERM with the reason (for the broker's log).
   Result<void> check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const;
-  const PlatformInfo& info() const { return info_; }
+  const x86::X86Platform& info() const { return info_; }
 
  private:
   Result<void> check_write(uint32_t msr, uint64_t value) const;
 
-  PlatformInfo info_;
+  x86::X86Platform info_;
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;
   unsigned num_rmid_any_ = 1;

@@ -27,7 +27,7 @@ bool any_resource(const PlatformInfo& info) {
 Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
                                       const std::string& broker_socket,
                                       const x86::RdtOptions& rdt) {
-  PlatformInfo info = x86::decode_platform(cpuid, topo, nullptr, rdt);
+  x86::X86Platform info = x86::decode_platform(cpuid, topo, nullptr, rdt);
   if (!any_resource(info)) {
     if (any_resource(x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all()))) {
       return Error::make(ENODEV, "the rdt= options and Linux's quirks for this CPU (" +
@@ -46,6 +46,7 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
                              x86::X86Arch::create(std::move(info), limits, dev, nullptr));
   Backend b;
+  b.x86 = &arch->platform();
   b.arch = std::move(arch);
   b.platform_name = "real";
   b.keepalive = dev;

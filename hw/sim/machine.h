@@ -1,7 +1,7 @@
 // Defines SimMachine: a register-level model of an Intel RDT / AMD PQoS
 // processor built from a platform Profile. It is a CpuidSource and an
 // MsrDevice (so the x86 Arch programs it exactly as it programs hardware),
-// a SchedulerModel (threads' CLOSID/RMID tags) and a SimControl (clock,
+// a ThreadTagger (threads' CLOSID/RMID tags) and a SimControl (clock,
 // workloads, fault injection).
 //
 // What it enforces, as the hardware would (the access fails with EIO, the
@@ -103,7 +103,7 @@ namespace resctrlfs::hw::sim {
 
 class SimMachine final : public CpuidSource,
                          public MsrDevice,
-                         public SchedulerModel,
+                         public ThreadTagger,
                          public SimControl,
                          public PmtTelemetryDevice {
  public:
@@ -112,10 +112,10 @@ class SimMachine final : public CpuidSource,
   const Profile& profile() const { return profile_; }
   // The platform as this machine's own CPUID enumerates it (every feature,
   // whatever a kernel would turn off): what its registers implement.
-  const PlatformInfo& info() const { return info_; }
+  const x86::X86Platform& info() const { return info_; }
   // The platform a kernel booted with the profile's rdt= options shows
   // (Linux's model quirks applied): what the resctrl tree exposes.
-  const PlatformInfo& os_info() const { return os_info_; }
+  const x86::X86Platform& os_info() const { return os_info_; }
   const x86::HwLimits& limits() const { return limits_; }
 
   // CpuidSource
@@ -123,7 +123,7 @@ class SimMachine final : public CpuidSource,
   // MsrDevice
   Result<uint64_t> read(unsigned cpu, uint32_t msr) override;
   Result<void> write(unsigned cpu, uint32_t msr, uint64_t value) override;
-  // SchedulerModel
+  // ThreadTagger
   void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
   void thread_exited(int tid) override;
   // SimControl
@@ -231,8 +231,8 @@ class SimMachine final : public CpuidSource,
   void advance_telemetry_locked(uint64_t now);
 
   Profile profile_;
-  PlatformInfo info_;
-  PlatformInfo os_info_;
+  x86::X86Platform info_;
+  x86::X86Platform os_info_;
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
   unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit

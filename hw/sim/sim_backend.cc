@@ -23,6 +23,7 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
                            machine->profile().telemetry.empty() ? nullptr : machine,
                            machine->profile().rdt));
   Backend b;
+  b.x86 = &arch->platform();
   b.arch = std::move(arch);
   b.sim = machine.get();
   b.platform_name = platform;

@@ -23,8 +23,8 @@ std::vector<unsigned> first_cpu_of(const CpuMask& m) {
 
 }  // namespace
 
-X86Arch::X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
-                 std::shared_ptr<SchedulerModel> sched)
+X86Arch::X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+                 std::shared_ptr<ThreadTagger> sched)
     : info_(std::move(info)),
       limits_(limits),
       msr_(std::move(msr)),
@@ -50,9 +50,9 @@ X86Arch::MonDomState X86Arch::fresh_mon_state() const {
   return m;
 }
 
-Result<std::unique_ptr<X86Arch>> X86Arch::create(PlatformInfo info, HwLimits limits,
+Result<std::unique_ptr<X86Arch>> X86Arch::create(X86Platform info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
-                                                 std::shared_ptr<SchedulerModel> sched,
+                                                 std::shared_ptr<ThreadTagger> sched,
                                                  std::shared_ptr<PmtTelemetryDevice> pmt,
                                                  const RdtOptions& rdt) {
   std::unique_ptr<AetTelemetry> aet;
@@ -269,14 +269,6 @@ Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid
   }
   pqr_cache_[cpu] = v;
   return Ok();
-}
-
-void X86Arch::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
-  if (sched_) sched_->set_thread_tags(tid, closid, rmid);
-}
-
-void X86Arch::thread_exited(int tid) {
-  if (sched_) sched_->thread_exited(tid);
 }
 
 // ---- Monitoring.

@@ -30,17 +30,20 @@ class X86Arch final : public Arch {
   // Builds the Arch and brings the machine to the state Linux leaves it in
   // at boot: every control register at its default (written
   // unconditionally), CDP off, every online CPU's PQR_ASSOC at CLOSID 0 /
-  // RMID 0. `sched` is the simulator's scheduler (null on real hardware).
+  // RMID 0. `sched` is the simulator's scheduler, handed out as
+  // thread_tagger() (null on real hardware).
   // `pmt` (optional) holds the telemetry aggregators: with it, the PERF_PKG
   // resource is enumerated into info().perf_pkg, under the rdt= options
   // `rdt` (see AetTelemetry).
-  static Result<std::unique_ptr<X86Arch>> create(PlatformInfo info, HwLimits limits,
+  static Result<std::unique_ptr<X86Arch>> create(X86Platform info, HwLimits limits,
                                                  std::shared_ptr<MsrDevice> msr,
-                                                 std::shared_ptr<SchedulerModel> sched,
+                                                 std::shared_ptr<ThreadTagger> sched,
                                                  std::shared_ptr<PmtTelemetryDevice> pmt = nullptr,
                                                  const RdtOptions& rdt = {});
 
   const PlatformInfo& info() const override { return info_; }
+  // The platform with the CPU's x86 identity.
+  const X86Platform& platform() const { return info_; }
   Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) override;
   uint32_t get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_t closid) const override;
   uint32_t default_ctrl(ResourceId rid) const override;
@@ -48,9 +51,7 @@ class X86Arch final : public Arch {
   bool cdp_enabled(ResourceId rid) const override;
   Result<void> reset_all_ctrls() override;
   Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
-  void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
-  void thread_exited(int tid) override;
-  bool models_thread_tags() const override { return sched_ != nullptr; }
+  ThreadTagger* thread_tagger() override { return sched_.get(); }
   CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                           std::optional<unsigned> cntr_id = std::nullopt) override;
   CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) override;
@@ -80,8 +81,8 @@ class X86Arch final : public Arch {
   uint32_t physical_rmid(int domain_id, uint32_t rmid) const;
 
  private:
-  X86Arch(PlatformInfo info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
-          std::shared_ptr<SchedulerModel> sched);
+  X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
+          std::shared_ptr<ThreadTagger> sched);
   Result<void> init();
   int ctrl_domain_index(ResourceId rid, int domain_id) const;
   int mon_domain_index(int domain_id) const;
@@ -110,10 +111,10 @@ class X86Arch final : public Arch {
   };
   MonDomState fresh_mon_state() const;
 
-  PlatformInfo info_;
+  X86Platform info_;
   HwLimits limits_;
   std::shared_ptr<MsrDevice> msr_;
-  std::shared_ptr<SchedulerModel> sched_;
+  std::shared_ptr<ThreadTagger> sched_;
   MbmCorrection correction_;
   // shadow_[rid][domain index][hw index]: the schema-level value.
   std::vector<std::vector<uint32_t>> shadow_[kNumResources];

@@ -214,9 +214,9 @@ std::vector<std::string> cpuid_rdt_flags(const CpuidSource& src, unsigned cpu, b
 
 }  // namespace
 
-PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe,
-                             const RdtOptions& options) {
-  PlatformInfo info;
+X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDevice* probe,
+                            const RdtOptions& options) {
+  X86Platform info;
   const unsigned cpu = first_cpu(topo);
   info.vendor = cpuid_vendor(src, cpu);
   const bool amd = info.vendor == "AuthenticAMD" || info.vendor == "HygonGenuine";
@@ -444,7 +444,7 @@ uint64_t prefetch_disable_bits(const std::string& vendor, unsigned family, unsig
   }
 }
 
-MbmCorrection mbm_correction(const PlatformInfo& info) {
+MbmCorrection mbm_correction(const X86Platform& info) {
   MbmCorrection c;
   if (info.vendor != "GenuineIntel" || info.family != 6) return c;
   if (info.model != INTEL_FAM6_BROADWELL_X && info.model != INTEL_FAM6_SKYLAKE_X) return c;
@@ -453,6 +453,35 @@ MbmCorrection mbm_correction(const PlatformInfo& info) {
   c.rmid_threshold = kMbmCfTable[index].rmid_threshold;
   c.factor = kMbmCfTable[index].factor;
   return c;
+}
+
+std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info) {
+  if (info.cpuinfo_flags) return *info.cpuinfo_flags;
+  // Ordered by the kernel's feature numbers: word 7 (cat_l3 .. mba), word 9
+  // (cqm, rdt_a), word 11 (cqm_llc ..). SMBA/BMEC/ABMC are hidden flags.
+  std::vector<std::string> out;
+  const Resource& l3 = info.res(ResourceId::L3);
+  const Resource& l2 = info.res(ResourceId::L2);
+  const bool any_alloc = l3.alloc_capable || l2.alloc_capable ||
+                         info.res(ResourceId::MB).alloc_capable ||
+                         info.res(ResourceId::SMBA).alloc_capable;
+  auto has = [&](EventId e) {
+    return std::find(info.mon.events.begin(), info.mon.events.end(), e) != info.mon.events.end();
+  };
+  if (l3.alloc_capable) out.push_back("cat_l3");
+  if (l2.alloc_capable) out.push_back("cat_l2");
+  if (l3.alloc_capable && l3.cache.cdp_capable) out.push_back("cdp_l3");
+  if (l2.alloc_capable && l2.cache.cdp_capable) out.push_back("cdp_l2");
+  if (info.res(ResourceId::MB).alloc_capable) out.push_back("mba");
+  if (info.mon.capable) out.push_back("cqm");
+  if (any_alloc) out.push_back("rdt_a");
+  if (info.mon.capable) {
+    out.push_back("cqm_llc");
+    if (has(EventId::LLC_OCCUPANCY)) out.push_back("cqm_occup_llc");
+    if (has(EventId::MBM_TOTAL)) out.push_back("cqm_mbm_total");
+    if (has(EventId::MBM_LOCAL)) out.push_back("cqm_mbm_local");
+  }
+  return out;
 }
 
 }  // namespace resctrlfs::hw::x86

@@ -1,5 +1,6 @@
 // Defines the CPUID decoder: raw CPUID leaves (Intel RDT or AMD PQoS) plus
-// the machine's topology become the hw::PlatformInfo that fs/ sees, with
+// the machine's topology become the X86Platform (the hw::PlatformInfo that
+// fs/ sees, plus the CPU's identity), with
 // exactly the values Linux shows under /sys/fs/resctrl/info.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "base/result.h"
 #include "hw/arch.h"
 #include "hw/device.h"
+#include "hw/x86/platform.h"
 
 namespace resctrlfs::hw::x86 {
 
@@ -66,8 +68,8 @@ unsigned snc_nodes_per_l3(const std::string& vendor, unsigned family, unsigned m
 // parameter; on top of them the decoder applies Linux's model quirks (on
 // Skylake/Cascade Lake servers, family 6 model 0x55, L3 CAT is off unless
 // rdt=l3cat, and up to stepping 4 so are cmt, mbmtotal and mbmlocal).
-PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo,
-                             MsrDevice* probe = nullptr, const RdtOptions& options = {});
+X86Platform decode_platform(const CpuidSource& src, const Topology& topo,
+                            MsrDevice* probe = nullptr, const RdtOptions& options = {});
 
 // The MBM errata correction (Intel SKX99 / BDF102): counts of RMIDs above
 // `rmid_threshold` are multiplied by `factor`. Absent (factor 0) on
@@ -76,7 +78,7 @@ struct MbmCorrection {
   uint32_t rmid_threshold = 0;
   double factor = 0;  // 0: no correction
 };
-MbmCorrection mbm_correction(const PlatformInfo& info);
+MbmCorrection mbm_correction(const X86Platform& info);
 
 // The MSR_MISC_FEATURE_CONTROL bits that turn the hardware prefetchers off
 // on the models Linux validated for cache pseudo-locking (Broadwell server,

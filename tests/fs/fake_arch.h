@@ -12,7 +12,7 @@
 
 namespace resctrlfs::fs::testing {
 
-class FakeArch final : public hw::Arch {
+class FakeArch final : public hw::Arch, public hw::ThreadTagger {
  public:
   explicit FakeArch(hw::PlatformInfo info) : info_(std::move(info)) {}
 
@@ -20,7 +20,6 @@ class FakeArch final : public hw::Arch {
   // resources and monitoring on.
   static hw::PlatformInfo base_platform(unsigned ncpus = 4) {
     hw::PlatformInfo p;
-    p.vendor = "GenuineIntel";
     p.nr_cpus = ncpus;
     p.online = CpuMask(ncpus);
     for (unsigned c = 0; c < ncpus; ++c) p.online.set(c);
@@ -101,7 +100,7 @@ class FakeArch final : public hw::Arch {
     thread_tags[tid] = {closid, rmid};
   }
   void thread_exited(int tid) override { thread_tags.erase(tid); }
-  bool models_thread_tags() const override { return models_tags; }
+  hw::ThreadTagger* thread_tagger() override { return models_tags ? this : nullptr; }
   hw::CounterValue read_event(int domain_id, uint32_t rmid, hw::EventId ev,
                               std::optional<unsigned> cntr_id) override {
     auto it = values.find({domain_id, rmid, ev});

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <regex>
 
+#include "fs/events.h"
 #include "fs/impl.h"
 #include "tests/fs/fake_arch.h"
 #include "tests/fs/harness.h"
@@ -53,8 +54,13 @@ uint64_t fixed(uint64_t whole, double frac, unsigned bits) {
 
 }  // namespace
 
+TEST_CASE("telemetry events are named as the kernel names them", "[telemetry]") {
+  // The hardware's "automatic C6 residency" counter is the file c6_res.
+  CHECK(std::string(fs::event_name(hw::EventId::AUTO_C6_RES)) == "c6_res");
+}
+
 TEST_CASE("fixed-point values print as the kernel prints them", "[telemetry]") {
-  using internal::format_fixed_point;
+  using fs::format_fixed_point;
   // 18 fraction bits (energy, activity): 6 decimal places, rounded.
   CHECK(format_fixed_point(0, 18) == "0.000000\n");
   CHECK(format_fixed_point(fixed(5, 0.5, 18), 18) == "5.500000\n");

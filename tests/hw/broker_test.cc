@@ -221,7 +221,7 @@ TEST_CASE("the real backend's Arch programs registers through the broker") {
   REQUIRE(backend.ok());
   Arch& a = *backend->arch;
   CHECK(backend->sim == nullptr);
-  CHECK_FALSE(a.models_thread_tags());
+  CHECK(a.thread_tagger() == nullptr);
   REQUIRE(a.update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 2, 0x00ff},
                           {ResourceId::MB, ConfType::NONE, 0, 3, 64}})
               .ok());

@@ -73,7 +73,7 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) by default: Linux's quirk turns L3 C
   // Model 0x55 stepping 7 (> 4): Linux's Skylake-server quirk forces l3cat
   // off (rdt=l3cat turns it back on); monitoring and MBA stay.
   DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.stepping == 7);
   CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
   CHECK(i.res(ResourceId::MB).alloc_capable);
@@ -86,7 +86,7 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) by default: Linux's quirk turns L3 C
 
 TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) with rdt=l3cat decodes as Linux shows it") {
   DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
+  X86Platform i = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.family == 6);
   CHECK(i.model == 0x55);
@@ -132,7 +132,7 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) with rdt=l3cat decodes as Linux show
 
 TEST_CASE("Core i7-6900K (Broadwell-E, BDX die) decodes as Linux shows it") {
   DumpSource src("intel-core-i7-6900k-broadwell-e.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.family == 6);
   CHECK(i.model == 0x4F);
   const Resource& l3 = i.res(ResourceId::L3);
@@ -184,7 +184,7 @@ TEST_CASE("pseudo-locking is offered by vendor/family/model only") {
 
 TEST_CASE("EPYC 7452 (Rome) decodes as Linux shows it") {
   DumpSource src("amd-epyc-7452-rome.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.vendor == "AuthenticAMD");
   CHECK(i.family == 0x17);
   CHECK(i.model == 0x31);
@@ -221,7 +221,7 @@ TEST_CASE("EPYC 7452 (Rome) decodes as Linux shows it") {
 
 TEST_CASE("EPYC 7742 (Rome, InstLatx64 dump) decodes as Linux shows it") {
   DumpSource src("amd-epyc-7742-rome.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   const Resource& l3 = i.res(ResourceId::L3);
   CHECK(l3.cache.full_mask() == 0xffff);
   CHECK(l3.num_closid == 16);
@@ -236,7 +236,7 @@ TEST_CASE("EPYC 7742 (Rome, InstLatx64 dump) decodes as Linux shows it") {
 
 TEST_CASE("EPYC 7551 (Naples) has no PQoS") {
   DumpSource src("amd-epyc-7551-naples.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.vendor == "AuthenticAMD");
   CHECK(i.family == 0x17);
   CHECK(i.model == 0x01);
@@ -247,7 +247,7 @@ TEST_CASE("EPYC 7551 (Naples) has no PQoS") {
 
 TEST_CASE("an EPYC guest without PQoS is refused by the real backend") {
   DumpSource src("amd-epyc-milan-kvm-guest.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.family == 0x19);
   CHECK_FALSE(i.mon.capable);
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
@@ -269,7 +269,7 @@ TEST_CASE("MBM correction table rows (SKX99/BDF102)") {
       {0x55, 224, 191, 1.143118}, {0x55, 232, 0, 0.0},        {0x6A, 224, 0, 0.0},
   };
   for (const auto& r : rows) {
-    PlatformInfo i;
+    X86Platform i;
     i.vendor = "GenuineIntel";
     i.family = 6;
     i.model = r.model;
@@ -292,7 +292,7 @@ TEST_CASE("Haswell server L3 CAT is found by probing IA32_L3_MASK_0") {
     }
   } src;
   testing::RecordingMsr probe;
-  PlatformInfo i = decode_platform(src, four_cpus(), &probe);
+  X86Platform i = decode_platform(src, four_cpus(), &probe);
   const Resource& l3 = i.res(ResourceId::L3);
   REQUIRE(l3.alloc_capable);
   CHECK(l3.num_closid == 4);
@@ -337,7 +337,7 @@ TEST_CASE("I/O RDT enumeration bits") {
 
 TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) decodes as Linux shows it") {
   DumpSource src("intel-xeon-e5-2699v3-haswell-ep.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.family == 6);
   CHECK(i.model == 0x3F);
@@ -373,7 +373,7 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) decodes as Linux shows it") {
 TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 probe") {
   DumpSource src("intel-xeon-e5-2699v3-haswell-ep.cpuid");
   testing::RecordingMsr probe;
-  PlatformInfo i = decode_platform(src, four_cpus(), &probe);
+  X86Platform i = decode_platform(src, four_cpus(), &probe);
   const Resource& l3 = i.res(ResourceId::L3);
   REQUIRE(l3.alloc_capable);
   CHECK(probe.log.front() == testing::W(0, IA32_L3_MASK_0, 0xfffff));
@@ -409,7 +409,7 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 prob
 //     x 36864 sets = 25952256 bytes (24.75 MiB).
 TEST_CASE("Xeon Gold 6140 (Skylake-SP stepping 4) by default: only MB, as Linux shows it") {
   DumpSource src("intel-xeon-gold-6140-skylake-sp.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.family == 6);
   CHECK(i.model == 0x55);
@@ -444,7 +444,7 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP stepping 4) by default: only MB, as Linux 
 
 TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as Linux shows it") {
   DumpSource src("intel-xeon-gold-6140-skylake-sp.cpuid");
-  PlatformInfo i =
+  X86Platform i =
       decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt,mbmtotal,mbmlocal,l3cat"));
   const Resource& l3 = i.res(ResourceId::L3);
   REQUIRE(l3.alloc_capable);
@@ -475,10 +475,10 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as L
   CHECK(c.factor == Approx(1.185255));
   CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
   // A user's rdt= entry beats the quirk only for the features it names.
-  PlatformInfo only_cat = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
+  X86Platform only_cat = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
   CHECK(only_cat.res(ResourceId::L3).alloc_capable);
   CHECK_FALSE(only_cat.mon.capable);
-  PlatformInfo only_occ = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt"));
+  X86Platform only_occ = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt"));
   CHECK(only_occ.mon.capable);
   CHECK(only_occ.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
   CHECK_FALSE(only_occ.res(ResourceId::L3).alloc_capable);
@@ -496,7 +496,7 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as L
 //     = 57671680 bytes (55 MiB).
 TEST_CASE("Xeon E5-2699 v4 (Broadwell-EP) decodes as Linux shows it") {
   DumpSource src("intel-xeon-e5-2699v4-broadwell-ep.cpuid");
-  PlatformInfo i = decode_platform(src, four_cpus());
+  X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.family == 6);
   CHECK(i.model == 0x4F);
@@ -535,8 +535,7 @@ TEST_CASE("Xeon E5-2699 v4 (Broadwell-EP) decodes as Linux shows it") {
   CHECK_FALSE(lim.io_rdt_alloc);
   CHECK_FALSE(lim.io_rdt_mon);
   // rdt=!l3cdp hides CDP, rdt=!mbmlocal one event.
-  PlatformInfo j =
-      decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("!l3cdp,!mbmlocal"));
+  X86Platform j = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("!l3cdp,!mbmlocal"));
   CHECK(j.res(ResourceId::L3).alloc_capable);
   CHECK_FALSE(j.res(ResourceId::L3).cache.cdp_capable);
   CHECK(j.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL});
@@ -559,7 +558,7 @@ TEST_CASE("rdt= option lists parse as the kernel's boot parameter") {
   // Haswell server: rdt=!l3cat skips the probe (no MSR write at all).
   DumpSource hsw("intel-xeon-e5-2699v3-haswell-ep.cpuid");
   testing::RecordingMsr probe;
-  PlatformInfo h = decode_platform(hsw, four_cpus(), &probe, RdtOptions::parse("!l3cat"));
+  X86Platform h = decode_platform(hsw, four_cpus(), &probe, RdtOptions::parse("!l3cat"));
   CHECK_FALSE(h.res(ResourceId::L3).alloc_capable);
   CHECK(probe.log.empty());
 }
@@ -594,11 +593,11 @@ TEST_CASE("SDCIAE: CPUID.0x80000020.0:EBX bit 6 makes L3 io_alloc capable") {
     return m.info();
   };
   // The raw bit, and the high-level key that sets it.
-  PlatformInfo raw = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16},
+  X86Platform raw = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16},
       "cpuid": {"0x80000020.0": ["0", "0x40", "0", "0"]})");
   CHECK(raw.res(ResourceId::L3).cache.io_alloc_capable);
   CHECK_FALSE(raw.res(ResourceId::L2).cache.io_alloc_capable);
-  PlatformInfo key = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": true})");
+  X86Platform key = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": true})");
   CHECK(key.res(ResourceId::L3).cache.io_alloc_capable);
   {
     // The kernel's rdt=!sdciae turns it off.
@@ -612,10 +611,10 @@ TEST_CASE("SDCIAE: CPUID.0x80000020.0:EBX bit 6 makes L3 io_alloc capable") {
                     .res(ResourceId::L3)
                     .cache.io_alloc_capable);
   }
-  PlatformInfo off = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": false})");
+  X86Platform off = decode(R"("l3_cat": {"cbm_len": 16, "num_closid": 16, "io_alloc": false})");
   CHECK_FALSE(off.res(ResourceId::L3).cache.io_alloc_capable);
   // Without L3 CAT there is no io_alloc, whatever the bit says.
-  PlatformInfo no_cat = decode(R"("mb": {"num_closid": 16, "bw_len": 11},
+  X86Platform no_cat = decode(R"("mb": {"num_closid": 16, "bw_len": 11},
       "cpuid": {"0x80000020.0": ["0", "0x42", "0", "0"]})");
   CHECK_FALSE(no_cat.res(ResourceId::L3).cache.io_alloc_capable);
   // Intel has no SDCIAE: the key is refused.

@@ -133,15 +133,15 @@ TEST_CASE("NAME@host: this machine's CPUs with the built-in's resources") {
   auto plain_backend = make_sim_backend("intel-2s");
   REQUIRE(host_backend.ok());
   REQUIRE(plain_backend.ok());
-  const PlatformInfo& h = host_backend->arch->info();
+  const x86::X86Platform& h = *host_backend->x86;
   if (h.online.cpus().size() < 2) {
     REQUIRE_FALSE(fitted_backend.ok());
     CHECK(fitted_backend.error().message.find("at least 2") != std::string::npos);
     return;
   }
   REQUIRE(fitted_backend.ok());
-  const PlatformInfo& f = fitted_backend->arch->info();
-  const PlatformInfo& p = plain_backend->arch->info();
+  const x86::X86Platform& f = *fitted_backend->x86;
+  const x86::X86Platform& p = *plain_backend->x86;
   CHECK(fitted_backend->platform_name == "intel-2s@host");
   CHECK(f.vendor == p.vendor);
   CHECK(f.model == p.model);

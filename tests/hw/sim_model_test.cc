@@ -152,8 +152,8 @@ TEST_CASE("MBM counters wrap at the counter width and the Arch folds it") {
 
 TEST_CASE("thread workloads count against the thread's tags") {
   Sim s = make("intel-2s");
-  REQUIRE(s.arch().models_thread_tags());
-  s.arch().set_thread_tags(4242, 3, 9);
+  REQUIRE(s.arch().thread_tagger() != nullptr);
+  s.arch().thread_tagger()->set_thread_tags(4242, 3, 9);
   REQUIRE(s.m->attach_thread_workload(4242, Workload{2u << 20, 500, 1.0, 6}).ok());
   bytes(s.arch(), 1, 9, EventId::MBM_TOTAL);
   bytes(s.arch(), 0, 9, EventId::MBM_TOTAL);
@@ -167,7 +167,7 @@ TEST_CASE("thread workloads count against the thread's tags") {
   s.m->advance_ms(1000);
   CHECK(static_cast<double>(bytes(s.arch(), 0, 9, EventId::MBM_TOTAL)) ==
         Approx(2.5e8).epsilon(0.001));
-  s.arch().thread_exited(4242);
+  s.arch().thread_tagger()->thread_exited(4242);
   uint64_t before = bytes(s.arch(), 0, 9, EventId::MBM_TOTAL);
   s.m->advance_ms(1000);
   CHECK(bytes(s.arch(), 0, 9, EventId::MBM_TOTAL) == before);
@@ -176,14 +176,15 @@ TEST_CASE("thread workloads count against the thread's tags") {
 TEST_CASE("an AMD-style domain with fewer counters than active RMIDs reports Unavailable") {
   Sim s = make("amd-2s");  // 32 hardware counters per L3 domain
   // RMID 0 is active (every CPU's PQR_ASSOC), plus 40 threads with RMIDs 1..40.
-  for (uint32_t r = 1; r <= 40; ++r) s.arch().set_thread_tags(1000 + r, 0, r);
+  REQUIRE(s.arch().thread_tagger() != nullptr);
+  for (uint32_t r = 1; r <= 40; ++r) s.arch().thread_tagger()->set_thread_tags(1000 + r, 0, r);
   unsigned unavailable = 0;
   for (uint32_t r = 0; r <= 40; ++r)
     if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;
   CHECK(unavailable == 41 - 32);
   CHECK(s.arch().read_event(0, 0, EventId::MBM_TOTAL).err == ReadError::kNone);
   // When threads exit their RMIDs go idle and the waiting ones get counters.
-  for (uint32_t r = 1; r <= 10; ++r) s.arch().thread_exited(1000 + r);
+  for (uint32_t r = 1; r <= 10; ++r) s.arch().thread_tagger()->thread_exited(1000 + r);
   unavailable = 0;
   for (uint32_t r = 11; r <= 40; ++r)
     if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;

@@ -51,7 +51,7 @@ std::string profile_json(unsigned model, unsigned cpus_per_pkg, unsigned nodes_p
                "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]}})";
 }
 
-PlatformInfo decode(const std::string& name_or_json) {
+x86::X86Platform decode(const std::string& name_or_json) {
   auto p = name_or_json.front() == '{' ? sim::parse_profile(name_or_json, "test")
                                        : sim::load_profile(name_or_json);
   REQUIRE(p.ok());
@@ -68,7 +68,7 @@ uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
 }  // namespace
 
 TEST_CASE("SNC: intel-snc decodes to per-node domains under each L3", "[snc]") {
-  const PlatformInfo info = decode("intel-snc");
+  const x86::X86Platform info = decode("intel-snc");
   CHECK(info.model == INTEL_FAM6_SAPPHIRERAPIDS_X);
   const MonCaps& mon = info.mon;
   REQUIRE(mon.capable);
@@ -273,7 +273,8 @@ TEST_CASE("SNC: an unpinned thread is spread over every node", "[snc]") {
   REQUIRE(b.ok());
   Arch& arch = *b->arch;
   b->sim->set_manual_clock(true);
-  arch.set_thread_tags(42, 0, 9);
+  REQUIRE(arch.thread_tagger() != nullptr);
+  arch.thread_tagger()->set_thread_tags(42, 0, 9);
   REQUIRE(b->sim->attach_thread_workload(42, Workload{0, 4000, 1.0}).ok());
   for (int n = 0; n < 4; ++n) bytes(arch, n, 9, EventId::MBM_TOTAL);
   b->sim->advance_ms(1000);
