@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/cpulist.h"
+
 namespace resctrlfs::sandbox {
 namespace {
 
@@ -105,40 +107,6 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
   return true;
 }
 
-std::string format_cpu_map(const std::vector<unsigned>& cpus, unsigned nr_cpus) {
-  unsigned ndigits = std::max(1U, (nr_cpus + 3) / 4);
-  std::string hex(ndigits, '0');
-  for (unsigned c : cpus) {
-    if (c >= nr_cpus) continue;
-    unsigned digit = ndigits - 1 - c / 4;
-    int v = (hex[digit] <= '9' ? hex[digit] - '0' : hex[digit] - 'a' + 10) | (1 << (c % 4));
-    hex[digit] = static_cast<char>(v < 10 ? '0' + v : 'a' + v - 10);
-  }
-  // Commas between 32-bit groups, counted from the least significant end.
-  std::string out;
-  for (unsigned i = 0; i < ndigits; ++i) {
-    if (i > 0 && (ndigits - i) % 8 == 0) out += ',';
-    out += hex[i];
-  }
-  return out;
-}
-
-std::string format_cpu_list(const std::vector<unsigned>& cpus) {
-  std::vector<unsigned> s = cpus;
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    size_t j = i;
-    while (j + 1 < s.size() && s[j + 1] == s[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(s[i]);
-    if (j > i) out += "-" + std::to_string(s[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
                                                   const std::vector<CpuPlacement>& want,
                                                   CacheSizes sizes) {
@@ -152,11 +120,20 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
   }
   const unsigned nr = static_cast<unsigned>(host.size());
   std::vector<FileBind> candidates;
+  // The host CPU numbers the platform puts where `pred` says.
+  unsigned highest = 0;
+  for (const HostCpu& h : host) highest = std::max(highest, h.cpu);
   auto cpus_where = [&](auto pred) {
     std::vector<unsigned> v;
     for (unsigned i = 0; i < nr; ++i)
       if (pred(want[i])) v.push_back(host[i].cpu);
     return v;
+  };
+  // sysfs's two forms: the mask spans the host's CPU count, the list names
+  // every CPU.
+  auto map_of = [&](const std::vector<unsigned>& v) { return format_cpu_mask(cpu_mask_of(v, nr)); };
+  auto list_of = [&](const std::vector<unsigned>& v) {
+    return format_cpu_list(cpu_mask_of(v, highest + 1));
   };
   for (unsigned i = 0; i < nr; ++i) {
     const HostCpu& h = host[i];
@@ -165,10 +142,10 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
       auto pkg = cpus_where([&](const CpuPlacement& p) { return p.package == w.package; });
       std::string topo = h.dir + "/topology/";
       candidates.push_back({topo + "physical_package_id", std::to_string(w.package) + "\n"});
-      candidates.push_back({topo + "package_cpus", format_cpu_map(pkg, nr) + "\n"});
-      candidates.push_back({topo + "package_cpus_list", format_cpu_list(pkg) + "\n"});
-      candidates.push_back({topo + "core_siblings", format_cpu_map(pkg, nr) + "\n"});
-      candidates.push_back({topo + "core_siblings_list", format_cpu_list(pkg) + "\n"});
+      candidates.push_back({topo + "package_cpus", map_of(pkg) + "\n"});
+      candidates.push_back({topo + "package_cpus_list", list_of(pkg) + "\n"});
+      candidates.push_back({topo + "core_siblings", map_of(pkg) + "\n"});
+      candidates.push_back({topo + "core_siblings_list", list_of(pkg) + "\n"});
     }
     for (const HostCache& c : h.caches) {
       int id = placement_id(w, c.level);
@@ -176,8 +153,8 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
       int level = c.level;
       auto shared = cpus_where([&](const CpuPlacement& p) { return placement_id(p, level) == id; });
       candidates.push_back({c.dir + "/id", std::to_string(id) + "\n"});
-      candidates.push_back({c.dir + "/shared_cpu_map", format_cpu_map(shared, nr) + "\n"});
-      candidates.push_back({c.dir + "/shared_cpu_list", format_cpu_list(shared) + "\n"});
+      candidates.push_back({c.dir + "/shared_cpu_map", map_of(shared) + "\n"});
+      candidates.push_back({c.dir + "/shared_cpu_list", list_of(shared) + "\n"});
       const uint64_t size = level == 2 ? sizes.l2 : sizes.l3;
       if (size != 0) candidates.push_back({c.dir + "/size", std::to_string(size >> 10) + "K\n"});
     }

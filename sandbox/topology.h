@@ -69,9 +69,4 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
                                                   const std::vector<CpuPlacement>& want,
                                                   CacheSizes sizes = {});
 
-// Kernel bitmap formats of a set of CPUs out of `nr_cpus`: the hex mask
-// (%*pb: 32-bit groups separated by commas) and the list (%*pbl).
-std::string format_cpu_map(const std::vector<unsigned>& cpus, unsigned nr_cpus);
-std::string format_cpu_list(const std::vector<unsigned>& cpus);
-
 }  // namespace resctrlfs::sandbox
