@@ -1,12 +1,9 @@
-// Implements reading the host's sysfs CPU topology and planning the binds
-// that make it agree with a simulated platform.
+// Implements planning the binds that make the host's sysfs CPU topology
+// (read by hw/host_topology.h) agree with a simulated platform.
 #include "sandbox/topology.h"
 
 #include <algorithm>
-#include <charconv>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "base/cpulist.h"
@@ -14,8 +11,7 @@
 namespace resctrlfs::sandbox {
 namespace {
 
-namespace stdfs = std::filesystem;
-
+// The current content of a file the plan may bind over.
 bool read_file(const std::string& path, std::string* out) {
   std::ifstream in(path);
   if (!in) return false;
@@ -25,74 +21,15 @@ bool read_file(const std::string& path, std::string* out) {
   return true;
 }
 
-int read_int(const std::string& path, int fallback) {
-  std::string s;
-  if (!read_file(path, &s)) return fallback;
-  try {
-    return std::stoi(s);
-  } catch (...) {
-    return fallback;
-  }
-}
-
-// Parses "cpuN" / "indexN"; -1 if `name` is not `prefix` followed by digits.
-int numbered(const std::string& name, const std::string& prefix) {
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
-  std::string rest = name.substr(prefix.size());
-  if (!std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return -1;
-  // from_chars, not stoi: a number too big for an int is "not numbered",
-  // never an exception.
-  int n = -1;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
-  return ec == std::errc() && end == rest.data() + rest.size() ? n : -1;
-}
-
 int placement_id(const CpuPlacement& p, int level) {
   return level == 2 ? p.l2_id : level == 3 ? p.l3_id : -1;
 }
 
 }  // namespace
 
-int HostCpu::cache_id(int level) const {
-  for (const auto& c : caches)
-    if (c.level == level) return c.id;
-  return -1;
-}
-
 Result<std::vector<HostCpu>> read_host_topology(const std::string& cpu_root) {
-  std::vector<HostCpu> out;
-  std::error_code ec;
-  stdfs::directory_iterator it(cpu_root, ec);
-  if (ec) return Error::make(ENOENT, "cannot read " + cpu_root + ": " + ec.message());
-  for (const auto& entry : it) {
-    int cpu = numbered(entry.path().filename().string(), "cpu");
-    if (cpu < 0) continue;
-    HostCpu h;
-    h.cpu = static_cast<unsigned>(cpu);
-    h.dir = entry.path().string();
-    h.package = read_int(h.dir + "/topology/physical_package_id", -1);
-    stdfs::directory_iterator cit(h.dir + "/cache", ec);
-    if (!ec) {
-      for (const auto& c : cit) {
-        if (numbered(c.path().filename().string(), "index") < 0) continue;
-        HostCache hc;
-        hc.dir = c.path().string();
-        hc.level = read_int(hc.dir + "/level", 0);
-        hc.id = read_int(hc.dir + "/id", -1);
-        // Level 1 has separate data and instruction caches; keep one
-        // entry per level, the lowest index (sorted below).
-        h.caches.push_back(hc);
-      }
-      std::sort(h.caches.begin(), h.caches.end(),
-                [](const HostCache& a, const HostCache& b) { return a.dir < b.dir; });
-    }
-    ec.clear();
-    out.push_back(std::move(h));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const HostCpu& a, const HostCpu& b) { return a.cpu < b.cpu; });
-  return out;
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SysfsCpuTree tree, hw::read_sysfs_cpu_tree(cpu_root));
+  return std::move(tree.cpus);
 }
 
 bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPlacement>& want) {

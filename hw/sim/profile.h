@@ -136,7 +136,10 @@ Result<Profile> parse_profile(const std::string& json_text, const std::string& n
 // vendor, and intel-2s / amd-2s style capabilities.
 Result<Profile> host_profile(const std::string& sysfs_cpu_dir = "/sys/devices/system/cpu");
 
-// Reads a topology from a sysfs cpu directory (shared with the real backend).
+// The topology of a sysfs cpu directory as hw/host_topology.h reads it
+// (shared with the real backend): CPUs below 4096, each online CPU's
+// package (0 if unknown), L2 and L3 ids (its own number and its package's
+// if sysfs has none) and NUMA node (only beside a real L3).
 Result<x86::Topology> read_sysfs_topology(const std::string& sysfs_cpu_dir);
 
 // This machine's CPUID vendor string (/dev/cpu/0/cpuid, else the CPUID
