@@ -18,20 +18,6 @@ namespace internal {
 
 namespace {
 
-const char* mode_str(schemata::GroupMode m) {
-  switch (m) {
-    case schemata::GroupMode::SHAREABLE:
-      return "shareable";
-    case schemata::GroupMode::EXCLUSIVE:
-      return "exclusive";
-    case schemata::GroupMode::PSEUDO_LOCKSETUP:
-      return "pseudo-locksetup";
-    case schemata::GroupMode::PSEUDO_LOCKED:
-      return "pseudo-locked";
-  }
-  return "shareable";
-}
-
 std::string group_path(const Group& g) {
   if (g.type == GroupType::kMon) {
     std::string p = g.parent->name.empty() ? "" : "/" + g.parent->name;
@@ -60,7 +46,7 @@ std::string FsImpl::status_json() {
                       {"type", g->type == GroupType::kCtrlMon ? "ctrl_mon" : "mon"},
                       {"closid", g->closid},
                       {"rmid", g->rmid},
-                      {"mode", mode_str(g->mode)},
+                      {"mode", schemata::group_mode_name(g->mode)},
                       {"cpus_list", format_cpu_list(g->cpus)}});
   }
   j["groups"] = groups;
@@ -127,16 +113,6 @@ class TextOut {
 namespace {
 
 using nlohmann::json;
-
-schemata::GroupMode mode_from(const std::string& s, bool& ok) {
-  ok = true;
-  if (s == "shareable") return schemata::GroupMode::SHAREABLE;
-  if (s == "exclusive") return schemata::GroupMode::EXCLUSIVE;
-  if (s == "pseudo-locksetup") return schemata::GroupMode::PSEUDO_LOCKSETUP;
-  if (s == "pseudo-locked") return schemata::GroupMode::PSEUDO_LOCKED;
-  ok = false;
-  return schemata::GroupMode::SHAREABLE;
-}
 
 Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
 Error bad(const std::string& why) { return Error::make(EINVAL, why); }
@@ -217,7 +193,7 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   out += ",\"rmid\":";
   out.num(g.rmid);
   out += ",\"mode\":\"";
-  out += mode_str(g.mode);
+  out += schemata::group_mode_name(g.mode);
   out += "\",\"cpus\":\"";
   out += format_cpu_list(g.cpus);
   out += "\",\"mba_event\":\"";
@@ -619,9 +595,9 @@ Result<void> FsImpl::restore_state_locked(const std::string& text) {
           name.find('/') != std::string::npos || name == "." || name == ".." ||
           child(root_node_, name) != nullptr)
         return bad("bad group name " + name);
-      bool mode_ok = true;
-      const schemata::GroupMode gm = mode_from(mode_s, mode_ok);
-      if (!mode_ok) return bad("bad mode");
+      const std::optional<schemata::GroupMode> parsed = schemata::group_mode_from_name(mode_s);
+      if (!parsed) return bad("bad mode");
+      const schemata::GroupMode gm = *parsed;
       // A locked group's CLOSID went back to the pool, a locksetup or
       // locked group's RMID too.
       const bool locked = gm == schemata::GroupMode::PSEUDO_LOCKED;
@@ -673,10 +649,10 @@ Result<void> FsImpl::restore_state_locked(const std::string& text) {
         for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
       }
     }
-    bool ok = true;
-    g->mode = mode_from(mode_s, ok);
-    if (!ok || (name.empty() && g->mode != schemata::GroupMode::SHAREABLE &&
-                g->mode != schemata::GroupMode::EXCLUSIVE))
+    const std::optional<schemata::GroupMode> mode = schemata::group_mode_from_name(mode_s);
+    g->mode = mode.value_or(schemata::GroupMode::SHAREABLE);
+    if (!mode || (name.empty() && g->mode != schemata::GroupMode::SHAREABLE &&
+                  g->mode != schemata::GroupMode::EXCLUSIVE))
       return bad("bad mode");
     RESCTRLFS_ASSIGN_OR_RETURN(const std::string ev, go.string_or("mba_event", std::string()));
     if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))

@@ -14,7 +14,6 @@ namespace resctrlfs::fs::internal {
 namespace {
 
 constexpr size_t kNameMax = 255;
-constexpr size_t kWriteMax = 4096;  // kernfs atomic_write_len (one page)
 
 bool row_matches(const FileRow& row, uint32_t flags) {
   return row.flags != 0 && (row.flags & ~flags) == 0;
@@ -404,7 +403,7 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
   if (n == nullptr) return Error::make(ENOENT);
   if (n->removed) return Error::make(ENODEV);
   if (n->kind != NodeKind::kFile) return Error::make(EINVAL);
-  if (data.size() > kWriteMax) return Error::make(E2BIG);
+  if (data.size() > kMaxWriteBytes) return Error::make(E2BIG);
   if (n->row->write == nullptr) return Error::make(EINVAL);
   Result<void> r = (this->*(n->row->write))(*n, data, caller);
   // A failed write may have done part of its work (tasks lists): marked too.

@@ -26,6 +26,29 @@ enum class ConfType : uint8_t { NONE = 0, CODE = 1, DATA = 2 };
 enum class Kind : uint8_t { CACHE = 0, BANDWIDTH = 1 };
 enum class GroupMode : uint8_t { SHAREABLE, EXCLUSIVE, PSEUDO_LOCKSETUP, PSEUDO_LOCKED };
 
+// A group's mode as the `mode` file shows it (and the saved state keeps it).
+inline const char* group_mode_name(GroupMode m) {
+  switch (m) {
+    case GroupMode::SHAREABLE:
+      return "shareable";
+    case GroupMode::EXCLUSIVE:
+      return "exclusive";
+    case GroupMode::PSEUDO_LOCKSETUP:
+      return "pseudo-locksetup";
+    case GroupMode::PSEUDO_LOCKED:
+      return "pseudo-locked";
+  }
+  return "shareable";
+}
+
+// The mode group_mode_name() names `name` (exactly), or none.
+inline std::optional<GroupMode> group_mode_from_name(std::string_view name) {
+  for (GroupMode m : {GroupMode::SHAREABLE, GroupMode::EXCLUSIVE, GroupMode::PSEUDO_LOCKSETUP,
+                      GroupMode::PSEUDO_LOCKED})
+    if (name == group_mode_name(m)) return m;
+  return std::nullopt;
+}
+
 // One allocation resource as the caller describes it (plain values).
 struct ResourceDesc {
   std::string name;        // "L3", "L2", "MB", "SMBA"

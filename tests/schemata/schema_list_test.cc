@@ -173,5 +173,22 @@ TEST_CASE("format_io_alloc_cbm: no name, unpadded hex", "[schemata][format]") {
         "0=ffff;2=ff;5=ffff;7=ffff\n");
 }
 
+TEST_CASE("group modes: the mode file's names, both ways", "[schemata][mode]") {
+  const std::pair<GroupMode, const char*> rows[] = {
+      {GroupMode::SHAREABLE, "shareable"},
+      {GroupMode::EXCLUSIVE, "exclusive"},
+      {GroupMode::PSEUDO_LOCKSETUP, "pseudo-locksetup"},
+      {GroupMode::PSEUDO_LOCKED, "pseudo-locked"},
+  };
+  for (const auto& [mode, name] : rows) {
+    CHECK(std::string(group_mode_name(mode)) == name);
+    CHECK(group_mode_from_name(name) == mode);
+  }
+  for (const char* bad : {"", "Shareable", "shareable\n", "pseudo_locked", "exclusive "}) {
+    INFO(bad);
+    CHECK(!group_mode_from_name(bad).has_value());
+  }
+}
+
 }  // namespace
 }  // namespace resctrlfs::schemata
