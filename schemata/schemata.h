@@ -7,8 +7,11 @@
 // policy checks (exclusive overlaps, pseudo-locked regions) through the
 // CbmPolicy interface. Nothing here knows a vendor.
 //
-// Specification: shared/reference/resctrl-behaviour.md §2.3, §2.4, §3.2,
-// §3.13-3.14, §8. Error messages are the kernel's last_cmd_status texts.
+// Specification: the kernel's schemata rules ("Schemata files - general
+// concepts" and the per-resource schemata sections of
+// Documentation/filesystems/resctrl.rst, and fs/resctrl/ctrlmondata.c for
+// the exact order of checks). Error messages are the kernel's
+// last_cmd_status texts.
 #pragma once
 
 #include <cstdint>
@@ -148,7 +151,8 @@ struct ParseResult {
 };
 
 // Parses one write(2) to a group's schemata (the raw buffer, including its
-// trailing newline). Implements §3.2 steps 1-4 except locking:
+// trailing newline). Implements the kernel's write steps up to staging the
+// values, except locking:
 //  - empty or no trailing '\n': EINVAL with an empty message, and the
 //    caller must leave last_cmd_status untouched (see rejected_before_lock);
 //  - PSEUDO_LOCKED groups: "Resource group is pseudo-locked\n";
