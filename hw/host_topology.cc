@@ -18,15 +18,6 @@ namespace stdfs = std::filesystem;
 // NR_CPUS is at most 8192).
 constexpr unsigned kMaxListedCpus = 65536;
 
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -36,7 +27,7 @@ std::string trimmed(std::string s) {
 // or does not start with one.
 int read_int(const std::string& path, int fallback) {
   std::string s;
-  if (!read_file(path, &s)) return fallback;
+  if (!read_sysfs_file(path, &s)) return fallback;
   size_t start = s.find_first_not_of(" \t");
   if (start == std::string::npos) return fallback;
   if (s[start] == '+') ++start;
@@ -48,7 +39,7 @@ int read_int(const std::string& path, int fallback) {
 // "32768K" / "1M" / "512" -> bytes; 0 when missing or not a size.
 uint64_t read_size(const std::string& path) {
   std::string t;
-  if (!read_file(path, &t)) return 0;
+  if (!read_sysfs_file(path, &t)) return 0;
   t = trimmed(t);
   if (t.empty()) return 0;
   uint64_t mult = 1;
@@ -64,7 +55,7 @@ uint64_t read_size(const std::string& path) {
 
 std::vector<unsigned> read_cpu_list(const std::string& path) {
   std::string text;
-  if (!read_file(path, &text)) return {};
+  if (!read_sysfs_file(path, &text)) return {};
   Result<CpuMask> m = parse_cpu_list(text, kMaxListedCpus, CpuListSyntax::kPrinted);
   return m.ok() ? m->cpus() : std::vector<unsigned>{};
 }
@@ -103,7 +94,7 @@ std::vector<SysfsCache> read_caches(const std::string& cpu_dir) {
     c.dir = e.path().string();
     c.level = read_int(c.dir + "/level", -1);
     std::string type;
-    if (read_file(c.dir + "/type", &type)) c.type = trimmed(type);
+    if (read_sysfs_file(c.dir + "/type", &type)) c.type = trimmed(type);
     c.id = read_int(c.dir + "/id", -1);
     c.size_bytes = read_size(c.dir + "/size");
     out.push_back(std::move(c));
@@ -114,6 +105,15 @@ std::vector<SysfsCache> read_caches(const std::string& cpu_dir) {
 }
 
 }  // namespace
+
+bool read_sysfs_file(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
 
 int SysfsCpu::cache_id(int level) const {
   for (const auto& c : caches)

@@ -43,6 +43,9 @@ struct SysfsCpuTree {
   std::vector<SysfsCpu> cpus;
 };
 
+// The whole content of a sysfs file; false when it cannot be read.
+bool read_sysfs_file(const std::string& path, std::string* out);
+
 // Reads the tree rooted at `cpu_root` (normally /sys/devices/system/cpu).
 // ENOENT when `cpu_root` cannot be listed.
 Result<SysfsCpuTree> read_sysfs_cpu_tree(const std::string& cpu_root);

@@ -3,23 +3,11 @@
 #include "sandbox/topology.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "base/cpulist.h"
 
 namespace resctrlfs::sandbox {
 namespace {
-
-// The current content of a file the plan may bind over.
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 int placement_id(const CpuPlacement& p, int level) {
   return level == 2 ? p.l2_id : level == 3 ? p.l3_id : -1;
@@ -100,7 +88,7 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
   for (auto& b : candidates) {
     std::string current;
     // Files the host lacks cannot be bind targets; clients cannot read them either.
-    if (!read_file(b.target, &current)) continue;
+    if (!hw::read_sysfs_file(b.target, &current)) continue;
     if (current != b.content) out.push_back(std::move(b));
   }
   return out;
