@@ -1,8 +1,8 @@
 // Defines CpuMask: a fixed-size set of logical CPU numbers (0 .. nr_cpus-1).
 //
 // Used by hw/ for domain CPU sets and by fs/ for group cpus. Parsing and
-// printing in the kernel's bitmap syntaxes lives in fs/ (cpus, cpus_list);
-// this is only the container.
+// printing in the kernel's bitmap syntaxes lives in base/cpulist.h; this is
+// only the container.
 #pragma once
 
 #include <bit>

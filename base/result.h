@@ -4,7 +4,8 @@
 // never cross a layer boundary. The message of an Error is what resctrl would
 // put into info/last_cmd_status for the failing command; it is written
 // exactly as the kernel words it, including the trailing "\n" where the
-// kernel has one (see shared/reference/resctrl-behaviour.md §3).
+// kernel has one (the kernel's rdt_last_cmd_puts() texts; see
+// "last_cmd_status" in Documentation/filesystems/resctrl.rst).
 #pragma once
 
 #include <cassert>

@@ -8,7 +8,7 @@
 //   /mon_data/mon_L3_DD/<event>         generated counters, new value per read
 //   /mon_groups/                        mkdir here makes a MON group
 //   mkdir at the root makes a CTRL_MON group; rmdir removes a whole group.
-// Settings shared with resctrlfsd (see shared/reference/performance.md §3.2):
+// Settings shared with resctrlfsd (see daemon/fuse_bridge.h):
 // low-level API, single-threaded loop (or --mt), entry/attr timeout 3600 s,
 // direct_io on every file, st_size 0, cache_readdir with zero-message opendir,
 // no flush handler, default_permissions, allow_other.

@@ -1,6 +1,6 @@
 // Defines the daemon's boot-state file: what the kernel keeps in memory from
 // one resctrl mount to the next until reboot (fs::Filesystem's
-// save_boot_state_json(), §6.4), kept for the next daemon mounted on the same
+// save_boot_state_json()), kept for the next daemon mounted on the same
 // mount point. The file lives on /run, a tmpfs, so that it goes away at
 // reboot like the kernel's memory; it is named after the mount point so that
 // daemons on different mount points (tests use temporary ones) never see

@@ -77,7 +77,8 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   parts_.emplace(std::move(parts));
   fs::Filesystem& fs = *parts_->fs;
 
-  // What the previous mount on this mount point left behind (§6.4).
+  // What the previous mount on this mount point left behind (the kernel's
+  // state that outlives an unmount; daemon/boot_state.h).
   load_boot_state();
   // The kernel's mount: options the platform cannot honour fail here with
   // the kernel's errno.

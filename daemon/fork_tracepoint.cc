@@ -18,6 +18,7 @@
 #include <ctime>
 #include <unordered_set>
 
+#include "base/cpulist.h"
 #include "daemon/startup.h"
 
 namespace resctrlfs::daemon {
@@ -25,6 +26,10 @@ namespace resctrlfs::daemon {
 namespace {
 
 constexpr const char* kEventDir = "events/sched/sched_process_fork";
+
+// A list that names a CPU number this high is not a machine's CPU list (the
+// kernel's NR_CPUS is at most 8192).
+constexpr unsigned kMaxListedCpus = 65536;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -164,29 +169,8 @@ Result<TraceInfo> read_trace_info() {
 }  // namespace
 
 std::vector<unsigned> parse_cpu_list(std::string_view s) {
-  std::vector<unsigned> cpus;
-  s = trim(s);
-  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    std::string_view part = s.substr(0, comma);
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-    unsigned lo = 0, hi = 0;
-    const size_t dash = part.find('-');
-    std::string_view a = part.substr(0, dash);
-    auto ra = std::from_chars(a.data(), a.data() + a.size(), lo);
-    if (a.empty() || ra.ec != std::errc() || ra.ptr != a.data() + a.size()) return {};
-    hi = lo;
-    if (dash != std::string_view::npos) {
-      std::string_view b = part.substr(dash + 1);
-      auto rb = std::from_chars(b.data(), b.data() + b.size(), hi);
-      if (b.empty() || rb.ec != std::errc() || rb.ptr != b.data() + b.size() || hi < lo) return {};
-    }
-    // A list that names more CPUs than any machine has is not a list.
-    if (hi - lo > 65536 || cpus.size() > 65536) return {};
-    for (unsigned c = lo; c <= hi; ++c) cpus.push_back(c);
-  }
-  return cpus;
+  Result<CpuMask> m = resctrlfs::parse_cpu_list(s, kMaxListedCpus, CpuListSyntax::kPrinted);
+  return m.ok() ? m->cpus() : std::vector<unsigned>{};
 }
 
 Result<ForkTraceFormat> parse_fork_format(std::string_view text) {

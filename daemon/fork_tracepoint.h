@@ -28,7 +28,8 @@
 namespace resctrlfs::daemon {
 
 // The CPUs of a kernel CPU list ("0-3,8,10-11\n", as in
-// /sys/devices/system/cpu/online); empty when the text is not one.
+// /sys/devices/system/cpu/online: base/cpulist.h's printed syntax, CPUs
+// below 65536); empty when the text is not one.
 std::vector<unsigned> parse_cpu_list(std::string_view text);
 
 // Where parent_pid and child_pid sit in the tracepoint's raw record.

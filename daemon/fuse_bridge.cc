@@ -25,8 +25,6 @@ namespace resctrlfs::daemon {
 
 namespace {
 
-// The kernel refuses resctrl writes larger than a page (kernfs).
-constexpr size_t kMaxWrite = 4096;
 // How long the loop waits for the kernel to take invalidations.
 constexpr std::chrono::milliseconds kInvalidationWait{20};
 
@@ -312,7 +310,7 @@ struct FuseBridge::Impl {
 
   static void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* data, size_t size,
                        off_t /*off*/, fuse_file_info* fi) {
-    if (size > kMaxWrite) {
+    if (size > fs::kMaxWriteBytes) {
       fuse_reply_err(req, E2BIG);
       return;
     }

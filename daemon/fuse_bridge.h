@@ -4,7 +4,7 @@
 // handled one at a time on the loop's thread. fuse_bridge.cc is the only
 // file of the project that includes fuse_lowlevel.h.
 //
-// What the session promises (shared/reference/performance.md §3.2):
+// What the session promises (the libfuse settings bench/README.md measures):
 //   - mount options fsname=resctrl, subtype=resctrl, default_permissions,
 //     allow_other (plus the user's FUSE options);
 //   - every file opened direct_io (no keep_cache, seekable); as with the

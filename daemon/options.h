@@ -32,7 +32,7 @@ struct DaemonOptions {
   std::string platform = "host";
   BackendKind backend = BackendKind::kSim;
   std::string state_dir;  // empty: no state directory (no journal)
-  // Where what outlives an unmount (§6.4) waits for the next daemon on the
+  // Where what outlives an unmount (daemon/boot_state.h) waits for the next daemon on the
   // same mount point; empty: nothing is kept.
   std::string boot_state_dir = kDefaultBootStateDir;
   // Not options: the daemon's mount namespace (MountNamespace in

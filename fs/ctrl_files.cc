@@ -11,25 +11,8 @@
 
 namespace resctrlfs::fs::internal {
 
+using schemata::group_mode_name;
 using schemata::GroupMode;
-
-namespace {
-
-const char* mode_name(GroupMode m) {
-  switch (m) {
-    case GroupMode::SHAREABLE:
-      return "shareable";
-    case GroupMode::EXCLUSIVE:
-      return "exclusive";
-    case GroupMode::PSEUDO_LOCKSETUP:
-      return "pseudo-locksetup";
-    case GroupMode::PSEUDO_LOCKED:
-      return "pseudo-locked";
-  }
-  return "shareable";
-}
-
-}  // namespace
 
 // The group-dependent checks of a cache mask being written.
 class GroupCbmPolicy final : public schemata::CbmPolicy {
@@ -233,7 +216,7 @@ Result<std::string> FsImpl::show_size(const Node& n) {
 // mode
 
 Result<std::string> FsImpl::show_mode(const Node& n) {
-  return std::string(mode_name(n.group->mode)) + "\n";
+  return std::string(group_mode_name(n.group->mode)) + "\n";
 }
 
 Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
@@ -241,14 +224,15 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
   if (data.empty() || data.back() != '\n') return fail(EINVAL, "mode: Invalid input\n");
   std::string_view buf = kstr_cut(data);
   GroupMode mode = g->mode;
-  if (buf == mode_name(mode)) return Ok();
+  const std::optional<GroupMode> want = schemata::group_mode_from_name(buf);
+  if (want == mode) return Ok();
   if (mode == GroupMode::PSEUDO_LOCKED) return fail(EINVAL, "Cannot change pseudo-locked group\n");
-  if (buf == "shareable") {
+  if (want == GroupMode::SHAREABLE) {
     if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(locksetup_exit(g));
     g->mode = GroupMode::SHAREABLE;
     return Ok();
   }
-  if (buf == "exclusive") {
+  if (want == GroupMode::EXCLUSIVE) {
     bool has_cache = false;
     for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
       const schemata::Schema& s = schemas_.schemas[si];
@@ -264,7 +248,7 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
     g->mode = GroupMode::EXCLUSIVE;
     return Ok();
   }
-  if (buf == "pseudo-locksetup") {
+  if (want == GroupMode::PSEUDO_LOCKSETUP) {
     RESCTRLFS_RETURN_IF_ERROR(locksetup_enter(g));
     g->mode = GroupMode::PSEUDO_LOCKSETUP;
     return Ok();

@@ -42,6 +42,10 @@ namespace resctrlfs::fs {
 using Ino = uint64_t;
 inline constexpr Ino kRootIno = 1;
 
+// The largest write(2) a file takes: kernfs hands resctrl one page at most
+// (its atomic_write_len); anything longer is E2BIG before any handler runs.
+inline constexpr size_t kMaxWriteBytes = 4096;
+
 // Who is asking: taken from the FUSE request.
 struct Caller {
   pid_t tid = 0;  // the calling thread (FUSE reports the thread id)
@@ -136,6 +140,7 @@ class Filesystem {
   // that fails (EINVAL for available_mbm_cntrs outside mbm_event mode, ...).
   virtual Result<std::string> render(Ino ino, const Caller& caller) = 0;
   // One write(2): one command, whatever the offset. Returns bytes consumed.
+  // More than kMaxWriteBytes: E2BIG.
   virtual Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) = 0;
   // Creating files is not allowed (EACCES), nor mknod/symlink/link (EPERM).
   virtual Result<Attr> create(Ino parent, std::string_view name) = 0;

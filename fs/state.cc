@@ -19,20 +19,6 @@ namespace internal {
 
 namespace {
 
-const char* mode_str(schemata::GroupMode m) {
-  switch (m) {
-    case schemata::GroupMode::SHAREABLE:
-      return "shareable";
-    case schemata::GroupMode::EXCLUSIVE:
-      return "exclusive";
-    case schemata::GroupMode::PSEUDO_LOCKSETUP:
-      return "pseudo-locksetup";
-    case schemata::GroupMode::PSEUDO_LOCKED:
-      return "pseudo-locked";
-  }
-  return "shareable";
-}
-
 std::string group_path(const Group& g) {
   if (g.type == GroupType::kMon) {
     std::string p = g.parent->name.empty() ? "" : "/" + g.parent->name;
@@ -58,7 +44,7 @@ std::string FsImpl::status_json() {
                       {"type", g->type == GroupType::kCtrlMon ? "ctrl_mon" : "mon"},
                       {"closid", g->closid},
                       {"rmid", g->rmid},
-                      {"mode", mode_str(g->mode)},
+                      {"mode", schemata::group_mode_name(g->mode)},
                       {"cpus_list", format_cpu_list(g->cpus)}});
   }
   j["groups"] = groups;
@@ -193,7 +179,7 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   out += ",\"rmid\":";
   out.num(g.rmid);
   out += ",\"mode\":\"";
-  out += mode_str(g.mode);
+  out += schemata::group_mode_name(g.mode);
   out += "\",\"cpus\":\"";
   out += format_cpu_list(g.cpus);
   out += "\",\"mba_event\":\"";

@@ -14,7 +14,6 @@ namespace resctrlfs::fs::internal {
 namespace {
 
 constexpr size_t kNameMax = 255;
-constexpr size_t kWriteMax = 4096;  // kernfs atomic_write_len (one page)
 
 bool row_matches(const FileRow& row, uint32_t flags) {
   return row.flags != 0 && (row.flags & ~flags) == 0;
@@ -311,7 +310,7 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
   if (n == nullptr) return Error::make(ENOENT);
   if (n->removed) return Error::make(ENODEV);
   if (n->kind != NodeKind::kFile) return Error::make(EINVAL);
-  if (data.size() > kWriteMax) return Error::make(E2BIG);
+  if (data.size() > kMaxWriteBytes) return Error::make(E2BIG);
   const FileRow& row = *n->row;
   if (row.write == nullptr) return Error::make(EINVAL);
   if (row.refuse_unlocked != nullptr && row.refuse_unlocked(data)) return Error::make(EINVAL);

@@ -1,50 +1,13 @@
-// Implements reading the host's sysfs CPU topology and planning the binds
-// that make it agree with a simulated platform.
+// Implements planning the binds that make the host's sysfs CPU topology
+// (read by hw/host_topology.h) agree with a simulated platform.
 #include "sandbox/topology.h"
 
 #include <algorithm>
-#include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
+
+#include "base/cpulist.h"
 
 namespace resctrlfs::sandbox {
 namespace {
-
-namespace stdfs = std::filesystem;
-
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
-int read_int(const std::string& path, int fallback) {
-  std::string s;
-  if (!read_file(path, &s)) return fallback;
-  try {
-    return std::stoi(s);
-  } catch (...) {
-    return fallback;
-  }
-}
-
-// Parses "cpuN" / "indexN"; -1 if `name` is not `prefix` followed by digits.
-int numbered(const std::string& name, const std::string& prefix) {
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
-  std::string rest = name.substr(prefix.size());
-  if (!std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return -1;
-  // from_chars, not stoi: a number too big for an int is "not numbered",
-  // never an exception.
-  int n = -1;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
-  return ec == std::errc() && end == rest.data() + rest.size() ? n : -1;
-}
 
 int placement_id(const CpuPlacement& p, int level) {
   return level == 2 ? p.l2_id : level == 3 ? p.l3_id : -1;
@@ -52,45 +15,9 @@ int placement_id(const CpuPlacement& p, int level) {
 
 }  // namespace
 
-int HostCpu::cache_id(int level) const {
-  for (const auto& c : caches)
-    if (c.level == level) return c.id;
-  return -1;
-}
-
 Result<std::vector<HostCpu>> read_host_topology(const std::string& cpu_root) {
-  std::vector<HostCpu> out;
-  std::error_code ec;
-  stdfs::directory_iterator it(cpu_root, ec);
-  if (ec) return Error::make(ENOENT, "cannot read " + cpu_root + ": " + ec.message());
-  for (const auto& entry : it) {
-    int cpu = numbered(entry.path().filename().string(), "cpu");
-    if (cpu < 0) continue;
-    HostCpu h;
-    h.cpu = static_cast<unsigned>(cpu);
-    h.dir = entry.path().string();
-    h.package = read_int(h.dir + "/topology/physical_package_id", -1);
-    stdfs::directory_iterator cit(h.dir + "/cache", ec);
-    if (!ec) {
-      for (const auto& c : cit) {
-        if (numbered(c.path().filename().string(), "index") < 0) continue;
-        HostCache hc;
-        hc.dir = c.path().string();
-        hc.level = read_int(hc.dir + "/level", 0);
-        hc.id = read_int(hc.dir + "/id", -1);
-        // Level 1 has separate data and instruction caches; keep one
-        // entry per level, the lowest index (sorted below).
-        h.caches.push_back(hc);
-      }
-      std::sort(h.caches.begin(), h.caches.end(),
-                [](const HostCache& a, const HostCache& b) { return a.dir < b.dir; });
-    }
-    ec.clear();
-    out.push_back(std::move(h));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const HostCpu& a, const HostCpu& b) { return a.cpu < b.cpu; });
-  return out;
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SysfsCpuTree tree, hw::read_sysfs_cpu_tree(cpu_root));
+  return std::move(tree.cpus);
 }
 
 bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPlacement>& want) {
@@ -103,40 +30,6 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
     }
   }
   return true;
-}
-
-std::string format_cpu_map(const std::vector<unsigned>& cpus, unsigned nr_cpus) {
-  unsigned ndigits = std::max(1U, (nr_cpus + 3) / 4);
-  std::string hex(ndigits, '0');
-  for (unsigned c : cpus) {
-    if (c >= nr_cpus) continue;
-    unsigned digit = ndigits - 1 - c / 4;
-    int v = (hex[digit] <= '9' ? hex[digit] - '0' : hex[digit] - 'a' + 10) | (1 << (c % 4));
-    hex[digit] = static_cast<char>(v < 10 ? '0' + v : 'a' + v - 10);
-  }
-  // Commas between 32-bit groups, counted from the least significant end.
-  std::string out;
-  for (unsigned i = 0; i < ndigits; ++i) {
-    if (i > 0 && (ndigits - i) % 8 == 0) out += ',';
-    out += hex[i];
-  }
-  return out;
-}
-
-std::string format_cpu_list(const std::vector<unsigned>& cpus) {
-  std::vector<unsigned> s = cpus;
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    size_t j = i;
-    while (j + 1 < s.size() && s[j + 1] == s[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(s[i]);
-    if (j > i) out += "-" + std::to_string(s[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
@@ -152,11 +45,20 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
   }
   const unsigned nr = static_cast<unsigned>(host.size());
   std::vector<FileBind> candidates;
+  // The host CPU numbers the platform puts where `pred` says.
+  unsigned highest = 0;
+  for (const HostCpu& h : host) highest = std::max(highest, h.cpu);
   auto cpus_where = [&](auto pred) {
     std::vector<unsigned> v;
     for (unsigned i = 0; i < nr; ++i)
       if (pred(want[i])) v.push_back(host[i].cpu);
     return v;
+  };
+  // sysfs's two forms: the mask spans the host's CPU count, the list names
+  // every CPU.
+  auto map_of = [&](const std::vector<unsigned>& v) { return format_cpu_mask(cpu_mask_of(v, nr)); };
+  auto list_of = [&](const std::vector<unsigned>& v) {
+    return format_cpu_list(cpu_mask_of(v, highest + 1));
   };
   for (unsigned i = 0; i < nr; ++i) {
     const HostCpu& h = host[i];
@@ -165,10 +67,10 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
       auto pkg = cpus_where([&](const CpuPlacement& p) { return p.package == w.package; });
       std::string topo = h.dir + "/topology/";
       candidates.push_back({topo + "physical_package_id", std::to_string(w.package) + "\n"});
-      candidates.push_back({topo + "package_cpus", format_cpu_map(pkg, nr) + "\n"});
-      candidates.push_back({topo + "package_cpus_list", format_cpu_list(pkg) + "\n"});
-      candidates.push_back({topo + "core_siblings", format_cpu_map(pkg, nr) + "\n"});
-      candidates.push_back({topo + "core_siblings_list", format_cpu_list(pkg) + "\n"});
+      candidates.push_back({topo + "package_cpus", map_of(pkg) + "\n"});
+      candidates.push_back({topo + "package_cpus_list", list_of(pkg) + "\n"});
+      candidates.push_back({topo + "core_siblings", map_of(pkg) + "\n"});
+      candidates.push_back({topo + "core_siblings_list", list_of(pkg) + "\n"});
     }
     for (const HostCache& c : h.caches) {
       int id = placement_id(w, c.level);
@@ -176,8 +78,8 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
       int level = c.level;
       auto shared = cpus_where([&](const CpuPlacement& p) { return placement_id(p, level) == id; });
       candidates.push_back({c.dir + "/id", std::to_string(id) + "\n"});
-      candidates.push_back({c.dir + "/shared_cpu_map", format_cpu_map(shared, nr) + "\n"});
-      candidates.push_back({c.dir + "/shared_cpu_list", format_cpu_list(shared) + "\n"});
+      candidates.push_back({c.dir + "/shared_cpu_map", map_of(shared) + "\n"});
+      candidates.push_back({c.dir + "/shared_cpu_list", list_of(shared) + "\n"});
       const uint64_t size = level == 2 ? sizes.l2 : sizes.l3;
       if (size != 0) candidates.push_back({c.dir + "/size", std::to_string(size >> 10) + "K\n"});
     }
@@ -186,7 +88,7 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
   for (auto& b : candidates) {
     std::string current;
     // Files the host lacks cannot be bind targets; clients cannot read them either.
-    if (!read_file(b.target, &current)) continue;
+    if (!hw::read_sysfs_file(b.target, &current)) continue;
     if (current != b.content) out.push_back(std::move(b));
   }
   return out;

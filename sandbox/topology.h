@@ -12,28 +12,16 @@
 #include <vector>
 
 #include "base/result.h"
+#include "hw/host_topology.h"
 
 namespace resctrlfs::sandbox {
 
-// One cache of a host CPU as sysfs describes it.
-struct HostCache {
-  int level = 0;
-  std::string dir;  // .../cpuN/cache/indexK
-  int id = -1;      // -1 when the id file is missing
-};
+// A host CPU and its caches as sysfs describes them (hw/host_topology.h).
+using HostCache = hw::SysfsCache;
+using HostCpu = hw::SysfsCpu;
 
-// One host CPU as sysfs describes it.
-struct HostCpu {
-  unsigned cpu = 0;
-  std::string dir;  // .../cpuN
-  int package = -1;
-  std::vector<HostCache> caches;
-  int cache_id(int level) const;
-};
-
-// Reads cpuN/topology/physical_package_id and cpuN/cache/index*/{level,id}
-// for every cpuN directory under `cpu_root` (normally
-// /sys/devices/system/cpu), sorted by CPU number.
+// Every cpuN directory under `cpu_root` (normally /sys/devices/system/cpu)
+// with its package and caches, sorted by CPU number (hw's sysfs reader).
 Result<std::vector<HostCpu>> read_host_topology(const std::string& cpu_root);
 
 // Where the platform puts one CPU (-1: the platform has no such cache).
@@ -68,10 +56,5 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
                                                   const std::vector<CpuPlacement>& want,
                                                   CacheSizes sizes = {});
-
-// Kernel bitmap formats of a set of CPUs out of `nr_cpus`: the hex mask
-// (%*pb: 32-bit groups separated by commas) and the list (%*pbl).
-std::string format_cpu_map(const std::vector<unsigned>& cpus, unsigned nr_cpus);
-std::string format_cpu_list(const std::vector<unsigned>& cpus);
 
 }  // namespace resctrlfs::sandbox

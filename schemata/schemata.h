@@ -7,8 +7,11 @@
 // policy checks (exclusive overlaps, pseudo-locked regions) through the
 // CbmPolicy interface. Nothing here knows a vendor.
 //
-// Specification: shared/reference/resctrl-behaviour.md §2.3, §2.4, §3.2,
-// §3.13-3.14, §8. Error messages are the kernel's last_cmd_status texts.
+// Specification: the kernel's schemata rules ("Schemata files - general
+// concepts" and the per-resource schemata sections of
+// Documentation/filesystems/resctrl.rst, and fs/resctrl/ctrlmondata.c for
+// the exact order of checks). Error messages are the kernel's
+// last_cmd_status texts.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,29 @@ namespace resctrlfs::schemata {
 using resctrlfs::ConfType;  // base/conf_type.h, shared with hw/arch.h
 enum class Kind : uint8_t { CACHE = 0, BANDWIDTH = 1 };
 enum class GroupMode : uint8_t { SHAREABLE, EXCLUSIVE, PSEUDO_LOCKSETUP, PSEUDO_LOCKED };
+
+// A group's mode as the `mode` file shows it (and the saved state keeps it).
+inline const char* group_mode_name(GroupMode m) {
+  switch (m) {
+    case GroupMode::SHAREABLE:
+      return "shareable";
+    case GroupMode::EXCLUSIVE:
+      return "exclusive";
+    case GroupMode::PSEUDO_LOCKSETUP:
+      return "pseudo-locksetup";
+    case GroupMode::PSEUDO_LOCKED:
+      return "pseudo-locked";
+  }
+  return "shareable";
+}
+
+// The mode group_mode_name() names `name` (exactly), or none.
+inline std::optional<GroupMode> group_mode_from_name(std::string_view name) {
+  for (GroupMode m : {GroupMode::SHAREABLE, GroupMode::EXCLUSIVE, GroupMode::PSEUDO_LOCKSETUP,
+                      GroupMode::PSEUDO_LOCKED})
+    if (name == group_mode_name(m)) return m;
+  return std::nullopt;
+}
 
 // One allocation resource as the caller describes it (plain values).
 struct ResourceDesc {
@@ -126,7 +152,8 @@ struct ParseResult {
 };
 
 // Parses one write(2) to a group's schemata (the raw buffer, including its
-// trailing newline). Implements §3.2 steps 1-4 except locking:
+// trailing newline). Implements the kernel's write steps up to staging the
+// values, except locking:
 //  - empty or no trailing '\n': EINVAL with an empty message, and the
 //    caller must leave last_cmd_status untouched (see rejected_before_lock);
 //  - PSEUDO_LOCKED groups: "Resource group is pseudo-locked\n";

@@ -642,7 +642,8 @@ Result<Profile> load_profile(const std::string& name_or_path) {
                                      "profile other than host can be fitted to this host (" + base +
                                      suffix + ")");
     RESCTRLFS_ASSIGN_OR_RETURN(Profile p, load_profile(base));
-    RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology host, read_sysfs_topology("/sys/devices/system/cpu"));
+    RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology host,
+                               x86::read_sysfs_topology("/sys/devices/system/cpu"));
     p.name = name_or_path;
     RESCTRLFS_RETURN_IF_ERROR(fit_profile_to_topology(p, host));
     return p;

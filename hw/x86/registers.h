@@ -3,7 +3,7 @@
 //
 // Names follow the Intel SDM / RDT architecture specification and the AMD64
 // Platform QoS Extensions document. Numbers were checked against those
-// documents (seeds/) and against the Linux arch/x86 resctrl sources
+// documents and against the Linux arch/x86 resctrl sources
 // (msr-index.h, resctrl/internal.h, kernel/cpu/scattered.c).
 #pragma once
 

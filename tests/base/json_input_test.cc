@@ -24,7 +24,7 @@ bool has(const std::string& s, const std::string& part) {
 TEST_CASE("parse_json refuses what is not a JSON document, without throwing", "[json_input]") {
   const std::string bad[] = {
       "",
-      "\x0c{\"version\":\"clos:\"}",  // the crash input of issue 12 is also bad JSON
+      "\x0c{\"version\":\"clos:\"}",  // the input that once aborted the daemon is also bad JSON
       "{\"version\":1",               // truncated
       "{\"a\":\"\xff\xfe\"}",         // a string that is not UTF-8
       "{\"a\":\"\xc3\"}",             // a UTF-8 sequence cut short

@@ -115,16 +115,6 @@ TEST_CASE("mount points with spaces are matched in their escaped form") {
         "5 1 0:1 / /mnt/a\\040b rw - resctrl resctrl rw\n");
 }
 
-TEST_CASE("cpu map and list formats match the kernel's bitmap printing") {
-  CHECK(format_cpu_map({0, 1}, 2) == "3");
-  CHECK(format_cpu_map({1}, 2) == "2");
-  CHECK(format_cpu_map({0, 4}, 8) == "11");
-  CHECK(format_cpu_map({0, 35}, 40) == "08,00000001");
-  CHECK(format_cpu_map({}, 4) == "0");
-  CHECK(format_cpu_list({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
-  CHECK(format_cpu_list({3}) == "3");
-}
-
 namespace {
 
 // A fake /sys/devices/system/cpu with `n` CPUs on one package sharing L3 0.

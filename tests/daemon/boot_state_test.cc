@@ -77,7 +77,7 @@ TEST_CASE("boot state: written, read back, ignored for another platform or mount
   std::filesystem::remove_all(tmpl);
 }
 
-// Issue 12: the file is outside input. Wrong types, missing keys, bad
+// The file is outside input. Wrong types, missing keys, bad
 // nesting and garbage are EINVAL with a reason, never an exception.
 TEST_CASE("boot state: damaged files are refused with a reason") {
   using resctrlfs::daemon::parse_boot_state;

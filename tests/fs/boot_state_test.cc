@@ -1,5 +1,5 @@
 // save_boot_state_json()/restore_boot_state_json(): what survives an
-// unmount until reboot (resctrl-behaviour.md §6.4, §8 case 51) carried from
+// unmount until reboot (the kernel's global state outside the mount) carried from
 // one Filesystem to a fresh one, as from a daemon to the next one mounted on
 // the same mount point.
 #include <catch2/catch.hpp>
@@ -135,7 +135,7 @@ TEST_CASE("boot state: documents that do not fit change nothing", "[bootstate]")
       {"unknown domain", rmids(missing, {{"9", {1}}})},
       {"bad type", with("rmids", "x")},
       {"bad domain key", rmids(missing, {{"x", {1}}})},
-      // Issue 12: wrong types and ranges are refused, never thrown.
+      // Wrong types and ranges are refused, never thrown.
       {"version of another type", with("version", "clos:")},
       {"threshold of another type", with("max_threshold_occupancy", "x")},
       {"negative threshold", with("max_threshold_occupancy", -1)},

@@ -1,4 +1,4 @@
-// resctrl-behaviour.md §8 edge cases at the model level, on the intel-2s
+// The kernel's tricky edge cases (errno and last_cmd_status) at the model level, on the intel-2s
 // simulated platform (L3 11-bit CDP-capable, MBA 10/10 with 8 CLOSIDs, two
 // L3 domains, 8 CPUs, 224 RMIDs) unless stated.
 #include <sys/stat.h>
@@ -133,7 +133,7 @@ TEST_CASE("modes and overlaps 18-20, 47-48", "[ctrl]") {
   CHECK(sh.lcs() == "Overlaps with exclusive group\n");
   CHECK(sh.echo("/p0/schemata", "L3:0=1f") == EINVAL);
   CHECK(sh.lcs() == "Overlaps with other group\n");
-  // New groups avoid exclusive bits (§4.3).
+  // New groups avoid exclusive bits (a new group's default schemata).
   REQUIRE(sh.mkdir("/p2") == 0);
   CHECK(sh.cat("/p2/schemata") == "    MB:0=100;1=100\n    L3:0=7f0;1=7f0\n");
   // 47, 48.

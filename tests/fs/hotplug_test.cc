@@ -1,5 +1,5 @@
-// CPU and domain hotplug at the model level (resctrl-behaviour.md §1.5 last
-// bullet, §3.4, §4.5): the simulated machine powers CPUs down and up and
+// CPU and domain hotplug at the model level (mon_data domain directories,
+// cpus/cpus_list, RMID limbo): the simulated machine powers CPUs down and up and
 // fs::Filesystem follows, on intel-2s (two L3 domains: CPUs 0-3 and 4-7)
 // and amd-2s (ABMC counters).
 #include <catch2/catch.hpp>

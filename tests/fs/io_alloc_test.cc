@@ -1,5 +1,6 @@
-// io_alloc (AMD SDCIAE), resctrl-behaviour.md §1.6, §2.13, §3.1, §3.13,
-// §3.14, §7.3 and §8 cases 53/54, on the amd-io simulated platform (amd-2s
+// io_alloc (AMD SDCIAE): the info files, their reads and writes, when
+// last_cmd_status is reset, bit_usage, and io_alloc on a resource or while
+// disabled, on the amd-io simulated platform (amd-2s
 // plus SDCIAE: L3 16-bit sparse masks, 16 CLOSIDs, MB and SMBA with 16
 // CLOSIDs, two L3 domains 0 and 1, 8 CPUs) unless stated.
 #include <sys/stat.h>
@@ -62,7 +63,7 @@ TEST_CASE("io_alloc: files exist in every cache info dir when L3 is capable", "[
     CHECK(c.sh->ls(d).count("io_alloc") == 1);
     CHECK(c.sh->ls(d).count("io_alloc_cbm") == 1);
   }
-  // L2 of a platform where only L3 is capable (§8 case 54).
+  // L2 of a platform where only L3 is capable.
   FakeFixture k(io_platform());
   CHECK(k.sh->ls("/info/L2").count("io_alloc") == 1);
   CHECK(k.sh->ls("/info/L2").count("io_alloc_cbm") == 1);
@@ -72,7 +73,7 @@ TEST_CASE("io_alloc: disabled by default, io_alloc_cbm refuses while disabled", 
   SimFixture f("amd-io");
   Shell& sh = *f.sh;
   CHECK(sh.cat("/info/L3/io_alloc") == "disabled\n");
-  // §8 case 54.
+  // io_alloc_cbm while io_alloc is disabled.
   CHECK(sh.cat("/info/L3/io_alloc_cbm") == "ERRNO " + std::to_string(EINVAL));
   CHECK(sh.lcs() == "io_alloc is not enabled on L3\n");
   CHECK(sh.echo("/info/L3/io_alloc_cbm", "0=f") == EINVAL);
@@ -201,7 +202,7 @@ TEST_CASE("io_alloc: no space for the mask, hardware failure", "[io_alloc]") {
   for (int i = 2; i <= 15; ++i) REQUIRE(sh.mkdir("/g" + std::to_string(i)) == 0);
 }
 
-TEST_CASE("io_alloc_cbm: syntax, validation and messages (§3.14)", "[io_alloc]") {
+TEST_CASE("io_alloc_cbm: syntax, validation and messages", "[io_alloc]") {
   SimFixture f("amd-io");
   Shell& sh = *f.sh;
   REQUIRE(sh.echo("/info/L3/io_alloc", "1") == 0);
@@ -230,7 +231,7 @@ TEST_CASE("io_alloc_cbm: syntax, validation and messages (§3.14)", "[io_alloc]"
   // AMD accepts sparse and empty masks, as in schemata.
   CHECK(sh.echo("/info/L3/io_alloc_cbm", "0=5050;1=0") == 0);
   CHECK(sh.cat("/info/L3/io_alloc_cbm") == "0=5050;1=0\n");
-  // A successful read resets LCS (§3.1).
+  // A successful read resets LCS.
   CHECK(sh.echo("/info/L3/io_alloc_cbm", "0=zz") == EINVAL);
   CHECK(sh.cat("/info/L3/io_alloc_cbm") == "0=5050;1=0\n");
   CHECK(sh.lcs() == "ok\n");
@@ -239,7 +240,7 @@ TEST_CASE("io_alloc_cbm: syntax, validation and messages (§3.14)", "[io_alloc]"
   CHECK(f.backend.arch->get_ctrl(hw::ResourceId::L3, hw::ConfType::NONE, 1, 15) == 0);
 }
 
-TEST_CASE("io_alloc: bit_usage, exclusive checks and new groups' defaults (§7.3)", "[io_alloc]") {
+TEST_CASE("io_alloc: bit_usage, exclusive checks and new groups' defaults", "[io_alloc]") {
   SimFixture f("amd-io");
   Shell& sh = *f.sh;
   REQUIRE(sh.echo("/schemata", "L3:0=ff00;1=ff00") == 0);

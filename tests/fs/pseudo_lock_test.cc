@@ -1,5 +1,6 @@
-// Cache pseudo-locking at the model level (resctrl-behaviour.md §2.3-2.5,
-// §3.2, §3.5, §4.3, §4.6, §8 cases 47-49, bit_usage 'P'), on the intel-bdx
+// Cache pseudo-locking at the model level ("Cache Pseudo-Locking" in
+// Documentation/filesystems/resctrl.rst: schemata, size and mode of a
+// locksetup and a locked group, rmdir, bit_usage 'P'), on the intel-bdx
 // simulated platform: intel-2s (11-bit L3 in two domains of 4 CPUs, 16 MiB,
 // MBA, 224 RMIDs) with the Broadwell server model that offers pseudo-locking.
 #include <sys/stat.h>
@@ -88,7 +89,7 @@ TEST_CASE("pseudo-locksetup refusals, in the kernel's order", "[pseudolock]") {
 }
 
 TEST_CASE("mode writes: table of transitions", "[pseudolock]") {
-  // From each mode, each write: errno and LCS afterwards (§3.5, case 48).
+  // From each mode, each write: errno and LCS afterwards.
   struct Case {
     const char* from;
     const char* write;
@@ -149,7 +150,7 @@ TEST_CASE("pseudo-locksetup: closed files, uninitialized schemata, RMID released
   CHECK(sh.cat("/p0/schemata") == "MB:uninitialized\nL3:uninitialized\n");
   CHECK(sh.cat("/p0/size") == "    MB:0=0;1=0\n    L3:0=0;1=0\n");
   CHECK(sh.cat("/p0/mode") == "pseudo-locksetup\n");
-  // A locksetup group's CLOSID counts for nobody (§2.2, §4.3).
+  // A locksetup group's CLOSID counts for nobody.
   CHECK(sh.cat("/info/L3/bit_usage") == "0=SSSSSSSSSSS;1=SSSSSSSSSSS\n");
   REQUIRE(sh.mkdir("/p1") == 0);
   CHECK(sh.cat("/p1/schemata") == "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n");
@@ -302,7 +303,7 @@ TEST_CASE("a locking failure in hw/ leaves the group in pseudo-locksetup", "[pse
   CHECK(sh.echo("/p0/schemata", "L3:0=3") == 0);
   CHECK(sh.cat("/p0/schemata") == "L3:0=3\n");
   CHECK(arch.locked.size() == 1);
-  // The locked cache domain goes away: its files fail to read (§2.3, §2.4, §2.6).
+  // The locked cache domain goes away: its files fail to read.
   auto& doms = arch.mutable_info().resources[0].ctrl_domains;
   doms.erase(doms.begin());
   for (const char* file : {"/p0/schemata", "/p0/size", "/p0/cpus", "/p0/cpus_list"}) {

@@ -1,4 +1,4 @@
-// Sub-NUMA Clustering in fs/ (§1.5, §5.1, §6, §7.6): mon_L3_XX keyed by the
+// Sub-NUMA Clustering in fs/: mon_L3_XX keyed by the
 // L3 cache id with summing files and one mon_sub_L3_YY per node, the
 // CTRL_MON + MON group sums per node, error handling of the sums, limbo over
 // every node domain, mba_MBps refused, and the info/L3_MON numbers of the

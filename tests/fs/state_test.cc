@@ -82,7 +82,7 @@ TEST_CASE("state: bad documents are refused", "[state]") {
   CHECK(f.fs->restore_state_json(R"({"version": 1})").error().code == EINVAL);  // not fresh
 }
 
-// Issue 12: json::value() threw on a key of another type before the try, and
+// json::value() once threw on a key of another type before the try, and
 // the exception aborted the daemon (fuzz_fs_files found it). Every value of
 // the document is outside input: a wrong type, a missing key, an
 // out-of-range number or deep nesting is an EINVAL naming where, never an

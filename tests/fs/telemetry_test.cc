@@ -1,4 +1,4 @@
-// Telemetry monitoring (PERF_PKG, §1.5, §1.6, §2.9, §2.12, §5.1, §7.8):
+// Telemetry monitoring (PERF_PKG):
 // info/PERF_PKG_MON, mon_PERF_PKG_XX in every group's mon_data, the
 // kernel's fixed-point printing, CTRL_MON summing, Unavailable/Error, the
 // RMID limit shared with L3, and counts that follow a workload on the

@@ -1,4 +1,5 @@
-// The worked transcript of resctrl-behaviour.md §12 on the intel-2s
+// A worked shell transcript (mount, mkdir, schemata and mode writes, cpus,
+// rename, rmdir, with last_cmd_status after each) on the intel-2s
 // simulated platform, driven through fs::Filesystem.
 #include <catch2/catch.hpp>
 

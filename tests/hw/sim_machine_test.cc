@@ -201,7 +201,7 @@ TEST_CASE("malformed profiles are refused with a message") {
   }
 }
 
-// Issue 12: a profile is outside input. json::value() threw on a key of
+// A profile is outside input. json::value() once threw on a key of
 // another type ("package": "0"), and numbers were cast without a range check.
 TEST_CASE("profiles with wrong types, huge numbers or deep nesting are refused", "[profile]") {
   const std::string cpu0 = R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}], )";

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Damaged JSON from outside the daemon (issue 12): the boot-state file, the
+"""Damaged JSON from outside the daemon: the boot-state file, the
 state journal's snapshot and a --platform profile, each given a wrong type,
 truncated JSON, binary garbage, huge numbers and 100000 levels of nesting.
 
@@ -141,7 +141,7 @@ class BadJson(unittest.TestCase):
         fs = '{"platform":"%s","fs":%%s}' % PLATFORM
         good_group = '{"version":1,"groups":[{"name":"","closid":0,"rmid":0},%s]}'
         return {
-            # The document that aborted the daemon (fuzz_fs_files, issue 12).
+            # The document that once aborted the daemon (found by fuzz_fs_files).
             "wrong type (version)": envelope(fs % '{"version":"clos:"}'),
             "wrong type (closid)": envelope(fs % (good_group % '{"name":"g","closid":"1"}')),
             "wrong type (envelope)": b'{"format":"resctrlfs-state","version":1,'

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """VFS behaviour of the mount that the FUSE bridge is responsible for
-(resctrl-behaviour.md §1.8, §4.8): flock on the root, reads at any offset
+(the generic kernfs properties and forbidden operations the kernel's
+resctrl has): flock on the root, reads at any offset
 from the per-open snapshot, fresh content for pread at offset 0, O_TRUNC,
 forbidden operations and their errno, E2BIG, rename flags."""
 

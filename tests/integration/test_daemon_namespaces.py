@@ -2,7 +2,7 @@
 """Instances per (mount namespace, mount point): daemons in several mount
 namespaces serve the same path at once, each with its own tree and boot
 state, without a lock error; a remount in the same namespace keeps the boot
-state (§6.4), a new namespace (even one that gets a dead namespace's inode
+state (what the kernel keeps outside the mount), a new namespace (even one that gets a dead namespace's inode
 number) starts from boot defaults; and `fusermount3 -u M; resctrlfsd M`
 back to back waits for the exiting daemon instead of failing.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""FUSE requests per operation (performance.md §2.3 and goal G11), counted
+"""FUSE requests per operation (the request counts bench/README.md gives), counted
 by the daemon itself: they prove the libfuse settings (direct_io, long
 timeouts, cached listings, no flush, atomic_o_trunc) are in effect.
 

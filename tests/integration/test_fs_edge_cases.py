@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Every edge case of resctrl-behaviour.md §8 that applies to resctrlfs,
+"""The kernel resctrl's tricky edge cases that apply to resctrlfs,
 checked through the mounted daemon: syscall errno plus the exact
 info/last_cmd_status text.
 
-Numbers refer to the items of §8. Not covered here, and why:
+Each test is numbered (test_NN_*); other tests refer to a case by that
+number. Not covered here, and why:
   47-49  pseudo-locking on a capable platform: test_fs_pseudo_lock.py;
   51     unmount then remount (a new daemon on the same mount point):
          test_fs_remount.py;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""CPU and domain hotplug through the mounted daemon (resctrl-behaviour.md
-§1.5 last bullet, §3.4): on intel-2s (L3 domain 0 = CPUs 0-3, domain 1 = CPUs
+"""CPU and domain hotplug through the mounted daemon (mon_data domain
+directories, cpus/cpus_list): on intel-2s (L3 domain 0 = CPUs 0-3, domain 1 = CPUs
 4-7) offlining CPUs 4-7 with the control socket / resctrlfsctl removes
 mon_L3_01 from every group, drops domain 1 from schemata and the CPUs from
 every cpus mask; onlining them brings the domain back with default controls,

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """io_alloc (AMD SDCIAE) through the mounted daemon on the amd-io platform
-(amd-2s plus SDCIAE): resctrl-behaviour.md §2.13, §3.1, §3.13, §3.14, §7.3
-and §8 cases 53/54, the hardware registers behind it, the journal keeping it
+(amd-2s plus SDCIAE): the io_alloc and io_alloc_cbm files' reads and
+writes, when last_cmd_status is reset, bit_usage, edge cases 53/54 (see
+test_fs_edge_cases.py), the hardware registers behind it, the journal keeping it
 across a daemon restart and unmount resetting it."""
 
 import errno
@@ -55,7 +56,7 @@ class IoAlloc(rt.ResctrlfsTestCase):
         self.assertEqual(os.stat(self.path("info/L3/io_alloc")).st_mode & 0o7777, 0o644)
         self.assertEqual(os.stat(self.path("info/L3/io_alloc_cbm")).st_mode & 0o7777, 0o644)
         self.assertEqual(self.read("info/L3/io_alloc"), "disabled\n")
-        # §8 case 54: reading io_alloc_cbm while disabled.
+        # Edge case 54: reading io_alloc_cbm while disabled.
         e, _ = self.read_errno("info/L3/io_alloc_cbm")
         self.assertEqual(e, errno.EINVAL)
         self.assertEqual(self.lcs(), "io_alloc is not enabled on L3\n")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where info/last_cmd_status is cleared, operation by operation, through
-the mounted daemon (§3.1 of the behaviour reference; newest kernel: the
+the mounted daemon (as the newest kernel does it: the
 group lock helper clears it too, so reads of group files and rmdir do).
 
 Each case first leaves an error in last_cmd_status (a bad schemata line),

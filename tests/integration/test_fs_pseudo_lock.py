@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Cache pseudo-locking through the mounted daemon (resctrl-behaviour.md
-§2.3-2.5, §3.2, §3.5, §4.6, §8 cases 47-49), on intel-bdx: intel-2s with the
+"""Cache pseudo-locking through the mounted daemon ("Cache Pseudo-Locking"
+in Documentation/filesystems/resctrl.rst; edge cases 47-49 of
+test_fs_edge_cases.py), on intel-bdx: intel-2s with the
 Broadwell server model (0x4F) that Linux offers pseudo-locking on.
 
 What a FUSE daemon cannot provide is not tested: /dev/pseudo_lock/<group>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Unmount then mount again (resctrl-behaviour.md §8 case 51, §6.4): for a
+"""Unmount then mount again (edge case 51 of test_fs_edge_cases.py): for a
 daemon a remount is a new daemon on the same mount point. All groups are
 gone and the controls are back to defaults, but what the kernel keeps in
 memory until reboot survives: max_threshold_occupancy, the RMID free-list
@@ -60,7 +60,8 @@ class Remount(unittest.TestCase):
 
 
 class RemountAmd(unittest.TestCase):
-    """§6.4's counter-assignment and BMEC items, on amd-2s (ABMC, BMEC)."""
+    """What outlives an unmount for counter assignment and BMEC, on amd-2s
+    (ABMC, BMEC)."""
 
     def setUp(self):
         self.m = rt.Mount(platform="amd-2s")

@@ -4,7 +4,7 @@
 share L3 1): the mon_data tree with mon_sub_L3_YY per node, the L3 files
 summing their nodes under CPU workloads driven by the control socket's
 manual clock, the divided num_rmids and occupancy scale, RMID sharing mode
-in the registers, and mba_MBps refused (§1.5, §5.1, §6, §7.6)."""
+in the registers, and the mba_MBps mount option refused."""
 
 import os
 import subprocess

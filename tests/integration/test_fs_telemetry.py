@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Intel telemetry monitoring (PERF_PKG) through the mounted daemon on the
-intel-aet platform: the tree (reference 1.5, 1.6), the info files (2.9), the
-value formats (2.12) of counters that follow workloads driven through the
-control socket on a manual clock (5.1), and the group limit of 7.8 (the
+intel-aet platform: the tree (mon_data and info/PERF_PKG_MON), the info
+files, the value formats of counters that follow workloads driven through
+the control socket on a manual clock, and the group limit (the
 smaller of L3_MON's 1024 and PERF_PKG_MON's 576 RMIDs)."""
 
 import errno

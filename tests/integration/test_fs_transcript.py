@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The worked transcript of resctrl-behaviour.md §12, reproduced byte for
+"""A worked shell transcript of the kernel's resctrl, reproduced byte for
 byte on the intel-2s platform: every command runs in bash inside the mount
 (LC_ALL=C, ls -C -T0 at 80 columns, as a terminal would lay it out) and its
 standard output must equal the transcript's. Failing commands must fail the

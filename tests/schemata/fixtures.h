@@ -11,7 +11,7 @@
 
 namespace resctrlfs::schemata::testing {
 
-// The reference's model platform (resctrl-behaviour.md §8/§12): Intel-like,
+// The model platform of the edge cases and the worked transcript: Intel-like,
 // L3 cbm_len 11, CDP-capable, 16 CLOSIDs, 16 MiB per domain; MBA linear,
 // min 10, gran 10, 8 CLOSIDs; control domains 0 and 1.
 inline ResourceDesc intel_l3(bool cdp = false) {

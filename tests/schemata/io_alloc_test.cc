@@ -1,4 +1,4 @@
-// Table-driven tests of parse_io_alloc_cbm (resctrl-behaviour.md §3.14, §7.3):
+// Table-driven tests of parse_io_alloc_cbm (info/<cache>/io_alloc_cbm writes):
 // one line of "<id>=<cbm>" items with no schema name, `*` for every domain,
 // "Invalid domain <id>" for unknown ids, cache-mask validation as for a
 // shareable group, and CODE/DATA kept equal under CDP.

@@ -1,6 +1,8 @@
 // Table-driven tests of parse_schemata: one row per rule and per
-// last_cmd_status message of resctrl-behaviour.md §3.2 and §8 (1-17), plus
-// the schemata writes of the §12 transcript. Each row gives the capability
+// last_cmd_status message of a schemata write, the schemata edge cases
+// ("case N" is test_NN_* of tests/integration/test_fs_edge_cases.py, which
+// checks the same cases through the mount), plus the schemata writes of the
+// worked transcript (tests/integration/test_fs_transcript.py). Each row gives the capability
 // set, the group mode, the exact write(2) buffer, the expected errno (0 for
 // success), the exact last_cmd_status text, and the staged values.
 #include <string>
@@ -65,14 +67,14 @@ std::string S(const char* s, size_t n) { return std::string(s, n); }
 
 const std::vector<Row>& rows() {
   static const std::vector<Row> r = {
-      // --- step 1: trailing newline (§8.1): EINVAL, no message (LCS untouched).
+      // --- step 1: trailing newline (case 1): EINVAL, no message (LCS untouched).
       {kI, SH, "L3:0=3", EINVAL, "", ""},
       {kI, SH, "", EINVAL, "", ""},
       {kI, LK, "L3:0=3", EINVAL, "", ""},  // checked before the pseudo-locked test
       // --- step 2: pseudo-locked group.
       {kI, LK, "L3:0=3\n", EINVAL, "Resource group is pseudo-locked\n", ""},
       // --- step 3: lines and names.
-      {kI, SH, "L3:0=3\n\n", EINVAL, "Missing ':'\n", ""},  // §8.2
+      {kI, SH, "L3:0=3\n\n", EINVAL, "Missing ':'\n", ""},  // case 2
       {kI, SH, "\n", EINVAL, "Missing ':'\n", ""},
       {kI, SH, "L3=3\n", EINVAL, "Missing ':'\n", ""},
       {kI, SH, "L3:0=3\nMB\n", EINVAL, "Missing ':'\n", ""},
@@ -80,16 +82,16 @@ const std::vector<Row>& rows() {
       {kI, SH, " L3 :\n", EINVAL, "Missing 'L3' value\n", ""},
       {kI, SH, "foo:\n", EINVAL, "Missing 'foo' value\n", ""},
       {kI, SH, ":\n", EINVAL, "Missing '' value\n", ""},
-      {kI, SH, "l3:0=3\n", EINVAL, "Unknown or unsupported resource name 'l3'\n", ""},  // §8.10
+      {kI, SH, "l3:0=3\n", EINVAL, "Unknown or unsupported resource name 'l3'\n", ""},  // case 10
       {kI, SH, ":0=3\n", EINVAL, "Unknown or unsupported resource name ''\n", ""},
       {kI, SH, "L3CODE:0=3\n", EINVAL, "Unknown or unsupported resource name 'L3CODE'\n", ""},
       {kI, SH, "SMBA:0=3\n", EINVAL, "Unknown or unsupported resource name 'SMBA'\n", ""},
-      {kCdp, SH, "L3:0=3\n", EINVAL, "Unknown or unsupported resource name 'L3'\n", ""},  // §8.16
+      {kCdp, SH, "L3:0=3\n", EINVAL, "Unknown or unsupported resource name 'L3'\n", ""},  // case 16
       {kL2, SH, "L2:0=3\n", EINVAL, "Unknown or unsupported resource name 'L2'\n", ""},
       {kI, SH, "MB:0=50\n", EINVAL, "Unknown or unsupported resource name 'MB'\n", "", "",
        Pol::NONE, "", 8},  // CLOSID 8 is beyond MB's 8 CLOSIDs
       {kI, SH, "L3:0=3\n", 0, "", "L3:0=3", "", Pol::NONE, "", 8},
-      // --- names and values are trimmed, ids are not (§8.4).
+      // --- names and values are trimmed, ids are not (case 4).
       {kI, SH, " L3 :0= 3 \n", 0, "", "L3:0=3"},
       {kI, SH, "\tL3\t:0=3\n", 0, "", "L3:0=3"},
       {kI, SH, "L3:0= f ;1=f\n", 0, "", "L3:0=f L3:1=f"},
@@ -108,21 +110,21 @@ const std::vector<Row>& rows() {
       {kI, SH, "L3: \n", EINVAL, "Missing '=' or non-numeric domain\n", ""},
       {kI, SH, "L3:+0=3\n", 0, "", "L3:0=3"},
       {kI, SH, "L3:001=3\n", 0, "", "L3:1=3"},
-      {kI, SH, "L3:0=3;\n", 0, "", "L3:0=3"},  // §8.3
-      // --- unknown domain: EINVAL without a message (§8.5).
+      {kI, SH, "L3:0=3;\n", 0, "", "L3:0=3"},  // case 3
+      // --- unknown domain: EINVAL without a message (case 5).
       {kI, SH, "L3:7=3\n", EINVAL, "", ""},
       {kI, SH, "L3:0=3;7=3\n", EINVAL, "", ""},
       {kI, SH, "L3:4294967296=3\n", EINVAL, "", ""},
       {kI, SH, "L3:18446744073709551615=3\n", EINVAL, "", ""},
       {kI, SH, "L3:7=zz\n", EINVAL, "", ""},  // the domain is looked up before the value
-      // --- duplicates (§8.11), checked before the value.
+      // --- duplicates (case 11), checked before the value.
       {kI, SH, "L3:0=3;0=7\n", EINVAL, "Duplicate domain 0\n", ""},
       {kI, SH, "L3:1=3\nL3:1=7\n", EINVAL, "Duplicate domain 1\n", ""},
       {kI, SH, "L3:0=3;00=zz\n", EINVAL, "Duplicate domain 0\n", ""},
       {kI, SH, "MB:1=30;1=40\n", EINVAL, "Duplicate domain 1\n", ""},
       {kCdp, SH, "L3CODE:0=3\nL3DATA:0=3\n", 0, "", "L3CODE:0=3 L3DATA:0=3"},
       {kCdp, SH, "L3DATA:0=3;0=3\n", EINVAL, "Duplicate domain 0\n", ""},
-      // --- cache masks: hex syntax (§8.6).
+      // --- cache masks: hex syntax (case 6).
       {kI, SH, "L3:0=0x3\n", 0, "", "L3:0=3"},
       {kI, SH, "L3:0=0X3\n", 0, "", "L3:0=3"},
       {kI, SH, "L3:0=FF\n", 0, "", "L3:0=ff"},
@@ -138,7 +140,7 @@ const std::vector<Row>& rows() {
       {kI, SH, "L3:0=0x0x3\n", EINVAL, "Non-hex character in the mask 0x0x3\n", ""},
       {kI, SH, "L3:0=10000000000000000\n", EINVAL,
        "Non-hex character in the mask 10000000000000000\n", ""},  // overflows unsigned long
-      // --- cache masks: range (§8.7, §8.9).
+      // --- cache masks: range (cases 7, 9).
       {kI, SH, "L3:0=0\n", EINVAL, "Mask out of range\n", ""},
       {kI, SH, "L3:0=800\n", EINVAL, "Mask out of range\n", ""},
       {kI, SH, "L3:0=1000\n", EINVAL, "Mask out of range\n", ""},
@@ -147,7 +149,7 @@ const std::vector<Row>& rows() {
       {kAmd, SH, "L3:0=0\n", 0, "", "L3:0=0"},
       {kAmd, SH, "L3:7=ffff\n", 0, "", "L3:7=ffff"},
       {kAmd, SH, "L3:0=10000\n", EINVAL, "Mask out of range\n", ""},
-      // --- contiguity (§8.8) and minimum bits.
+      // --- contiguity (case 8) and minimum bits.
       {kI, SH, "L3:0=f7\n", EINVAL, "The mask f7 has non-consecutive 1-bits\n", ""},
       {kI, SH, "L3:0=0xF7\n", EINVAL, "The mask f7 has non-consecutive 1-bits\n", ""},
       {kI, SH, "L3:0=5\n", EINVAL, "The mask 5 has non-consecutive 1-bits\n", ""},
@@ -162,7 +164,7 @@ const std::vector<Row>& rows() {
       {"sparse-min2", SH, "L3:0=d\n", EINVAL, "Need at least 2 bits in the mask\n", ""},
       {"sparse-min2", SH, "L3:0=1b\n", 0, "", "L3:0=1b"},
       {"sparse-min2", SH, "L3:0=0\n", EINVAL, "Mask out of range\n", ""},
-      // --- bandwidth (§8.12-14).
+      // --- bandwidth (cases 12-14).
       {kI, SH, "L3:0=3\nMB:0=5\n", EINVAL, "MB value 5 out of range [10,100]\n", ""},
       {kI, SH, "MB:0=15\n", 0, "", "MB:0=20"},
       {kI, SH, "MB:0=11\n", 0, "", "MB:0=20"},
@@ -191,7 +193,7 @@ const std::vector<Row>& rows() {
       {kAmd, SH, "SMBA:0=x\n", EINVAL, "Invalid MB value x\n", ""},
       {kAmd, SH, "SMBA:0=4096\n", EINVAL, "MB value 4096 out of range [0,2048]\n", ""},
       {kAmd, SH, "SMBA:1=5\n", EINVAL, "", ""},  // no domain 1 on this machine
-      // --- mba_MBps (§8.17): any u32, stored at once, no duplicate detection.
+      // --- mba_MBps (case 17): any u32, stored at once, no duplicate detection.
       {kSc, SH, "MB:0=0\n", 0, "", "", "MB:0=0"},
       {kSc, SH, "MB:1=4294967295\n", 0, "", "", "MB:1=4294967295"},
       {kSc, SH, "MB:0=1;0=2\n", 0, "", "", "MB:0=1 MB:0=2"},
@@ -231,7 +233,7 @@ const std::vector<Row>& rows() {
       {kI, SH, "L3:0=f7\n", EINVAL, "The mask f7 has non-consecutive 1-bits\n", "", "",
        Pol::REJECT_CBM, "Overlaps with exclusive group\n"},
       {kI, SH, "MB:0=50\n", 0, "", "MB:0=50", "", Pol::REJECT_CBM, "never for MB"},
-      // --- §12 transcript (intel-2s).
+      // --- worked transcript (intel-2s).
       {kI, SH, "L3:0=f7\n", EINVAL, "The mask f7 has non-consecutive 1-bits\n", ""},
       {kI, SH, "L3:0=7;1=0x70\n", 0, "", "L3:0=7 L3:1=70"},
       {kI, SH, "MB:1=55\n", 0, "", "MB:1=60"},

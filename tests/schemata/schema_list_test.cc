@@ -1,6 +1,6 @@
 // Tests of the schema list (order, names, column width, CDP halving) and of
 // the read formats: schemata, size, pseudo-locksetup/locked renderings and
-// io_alloc_cbm (resctrl-behaviour.md §2.3, §2.4, §2.13, §8.15-17, §12).
+// io_alloc_cbm, and the schemata reads of the worked transcript.
 #include <map>
 #include <string>
 #include <utility>
@@ -44,7 +44,8 @@ TEST_CASE("schema list: order is the reverse of enumeration", "[schemata][list]"
 }
 
 TEST_CASE("schema list: name width rule", "[schemata][list]") {
-  // CDP-capable L3 mounted without CDP counts as 2 + 4 (§2.3, §8.15).
+  // CDP-capable L3 mounted without CDP counts as 2 + 4 (the width is the
+  // longest schema name the mount could show).
   CHECK(testing::intel_2s().list().name_width == 6);
   CHECK(testing::intel_cdp().list().name_width == 6);
   // No CDP capability anywhere: L3 + MB is width 2.
@@ -97,7 +98,7 @@ TEST_CASE("schema list: default values", "[schemata][list]") {
   CHECK(sc.schemas[sc.find("MB")].default_value() == 4294967295u);
 }
 
-TEST_CASE("format_schemata: §12 transcript and §8.15-17", "[schemata][format]") {
+TEST_CASE("format_schemata: worked transcript, CDP and mba_MBps renderings", "[schemata][format]") {
   const SchemaList l = testing::intel_2s().list();
   Values v{l, {}};
   CHECK(format_schemata(l, 0, v.getter()) == "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n");
@@ -152,7 +153,7 @@ TEST_CASE("format: pseudo-locksetup and pseudo-locked", "[schemata][format]") {
   const Schema& l3 = l.schemas[l.find("L3")];
   CHECK(format_schemata_locked(l3, 1, 0x30) == "L3:1=30\n");
   CHECK(format_size_locked(l, l3, 1, 0x30) == "    L3:1=3050402\n");
-  // Example of §2.4: 1 MiB 8-bit L2, mask 0x3 -> 262144 bytes.
+  // 1 MiB 8-bit L2, mask 0x3 -> 262144 bytes.
   const SchemaList l2 = testing::intel_l2cdp().list();
   const Schema& l2d = l2.schemas[l2.find("L2DATA")];
   CHECK(cbm_to_size(l2d, 0x3) == 262144);
@@ -171,6 +172,23 @@ TEST_CASE("format_io_alloc_cbm: no name, unpadded hex", "[schemata][format]") {
   const Schema& l3 = l.schemas[l.find("L3")];
   CHECK(format_io_alloc_cbm(l3, [](int d) { return d == 2 ? 0xffu : 0xffffu; }) ==
         "0=ffff;2=ff;5=ffff;7=ffff\n");
+}
+
+TEST_CASE("group modes: the mode file's names, both ways", "[schemata][mode]") {
+  const std::pair<GroupMode, const char*> rows[] = {
+      {GroupMode::SHAREABLE, "shareable"},
+      {GroupMode::EXCLUSIVE, "exclusive"},
+      {GroupMode::PSEUDO_LOCKSETUP, "pseudo-locksetup"},
+      {GroupMode::PSEUDO_LOCKED, "pseudo-locked"},
+  };
+  for (const auto& [mode, name] : rows) {
+    CHECK(std::string(group_mode_name(mode)) == name);
+    CHECK(group_mode_from_name(name) == mode);
+  }
+  for (const char* bad : {"", "Shareable", "shareable\n", "pseudo_locked", "exclusive "}) {
+    INFO(bad);
+    CHECK(!group_mode_from_name(bad).has_value());
+  }
 }
 
 }  // namespace
