@@ -101,7 +101,11 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
 // broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
 // when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:
 // like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
-Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "");
+// `hw_root` is where /dev/cpu and /sys/devices/system/cpu are found ("/"
+// on a real machine; elsewhere, as in the tests' emulation of the CPU
+// drivers, CPUID comes only from ROOT/dev/cpu, never from the instruction).
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "",
+                                 const std::string& hw_root = "/");
 
 // The /proc/cpuinfo flags of the platform (PlatformInfo::cpuinfo_flags when
 // decoded from CPUID, else what its resources imply), in the order the kernel
@@ -109,5 +113,11 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
 // cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). SMBA, BMEC and ABMC have no
 // cpuinfo flag in Linux (their feature names are hidden).
 std::vector<std::string> cpuinfo_rdt_flags(const PlatformInfo& info);
+
+// A /proc/cpuinfo "flags" line holding the RDT/PQoS flags that the CPUID of
+// the first online CPU under `hw_root` (see make_msr_backend) enumerates,
+// before any rdt= option: the evidence resctrlfsd --rdt-from-cpuid checks
+// instead of the kernel's /proc/cpuinfo.
+Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root);
 
 }  // namespace resctrlfs::hw

@@ -54,11 +54,24 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
 
 }  // namespace real
 
-Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt) {
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt,
+                                 const std::string& hw_root) {
+  const std::string root = hw_root == "/" ? "" : hw_root;
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
-                             sim::read_sysfs_topology("/sys/devices/system/cpu"));
-  real::DevCpuidSource cpuid;
+                             sim::read_sysfs_topology(root + "/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
   return real::make_msr_backend_with(cpuid, topo, broker_socket, x86::RdtOptions::parse(rdt));
+}
+
+Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root) {
+  const std::string root = hw_root == "/" ? "" : hw_root;
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
+                             sim::read_sysfs_topology(root + "/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
+  PlatformInfo info = x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all());
+  std::string line = "flags\t\t:";
+  for (const auto& f : cpuinfo_rdt_flags(info)) line += " " + f;
+  return line + "\n";
 }
 
 }  // namespace resctrlfs::hw
