@@ -22,6 +22,7 @@
 //   {"cmd":"registers"}
 //   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine)
 //   {"cmd":"counts"}             MSR reads/writes served so far
+// ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
 #define FUSE_USE_VERSION 35
 #include <fuse.h>
@@ -243,7 +244,10 @@ json handle(const json& req) {
     for (const auto& r : g_machine->dump_registers()) {
       char msr[16];
       std::snprintf(msr, sizeof(msr), "0x%x", r.msr);
-      regs.push_back({{"cpu", r.cpu}, {"msr", r.msr}, {"msr_hex", msr}, {"value", r.value}});
+      char value[24];
+      std::snprintf(value, sizeof(value), "0x%llx", static_cast<unsigned long long>(r.value));
+      regs.push_back(
+          {{"cpu", r.cpu}, {"msr", r.msr}, {"value", r.value}, {"msr_hex", msr}, {"value_hex", value}});
     }
     return {{"ok", true}, {"registers", regs}};
   }
@@ -310,6 +314,15 @@ int main(int argc, char** argv) {
   g_machine = std::make_shared<hw::sim::SimMachine>(std::move(profile).value());
   const std::filesystem::path r(root);
   write_sysfs(r / "sys/devices/system/cpu", g_machine->profile());
+  // The kernel command line the machine was booted with: the profile's rdt=
+  // options, which an operator passes on to resctrlfsd --rdt.
+  {
+    std::string rdt;
+    for (const auto& on : g_machine->profile().rdt.force_on) rdt += (rdt.empty() ? "" : ",") + on;
+    for (const auto& off : g_machine->profile().rdt.force_off)
+      rdt += (rdt.empty() ? "!" : ",!") + off;
+    write_text(r / "proc/cmdline", "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
+  }
   const auto dev = r / "dev/cpu";
   std::filesystem::create_directories(dev);
 
