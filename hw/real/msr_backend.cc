@@ -2,6 +2,8 @@
 // /dev/cpu/N/cpuid and MSRs through the resctrl-msrd broker.
 #include "hw/real/msr_backend.h"
 
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
@@ -9,6 +11,7 @@
 #include "hw/real/dev_cpuid.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/arch_x86.h"
+#include "hw/x86/registers.h"
 
 namespace resctrlfs::hw {
 
@@ -43,6 +46,17 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   x86::HwLimits limits = x86::decode_limits(cpuid, first < topo.nr_cpus ? first : 0);
   auto dev = std::make_shared<broker::BrokerMsrDevice>(broker_socket);
   RESCTRLFS_RETURN_IF_ERROR(dev->client().connect());
+  // One read the broker's policy always allows: a broker that refuses this
+  // process (another uid than its --allow-uid) closes the connection, which
+  // would otherwise surface only as "Failed to write hardware register".
+  const unsigned probe_cpu = first < topo.nr_cpus ? first : 0;
+  auto probe = dev->client().transact({broker::Op{probe_cpu, x86::IA32_PQR_ASSOC, 0, broker::OpKind::kRead}});
+  if (!probe.ok()) {
+    return Error::make(EACCES, "the MSR broker (resctrl-msrd) at " + broker_socket +
+                                   " did not serve this process (uid " + std::to_string(getuid()) +
+                                   "): " + probe.error().message +
+                                   "; it serves only the uid given by its --allow-uid (see its log)");
+  }
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
                              x86::X86Arch::create(std::move(info), limits, dev, nullptr));
   Backend b;

@@ -20,7 +20,8 @@
 //    "local_fraction":F}
 //   {"cmd":"fault","fail_writes":N[,"cpu":C]}
 //   {"cmd":"registers"}
-//   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine)
+//   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine);
+//                                setting 0 releases the accesses waiting
 //   {"cmd":"counts"}             MSR reads/writes served so far
 // ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
@@ -33,6 +34,8 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -168,8 +171,16 @@ int fs_open(const char* path, fuse_file_info* fi) {
   return 0;
 }
 
+std::mutex g_delay_mu;
+std::condition_variable g_delay_cv;
+
+// A slow machine: each MSR access waits the configured delay, cut short when
+// the delay is set back to 0 (so tests never depend on how long it is).
 void slow_down() {
-  if (uint64_t us = g_delay_us.load()) std::this_thread::sleep_for(std::chrono::microseconds(us));
+  std::unique_lock lock(g_delay_mu);
+  const uint64_t us = g_delay_us.load();
+  if (us == 0) return;
+  g_delay_cv.wait_for(lock, std::chrono::microseconds(us), [] { return g_delay_us.load() == 0; });
 }
 
 int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*) {
@@ -252,7 +263,11 @@ json handle(const json& req) {
     return {{"ok", true}, {"registers", regs}};
   }
   if (cmd == "delay") {
-    g_delay_us = req.value("us", uint64_t{0});
+    {
+      std::lock_guard lock(g_delay_mu);
+      g_delay_us = req.value("us", uint64_t{0});
+    }
+    g_delay_cv.notify_all();
     return {{"ok", true}};
   }
   if (cmd == "counts") {

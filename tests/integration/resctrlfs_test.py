@@ -209,11 +209,12 @@ class Broker:
         self.proc = None
         self.start()
 
-    def start(self, extra=()):
+    def start(self, allow_uid=None):
+        uid = os.getuid() if allow_uid is None else allow_uid
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
-                 "--hw-root", self.hw.root, "--allow-uid", str(os.getuid())] + list(extra),
+                 "--hw-root", self.hw.root, "--allow-uid", str(uid)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
         while not os.path.exists(self.sock):
@@ -323,10 +324,13 @@ class Mount:
         # mount point; inside the test's directory it goes away with it.
         if MSR:
             self._ensure_hw()
-            a += ["--backend", "msr", "--broker", self.broker.sock, "--hw-root", self.hw.root,
-                  "--rdt-from-cpuid"]
-            if self.hw.rdt() and "--rdt" not in self.args:
-                a += ["--rdt", self.hw.rdt()]
+            # What the test passes itself wins (an option given twice is a
+            # usage error).
+            for opt, value in (("--backend", "msr"), ("--broker", self.broker.sock),
+                               ("--hw-root", self.hw.root), ("--rdt", self.hw.rdt())):
+                if opt not in self.args and value:
+                    a += [opt, value]
+            a.append("--rdt-from-cpuid")
         else:
             a += ["--platform", self.platform]
         a += ["--state-dir", self.state_dir,
@@ -336,7 +340,14 @@ class Mount:
             a += ["-o", ",".join(self.options)]
         if self.sock:
             a += ["--control", self.sock]
-        return a + self.args + [self.mnt]
+        args = list(self.args)
+        if MSR and "--dump-registers-on-exit" in args:
+            # The daemon has no simulated machine to dump; the registers are
+            # resctrl-fakehw's, written by stop() once the daemon is gone.
+            i = args.index("--dump-registers-on-exit")
+            self._dump_on_exit = args[i + 1]
+            del args[i:i + 2]
+        return a + args + [self.mnt]
 
     def _ensure_hw(self):
         if MSR and self.hw is None:
@@ -424,6 +435,9 @@ class Mount:
         elif self.foreground and self.proc is not None:
             rc = self.proc.wait()
         self._force_unmount()
+        if MSR and getattr(self, "_dump_on_exit", None):
+            with open(self._dump_on_exit, "w") as f:
+                json.dump({"registers": self.hw.ctl({"cmd": "registers"})["registers"]}, f)
         return rc
 
     def kill(self):

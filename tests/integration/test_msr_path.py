@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""The real-hardware path's own behaviour: resctrlfsd --backend msr with
+resctrl-msrd, over resctrl-fakehw's emulation of /dev/cpu/N/{cpuid,msr} (the
+harness's msr mode, forced on here whatever the label).
+
+- The RDT evidence: with --rdt-from-cpuid the precondition check reads CPUID
+  (through --hw-root), so a CPU whose CPUID has no RDT is refused with a
+  clear message, and one that has it starts here although /proc/cpuinfo
+  lists no RDT flag.
+- The broker killed under a mounted daemon: commands fail with EIO and a
+  message in info/last_cmd_status, nothing is applied, and once the broker
+  is back the daemon reconnects by itself.
+- A slow machine: while a command waits on the broker, reads that need no
+  register should still be answered (skipped: a known bug, see the test).
+- A peer that is not the allowed uid is refused by the broker, and a daemon
+  the broker refuses does not mount.
+"""
+
+import errno
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import unittest
+
+import resctrlfs_test as rt
+
+rt.MSR = True  # this file is about the msr path, under every label
+
+NO_RDT_PROFILE = {
+    "vendor": "GenuineIntel", "family": 6, "model": 85,
+    "cpus": [{"cpu": c, "package": 0, "l2": c, "l3": 0} for c in range(4)],
+}
+
+
+def reg_map(regs):
+    return {(r["cpu"], r["msr"]): r["value"] for r in regs}
+
+
+class RdtEvidence(unittest.TestCase):
+    def test_cpuid_without_rdt_is_refused(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        profile = os.path.join(m.dir, "no-rdt.json")
+        with open(profile, "w") as f:
+            json.dump(NO_RDT_PROFILE, f)
+        hw = rt.FakeHw(profile, m.dir)
+        self.addCleanup(hw.stop)
+        # The broker itself refuses such a machine; the daemon must say why
+        # before it ever needs one.
+        argv = [rt.daemon_binary(), "-f", "--backend", "msr", "--hw-root", hw.root,
+                "--rdt-from-cpuid", "--broker", os.path.join(m.dir, "none.sock"),
+                "--state-dir", m.state_dir, m.mnt]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no RDT/PQoS", r.stderr)
+        self.assertFalse(rt.is_mounted(m.mnt))
+        b = subprocess.run([rt._find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket",
+                            os.path.join(m.dir, "b.sock"), "--hw-root", hw.root],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(b.returncode, 3, b.stderr)
+        self.assertIn("enumerates no RDT/PQoS", b.stderr)
+
+    def test_cpuid_with_rdt_starts_without_cpuinfo_flags(self):
+        with open("/proc/cpuinfo") as f:
+            host_has_rdt = any(w in f.read().split() for w in ("rdt_a", "cat_l3", "cqm", "mba"))
+        m = rt.Mount(platform="intel-2s", start=False)
+        self.addCleanup(m.cleanup)
+        argv = m.argv()
+        if not host_has_rdt:
+            # Without --rdt-from-cpuid, /proc/cpuinfo is the evidence: refused.
+            plain = [a for a in argv if a != "--rdt-from-cpuid"]
+            r = subprocess.run(plain, capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("/proc/cpuinfo", r.stderr)
+            self.assertFalse(rt.is_mounted(m.mnt))
+        m.start()
+        self.assertEqual(m.read("info/L3/num_closids"), "16\n")
+        self.assertEqual(m.status()["daemon"]["backend"], "msr")
+
+
+class BrokerFaults(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-2s"
+
+    def regs(self):
+        return reg_map(self.registers())
+
+    def test_broker_killed_and_restarted(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/schemata", "L3:0=f\n"), 0, self.lcs())
+        before_regs = self.regs()
+        before = self.read("g/schemata")
+
+        self.fs.broker.stop(signal.SIGKILL)
+        self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), errno.EIO)
+        self.assertNotEqual(self.lcs(), "ok\n")
+        self.assertTrue(self.lcs().strip(), "no message in last_cmd_status")
+        self.assertEqual(self.read("g/schemata"), before)  # nothing half-applied
+        self.assertEqual(self.regs(), before_regs)
+        # A cpus write cannot fail on the kernel (PQR_ASSOC is written by
+        # IPI); here too it changes the model, and the CPU whose register
+        # could not be written is re-programmed by the next change.
+        self.assertEqual(self.write("g/cpus_list", "2\n"), 0)
+        self.assertEqual(self.read("g/cpus_list"), "2\n")
+        self.assertEqual(self.regs(), before_regs)
+        # Files that need no register still read.
+        self.assertEqual(self.read("info/L3/cbm_mask"), "7ff\n")
+
+        self.fs.broker.start()
+        self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), 0, self.lcs())
+        self.assertEqual(self.lcs(), "ok\n")
+        self.assertEqual(self.write("g/cpus_list", "2-3\n"), 0, self.lcs())
+        self.assertIn("L3:0=3;1=3", self.read("g/schemata"))
+        after = self.regs()
+        self.assertNotEqual(after, before_regs)
+        # CPUs 2 (missed during the outage) and 3 run with g's CLOSID.
+        self.assertNotEqual(after[(2, 0xC8F)] >> 32, 0)
+        self.assertEqual(after[(3, 0xC8F)], after[(2, 0xC8F)])
+
+    @unittest.skip("KNOWN BUG (issue 20): the filesystem serializes every request behind one "
+                   "mutex that a command holds across its broker round trips, so on a slow "
+                   "machine reads that need no register wait for the command; this test hangs "
+                   "until that is fixed")
+    def test_slow_broker_leaves_reads_answered(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        schemata = self.read("g/schemata")
+        self.fs.hw.ctl({"cmd": "delay", "us": 600 * 1000 * 1000})
+        result = {}
+
+        def writer():
+            result["rc"] = self.write("g/schemata", "L3:0=1\n")
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            # The write is now waiting on the machine; these need no register.
+            for _ in range(20):
+                self.assertEqual(self.read("info/L3/cbm_mask"), "7ff\n")
+                self.assertEqual(self.read("schemata").count("\n"), 2)
+                self.assertEqual(self.listdir("info"), ["L3", "L3_MON", "MB", "last_cmd_status"])
+                self.assertEqual(self.read("g/schemata"), schemata)
+            self.assertTrue(t.is_alive(), "the write did not wait for the slow machine")
+        finally:
+            self.fs.hw.ctl({"cmd": "delay", "us": 0})
+            t.join(120)
+        self.assertEqual(result.get("rc"), 0, self.lcs())
+        self.assertIn("L3:0=1;", self.read("g/schemata"))
+
+
+class PeerRefused(unittest.TestCase):
+    def test_other_uid_is_refused(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        m._ensure_hw()
+        sock = m.broker.sock
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        # A client of another uid: the broker closes the connection without
+        # serving the request.
+        code = ("import socket,struct,sys\n"
+                "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+                "s.sendall(struct.pack('<II',0x52534D31,1)+struct.pack('<IIQII',0,0xC90,0,0,0))\n"
+                "try:\n print(len(s.recv(64)))\n"
+                "except ConnectionResetError:\n print(0)\n")
+        os.chmod(m.dir, 0o755)
+        os.chmod(sock, 0o777)
+        r = subprocess.run(["python3", "-c", code, sock], preexec_fn=as_nobody,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.stdout.strip(), "0", r.stderr)  # EOF, no reply
+        self.assertIn("refused connection from", m.broker.log())
+        self.assertIn("uid 65534", m.broker.log())
+
+    def test_daemon_refused_by_the_broker_does_not_mount(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        m._ensure_hw()
+        m.broker.stop()
+        m.broker.start(allow_uid=12345)
+        r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertFalse(rt.is_mounted(m.mnt))
+        self.assertIn("broker", r.stderr)
+        self.assertIn("refused connection from", m.broker.log())
+
+
+if __name__ == "__main__":
+    rt.main()
