@@ -50,12 +50,14 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   // process (another uid than its --allow-uid) closes the connection, which
   // would otherwise surface only as "Failed to write hardware register".
   const unsigned probe_cpu = first < topo.nr_cpus ? first : 0;
-  auto probe = dev->client().transact({broker::Op{probe_cpu, x86::IA32_PQR_ASSOC, 0, broker::OpKind::kRead}});
+  auto probe = dev->client().transact(
+      {broker::Op{probe_cpu, x86::IA32_PQR_ASSOC, 0, broker::OpKind::kRead}});
   if (!probe.ok()) {
-    return Error::make(EACCES, "the MSR broker (resctrl-msrd) at " + broker_socket +
-                                   " did not serve this process (uid " + std::to_string(getuid()) +
-                                   "): " + probe.error().message +
-                                   "; it serves only the uid given by its --allow-uid (see its log)");
+    return Error::make(EACCES,
+                       "the MSR broker (resctrl-msrd) at " + broker_socket +
+                           " did not serve this process (uid " + std::to_string(getuid()) +
+                           "): " + probe.error().message +
+                           "; it serves only the uid given by its --allow-uid (see its log)");
   }
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
                              x86::X86Arch::create(std::move(info), limits, dev, nullptr));

@@ -34,14 +34,14 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -189,8 +189,8 @@ int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*
   if (!p.msr) {
     if (size % 16 != 0) return -EINVAL;
     const auto pos = static_cast<uint64_t>(off);
-    hw::CpuidRegs r = g_machine->cpuid(p.cpu, static_cast<uint32_t>(pos),
-                                       static_cast<uint32_t>(pos >> 32));
+    hw::CpuidRegs r =
+        g_machine->cpuid(p.cpu, static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32));
     ++g_cpuid;
     uint32_t regs[4] = {r.eax, r.ebx, r.ecx, r.edx};
     for (size_t i = 0; i < size; i += 16) std::memcpy(buf + i, regs, 16);
@@ -234,8 +234,9 @@ json handle(const json& req) {
   if (cmd == "workload") {
     if (!req.contains("cpu"))
       return {{"ok", false},
-              {"error", "thread workloads need the simulated scheduler: real hardware retags "
-                        "threads in the kernel, which --backend msr does not model"}};
+              {"error",
+               "thread workloads need the simulated scheduler: real hardware retags "
+               "threads in the kernel, which --backend msr does not model"}};
     hw::Workload w;
     w.cache_footprint_bytes = req.value("footprint_bytes", uint64_t{0});
     w.bandwidth_mbps = req.value("bandwidth_mbps", 0.0);
@@ -257,8 +258,11 @@ json handle(const json& req) {
       std::snprintf(msr, sizeof(msr), "0x%x", r.msr);
       char value[24];
       std::snprintf(value, sizeof(value), "0x%llx", static_cast<unsigned long long>(r.value));
-      regs.push_back(
-          {{"cpu", r.cpu}, {"msr", r.msr}, {"value", r.value}, {"msr_hex", msr}, {"value_hex", value}});
+      regs.push_back({{"cpu", r.cpu},
+                      {"msr", r.msr},
+                      {"value", r.value},
+                      {"msr_hex", msr},
+                      {"value_hex", value}});
     }
     return {{"ok", true}, {"registers", regs}};
   }
@@ -336,7 +340,8 @@ int main(int argc, char** argv) {
     for (const auto& on : g_machine->profile().rdt.force_on) rdt += (rdt.empty() ? "" : ",") + on;
     for (const auto& off : g_machine->profile().rdt.force_off)
       rdt += (rdt.empty() ? "!" : ",!") + off;
-    write_text(r / "proc/cmdline", "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
+    write_text(r / "proc/cmdline",
+               "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
   }
   const auto dev = r / "dev/cpu";
   std::filesystem::create_directories(dev);
