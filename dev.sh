@@ -14,8 +14,10 @@ DEPS=(build-essential cmake ninja-build pkg-config git
       libfmt-dev libspdlog-dev libcli11-dev
       clang-14 libclang-rt-14-dev clang-format-14
       util-linux procps psmisc python3
-      intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static
-      prometheus chromium chromium-driver)
+      libseccomp-dev
+      intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
+      prometheus chromium chromium-driver
+      libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86)
 
 deps() {
   local missing=()

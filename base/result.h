@@ -46,6 +46,9 @@ class [[nodiscard]] Result {
     assert(ok());
     return std::get<0>(std::move(v_));
   }
+  // The value, or `dflt` when this holds an error.
+  T value_or(T dflt) const& { return ok() ? std::get<0>(v_) : std::move(dflt); }
+  T value_or(T dflt) && { return ok() ? std::get<0>(std::move(v_)) : std::move(dflt); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::bench {
 
 double now_us() {
@@ -185,9 +187,9 @@ std::optional<nlohmann::json> control_call(const std::string& socket_path,
     in.append(buf, r);
   }
   close(fd);
-  auto j = nlohmann::json::parse(in.substr(0, in.find('\n')), nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  auto j = resctrlfs::parse_json(in.substr(0, in.find('\n')));
+  if (!j.ok()) return std::nullopt;
+  return std::move(j).value();
 }
 
 // Finds the object of opcode counters: the one holding a READ key.
@@ -211,7 +213,7 @@ std::optional<std::map<std::string, uint64_t>> request_counts(const std::string&
   if (!c) return std::nullopt;
   std::map<std::string, uint64_t> out;
   for (auto& [k, v] : c->items()) {
-    if (!v.is_number()) continue;
+    if (!v.is_number_unsigned()) continue;  // a float would not fit
     std::string up = k;
     for (auto& ch : up) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
     out[up] = v.get<uint64_t>();

@@ -38,6 +38,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
+
 namespace {
 
 constexpr double kTimeout = 3600.0;
@@ -447,8 +449,10 @@ void serve_control(int lfd) {
         std::string line = in.substr(0, nl);
         in.erase(0, nl + 1);
         nlohmann::json reply;
-        auto cmd = nlohmann::json::parse(line, nullptr, false);
-        std::string name = cmd.is_object() ? cmd.value("cmd", "") : "";
+        // Outside input: parsed and read with the checks of
+        // base/json_input.h, like the daemon's own control socket.
+        auto cmd = resctrlfs::parse_json(line);
+        std::string name = cmd.ok() ? resctrlfs::JsonIn(*cmd).string_at("cmd").value_or("") : "";
         if (name == "stats") {
           reply = {{"ok", true}, {"requests", g_fs->stats()}};
         } else if (name == "stats-reset") {

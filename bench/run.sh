@@ -27,6 +27,13 @@
 # vm.max_map_count for the duration of the run (restored at exit). Without
 # it the benchmark measures the most threads the current limits allow and
 # says so.
+# --machine-scale: instead of all that, the machine-scale section: fresh
+# daemons on generated platforms of 8, 64 and 512 CPUs (2 packages, 4096
+# RMIDs, 15 CLOSIDs) with 200, 2000 and 4000 MON groups and a 10k-thread
+# helper; mkdir, rmdir, echo > schemata, cpus writes, a held-fd sweep, a
+# tasks move and listing, each with its growth from the smallest to the
+# largest configuration (JSON to bench/results/machine-scale.json unless
+# --out). With --no-journal, without the journal.
 # --no-journal: run resctrlfsd without --state-dir (no state journal), to
 # see what journaling costs each command. With the journal, its directory is
 # a private tmpfs (like the shipped /run/resctrlfs).
@@ -39,6 +46,7 @@ quick=()
 extra=()
 raise_limits=0
 no_journal=0
+machine_scale=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick --tasks 10000); shift ;;
@@ -46,8 +54,9 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --raise-limits) raise_limits=1; shift ;;
     --no-journal) no_journal=1; shift ;;
+    --machine-scale) machine_scale=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -55,6 +64,29 @@ done
 if [ "$(id -u)" != 0 ] || [ ! -w /dev/fuse ]; then
   echo "run.sh: needs root and /dev/fuse" >&2
   exit 77
+fi
+
+if [ "$machine_scale" = 1 ]; then
+  [ "$out" = "$repo/bench/results/latest.json" ] && out="$repo/bench/results/machine-scale.json"
+  echo "== building in $build" >&2
+  [ -f "$build/build.ninja" ] || [ -f "$build/Makefile" ] ||
+    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j2 --target resctrlfs_machine_scale resctrlfsd >&2
+  work=$(mktemp -d /tmp/resctrlfs-scale.XXXXXX)
+  state=()
+  if [ "$no_journal" = 0 ]; then
+    mkdir -p "$work/state"
+    mount -t tmpfs -o size=256m,mode=0700 resctrlfs-bench-state "$work/state"
+    state=(--state-dir "$work/state/j")
+  fi
+  rc=0
+  "$build/bench/resctrlfs_machine_scale" --daemon "$build/daemon/resctrlfsd" --work "$work" \
+    "${state[@]}" --out "$out" "${extra[@]}" || rc=$?
+  mountpoint -q "$work/mnt" && fusermount3 -u "$work/mnt"
+  mountpoint -q "$work/state" && umount "$work/state"
+  rm -rf "$work"
+  echo "== JSON in $out" >&2
+  exit "$rc"
 fi
 
 echo "== building in $build" >&2

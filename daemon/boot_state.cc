@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -25,9 +27,7 @@ std::string normalised(const std::string& mountpoint) {
   return p.lexically_normal().string();
 }
 
-}  // namespace
-
-std::string boot_state_path(const std::string& dir, const std::string& mountpoint) {
+std::string escaped_name(const std::string& mountpoint) {
   std::string name;
   for (unsigned char c : normalised(mountpoint)) {
     if (c == '/') {
@@ -41,7 +41,61 @@ std::string boot_state_path(const std::string& dir, const std::string& mountpoin
       name += hex;
     }
   }
-  return (std::filesystem::path(dir) / (name + ".json")).string();
+  return name + ".json";
+}
+
+}  // namespace
+
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint,
+                            const std::string& ns_identity) {
+  return (std::filesystem::path(dir) / (ns_identity + escaped_name(mountpoint))).string();
+}
+
+void remove_stale_boot_states(const std::string& dir, const std::string& mountpoint,
+                              const std::string& ns_key, const std::string& keep) {
+  if (ns_key.empty()) return;
+  const std::string prefix = ns_key + "-", suffix = escaped_name(mountpoint);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    // The middle is "<pid>-<start>": digits, one dash, digits.
+    const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    const size_t dash = mid.find('-');
+    if (dash == 0 || dash == std::string::npos || dash + 1 == mid.size() ||
+        mid.find_first_not_of("0123456789-") != std::string::npos ||
+        mid.find('-', dash + 1) != std::string::npos)
+      continue;
+    if (name != std::filesystem::path(keep).filename().string())
+      std::filesystem::remove(e.path(), ec);
+  }
+}
+
+Result<std::optional<std::string>> parse_boot_state(std::string_view text,
+                                                    const std::string& platform,
+                                                    const std::string& mountpoint) {
+  // Outside input (a file anyone with access to /run may have damaged):
+  // typed access only (base/json_input.h); the try is the last guard.
+  try {
+    Result<json> parsed = parse_json(text);
+    if (!parsed.ok()) return Error::make(EINVAL, "not JSON: " + parsed.error().message);
+    const JsonIn j(*parsed);
+    if (!j.json().is_object()) return Error::make(EINVAL, "not a boot-state document");
+    RESCTRLFS_ASSIGN_OR_RETURN(const int version, j.int_at<int>("version"));
+    if (version != 1) return Error::make(EINVAL, "unknown version " + std::to_string(version));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn state, j.get("state"));
+    RESCTRLFS_RETURN_IF_ERROR(state.object());
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_platform, j.string_or("platform", ""));
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_mountpoint, j.string_or("mountpoint", ""));
+    // Another machine shape or another mount point: not this "boot".
+    if (file_platform != platform || file_mountpoint != normalised(mountpoint))
+      return std::optional<std::string>();
+    return std::optional<std::string>(state.json().dump());
+  } catch (const std::exception& e) {
+    return Error::make(EINVAL, e.what());
+  }
 }
 
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
@@ -54,25 +108,19 @@ Result<std::optional<std::string>> read_boot_state(const std::string& path,
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("state") ||
-      !j["state"].is_object())
-    return Error::make(EINVAL, "boot state " + path + ": not a boot-state document");
-  // Another machine shape or another mount point: not this "boot".
-  if (j.value("platform", std::string()) != platform ||
-      j.value("mountpoint", std::string()) != normalised(mountpoint))
-    return std::optional<std::string>();
-  return std::optional<std::string>(j["state"].dump());
+  Result<std::optional<std::string>> doc = parse_boot_state(ss.str(), platform, mountpoint);
+  if (!doc.ok()) return Error::make(EINVAL, "boot state " + path + ": " + doc.error().message);
+  return doc;
 }
 
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
                               const std::string& mountpoint, const std::string& state_json) {
-  json state = json::parse(state_json, nullptr, /*allow_exceptions=*/false);
-  if (state.is_discarded()) return Error::make(EINVAL, "boot state: not JSON");
+  Result<json> state = parse_json(state_json);
+  if (!state.ok()) return Error::make(EINVAL, "boot state: not JSON: " + state.error().message);
   json j = {{"version", 1},
             {"platform", platform},
             {"mountpoint", normalised(mountpoint)},
-            {"state", state}};
+            {"state", std::move(state).value()}};
   std::error_code ec;
   std::filesystem::path p(path);
   std::filesystem::create_directories(p.parent_path(), ec);

@@ -12,15 +12,29 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
 namespace resctrlfs::daemon {
 
+// A boot-state file that cannot be applied is renamed with this suffix.
+inline constexpr const char* kBootStateRejectedSuffix = ".rejected";
+
 // The file for `mountpoint` (made absolute and normalised) in `dir`: the
 // path with '/' written as '_' and every byte other than [A-Za-z0-9.-] as
-// %XX, so that distinct mount points never share a file.
-std::string boot_state_path(const std::string& dir, const std::string& mountpoint);
+// %XX, so that distinct mount points never share a file, after the mount
+// namespace's identity when one is given (MountNamespace::identity(),
+// "mnt-<inode>-<pid>-<start>"), so that namespaces never share one either:
+// "mnt-4026531841-1-2_sys_fs_resctrl.json".
+std::string boot_state_path(const std::string& dir, const std::string& mountpoint,
+                            const std::string& ns_identity = {});
+
+// Removes the files in `dir` for `mountpoint` left by dead namespaces that
+// had the inode number of `ns_key` ("mnt-<inode>"): every
+// "<ns_key>-<pid>-<start><mount point>.json" other than `keep`.
+void remove_stale_boot_states(const std::string& dir, const std::string& mountpoint,
+                              const std::string& ns_key, const std::string& keep);
 
 // The Filesystem document stored for (`platform`, `mountpoint`) in `path`, or
 // nothing when there is no file or it was written for another platform or
@@ -28,6 +42,13 @@ std::string boot_state_path(const std::string& dir, const std::string& mountpoin
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
                                                    const std::string& mountpoint);
+
+// The Filesystem document in the text of a boot-state file, or nothing when
+// it was written for another platform or mount point. EINVAL with the reason
+// (the JSON path of what is wrong) for text that is not such a document.
+Result<std::optional<std::string>> parse_boot_state(std::string_view text,
+                                                    const std::string& platform,
+                                                    const std::string& mountpoint);
 
 // Replaces `path` atomically (temporary file + rename), creating its
 // directory (mode 0755) if needed.

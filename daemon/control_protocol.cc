@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <limits>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -27,7 +29,9 @@ Result<void> only_fields(const json& obj, std::initializer_list<const char*> all
 }
 
 Result<uint64_t> get_uint(const json& obj, const char* key, uint64_t max) {
-  const json& v = obj.at(key);
+  const auto it = obj.find(key);
+  if (it == obj.end()) return bad(std::string("missing field '") + key + "'");
+  const json& v = *it;
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
     return bad(std::string("'") + key + "' must be a non-negative integer");
   }
@@ -38,7 +42,9 @@ Result<uint64_t> get_uint(const json& obj, const char* key, uint64_t max) {
 }
 
 Result<double> get_double(const json& obj, const char* key, double lo, double hi) {
-  const json& v = obj.at(key);
+  const auto it = obj.find(key);
+  if (it == obj.end()) return bad(std::string("missing field '") + key + "'");
+  const json& v = *it;
   if (!v.is_number()) return bad(std::string("'") + key + "' must be a number");
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
@@ -53,7 +59,7 @@ Result<ControlRequest> parse_clock(const json& obj) {
   if (has_mode == has_adv) return bad("clock needs exactly one of 'mode' or 'advance_ms'");
   RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {"mode", "advance_ms"}));
   if (has_mode) {
-    const json& m = obj.at("mode");
+    const json& m = *obj.find("mode");  // contains() above
     if (m.is_string() && m.get_ref<const std::string&>() == "manual") {
       return ControlRequest{ClockModeRequest{true}};
     }
@@ -72,12 +78,15 @@ Result<ControlRequest> parse_workload(const json& obj) {
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
-  if (has_tid == has_cpu) return bad("workload needs exactly one of 'tid' or 'cpu'");
+  // 'cpu' alone: a CPU workload; 'tid' alone: the thread's; both: the
+  // thread's, pinned to that CPU.
+  if (!has_tid && !has_cpu) return bad("workload needs 'tid' or 'cpu'");
   if (has_tid) {
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
     if (tid == 0) return bad("'tid' must be positive");
     req.tid = static_cast<int>(tid);
-  } else {
+  }
+  if (has_cpu) {
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
     req.cpu = static_cast<unsigned>(cpu);
   }
@@ -116,7 +125,7 @@ Result<ControlRequest> parse_cpu(const json& obj) {
   CpuOnlineRequest req;
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_uint(obj, "cpu", 65535));
   req.cpu = static_cast<unsigned>(cpu);
-  const json& on = obj.at("online");
+  const json& on = *obj.find("online");  // contains() above
   if (!on.is_boolean()) return bad("'online' must be true or false");
   req.online = on.get<bool>();
   return ControlRequest{req};
@@ -159,8 +168,9 @@ Result<ControlRequest> parse_control_request(std::string_view line) {
   if (line.size() > kMaxControlLine) return bad("request too long");
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (line.empty()) return bad("empty request");
-  const json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (obj.is_discarded()) return bad("malformed JSON");
+  Result<json> parsed = parse_json(line);
+  if (!parsed.ok()) return bad("malformed JSON: " + parsed.error().message);
+  const json& obj = *parsed;
   try {
     return parse_object(obj);
   } catch (const std::exception& e) {

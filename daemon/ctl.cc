@@ -10,6 +10,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/json_input.h"
+
 namespace resctrlfs::daemon {
 
 using nlohmann::json;
@@ -43,9 +45,8 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   unsigned cpu = 0;
   uint64_t footprint = 0;
   double bandwidth = 0, local = 1.0;
-  auto* wl_tid = workload->add_option("--tid", tid, "thread id");
+  auto* wl_tid = workload->add_option("--tid", tid, "thread id (with --cpu: pinned to that CPU)");
   auto* wl_cpu = workload->add_option("--cpu", cpu, "CPU");
-  wl_tid->excludes(wl_cpu);
   workload->add_option("--footprint", footprint, "cache footprint in bytes");
   workload->add_option("--bandwidth", bandwidth, "memory bandwidth in MB/s");
   workload->add_option("--local", local, "fraction of traffic to local memory (0..1)");
@@ -97,11 +98,8 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
               {"footprint_bytes", footprint},
               {"bandwidth_mbps", bandwidth},
               {"local_fraction", local}};
-    if (wl_tid->count() != 0) {
-      r["tid"] = tid;
-    } else {
-      r["cpu"] = cpu;
-    }
+    if (wl_tid->count() != 0) r["tid"] = tid;
+    if (wl_cpu->count() != 0) r["cpu"] = cpu;
     out.request = std::move(r);
   } else if (fault->parsed()) {
     json r = {{"cmd", "fault"}, {"fail_writes", fail_writes}};
@@ -114,13 +112,13 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   } else if (stats->parsed()) {
     out.request = json{{"cmd", stats_action == "reset" ? "stats-reset" : "stats"}};
   } else if (send->parsed()) {
-    json r = json::parse(raw_json, nullptr, false);
-    if (r.is_discarded()) {
+    Result<json> r = parse_json(raw_json);
+    if (!r.ok()) {
       out.exit_code = 2;
-      out.output = "send: not valid JSON\n";
+      out.output = "send: not valid JSON: " + r.error().message + "\n";
       return out;
     }
-    out.request = std::move(r);
+    out.request = std::move(r).value();
   }
   return out;
 }

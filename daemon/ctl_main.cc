@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/json_input.h"
 #include "daemon/ctl.h"
 
 int main(int argc, char** argv) {
@@ -17,15 +18,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "resctrlfsctl: %s\n", reply.error().message.c_str());
     return 1;
   }
-  const nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
-  if (args.raw || j.is_discarded()) {
+  // The reply is outside input (whatever listens on the socket): parsed
+  // and read with the checks of base/json_input.h.
+  const resctrlfs::Result<nlohmann::json> parsed = resctrlfs::parse_json(*reply);
+  if (args.raw || !parsed.ok()) {
     std::printf("%s\n", reply->c_str());
   } else {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n",
+                parsed->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
-  if (j.is_object() && j.value("ok", false)) return 0;
-  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
-    std::fprintf(stderr, "resctrlfsctl: %s\n", j["error"].get<std::string>().c_str());
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "resctrlfsctl: the reply is not JSON: %s\n",
+                 parsed.error().message.c_str());
+    return 1;
   }
+  const resctrlfs::JsonIn j(*parsed);
+  if (j.bool_or("ok", false).value_or(false)) return 0;
+  if (const auto err = j.string_at("error"); err.ok())
+    std::fprintf(stderr, "resctrlfsctl: %s\n", err->c_str());
   return 1;
 }

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json_input.h"
 #include "daemon/boot_state.h"
 
 namespace resctrlfs::daemon {
@@ -356,16 +358,36 @@ void Daemon::shutdown(const char* why) {
 
 void Daemon::load_boot_state() {
   if (opts_.boot_state_dir.empty()) return;
-  boot_state_path_ = boot_state_path(opts_.boot_state_dir, opts_.mountpoint);
+  boot_state_path_ =
+      boot_state_path(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_identity);
+  // Files of earlier namespaces with this one's inode number are theirs
+  // alone, and those namespaces are gone.
+  remove_stale_boot_states(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_key,
+                           boot_state_path_);
   Result<std::optional<std::string>> doc =
       read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint);
+  // A file that is damaged or does not fit is kept aside for inspection,
+  // never applied in part, and the daemon mounts with boot defaults: refusing
+  // to start would turn one bad file under /run into a daemon that never
+  // comes back under systemd. A file that cannot be read is left alone.
+  auto set_aside = [this](const std::string& why) {
+    const std::string aside = boot_state_path_ + kBootStateRejectedSuffix;
+    if (::rename(boot_state_path_.c_str(), aside.c_str()) != 0) {
+      spdlog::error("{}; cannot move it to {}: {}; starting from boot defaults", why, aside,
+                    std::strerror(errno));
+      return;
+    }
+    spdlog::error("{}; moved to {}; starting from boot defaults", why, aside);
+  };
   if (!doc.ok()) {
+    if (doc.error().code == EINVAL) return set_aside(doc.error().message);
     spdlog::warn("{}: starting from boot defaults", doc.error().message);
     return;
   }
   if (!doc->has_value()) return;
   Result<void> r = parts_->fs->restore_boot_state_json(**doc);
   if (!r.ok()) {
+    if (r.error().code == EINVAL) return set_aside(boot_state_path_ + ": " + r.error().message);
     spdlog::warn("{}: {}: starting from boot defaults", boot_state_path_, r.error().message);
     return;
   }
@@ -408,8 +430,8 @@ Result<hw::SimControl*> Daemon::sim() {
 }
 
 Result<json> Daemon::status() {
-  json j = json::parse(parts_->fs->status_json(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) j = json::object();
+  json j = parse_json(parts_->fs->status_json()).value_or(json::object());
+  if (!j.is_object()) j = json::object();
   json d = {{"platform", parts_->backend.platform_name},
             {"backend", opts_.backend == BackendKind::kMsr ? "msr" : "sim"},
             {"mountpoint", opts_.mountpoint},
@@ -445,10 +467,45 @@ Result<json> Daemon::advance_clock(uint64_t ms) {
   return json{{"now_ms", s->now_ms()}};
 }
 
+namespace {
+
+// Where thread `tid` may run, for its workload on the simulated machine:
+// its real affinity (sched_getaffinity) when that leaves out some of this
+// machine's online CPUs (taskset, cgroup cpusets), the CPU numbers taken as
+// the simulated machine's; empty when it may run anywhere (then it spreads
+// over every domain of the simulated machine, whatever its size). ESRCH for
+// a thread that does not exist.
+Result<std::vector<unsigned>> thread_affinity(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) {
+    if (errno == ESRCH) return Error::make(ESRCH, "no thread " + std::to_string(tid));
+    return Error::make(
+        errno, "thread " + std::to_string(tid) + ": sched_getaffinity: " + std::strerror(errno));
+  }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online > 0 && CPU_COUNT(&set) >= online) return std::vector<unsigned>{};
+  std::vector<unsigned> cpus;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+}  // namespace
+
 Result<json> Daemon::attach_workload(const WorkloadRequest& req) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
   if (req.tid) {
-    RESCTRLFS_RETURN_IF_ERROR(s->attach_thread_workload(*req.tid, req.workload));
+    // The thread must exist (its group decides what it is counted in), as
+    // a tasks write would insist.
+    RESCTRLFS_ASSIGN_OR_RETURN(std::vector<unsigned> allowed, thread_affinity(*req.tid));
+    hw::Workload w = req.workload;
+    if (req.cpu) {
+      w.cpu = static_cast<int>(*req.cpu);  // pinned: --tid T --cpu C
+    } else {
+      w.allowed_cpus = std::move(allowed);
+    }
+    RESCTRLFS_RETURN_IF_ERROR(s->attach_thread_workload(*req.tid, w));
   } else {
     RESCTRLFS_RETURN_IF_ERROR(s->attach_cpu_workload(*req.cpu, req.workload));
   }

@@ -68,8 +68,16 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
     return 1;
   };
 
-  const std::string lock_dir = opts.state_dir.empty() ? kDefaultLockDir : opts.state_dir;
-  Result<InstanceLock> lock = InstanceLock::acquire(lock_dir, opts.mountpoint);
+  // One instance per (mount namespace, mount point). A state directory is
+  // one journal, whoever uses it: its lock is keyed by mount point alone.
+  Result<MountNamespace> ns = current_mount_namespace();
+  if (!ns.ok()) return fail(ns.error().message);
+  opts.mount_ns_key = ns->key();
+  opts.mount_ns_identity = ns->identity();
+  const bool own_dir = !opts.state_dir.empty();
+  Result<InstanceLock> lock =
+      InstanceLock::acquire(own_dir ? opts.state_dir : kDefaultLockDir, opts.mountpoint,
+                            own_dir ? std::string() : opts.mount_ns_key, kExitingDaemonWait);
   if (!lock.ok()) return fail(lock.error().message);
   Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
   if (!mp.ok()) return fail(mp.error().message);

@@ -30,11 +30,12 @@ constexpr size_t kMaxWrite = 4096;
 // How long the loop waits for the kernel to take invalidations.
 constexpr std::chrono::milliseconds kInvalidationWait{20};
 
-// An open file: what fs/ returned at open, and whether a read has been
-// served (a later read at offset 0 renders again).
+// An open file: what fs/ returned at open, and the last rendering of its
+// contents (none until the first read).
 struct Handle {
   fs::OpenFile file;
-  bool served = false;
+  bool rendered = false;
+  std::string content;
 };
 
 Handle* handle_of(const fuse_file_info* fi) {
@@ -259,7 +260,7 @@ struct FuseBridge::Impl {
   Result<Handle*> do_open(fs::Ino ino, int flags, const fs::Caller& c, fuse_file_info* fi) {
     Result<fs::OpenFile> r = fs.open(ino, flags, c);
     if (!r.ok()) return std::move(r).error();
-    auto* h = new Handle{std::move(r).value(), false};
+    auto* h = new Handle{std::move(r).value(), false, {}};
     fi->fh = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
     fi->direct_io = 1;
     fi->keep_cache = 0;
@@ -286,20 +287,21 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, EBADF);
       return;
     }
-    // seq_file runs show again when a read starts over at offset 0; a file
-    // whose rendering failed at open fails each read the same way until a
-    // rendering succeeds.
-    if (h->file.read_errno != 0 || (off == 0 && h->served)) {
+    // seq_file generates the contents at the first read of an fd and again
+    // whenever a read starts over at offset 0; later reads continue that
+    // rendering. A failed rendering fails the read and leaves the next read
+    // to try again.
+    if (!h->rendered || off == 0) {
       Result<std::string> r = s->fs.render(h->file.ino, caller(req));
       if (!r.ok()) {
+        h->rendered = false;
         fuse_reply_err(req, errno_of(r.error()));
         return;
       }
-      h->file.snapshot = std::move(r).value();
-      h->file.read_errno = 0;
+      h->content = std::move(r).value();
+      h->rendered = true;
     }
-    h->served = true;
-    const std::string& snap = h->file.snapshot;
+    const std::string& snap = h->content;
     if (off < 0 || static_cast<uint64_t>(off) >= snap.size()) {
       fuse_reply_buf(req, nullptr, 0);
       return;

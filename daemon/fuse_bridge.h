@@ -7,10 +7,11 @@
 // What the session promises (shared/reference/performance.md §3.2):
 //   - mount options fsname=resctrl, subtype=resctrl, default_permissions,
 //     allow_other (plus the user's FUSE options);
-//   - every file opened direct_io (no keep_cache, seekable), its content
-//     rendered at open and served from that snapshot at any offset; a read
-//     at offset 0 of an already read fd renders again (seq_file restarts
-//     there, so pread(fd, .., 0) on a held fd sees fresh values);
+//   - every file opened direct_io (no keep_cache, seekable); as with the
+//     kernel's seq_file, its content is generated at the first read(2) of
+//     the fd (never at open) and again at every read at offset 0, and a
+//     read past offset 0 continues the last rendering; a file of a removed
+//     group reads ENODEV;
 //   - entry/attr timeouts of an hour; directory listings cached by the
 //     kernel (zero-message opendir when the kernel supports it);
 //   - no flush handler, no writeback cache, atomic_o_trunc kept, so

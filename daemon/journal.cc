@@ -18,6 +18,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "fs/state_replay.h"
 
 namespace resctrlfs::daemon {
@@ -107,8 +108,9 @@ std::string encode_journal_record(const JournalRecord& rec) {
 
 Result<JournalRecord> decode_journal_record(std::string_view in) {
   if (in.empty()) return corrupt("empty file (torn before the first byte)");
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return corrupt("torn or not JSON");
+  Result<nlohmann::json> parsed = parse_json(in);
+  if (!parsed.ok()) return corrupt("torn or not JSON: " + parsed.error().message);
+  const nlohmann::json& j = *parsed;
   // Every field is type-checked before use: the file is outside input.
   if (!j.is_object()) return corrupt("not a resctrlfs state journal");
   auto format = j.find("format");
@@ -150,8 +152,10 @@ std::string make_journal_body(std::string_view platform, std::string_view fs_sta
 }
 
 Result<JournalBody> parse_journal_body(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return corrupt("body is not a JSON object");
+  Result<nlohmann::json> parsed = parse_json(body);
+  if (!parsed.ok()) return corrupt("body is not JSON: " + parsed.error().message);
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) return corrupt("body is not a JSON object");
   auto p = j.find("platform");
   auto f = j.find("fs");
   if (p == j.end() || !p->is_string() || f == j.end() || !f->is_object())
@@ -532,14 +536,14 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
   uint64_t generation = 0;
   bool touched_fs = false;
   // The options of the fresh mount, to mount again if a restore fails.
-  const nlohmann::json fresh = nlohmann::json::parse(fs.save_state_json(), nullptr, false);
+  const nlohmann::json fresh = parse_json(fs.save_state_json()).value_or(nlohmann::json());
   fs::MountOptions opts;
   if (fresh.is_object() && fresh.contains("options") && fresh["options"].is_object()) {
-    const nlohmann::json& o = fresh["options"];
-    opts.cdp = o.value("cdp", false);
-    opts.cdpl2 = o.value("cdpl2", false);
-    opts.mba_mbps = o.value("mba_MBps", false);
-    opts.debug = o.value("debug", false);
+    const JsonIn o(fresh["options"], "options");
+    opts.cdp = o.bool_or("cdp", false).value_or(false);
+    opts.cdpl2 = o.bool_or("cdpl2", false).value_or(false);
+    opts.mba_mbps = o.bool_or("mba_MBps", false).value_or(false);
+    opts.debug = o.bool_or("debug", false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {
@@ -566,7 +570,7 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     } else {
       // The mount options are part of what the state means (CDP splits
       // the schemata): they must be the ones this daemon mounted with.
-      const nlohmann::json saved = nlohmann::json::parse(body->fs_state, nullptr, false);
+      const nlohmann::json saved = parse_json(body->fs_state).value_or(nlohmann::json());
       std::string state = body->fs_state;
       if (saved.is_object() && fresh.is_object() && saved.contains("options") &&
           fresh.contains("options") && saved["options"] != fresh["options"]) {

@@ -6,6 +6,7 @@
 // tested directly.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ enum class BackendKind { kSim, kMsr };
 
 inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd.sock";
 inline constexpr const char* kDefaultLockDir = "/run/resctrlfs";
+// How long a new daemon waits for the previous one on its mount point to
+// exit (after `fusermount3 -u`, it still saves its boot state).
+inline constexpr std::chrono::milliseconds kExitingDaemonWait{10000};
 // The boot-state files (boot_state.h): on tmpfs, gone at reboot.
 inline constexpr const char* kDefaultBootStateDir = "/run/resctrlfs/boot";
 
@@ -31,6 +35,10 @@ struct DaemonOptions {
   // Where what outlives an unmount (§6.4) waits for the next daemon on the
   // same mount point; empty: nothing is kept.
   std::string boot_state_dir = kDefaultBootStateDir;
+  // Not options: the daemon's mount namespace (MountNamespace in
+  // startup.h), which keys its lock and boot state; empty: not keyed.
+  std::string mount_ns_key;       // "mnt-<inode>"
+  std::string mount_ns_identity;  // "mnt-<inode>-<pid>-<start>"
   // fsync every journal commit (the default): survives power loss, not
   // only a crash of the daemon, at ~16 ms instead of ~0.2 ms per command on
   // ext4 (tmpfs: no difference). --no-journal-fsync trades that away.

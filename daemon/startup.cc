@@ -22,8 +22,12 @@
 
 namespace resctrlfs::daemon {
 
-std::string lock_file_name(std::string_view abs_mountpoint) {
+std::string lock_file_name(std::string_view abs_mountpoint, std::string_view ns_key) {
   std::string out;
+  if (!ns_key.empty()) {
+    out = ns_key;
+    out += '.';
+  }
   std::string_view p = abs_mountpoint;
   while (!p.empty() && p.front() == '/') p.remove_prefix(1);
   while (!p.empty() && p.back() == '/') p.remove_suffix(1);
@@ -43,37 +47,142 @@ std::string lock_file_name(std::string_view abs_mountpoint) {
   return out + ".lock";
 }
 
+std::string MountNamespace::key() const { return "mnt-" + std::to_string(inode); }
+
+std::string MountNamespace::identity() const {
+  return key() + "-" + std::to_string(oldest_pid) + "-" + std::to_string(oldest_start);
+}
+
+namespace {
+
+// The inode of a "mnt:[N]" namespace link; 0 if it is not one.
+uint64_t mnt_link_inode(const std::string& link) {
+  char target[64];
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return 0;
+  const std::string t(target, static_cast<size_t>(n));
+  if (t.size() < 7 || t.compare(0, 5, "mnt:[") != 0 || t.back() != ']') return 0;
+  uint64_t v = 0;
+  for (size_t i = 5; i + 1 < t.size(); ++i) {
+    if (t[i] < '0' || t[i] > '9' || v > (UINT64_MAX - 9) / 10) return 0;
+    v = v * 10 + static_cast<uint64_t>(t[i] - '0');
+  }
+  return v;
+}
+
+// Field 22 of /proc/PID/stat (start time), counted after the ")" that ends
+// the command name, which may itself hold spaces and parentheses.
+bool stat_start_time(const std::string& stat_path, uint64_t* out) {
+  const std::string s = read_text_file(stat_path);
+  const size_t close = s.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(s.substr(close + 1));
+  std::string f;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> f)) return false;
+  }
+  if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::strtoull(f.c_str(), nullptr, 10);
+  return true;
+}
+
+}  // namespace
+
+Result<MountNamespace> current_mount_namespace(const std::string& proc_root) {
+  MountNamespace ns;
+  ns.inode = mnt_link_inode(proc_root + "/self/ns/mnt");
+  if (ns.inode == 0)
+    return Error::make(EIO, "cannot read " + proc_root + "/self/ns/mnt (no mount namespaces?)");
+  bool found = false;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(proc_root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (mnt_link_inode(e.path().string() + "/ns/mnt") != ns.inode) continue;
+    uint64_t start = 0;
+    if (!stat_start_time(e.path().string() + "/stat", &start)) continue;
+    const long pid = std::strtol(name.c_str(), nullptr, 10);
+    if (!found || start < ns.oldest_start || (start == ns.oldest_start && pid < ns.oldest_pid)) {
+      ns.oldest_pid = pid;
+      ns.oldest_start = start;
+      found = true;
+    }
+  }
+  if (!found) return Error::make(EIO, "no process of this mount namespace in " + proc_root);
+  return ns;
+}
+
 Result<InstanceLock> InstanceLock::acquire(const std::string& dir,
-                                           const std::string& abs_mountpoint) {
+                                           const std::string& abs_mountpoint,
+                                           const std::string& ns_key,
+                                           std::chrono::milliseconds wait) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error::make(ec.value(), "cannot create " + dir + ": " + ec.message());
-  const std::string path = dir + "/" + lock_file_name(abs_mountpoint);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char pid[32] = {};
-    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-    ::close(fd);
-    std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    if (err == EWOULDBLOCK) {
-      return Error::make(EBUSY, "another resctrlfsd (pid " + holder + ") already serves " +
-                                    abs_mountpoint + " (lock " + path + ")");
+  const std::string path = dir + "/" + lock_file_name(abs_mountpoint, ns_key);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  bool said = false;
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      // /proc/mounts names the real path of the mount point.
+      char real[PATH_MAX];
+      const std::string target =
+          ::realpath(abs_mountpoint.c_str(), real) != nullptr ? real : abs_mountpoint;
+      const bool serving = resctrl_mounted_at(read_text_file("/proc/self/mounts"), target);
+      if (err == EWOULDBLOCK && !serving && std::chrono::steady_clock::now() < deadline) {
+        // The holder has no mount here: it is exiting (an unmount just
+        // happened) or has not mounted yet. Its exit releases the lock.
+        if (!said) {
+          std::fprintf(stderr, "resctrlfsd: waiting for the previous resctrlfsd on %s to exit\n",
+                       abs_mountpoint.c_str());
+          said = true;
+        }
+        ::usleep(20 * 1000);
+        continue;
+      }
+      char pid[32] = {};
+      const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+      ::close(fd);
+      std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("?");
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      if (err == EWOULDBLOCK && serving) {
+        return Error::make(EBUSY, "another resctrlfsd (pid " + holder + ") already serves " +
+                                      abs_mountpoint + " (lock " + path + ")");
+      }
+      if (err == EWOULDBLOCK) {
+        return Error::make(EBUSY, "the resctrlfsd (pid " + holder + ") that held " +
+                                      abs_mountpoint + " did not exit within " +
+                                      std::to_string(wait.count() / 1000) + " s (lock " + path +
+                                      ")");
+      }
+      return Error::make(err, "cannot lock " + path + ": " + strerror(err));
     }
-    return Error::make(err, "cannot lock " + path + ": " + strerror(err));
+    // A holder removes the file as it exits (so that namespaces leave no
+    // files behind): a lock on a file no longer at `path` guards nothing.
+    struct stat held, named;
+    if (fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      // The pid is for the message above; the lock itself is the flock.
+      if (ftruncate(fd, 0) == 0) {
+        const std::string pid = std::to_string(getpid()) + "\n";
+        (void)pwrite(fd, pid.data(), pid.size(), 0);
+      }
+      return InstanceLock(fd, path);
+    }
+    ::close(fd);
   }
-  // The pid is for the message above; the lock itself is the flock.
-  if (ftruncate(fd, 0) == 0) {
-    const std::string pid = std::to_string(getpid()) + "\n";
-    (void)pwrite(fd, pid.data(), pid.size(), 0);
-  }
-  return InstanceLock(fd, path);
 }
 
 InstanceLock::~InstanceLock() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  // Unlinked while still locked: whoever opened it meanwhile sees, once it
+  // holds the lock, that the file is gone and opens a new one.
+  ::unlink(path_.c_str());
+  ::close(fd_);
 }
 
 std::string read_text_file(const std::string& path) {

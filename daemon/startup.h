@@ -4,6 +4,8 @@
 // to the shell that started it, and the systemd readiness notification.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,16 +14,44 @@
 namespace resctrlfs::daemon {
 
 // The lock file name for a mount point: its absolute path with '/' as '-'
-// and anything unusual escaped as %XX ("/sys/fs/resctrl" -> "sys-fs-resctrl.lock").
-std::string lock_file_name(std::string_view abs_mountpoint);
+// and anything unusual escaped as %XX ("/sys/fs/resctrl" -> "sys-fs-resctrl.lock"),
+// after "NS_KEY." when a namespace key is given ("mnt-4026531841.sys-fs-resctrl.lock").
+std::string lock_file_name(std::string_view abs_mountpoint, std::string_view ns_key = {});
 
-// An flock(2)-held lock file; released when the object (and every process
-// that inherited the descriptor) goes away.
+// The mount namespace this process is in. Instances of resctrlfsd are per
+// (mount namespace, mount point), like mounts: daemons in two namespaces
+// (two sandboxes, two containers) serve the same path without meeting.
+struct MountNamespace {
+  uint64_t inode = 0;         // of /proc/self/ns/mnt
+  long oldest_pid = 0;        // the namespace's oldest visible process
+  uint64_t oldest_start = 0;  // its start time (clock ticks after boot)
+  // "mnt-<inode>", for the lock: its holder keeps the namespace alive, so a
+  // later namespace that gets the same inode number finds the lock free.
+  std::string key() const;
+  // "mnt-<inode>-<pid>-<start>", for what outlives the daemon (boot state):
+  // the kernel reuses a dead namespace's inode number, but the new
+  // namespace's oldest process is another one. A namespace whose oldest
+  // process exits while others live on is taken for a new one.
+  std::string identity() const;
+};
+
+// Reads /proc/self/ns/mnt and finds the oldest process (smallest start time,
+// then smallest pid) whose ns/mnt is the same, under `proc_root`. Processes
+// whose namespace cannot be read (another user's, gone) are passed over.
+Result<MountNamespace> current_mount_namespace(const std::string& proc_root = "/proc");
+
+// An flock(2)-held lock file; released, and the file removed, when the
+// object goes away.
 class InstanceLock {
  public:
-  // Locks `dir`/lock_file_name(mountpoint), creating `dir` if needed. EBUSY
-  // with the holder's pid in the message when another instance holds it.
-  static Result<InstanceLock> acquire(const std::string& dir, const std::string& abs_mountpoint);
+  // Locks `dir`/lock_file_name(mountpoint, ns_key), creating `dir` if
+  // needed. While another instance holds it and resctrl is not mounted at
+  // the mount point (in this namespace), that instance is exiting (or still
+  // starting): waits for it, up to `wait`. EBUSY with the holder's pid in
+  // the message when it serves the mount point or does not let go in time.
+  static Result<InstanceLock> acquire(const std::string& dir, const std::string& abs_mountpoint,
+                                      const std::string& ns_key = {},
+                                      std::chrono::milliseconds wait = {});
   InstanceLock(InstanceLock&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
   InstanceLock& operator=(InstanceLock&&) = delete;
   ~InstanceLock();

@@ -70,11 +70,14 @@ std::unique_ptr<schemata::CbmPolicy> FsImpl::cbm_policy(const Group& g) {
 
 const Group* FsImpl::ctrl_group_by_closid(uint32_t closid) const {
   // A pseudo-locked group's CLOSID is no longer its own.
-  for (auto& g : groups_)
-    if (g->type == GroupType::kCtrlMon && g->closid == closid &&
-        g->mode != GroupMode::PSEUDO_LOCKED)
-      return g.get();
-  return nullptr;
+  const Group* found = nullptr;
+  any_ctrl_group([&](const Group& g) {
+    if (g.type != GroupType::kCtrlMon || g.closid != closid || g.mode == GroupMode::PSEUDO_LOCKED)
+      return false;
+    found = &g;
+    return true;
+  });
+  return found;
 }
 
 uint32_t FsImpl::ctrl_value(int schema, int domain, uint32_t closid) const {

@@ -12,7 +12,7 @@
 // Lookup counts: lookup() and a successful mkdir() each add one reference to
 // the returned inode; readdir() adds none (a readdirplus implementation must
 // call lookup() for each entry it returns). Removed nodes stay resolvable by
-// inode (getattr; open/write fail with ENODEV) until forget() drops their
+// inode (getattr; open/render/write fail with ENODEV) until forget() drops their
 // last reference. readdir() lists neither "." nor "..".
 //
 // Threading: every public method takes the model lock (the rdtgroup_mutex
@@ -73,19 +73,15 @@ struct MountOptions {
   bool debug = false;
 };
 
-// An open file: the content rendered once at open (reads are served from
-// this snapshot), plus the file's identity for writes.
+// An open file: its identity and access mode. Nothing is rendered at open:
+// the kernel's seq_file generates a file's contents at the first read(2)
+// and again at every read at offset 0 (Filesystem::render), so an fd opened
+// before a change reads the change, and a file whose rendering fails (e.g.
+// available_mbm_cntrs outside mbm_event mode) opens fine and fails its reads.
 struct OpenFile {
   Ino ino = 0;
   bool readable = false;
   bool writable = false;
-  std::string snapshot;  // content rendered at open for readable files
-  // When non-zero, rendering failed the way the kernel fails the first
-  // read(2) of this file (e.g. EINVAL for available_mbm_cntrs outside
-  // mbm_event mode) on an O_RDWR open: open succeeds and every read must fail
-  // with this errno. A read-only open of such a file fails with that errno
-  // instead (nothing could be read from it).
-  int read_errno = 0;
 };
 
 // Notifications fs/ sends when it changes the tree by itself (not as the
@@ -128,18 +124,17 @@ class Filesystem {
   virtual Result<Attr> setattr(Ino ino, const uint32_t* mode, const uid_t* uid,
                                const gid_t* gid) = 0;
 
-  // open(2) with the extra permission check of resctrl; renders the snapshot
-  // for readable files (which may update last_cmd_status, as some reads do).
+  // open(2) with the extra permission check of resctrl. Renders nothing and
+  // leaves last_cmd_status alone (the kernel's open takes no group lock).
   // O_CREAT of a new name never reaches here (create() does).
   virtual Result<OpenFile> open(Ino ino, int flags, const Caller& caller) = 0;
-  // Renders a readable file again for a read at offset 0 of an fd that has
-  // already been read: the kernel's seq_file restarts there, so pread(fd,
-  // .., 0) on a held fd sees fresh values. The default re-runs open() for
-  // reading; an implementation may override it to skip open()'s checks.
-  virtual Result<std::string> render(Ino ino, const Caller& caller) {
-    RESCTRLFS_ASSIGN_OR_RETURN(OpenFile f, open(ino, O_RDONLY, caller));
-    return std::move(f.snapshot);
-  }
+  // Generates the contents of a readable file, as the kernel's seq_file
+  // does at the first read(2) of an fd and at every read at offset 0 (a
+  // group file's show also clears last_cmd_status, as the group lock does
+  // on tip). ENODEV once the file was removed (its group is gone), ENOENT
+  // for an unknown inode, EISDIR for a directory, or the errno of a show
+  // that fails (EINVAL for available_mbm_cntrs outside mbm_event mode, ...).
+  virtual Result<std::string> render(Ino ino, const Caller& caller) = 0;
   // One write(2): one command, whatever the offset. Returns bytes consumed.
   virtual Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) = 0;
   // Creating files is not allowed (EACCES), nor mknod/symlink/link (EPERM).

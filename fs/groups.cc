@@ -1,6 +1,7 @@
 // Implements the rdtgroup life cycle of FsImpl: construction, mount and
 // unmount (§6), mkdir/rmdir/rename of CTRL_MON and MON groups (§4).
 #include <cerrno>
+#include <climits>
 #include <string>
 
 #include "fs/impl.h"
@@ -75,6 +76,7 @@ Result<void> FsImpl::fail(int code, std::string_view msg) {
 Group* FsImpl::new_group() {
   groups_.push_back(std::make_unique<Group>());
   Group* g = groups_.back().get();
+  g->pos = std::prev(groups_.end());
   g->cpus = CpuMask(info_.nr_cpus);
   return g;
 }
@@ -162,8 +164,10 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
   mbps_target_.clear();
   mba_prev_bytes_.clear();
   thread_tags_.clear();
+  rebuild_thread_index();
   cpu_assoc_.assign(info_.nr_cpus, {0, 0});
   cpu_assoc_valid_.assign(info_.nr_cpus, false);
+  cpu_assoc_failed_.clear();
 
   groups_.clear();
   root_ = new_group();
@@ -197,6 +201,7 @@ void FsImpl::unmount() {
   (void)arch_->reset_all_ctrls();
   for (auto& [tid, tags] : thread_tags_) arch_->set_thread_tags(tid, 0, 0);
   thread_tags_.clear();
+  rebuild_thread_index();
   for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.
   for (auto& g : groups_) {
@@ -213,6 +218,7 @@ void FsImpl::unmount() {
     if (Node* c = node(k)) remove_node(c, false);
   groups_.clear();
   root_ = nullptr;
+  rebuild_cpu_owners();
   root_node_->group = nullptr;
   opts_ = MountOptions{};
   mounted_ = false;
@@ -271,7 +277,7 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
     unassign_all_cntrs(g);
     if (mon_capable()) free_rmid(rmid);
     closids_.free(*closid);
-    groups_.remove_if([g](const std::unique_ptr<Group>& p) { return p.get() == g; });
+    groups_.erase(g->pos);
     return std::move(init).error();
   }
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
@@ -323,10 +329,15 @@ void FsImpl::destroy_group(Group* g) {
     auto& kids = g->parent->mon_children;
     std::erase(kids, g);
   }
-  for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();) {
-    it = it->first.first == g ? mba_prev_bytes_.erase(it) : std::next(it);
+  // No CPU may stay owned by the group.
+  for (unsigned cpu : g->cpus.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    if (cpu_ctrl_[cpu] == g) cpu_ctrl_[cpu] = nullptr;
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
   }
-  groups_.remove_if([g](const std::unique_ptr<Group>& p) { return p.get() == g; });
+  mba_prev_bytes_.erase(mba_prev_bytes_.lower_bound({g, INT_MIN}),
+                        mba_prev_bytes_.upper_bound({g, INT_MAX}));
+  groups_.erase(g->pos);
 }
 
 Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
@@ -367,6 +378,13 @@ Result<void> FsImpl::rmdir_ctrl(Group* g) {
   }
   move_group_tasks(g, root_);
   root_->cpus |= g->cpus;
+  // Its CPUs (and its MON groups', a subset) go to the default group.
+  const CpuMask touched = g->cpus;
+  for (unsigned cpu : touched.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    cpu_ctrl_[cpu] = nullptr;
+    cpu_mon_[cpu] = nullptr;
+  }
   // MON children go with their parent; their entries are not named by the
   // request, so the kernel's dcache is told.
   std::vector<Group*> kids = g->mon_children;
@@ -381,7 +399,7 @@ Result<void> FsImpl::rmdir_ctrl(Group* g) {
   for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
     it = it->first.second == g->closid ? mbps_target_.erase(it) : std::next(it);
   destroy_group(g);
-  update_cpu_assoc();
+  update_cpu_assoc(touched);
   return Ok();
 }
 
@@ -389,13 +407,44 @@ Result<void> FsImpl::rmdir_mon(Group* g) {
   Group* parent = g->parent;
   move_group_tasks(g, parent);
   free_rmid(g->rmid);
+  // Its CPUs fall back to the parent's RMID.
+  const CpuMask touched = g->cpus;
   destroy_group(g);
-  update_cpu_assoc();
+  update_cpu_assoc(touched);
   return Ok();
 }
 
 // ---------------------------------------------------------------------------
 // rename (§4.7)
+
+bool FsImpl::rename_has_priv(const Node& n) const {
+  // What kernfs_to_rdtgroup() finds: a directory's own private data, except
+  // for info and its direct subdirectories (none); a file's parent's
+  // private data. info/<schema>, info/<RES>_MON and event_configs/<event>
+  // carry their schema, resource or event there; info and event_configs
+  // nothing; group directories, mon_groups, mon_data and its domain
+  // directories their group.
+  auto dir_priv = [this](const Node& d) {
+    switch (d.kind) {
+      case NodeKind::kInfo:
+      case NodeKind::kEventConfigs:
+        return false;
+      case NodeKind::kInfoRes:
+      case NodeKind::kInfoMon:
+      case NodeKind::kEventConfig:
+        return true;
+      default:
+        return group_of(d) != nullptr;
+    }
+  };
+  if (n.is_dir()) {
+    if (n.kind == NodeKind::kInfo || n.kind == NodeKind::kInfoRes || n.kind == NodeKind::kInfoMon)
+      return false;
+    return dir_priv(n);
+  }
+  const Node* parent = const_cast<FsImpl*>(this)->node(n.parent);
+  return parent != nullptr && dir_priv(*parent);
+}
 
 Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
@@ -407,15 +456,20 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
   Node* src = child(p, name);
   if (src == nullptr) return Error::make(ENOENT);
   if (newname.size() > 255) return Error::make(ENAMETOOLONG);
+  // The kernel's rdtgroup_rename (fs/resctrl/rdtgroup.c) first maps both
+  // nodes to their private data with kernfs_to_rdtgroup(): nothing for info
+  // and its direct subdirectories -> ENOENT, LCS untouched. Then it takes
+  // the lock, clears last_cmd_status, and only then refuses a file.
+  if (!rename_has_priv(*src) || !rename_has_priv(*np)) return Error::make(ENOENT);
+  lcs_.clear();
   if (!src->is_dir() || !np->is_dir()) {
-    // Appended without clearing: the kernel words this before taking the lock.
+    // The one kernel message without a trailing newline.
     lcs_.puts("Source and destination must be directories");
     return Error::make(EPERM, "Source and destination must be directories");
   }
   Group* g = group_of(*src);
   Group* new_parent_group = group_of(*np);
-  if (g == nullptr || new_parent_group == nullptr) return Error::make(ENOENT);
-  lcs_.clear();
+  if (g == nullptr) return fail(EPERM, "Source must be a MON group\n");
   if (src->kind != NodeKind::kGroupDir || g->type != GroupType::kMon ||
       p->kind != NodeKind::kMonGroups)
     return fail(EPERM, "Source must be a MON group\n");
@@ -442,7 +496,7 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
     g->closid = new_parent_group->closid;
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);
-    update_cpu_assoc();
+    update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
   }
   jr_group(g);
   return Ok();

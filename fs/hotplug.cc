@@ -37,8 +37,14 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
   RESCTRLFS_RETURN_IF_ERROR(arch_->offline_cpu(cpu, &events));
   if (mounted_) {
     // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
-    // groups; clearing it everywhere is the same.
-    for (auto& g : groups_) g->cpus.reset(cpu);
+    // groups: the owner tables name them.
+    if (cpu < cpu_ctrl_.size()) {
+      cpu_ctrl(cpu)->cpus.reset(cpu);
+      root_->cpus.reset(cpu);
+      if (Group* m = cpu_mon_[cpu]) m->cpus.reset(cpu);
+      cpu_ctrl_[cpu] = nullptr;
+      cpu_mon_[cpu] = nullptr;
+    }
     if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
     jr_all();  // CPUs, schemata domains and counters of any group
   }

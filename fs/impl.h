@@ -88,6 +88,9 @@ struct Group {
     uint32_t cbm = 0;
   };
   std::optional<LockedRegion> plr;
+  // Where FsImpl::groups_ holds this group, so that removing it does not
+  // search the list.
+  std::list<std::unique_ptr<Group>>::iterator pos;
 };
 
 // A schema's resource and CDP half as hw/ names them (schemata/ numbers
@@ -232,8 +235,12 @@ class FsImpl final : public Filesystem {
   std::string take_state_snapshot_json() override;
   std::optional<std::string> take_state_delta_json() override;
   Result<void> restore_state_json(const std::string& json) override;
+  // restore_state_json() under mu_, without its last-guard try.
+  Result<void> restore_state_locked(const std::string& text);
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
+  // restore_boot_state_json() under mu_, without its last-guard try.
+  Result<void> restore_boot_state_locked(const std::string& text);
 
   // ---- file table callbacks (public so the static table can name them) ----
   // Group files (ctrl_files.cc, groups.cc).
@@ -333,18 +340,44 @@ class FsImpl final : public Filesystem {
                               const Caller& caller);
   Result<Attr> mkdir_mon(Node* parent, std::string_view name, uint32_t mode, const Caller& caller);
   Result<void> rmdir_ctrl(Group* g);
+  // rename: whether the kernel finds private data behind `n`
+  // (kernfs_to_rdtgroup()); without it a rename fails with ENOENT.
+  bool rename_has_priv(const Node& n) const;
   Result<void> rmdir_mon(Group* g);
   void destroy_group(Group* g);  // frees ids and the struct (no task/cpu moves)
   Group* new_group();
   bool is_root(const Group* g) const { return g == root_; }
-  // Per-CPU and per-thread tags.
+  // Per-CPU and per-thread tags. A CPU's tags come from its owners
+  // (cpu_ctrl_, cpu_mon_), kept up to date by every change of group CPUs,
+  // so that a change costs the CPUs it moves, not CPUs x groups.
   std::pair<uint32_t, uint32_t> cpu_tags(unsigned cpu) const;
+  // Derives the owner tables from the groups' CPU masks (mount, restore):
+  // a CPU belongs to the first non-default CTRL_MON group holding it, else
+  // to the default group, and within that to the first MON group holding it.
+  void rebuild_cpu_owners();
+  // Rebuilds the owner tables and programs every online CPU.
   void update_cpu_assoc();
+  // Programs the online CPUs of `which` whose tags changed, and retries
+  // every CPU whose last write failed.
+  void update_cpu_assoc(const CpuMask& which);
+  // Writes one online CPU's tags if they changed; a failure is remembered
+  // in cpu_assoc_failed_ for the next update.
+  void program_cpu_assoc(unsigned cpu);
+  Group* cpu_ctrl(unsigned cpu) const { return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : root_; }
   std::pair<uint32_t, uint32_t> thread_tags(pid_t tid) const;
   void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);
+  // Forgets a thread's tags (exit, fork from an untagged parent); whether
+  // it had any.
+  bool erase_thread(pid_t tid);
+  // The thread indexes by CLOSID and by RMID follow thread_tags_.
+  void index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
+                    std::pair<uint32_t, uint32_t> new_tags);
+  void rebuild_thread_index();
   // Moves every thread of `from` (CLOSID match for CTRL_MON, RMID match for
   // MON) to `to`'s tags.
   void move_group_tasks(const Group* from, const Group* to);
+  // The tagged threads carrying `closid`, or null when none.
+  const std::unordered_set<pid_t>* threads_of_closid(uint32_t closid) const;
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
   Result<void> fail(int code, std::string_view msg);  // appends msg to LCS
@@ -360,6 +393,24 @@ class FsImpl final : public Filesystem {
   // The checks a schemata write of group `g` applies to a cache mask.
   std::unique_ptr<schemata::CbmPolicy> cbm_policy(const Group& g);
   const Group* ctrl_group_by_closid(uint32_t closid) const;
+  // Calls f(const Group&) for the default group, then each CTRL_MON group
+  // (the group directories of the root), until f returns true; whether one
+  // did. A walk of groups_ would visit every MON group too.
+  template <typename F>
+  bool any_ctrl_group(F f) const {
+    if (root_ == nullptr) return false;
+    if (f(*root_)) return true;
+    if (root_node_ == nullptr) return false;
+    for (const ChildMap::Entry& e : root_node_->children) {
+      if (!e.dir) continue;
+      auto it = nodes_.find(e.ino);
+      if (it == nodes_.end()) continue;
+      const Node& n = *it->second;
+      if (n.kind != NodeKind::kGroupDir || n.group == nullptr || n.group == root_) continue;
+      if (f(*n.group)) return true;
+    }
+    return false;
+  }
 
   // ---- io_alloc (io_alloc.cc) ----
   bool io_alloc_capable(const schemata::Schema& s) const;
@@ -489,8 +540,17 @@ class FsImpl final : public Filesystem {
   std::list<std::unique_ptr<Group>> groups_;  // root first
   Group* root_ = nullptr;
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> thread_tags_;
+  // Tagged threads by CLOSID and by RMID (the keys a group's threads are
+  // matched on), so that moving a group's threads costs its threads.
+  std::unordered_map<uint32_t, std::unordered_set<pid_t>> closid_threads_;
+  std::unordered_map<uint32_t, std::unordered_set<pid_t>> rmid_threads_;
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
+  std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
+  // Per CPU: its CTRL_MON group (null: the default group) and the MON group
+  // of that group monitoring it (null: none).
+  std::vector<Group*> cpu_ctrl_;
+  std::vector<Group*> cpu_mon_;
   std::map<std::pair<int, uint32_t>, uint32_t> mbps_target_;  // (domain, closid)
   std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes_;
   // ABMC: owner of each counter per monitoring domain (index = counter id).

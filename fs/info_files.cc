@@ -323,6 +323,9 @@ Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Ca
   if (data.empty() || data.back() != '\n') return Error::make(EINVAL);
   lcs_.clear();
   if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
+  // A chmod'ed file of counters that cannot be configured (event_filter_write
+  // in fs/resctrl/monitor.c refuses them the same way).
+  if (!info_.mon.mbm_cntr_configurable) return Error::make(EINVAL);
   std::optional<std::string_view> rest = kstr_cut(data);
   uint32_t cfg = 0;
   while (rest && !rest->empty()) {

@@ -1,6 +1,7 @@
 // Implements group membership in FsImpl: the tasks, cpus and cpus_list
 // files (§3.3, §3.4), the per-thread tags they set (and fork/exit events),
 // and the per-CPU PQR_ASSOC programming derived from CPU ownership.
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -14,32 +15,64 @@ namespace resctrlfs::fs::internal {
 // Tags
 
 std::pair<uint32_t, uint32_t> FsImpl::cpu_tags(unsigned cpu) const {
-  const Group* ctrl = root_;
+  if (root_ == nullptr || cpu >= cpu_ctrl_.size()) return {0, 0};
+  const Group* ctrl = cpu_ctrl(cpu);
+  const Group* mon = cpu_mon_[cpu];
+  return {ctrl->closid, mon != nullptr ? mon->rmid : ctrl->rmid};
+}
+
+void FsImpl::rebuild_cpu_owners() {
+  cpu_ctrl_.assign(info_.nr_cpus, nullptr);
+  cpu_mon_.assign(info_.nr_cpus, nullptr);
+  if (root_ == nullptr) return;
+  std::vector<bool> claimed(info_.nr_cpus, false);
+  // The first holder in list order wins, as a search in that order finds.
   for (auto& g : groups_) {
-    if (g->type == GroupType::kCtrlMon && g.get() != root_ && g->cpus.test(cpu)) {
-      ctrl = g.get();
-      break;
+    if (g->type != GroupType::kCtrlMon || g.get() == root_) continue;
+    for (unsigned cpu : g->cpus.cpus()) {
+      if (cpu >= claimed.size() || claimed[cpu]) continue;
+      claimed[cpu] = true;
+      cpu_ctrl_[cpu] = g.get();
     }
   }
-  if (ctrl == nullptr) return {0, 0};
-  for (const Group* m : ctrl->mon_children)
-    if (m->cpus.test(cpu)) return {ctrl->closid, m->rmid};
-  return {ctrl->closid, ctrl->rmid};
+  for (auto& g : groups_) {
+    if (g->type != GroupType::kCtrlMon) continue;
+    for (const Group* m : g->mon_children) {
+      for (unsigned cpu : m->cpus.cpus()) {
+        if (cpu >= cpu_mon_.size() || cpu_mon_[cpu] != nullptr || cpu_ctrl(cpu) != g.get())
+          continue;
+        cpu_mon_[cpu] = const_cast<Group*>(m);
+      }
+    }
+  }
 }
 
 void FsImpl::update_cpu_assoc() {
-  for (unsigned cpu : info_.online.cpus()) {
-    if (cpu >= cpu_assoc_.size()) continue;
-    auto tags = cpu_tags(cpu);
-    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) continue;
-    // A failed write leaves the entry invalid, so the next change retries.
-    if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
-      cpu_assoc_[cpu] = tags;
-      cpu_assoc_valid_[cpu] = true;
-    } else {
-      cpu_assoc_valid_[cpu] = false;
-    }
+  rebuild_cpu_owners();
+  update_cpu_assoc(info_.online);
+}
+
+void FsImpl::update_cpu_assoc(const CpuMask& which) {
+  // A CPU whose last write failed is retried by the next change, whichever
+  // CPUs that change moves (a cpus write does not fail for it).
+  std::vector<unsigned> retry;
+  retry.swap(cpu_assoc_failed_);
+  for (unsigned cpu : retry) program_cpu_assoc(cpu);
+  for (unsigned cpu : which.cpus()) program_cpu_assoc(cpu);
+}
+
+void FsImpl::program_cpu_assoc(unsigned cpu) {
+  if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu)) return;
+  auto tags = cpu_tags(cpu);
+  if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
+  if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
+    cpu_assoc_[cpu] = tags;
+    cpu_assoc_valid_[cpu] = true;
+    return;
   }
+  cpu_assoc_valid_[cpu] = false;
+  if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), cpu) == cpu_assoc_failed_.end())
+    cpu_assoc_failed_.push_back(cpu);
 }
 
 std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
@@ -47,23 +80,67 @@ std::pair<uint32_t, uint32_t> FsImpl::thread_tags(pid_t tid) const {
   return it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
 }
 
-void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
-  if (closid == 0 && rmid == 0) {
-    thread_tags_.erase(tid);
-  } else {
-    thread_tags_[tid] = {closid, rmid};
+void FsImpl::index_thread(pid_t tid, std::pair<uint32_t, uint32_t> old_tags,
+                          std::pair<uint32_t, uint32_t> new_tags) {
+  if (old_tags == new_tags) return;
+  auto drop = [tid](std::unordered_map<uint32_t, std::unordered_set<pid_t>>& idx, uint32_t key) {
+    auto it = idx.find(key);
+    if (it == idx.end()) return;
+    it->second.erase(tid);
+    if (it->second.empty()) idx.erase(it);
+  };
+  if (old_tags.first != 0 || old_tags.second != 0) {
+    drop(closid_threads_, old_tags.first);
+    drop(rmid_threads_, old_tags.second);
   }
+  if (new_tags.first != 0 || new_tags.second != 0) {
+    closid_threads_[new_tags.first].insert(tid);
+    rmid_threads_[new_tags.second].insert(tid);
+  }
+}
+
+void FsImpl::rebuild_thread_index() {
+  closid_threads_.clear();
+  rmid_threads_.clear();
+  for (auto& [tid, tags] : thread_tags_) index_thread(tid, {0, 0}, tags);
+}
+
+const std::unordered_set<pid_t>* FsImpl::threads_of_closid(uint32_t closid) const {
+  auto it = closid_threads_.find(closid);
+  return it == closid_threads_.end() ? nullptr : &it->second;
+}
+
+void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
+  auto it = thread_tags_.find(tid);
+  const std::pair<uint32_t, uint32_t> old_tags =
+      it == thread_tags_.end() ? std::pair<uint32_t, uint32_t>{0, 0} : it->second;
+  if (closid == 0 && rmid == 0) {
+    if (it != thread_tags_.end()) thread_tags_.erase(it);
+  } else if (it != thread_tags_.end()) {
+    it->second = {closid, rmid};
+  } else {
+    thread_tags_.emplace(tid, std::pair<uint32_t, uint32_t>{closid, rmid});
+  }
+  index_thread(tid, old_tags, {closid, rmid});
   jr_thread(tid);
   arch_->set_thread_tags(tid, closid, rmid);
 }
 
+bool FsImpl::erase_thread(pid_t tid) {
+  auto it = thread_tags_.find(tid);
+  if (it == thread_tags_.end()) return false;
+  index_thread(tid, it->second, {0, 0});
+  thread_tags_.erase(it);
+  return true;
+}
+
 void FsImpl::move_group_tasks(const Group* from, const Group* to) {
-  std::vector<pid_t> moving;
-  for (auto& [tid, tags] : thread_tags_) {
-    bool match =
-        from->type == GroupType::kCtrlMon ? tags.first == from->closid : tags.second == from->rmid;
-    if (match) moving.push_back(tid);
-  }
+  // The group's threads by the key they are matched on: no walk over every
+  // tagged thread of the machine.
+  const auto& idx = from->type == GroupType::kCtrlMon ? closid_threads_ : rmid_threads_;
+  auto it = idx.find(from->type == GroupType::kCtrlMon ? from->closid : from->rmid);
+  if (it == idx.end()) return;
+  std::vector<pid_t> moving(it->second.begin(), it->second.end());
   for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
 }
 
@@ -72,7 +149,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   if (!mounted_) return;
   auto tags = thread_tags(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    if (thread_tags_.erase(child_tid) != 0) jr_thread(child_tid);
+    if (erase_thread(child_tid)) jr_thread(child_tid);
     return;
   }
   set_thread(child_tid, tags.first, tags.second);
@@ -80,7 +157,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (thread_tags_.erase(tid) != 0) jr_thread(tid);
+  if (erase_thread(tid)) jr_thread(tid);
   arch_->thread_exited(tid);
 }
 
@@ -109,6 +186,7 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
       jr_thread(tid);
     }
     thread_tags_.swap(alive);
+    rebuild_thread_index();
   }
   return out;
 }
@@ -210,35 +288,77 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
   offline.subtract(info_.online);
   if (!offline.empty()) return fail(EINVAL, "Can only assign online CPUs\n");
 
+  // Only the CPUs that change owner (and, for a CTRL_MON group, the CPUs of
+  // its MON groups) are looked at: the owner tables name who held each one.
+  CpuMask touched(info_.nr_cpus);
+  // The journal records the groups whose CPUs changed (jr_after_write).
+  jr_group(g);
   if (g->type == GroupType::kCtrlMon) {
     CpuMask dropped = g->cpus;
     dropped.subtract(newmask);
     if (!dropped.empty()) {
       if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
       root_->cpus |= dropped;
+      jr_group(root_);
     }
     CpuMask added = newmask;
     added.subtract(g->cpus);
-    if (!added.empty()) {
-      for (auto& other : groups_) {
-        if (other.get() == g) continue;
-        other->cpus.subtract(added);
+    // Every write clears the MON groups' CPUs, even an unchanged mask; a
+    // MON group's CPUs are within its parent's, so the MON groups holding
+    // any are the owners of the parent's CPUs.
+    for (unsigned cpu : g->cpus.cpus()) {
+      if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
+        jr_group(m);
+        m->cpus.clear();
+        cpu_mon_[cpu] = nullptr;
+        touched.set(cpu);
       }
     }
+    for (unsigned cpu : dropped.cpus()) {
+      cpu_ctrl_[cpu] = nullptr;
+      touched.set(cpu);
+    }
+    for (unsigned cpu : added.cpus()) {
+      // The CPU leaves its CTRL_MON group and that group's MON group.
+      Group* owner = cpu_ctrl(cpu);
+      if (owner != g) {
+        owner->cpus.reset(cpu);
+        jr_group(owner);
+      }
+      if (!is_root(g)) root_->cpus.reset(cpu);
+      if (Group* m = cpu_mon_[cpu]) {
+        m->cpus.reset(cpu);
+        jr_group(m);
+      }
+      cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+      cpu_mon_[cpu] = nullptr;
+      touched.set(cpu);
+    }
     g->cpus = newmask;
-    // Every write clears the MON groups' CPUs, even an unchanged mask.
-    for (Group* m : g->mon_children) m->cpus.clear();
   } else {
     Group* parent = g->parent;
     if (!newmask.subset_of(parent->cpus))
       return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
     CpuMask added = newmask;
     added.subtract(g->cpus);
-    for (Group* sib : parent->mon_children)
-      if (sib != g) sib->cpus.subtract(added);
+    CpuMask removed = g->cpus;
+    removed.subtract(newmask);
+    for (unsigned cpu : added.cpus()) {
+      // Taken from the sibling monitoring it.
+      if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
+        sib->cpus.reset(cpu);
+        jr_group(sib);
+      }
+      cpu_mon_[cpu] = g;
+      touched.set(cpu);
+    }
+    for (unsigned cpu : removed.cpus()) {
+      if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
+      touched.set(cpu);
+    }
     g->cpus = newmask;
   }
-  update_cpu_assoc();
+  update_cpu_assoc(touched);
   return Ok();
 }
 

@@ -39,11 +39,16 @@ CpuMask FsImpl::ctrl_domain_cpus(int resource_index, int domain) const {
 }
 
 uint32_t FsImpl::locked_cbm(int resource_index, int domain) const {
-  for (const auto& g : groups_) {
-    if (!g->plr || g->plr->domain != domain) continue;
-    if (schemas_.schemas[g->plr->schema].resource_index == resource_index) return g->plr->cbm;
-  }
-  return 0;
+  // Only CTRL_MON groups are locked.
+  uint32_t cbm = 0;
+  any_ctrl_group([&](const Group& g) {
+    if (!g.plr || g.plr->domain != domain ||
+        schemas_.schemas[g.plr->schema].resource_index != resource_index)
+      return false;
+    cbm = g.plr->cbm;
+    return true;
+  });
+  return cbm;
 }
 
 Result<void> FsImpl::check_locked_domain(const Group& g) {
@@ -60,8 +65,7 @@ bool FsImpl::locked_in_hierarchy(int resource_index, int domain,
   auto hits = [&](const Group::LockedRegion& r) {
     return cpus.intersects(ctrl_domain_cpus(schemas_.schemas[r.schema].resource_index, r.domain));
   };
-  for (const auto& g : groups_)
-    if (g->plr && hits(*g->plr)) return true;
+  if (any_ctrl_group([&](const Group& g) { return g.plr && hits(*g.plr); })) return true;
   for (const PendingRegion& p : pending)
     if (hits(p)) return true;
   return false;
@@ -89,10 +93,11 @@ Result<void> FsImpl::locksetup_enter(Group* g) {
     return fail(EINVAL, "CDP enabled\n");
   if (!info_.pseudo_lock_capable) return fail(EINVAL, "Pseudo-locking not supported\n");
   if (!g->mon_children.empty()) return fail(EINVAL, "Monitoring in progress\n");
-  for (const auto& [tid, tags] : thread_tags_) {
-    if (tags.first != g->closid) continue;
-    if (tasks_ == nullptr || tasks_->exists(tid))
-      return fail(EINVAL, "Tasks assigned to resource group\n");
+  if (const auto* tids = threads_of_closid(g->closid)) {
+    for (pid_t tid : *tids) {
+      if (tasks_ == nullptr || tasks_->exists(tid))
+        return fail(EINVAL, "Tasks assigned to resource group\n");
+    }
   }
   if (!g->cpus.empty()) return fail(EINVAL, "CPUs assigned to resource group\n");
   restrict_locksetup_files(g);

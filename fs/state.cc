@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/json_input.h"
 #include "fs/cpus.h"
 #include "fs/impl.h"
 #include "fs/state_replay.h"
@@ -138,13 +139,14 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
 }
 
 Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
+Error bad(const std::string& why) { return Error::make(EINVAL, why); }
 
 // A domain id used as a JSON object key: decimal digits that fit an int.
 Result<int> domain_key(const std::string& key) {
   int d = -1;
   const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), d);
   if (key.empty() || ec != std::errc() || end != key.data() + key.size() || d < 0)
-    return bad_state("bad domain key \"" + key + "\"");
+    return bad("bad domain key \"" + key + "\"");
   return d;
 }
 
@@ -393,8 +395,10 @@ void FsImpl::jr_after_write(const Node& n) {
     jr_group(n.group);
     return;
   }
-  // cpus (takes CPUs from other groups), info settings and whatever is
-  // added later: a snapshot is always right.
+  // cpus and cpus_list mark every group whose CPUs they changed (the
+  // written one, the ones that gave CPUs up, MON groups cleared).
+  if (w == &FsImpl::write_cpus || w == &FsImpl::write_cpus_list) return;
+  // Info settings and whatever is added later: a snapshot is always right.
   jr_all();
 }
 
@@ -503,202 +507,273 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
 
 Result<void> FsImpl::restore_state_json(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return bad_state("not a JSON object");
-  if (j.value("version", 0) != 1) return bad_state("unknown version");
-  if (!mounted_) return bad_state("not mounted");
-  if (groups_.size() != 1) return bad_state("the model is not fresh");
+  // The document is outside input (a file, via the journal): typed access
+  // only (base/json_input.h); the try is the last guard of that rule.
+  Result<void> r = Ok();
   try {
-    // Global settings first: a mode switch releases every counter.
-    if (j.contains("settings")) {
-      const json& st = j["settings"];
-      uint32_t thr = st.value("max_threshold_occupancy", threshold_);
-      if (thr <= info_.mon.l3_cache_size_bytes || !mon_capable()) threshold_ = thr;
-      bool want_event = st.value("mbm_assign_mode", std::string("default")) == "mbm_event";
-      if (info_.mon.abmc && want_event != mbm_event_mode_)
-        RESCTRLFS_RETURN_IF_ERROR(set_assign_mode(want_event));
-      if (st.contains("event_filter")) {
-        const uint32_t mask = info_.mon.bmec_supported_mask;
-        event_filter_total_ =
-            st["event_filter"].value("mbm_total_bytes", event_filter_total_) & mask;
-        event_filter_local_ =
-            st["event_filter"].value("mbm_local_bytes", event_filter_local_) & mask;
-      }
-      if (mbm_event_mode_) assign_on_mkdir_ = st.value("mbm_assign_on_mkdir", assign_on_mkdir_);
+    r = restore_state_locked(text);
+  } catch (const std::exception& e) {
+    r = Error::make(EINVAL, e.what());
+  }
+  if (!r.ok()) return bad_state(r.error().message);
+  return r;
+}
+
+Result<void> FsImpl::restore_state_locked(const std::string& text) {
+  Result<json> parsed = parse_json(text);
+  if (!parsed.ok()) return bad("not JSON: " + parsed.error().message);
+  const JsonIn j(*parsed);
+  if (!j.json().is_object()) return bad("not a JSON object");
+  Result<int> version = j.int_or<int>("version", 0);
+  if (!version.ok() || *version != 1) return bad("unknown version");
+  if (!mounted_) return bad("not mounted");
+  if (groups_.size() != 1) return bad("the model is not fresh");
+  // Global settings first: a mode switch releases every counter.
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> st, j.find("settings"));
+  if (st) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr,
+                               st->int_or<uint32_t>("max_threshold_occupancy", threshold_));
+    if (thr <= info_.mon.l3_cache_size_bytes || !mon_capable()) threshold_ = thr;
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, st->string_or("mbm_assign_mode", "default"));
+    const bool want_event = mode == "mbm_event";
+    if (info_.mon.abmc && want_event != mbm_event_mode_)
+      RESCTRLFS_RETURN_IF_ERROR(set_assign_mode(want_event));
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, st->find("event_filter"));
+    if (ef) {
+      const uint32_t mask = info_.mon.bmec_supported_mask;
+      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t total,
+                                 ef->int_or<uint32_t>("mbm_total_bytes", event_filter_total_));
+      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t local,
+                                 ef->int_or<uint32_t>("mbm_local_bytes", event_filter_local_));
+      event_filter_total_ = total & mask;
+      event_filter_local_ = local & mask;
     }
-    auto parse_cpus = [this](const json& o) -> Result<CpuMask> {
-      Result<CpuMask> m = parse_cpu_list(o.value("cpus", std::string()), info_.nr_cpus);
-      if (!m.ok()) return bad_state("bad cpu list");
-      // A CPU that has gone offline since the state was saved has left
-      // every group, as it would have if it had gone while we ran.
-      *m &= info_.online;
-      return m;
-    };
-    auto make_dir = [this](Group* g, Node* parent, const json& o) {
-      uint32_t mode = o.value("dir_mode", 0755U) & 07777;
-      uid_t uid = o.value("uid", mount_uid_);
-      gid_t gid = o.value("gid", mount_gid_);
-      Node* dir = add_node(parent, g->name, NodeKind::kGroupDir, S_IFDIR | mode, uid, gid);
-      build_group_dir(g, dir, mode, uid, gid);
-      reset_group_mbm(g);
-    };
-    auto restore_assigned = [this](Group* g, const json& o) {
-      if (!mbm_event_mode_ || !o.contains("assigned")) return;
-      for (const json& a : o["assigned"]) {
-        int dom = a.at(0).get<int>();
-        std::string ev = a.at(1).get<std::string>();
-        if (cntr_owner_.count(dom) == 0) continue;  // the domain is offline now
-        hw::EventId e = ev == "mbm_local_bytes" ? hw::EventId::MBM_LOCAL : hw::EventId::MBM_TOTAL;
-        (void)assign_cntr(g, dom, e);
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
+                               st->bool_or("mbm_assign_on_mkdir", assign_on_mkdir_));
+    if (mbm_event_mode_) assign_on_mkdir_ = on_mkdir;
+  }
+  auto parse_cpus = [this](const JsonIn& o) -> Result<CpuMask> {
+    Result<std::string> list = o.string_or("cpus", std::string());
+    if (!list.ok()) return bad(list.error().message);
+    Result<CpuMask> m = parse_cpu_list(*list, info_.nr_cpus);
+    if (!m.ok()) return bad(o.path() + ".cpus: bad cpu list");
+    // A CPU that has gone offline since the state was saved has left
+    // every group, as it would have if it had gone while we ran.
+    *m &= info_.online;
+    return m;
+  };
+  struct DirFields {
+    uint32_t mode;
+    uid_t uid;
+    gid_t gid;
+  };
+  auto dir_fields = [this](const JsonIn& o) -> Result<DirFields> {
+    DirFields f{};
+    RESCTRLFS_ASSIGN_OR_RETURN(f.mode, o.int_or<uint32_t>("dir_mode", 0755U, 0, 07777));
+    RESCTRLFS_ASSIGN_OR_RETURN(f.uid, o.int_or<uid_t>("uid", mount_uid_));
+    RESCTRLFS_ASSIGN_OR_RETURN(f.gid, o.int_or<gid_t>("gid", mount_gid_));
+    return f;
+  };
+  auto make_dir = [this](Group* g, Node* parent, const DirFields& f) {
+    Node* dir = add_node(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid);
+    build_group_dir(g, dir, f.mode, f.uid, f.gid);
+    reset_group_mbm(g);
+  };
+  // The counters a group had assigned, as (domain, event), checked.
+  using Assigned = std::vector<std::pair<int, hw::EventId>>;
+  auto read_assigned = [](const JsonIn& o) -> Result<Assigned> {
+    Assigned out;
+    RESCTRLFS_ASSIGN_OR_RETURN(std::optional<JsonIn> list, o.find("assigned"));
+    if (!list) return out;
+    RESCTRLFS_ASSIGN_OR_RETURN(std::vector<JsonIn> entries, list->elements());
+    for (const JsonIn& a : entries) {
+      RESCTRLFS_ASSIGN_OR_RETURN(JsonIn d, a.element(0));
+      RESCTRLFS_ASSIGN_OR_RETURN(const int dom, d.as_int<int>(0));
+      RESCTRLFS_ASSIGN_OR_RETURN(JsonIn e, a.element(1));
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::string ev, e.as_string());
+      if (ev != "mbm_local_bytes" && ev != "mbm_total_bytes") return e.error("unknown event");
+      out.emplace_back(dom,
+                       ev == "mbm_local_bytes" ? hw::EventId::MBM_LOCAL : hw::EventId::MBM_TOTAL);
+    }
+    return out;
+  };
+  auto restore_assigned = [this](Group* g, const Assigned& assigned) {
+    if (!mbm_event_mode_) return;
+    for (const auto& [dom, e] : assigned) {
+      if (cntr_owner_.count(dom) == 0) continue;  // the domain is offline now
+      (void)assign_cntr(g, dom, e);
+    }
+  };
+  std::vector<hw::CtrlUpdate> updates;
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> group_list, j.elements_or_none("groups"));
+  for (const JsonIn& go : group_list) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string name, go.string_or("name", std::string()));
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode_s, go.string_or("mode", "shareable"));
+    RESCTRLFS_ASSIGN_OR_RETURN(const DirFields dir, dir_fields(go));
+    RESCTRLFS_ASSIGN_OR_RETURN(const Assigned assigned, read_assigned(go));
+    Group* g = nullptr;
+    if (name.empty()) {
+      g = root_;
+    } else {
+      if (name.size() > 255 || name.find('\n') != std::string::npos ||
+          name.find('/') != std::string::npos || name == "." || name == ".." ||
+          child(root_node_, name) != nullptr)
+        return bad("bad group name " + name);
+      bool mode_ok = true;
+      const schemata::GroupMode gm = mode_from(mode_s, mode_ok);
+      if (!mode_ok) return bad("bad mode");
+      // A locked group's CLOSID went back to the pool, a locksetup or
+      // locked group's RMID too.
+      const bool locked = gm == schemata::GroupMode::PSEUDO_LOCKED;
+      const bool has_rmid = gm != schemata::GroupMode::PSEUDO_LOCKSETUP && !locked;
+      if (gm != schemata::GroupMode::SHAREABLE && gm != schemata::GroupMode::EXCLUSIVE &&
+          (!info_.pseudo_lock_capable || opts_.cdp || opts_.cdpl2))
+        return bad("pseudo-locking is not available");
+      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, go.int_at<uint32_t>("closid"));
+      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, go.int_or<uint32_t>("rmid", 0U));
+      // The region of a locked group, read before anything is claimed.
+      int si = -1, dom = kNoDomain;
+      uint32_t cbm = 0;
+      if (locked) {
+        RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn rg, go.get("region"));
+        RESCTRLFS_ASSIGN_OR_RETURN(const std::string schema, rg.string_at("schema"));
+        RESCTRLFS_ASSIGN_OR_RETURN(dom, rg.int_at<int>("domain", kNoDomain));
+        RESCTRLFS_ASSIGN_OR_RETURN(cbm, rg.int_at<uint32_t>("cbm"));
+        si = schemas_.find(schema);
+        if (si < 0 || schemas_.schemas[si].kind != schemata::Kind::CACHE)
+          return bad("bad pseudo-locked region");
+        const schemata::Schema& s = schemas_.schemas[si];
+        bool dom_ok = dom == kNoDomain;  // lost with its cache: nothing to lock
+        for (int d : s.domain_ids) dom_ok = dom_ok || d == dom;
+        if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
+            locked_in_hierarchy(s.resource_index, dom, {}))
+          return bad("bad pseudo-locked region");
       }
-    };
-    std::vector<hw::CtrlUpdate> updates;
-    for (const json& go : j.value("groups", json::array())) {
-      const std::string name = go.value("name", std::string());
-      Group* g = nullptr;
-      if (name.empty()) {
-        g = root_;
-      } else {
-        if (name.size() > 255 || name.find('\n') != std::string::npos ||
-            name.find('/') != std::string::npos || child(root_node_, name) != nullptr)
-          return bad_state("bad group name " + name);
-        bool mode_ok = true;
-        const schemata::GroupMode gm =
-            mode_from(go.value("mode", std::string("shareable")), mode_ok);
-        if (!mode_ok) return bad_state("bad mode");
-        // A locked group's CLOSID went back to the pool, a locksetup or
-        // locked group's RMID too.
-        const bool locked = gm == schemata::GroupMode::PSEUDO_LOCKED;
-        const bool has_rmid = gm != schemata::GroupMode::PSEUDO_LOCKSETUP && !locked;
-        if (gm != schemata::GroupMode::SHAREABLE && gm != schemata::GroupMode::EXCLUSIVE &&
-            (!info_.pseudo_lock_capable || opts_.cdp || opts_.cdpl2))
-          return bad_state("pseudo-locking is not available");
-        uint32_t closid = go.at("closid").get<uint32_t>();
-        if (!locked && !closids_.claim(closid))
-          return bad_state("CLOSID " + std::to_string(closid) + " unusable");
-        uint32_t rmid = go.value("rmid", 0U);
-        if (mon_capable() && has_rmid && !rmids_.claim(rmid)) {
-          if (!locked) closids_.free(closid);
-          return bad_state("RMID " + std::to_string(rmid) + " unusable");
-        }
-        g = new_group();
-        g->type = GroupType::kCtrlMon;
-        g->name = name;
-        g->closid = closid;
-        g->rmid = mon_capable() ? rmid : 0;
-        make_dir(g, root_node_, go);
-        if (!has_rmid) restrict_locksetup_files(g);
-        if (locked) {
-          // Lock the region again: its mask goes into the old CLOSID, as when
-          // it was first locked; a group that took the CLOSID over later in
-          // the document reprograms it below.
-          const json& rg = go.at("region");
-          const int si = schemas_.find(rg.at("schema").get<std::string>());
-          const int dom = rg.at("domain").get<int>();
-          const uint32_t cbm = rg.at("cbm").get<uint32_t>();
-          if (si < 0 || schemas_.schemas[si].kind != schemata::Kind::CACHE)
-            return bad_state("bad pseudo-locked region");
-          const schemata::Schema& s = schemas_.schemas[si];
-          bool dom_ok = dom == kNoDomain;  // lost with its cache: nothing to lock
-          for (int d : s.domain_ids) dom_ok = dom_ok || d == dom;
-          if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
-              locked_in_hierarchy(s.resource_index, dom, {}))
-            return bad_state("bad pseudo-locked region");
-          if (dom != kNoDomain)
-            RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(rid_of(s), dom, closid, cbm));
-          g->plr = Group::LockedRegion{si, dom, cbm};
-          for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
-        }
+      if (!locked && !closids_.claim(closid))
+        return bad("CLOSID " + std::to_string(closid) + " unusable");
+      if (mon_capable() && has_rmid && !rmids_.claim(rmid)) {
+        if (!locked) closids_.free(closid);
+        return bad("RMID " + std::to_string(rmid) + " unusable");
       }
-      bool ok = true;
-      g->mode = mode_from(go.value("mode", std::string("shareable")), ok);
-      if (!ok || (name.empty() && g->mode != schemata::GroupMode::SHAREABLE &&
-                  g->mode != schemata::GroupMode::EXCLUSIVE))
-        return bad_state("bad mode");
-      std::string ev = go.value("mba_event", std::string());
-      if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))
-        g->mba_event = hw::EventId::MBM_TOTAL;
-      if (ev == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL))
-        g->mba_event = hw::EventId::MBM_LOCAL;
-      if (go.contains("schemata")) {
-        for (auto& [sname, vals] : go["schemata"].items()) {
-          int si = schemas_.find(sname);
-          if (si < 0) return bad_state("unknown schema " + sname);
-          const schemata::Schema& s = schemas_.schemas[si];
-          for (auto& [dom, v] : vals.items()) {
-            RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
-            uint32_t value = v.get<uint32_t>();
-            // A domain that is offline now gets defaults when it returns,
-            // whatever was saved for it.
-            if (std::find(s.domain_ids.begin(), s.domain_ids.end(), d) == s.domain_ids.end())
-              continue;
-            if (s.mba_sc) {
-              mbps_target_[{d, g->closid}] = value;
-            } else {
-              updates.push_back({rid_of(s), hw_type(s.conf_type), d, g->closid, value});
-            }
+      g = new_group();
+      g->type = GroupType::kCtrlMon;
+      g->name = name;
+      g->closid = closid;
+      g->rmid = mon_capable() ? rmid : 0;
+      make_dir(g, root_node_, dir);
+      if (!has_rmid) restrict_locksetup_files(g);
+      if (locked) {
+        // Lock the region again: its mask goes into the old CLOSID, as when
+        // it was first locked; a group that took the CLOSID over later in
+        // the document reprograms it below.
+        const schemata::Schema& s = schemas_.schemas[si];
+        if (dom != kNoDomain)
+          RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(rid_of(s), dom, closid, cbm));
+        g->plr = Group::LockedRegion{si, dom, cbm};
+        for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
+      }
+    }
+    bool ok = true;
+    g->mode = mode_from(mode_s, ok);
+    if (!ok || (name.empty() && g->mode != schemata::GroupMode::SHAREABLE &&
+                g->mode != schemata::GroupMode::EXCLUSIVE))
+      return bad("bad mode");
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string ev, go.string_or("mba_event", std::string()));
+    if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))
+      g->mba_event = hw::EventId::MBM_TOTAL;
+    if (ev == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL))
+      g->mba_event = hw::EventId::MBM_LOCAL;
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sch, go.find("schemata"));
+    if (sch) {
+      RESCTRLFS_ASSIGN_OR_RETURN(const auto schema_list, sch->members());
+      for (const auto& [sname, vals] : schema_list) {
+        int si = schemas_.find(sname);
+        if (si < 0) return bad("unknown schema " + sname);
+        const schemata::Schema& s = schemas_.schemas[si];
+        RESCTRLFS_ASSIGN_OR_RETURN(const auto dom_list, vals.members());
+        for (const auto& [dom, v] : dom_list) {
+          RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
+          RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t value, v.as_int<uint32_t>());
+          // A domain that is offline now gets defaults when it returns,
+          // whatever was saved for it.
+          if (std::find(s.domain_ids.begin(), s.domain_ids.end(), d) == s.domain_ids.end())
+            continue;
+          if (s.mba_sc) {
+            mbps_target_[{d, g->closid}] = value;
+          } else {
+            updates.push_back({rid_of(s), hw_type(s.conf_type), d, g->closid, value});
           }
         }
       }
-      if (!name.empty()) {
-        RESCTRLFS_ASSIGN_OR_RETURN(CpuMask cpus, parse_cpus(go));
-        for (auto& other : groups_)
-          if (other.get() != g) other->cpus.subtract(cpus);
-        g->cpus = cpus;
-      }
-      restore_assigned(g, go);
-      for (const json& mo : go.value("mon_groups", json::array())) {
-        if (!mon_capable()) return bad_state("MON groups without monitoring");
-        const std::string mname = mo.value("name", std::string());
-        Node* mg = node(g->mon_groups_dir);
-        if (mname.empty() || mname == "mon_groups" || mname.find('/') != std::string::npos ||
-            mg == nullptr || child(mg, mname) != nullptr)
-          return bad_state("bad MON group name " + mname);
-        uint32_t rmid = mo.at("rmid").get<uint32_t>();
-        if (!rmids_.claim(rmid)) return bad_state("RMID " + std::to_string(rmid) + " unusable");
-        Group* m = new_group();
-        m->type = GroupType::kMon;
-        m->name = mname;
-        m->parent = g;
-        m->closid = g->closid;
-        m->rmid = rmid;
-        g->mon_children.push_back(m);
-        make_dir(m, mg, mo);
-        RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, parse_cpus(mo));
-        m->cpus = mcpus;
-        restore_assigned(m, mo);
-      }
     }
-    // MON groups' CPUs must be within their parent's.
-    for (auto& gp : groups_) {
-      if (gp->type == GroupType::kMon) gp->cpus &= gp->parent->cpus;
+    if (!name.empty()) {
+      RESCTRLFS_ASSIGN_OR_RETURN(CpuMask cpus, parse_cpus(go));
+      for (auto& other : groups_)
+        if (other.get() != g) other->cpus.subtract(cpus);
+      g->cpus = cpus;
     }
-    RESCTRLFS_RETURN_IF_ERROR(arch_->update_ctrls(updates));
-    // io_alloc after the groups: none of them may hold its CLOSID.
-    const json io = j.value("io_alloc", json::object());
-    if (!io.is_object()) return bad_state("io_alloc must be an object");
-    for (auto& [res, vals] : io.items()) {
-      if (!vals.is_object()) return bad_state("io_alloc on " + res + " must be an object");
+    restore_assigned(g, assigned);
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> mon_list,
+                               go.elements_or_none("mon_groups"));
+    for (const JsonIn& mo : mon_list) {
+      if (!mon_capable()) return bad("MON groups without monitoring");
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::string mname, mo.string_or("name", std::string()));
+      Node* mg = node(g->mon_groups_dir);
+      if (mname.empty() || mname == "mon_groups" || mname == "." || mname == ".." ||
+          mname.size() > 255 || mname.find('/') != std::string::npos ||
+          mname.find('\n') != std::string::npos || mg == nullptr || child(mg, mname) != nullptr)
+        return bad("bad MON group name " + mname);
+      RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, mo.int_at<uint32_t>("rmid"));
+      RESCTRLFS_ASSIGN_OR_RETURN(const DirFields mdir, dir_fields(mo));
+      RESCTRLFS_ASSIGN_OR_RETURN(const Assigned massigned, read_assigned(mo));
+      RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, parse_cpus(mo));
+      if (!rmids_.claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
+      Group* m = new_group();
+      m->type = GroupType::kMon;
+      m->name = mname;
+      m->parent = g;
+      m->closid = g->closid;
+      m->rmid = rmid;
+      g->mon_children.push_back(m);
+      make_dir(m, mg, mdir);
+      m->cpus = mcpus;
+      restore_assigned(m, massigned);
+    }
+  }
+  // MON groups' CPUs must be within their parent's.
+  for (auto& gp : groups_) {
+    if (gp->type == GroupType::kMon) gp->cpus &= gp->parent->cpus;
+  }
+  RESCTRLFS_RETURN_IF_ERROR(arch_->update_ctrls(updates));
+  // io_alloc after the groups: none of them may hold its CLOSID.
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io, j.find("io_alloc"));
+  if (io) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto res_list, io->members());
+    for (const auto& [res, vals] : res_list) {
+      RESCTRLFS_ASSIGN_OR_RETURN(const auto dom_list, vals.members());
       std::map<int, uint32_t> cbm;
-      for (auto& [dom, v] : vals.items()) {
+      for (const auto& [dom, v] : dom_list) {
         RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
-        cbm[d] = v.get<uint32_t>();
+        RESCTRLFS_ASSIGN_OR_RETURN(cbm[d], v.as_int<uint32_t>());
       }
       Result<void> r = restore_io_alloc(res, cbm);
-      if (!r.ok()) return bad_state("io_alloc on " + res + ": " + r.error().message);
+      if (!r.ok()) return bad("io_alloc on " + res + ": " + r.error().message);
     }
-    for (const json& t : j.value("threads", json::array())) {
-      pid_t tid = t.at(0).get<pid_t>();
-      uint32_t closid = t.at(1).get<uint32_t>(), rmid = t.at(2).get<uint32_t>();
-      if (tasks_ != nullptr && !tasks_->exists(tid)) continue;
-      bool known = false;
-      for (auto& gp : groups_) known = known || (gp->closid == closid && gp->rmid == rmid);
-      if (known) set_thread(tid, closid, rmid);
-    }
-    update_cpu_assoc();
-  } catch (const std::exception& e) {  // json's, or anything else a hostile document provokes
-    return bad_state(e.what());
   }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> thread_list, j.elements_or_none("threads"));
+  for (const JsonIn& t : thread_list) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn t0, t.element(0));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn t1, t.element(1));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn t2, t.element(2));
+    RESCTRLFS_ASSIGN_OR_RETURN(const pid_t tid, t0.as_int<pid_t>(1));
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, t1.as_int<uint32_t>());
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, t2.as_int<uint32_t>());
+    if (tasks_ != nullptr && !tasks_->exists(tid)) continue;
+    bool known = false;
+    for (auto& gp : groups_) known = known || (gp->closid == closid && gp->rmid == rmid);
+    if (known) set_thread(tid, closid, rmid);
+  }
+  update_cpu_assoc();
   jr_all();  // the journal takes a snapshot of what was restored
   return Ok();
 }

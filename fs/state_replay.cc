@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "base/json_input.h"
 
 namespace resctrlfs::fs {
 
@@ -21,28 +24,64 @@ StateReplay::StateReplay() : impl_(std::make_unique<Impl>()) {}
 StateReplay::~StateReplay() = default;
 
 Result<void> StateReplay::start(std::string_view snapshot) {
+  // Outside input: typed access only (base/json_input.h); this try is the
+  // last guard of that rule.
   try {
     return start_checked(snapshot);
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return Error::make(EINVAL, std::string("snapshot: ") + e.what());
   }
 }
 
+namespace {
+
+using nlohmann::json;
+
+// A thread entry [tid, closid, rmid] (or [tid] in a delta when `gone_ok`).
+struct ThreadEntry {
+  pid_t tid = 0;
+  std::optional<std::pair<uint32_t, uint32_t>> tags;
+};
+Result<ThreadEntry> thread_entry(const JsonIn& e, bool gone_ok) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::vector<JsonIn> v, e.elements(3));
+  if (v.size() != 3 && !(gone_ok && v.size() == 1))
+    return e.error(gone_ok ? "must be [tid] or [tid, closid, rmid]"
+                           : "must be [tid, closid, rmid]");
+  ThreadEntry t;
+  RESCTRLFS_ASSIGN_OR_RETURN(t.tid, v[0].as_int<pid_t>(1));
+  if (v.size() == 3) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, v[1].as_int<uint32_t>());
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, v[2].as_int<uint32_t>());
+    t.tags = std::make_pair(closid, rmid);
+  }
+  return t;
+}
+
+// The "name" of a group object, when it is one with a string name.
+const std::string* name_of(const json& o) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find("name");
+  return it == o.end() ? nullptr : it->get_ptr<const std::string*>();
+}
+
+}  // namespace
+
 Result<void> StateReplay::start_checked(std::string_view snapshot) {
-  using nlohmann::json;
-  json j = json::parse(snapshot, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
+  Result<json> parsed = parse_json(snapshot);
+  if (!parsed.ok()) return Error::make(EINVAL, "snapshot: not JSON: " + parsed.error().message);
+  json& j = *parsed;
+  if (!j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
   auto g = j.find("groups");
   if (g != j.end() && !g->is_array()) return Error::make(EINVAL, "snapshot: groups not a list");
   if (g == j.end()) j["groups"] = json::array();
   impl_->threads.clear();
   if (auto t = j.find("threads"); t != j.end()) {
-    if (!t->is_array()) return Error::make(EINVAL, "snapshot: threads not a list");
-    for (const json& e : *t) {
-      if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() ||
-          !e[1].is_number_unsigned() || !e[2].is_number_unsigned())
-        return Error::make(EINVAL, "snapshot: bad thread entry");
-      impl_->threads[e[0].get<pid_t>()] = {e[1].get<uint32_t>(), e[2].get<uint32_t>()};
+    Result<std::vector<JsonIn>> list = JsonIn(*t, "$.threads").elements();
+    if (!list.ok()) return Error::make(EINVAL, "snapshot: " + list.error().message);
+    for (const JsonIn& e : *list) {
+      Result<ThreadEntry> te = thread_entry(e, /*gone_ok=*/false);
+      if (!te.ok()) return Error::make(EINVAL, "snapshot: bad thread entry: " + te.error().message);
+      impl_->threads[te->tid] = *te->tags;
     }
     j.erase("threads");
   }
@@ -53,12 +92,10 @@ Result<void> StateReplay::start_checked(std::string_view snapshot) {
 
 namespace {
 
-using nlohmann::json;
-
 // The CTRL_MON group object named `name` in the document's list, or null.
 json* find_named(json& list, const std::string& name) {
   for (json& o : list) {
-    if (o.is_object() && o.value("name", std::string()) == name) return &o;
+    if (const std::string* n = name_of(o); n != nullptr && *n == name) return &o;
   }
   return nullptr;
 }
@@ -74,7 +111,7 @@ Result<void> StateReplay::apply(std::string_view delta) {
   // delta, never the daemon.
   try {
     return apply_checked(delta);
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return Error::make(EINVAL, std::string("delta: ") + e.what());
   }
 }
@@ -82,14 +119,17 @@ Result<void> StateReplay::apply(std::string_view delta) {
 Result<void> StateReplay::apply_checked(std::string_view delta) {
   auto bad = [](const std::string& why) { return Error::make(EINVAL, "delta: " + why); };
   if (!impl_->started) return bad("no snapshot");
-  json d = json::parse(delta, nullptr, /*allow_exceptions=*/false);
-  if (d.is_discarded() || !d.is_object()) return bad("not a JSON object");
+  Result<json> parsed = parse_json(delta);
+  if (!parsed.ok()) return bad("not JSON: " + parsed.error().message);
+  const json& d = *parsed;
+  if (!d.is_object()) return bad("not a JSON object");
   for (auto& [key, v] : d.items()) {
     // A key this version does not know would be silently lost: refuse.
     if (key != "version" && key != "del" && key != "set" && key != "threads")
       return bad("unknown key " + key);
   }
-  if (d.value("version", 0) != 1) return bad("unknown version");
+  if (Result<int> v = JsonIn(d).int_or<int>("version", 0); !v.ok() || *v != 1)
+    return bad("unknown version");
   json& groups = impl_->doc["groups"];
   if (auto del = d.find("del"); del != d.end()) {
     if (!del->is_array()) return bad("del not a list");
@@ -98,7 +138,7 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
       const std::string ctrl = k[0].get<std::string>(), mon = k[1].get<std::string>();
       if (mon.empty()) {
         for (auto it = groups.begin(); it != groups.end(); ++it) {
-          if (it->is_object() && it->value("name", std::string()) == ctrl) {
+          if (const std::string* n = name_of(*it); n != nullptr && *n == ctrl) {
             groups.erase(it);
             break;
           }
@@ -110,7 +150,7 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
       json& mons = (*parent)["mon_groups"];
       if (!mons.is_array()) return bad("mon_groups not a list");
       for (auto it = mons.begin(); it != mons.end(); ++it) {
-        if (it->is_object() && it->value("name", std::string()) == mon) {
+        if (const std::string* n = name_of(*it); n != nullptr && *n == mon) {
           mons.erase(it);
           break;
         }
@@ -125,7 +165,7 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
         return bad("bad group entry");
       const std::string ctrl = e["ctrl"].get<std::string>(), mon = e["mon"].get<std::string>();
       json g = e["group"];
-      if (g.value("name", std::string("\n")) != (mon.empty() ? ctrl : mon))
+      if (const std::string* n = name_of(g); n == nullptr || *n != (mon.empty() ? ctrl : mon))
         return bad("group entry names another group");
       json* parent = find_named(groups, ctrl);
       if (mon.empty()) {
@@ -152,16 +192,15 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
     }
   }
   if (auto th = d.find("threads"); th != d.end()) {
-    if (!th->is_array()) return bad("threads not a list");
-    for (const json& e : *th) {
-      if (!e.is_array() || e.empty() || !e[0].is_number_integer()) return bad("bad thread entry");
-      const pid_t tid = e[0].get<pid_t>();
-      if (e.size() == 1) {
-        impl_->threads.erase(tid);
-      } else if (e.size() == 3 && e[1].is_number_unsigned() && e[2].is_number_unsigned()) {
-        impl_->threads[tid] = {e[1].get<uint32_t>(), e[2].get<uint32_t>()};
+    Result<std::vector<JsonIn>> list = JsonIn(*th, "$.threads").elements();
+    if (!list.ok()) return bad(list.error().message);
+    for (const JsonIn& e : *list) {
+      Result<ThreadEntry> te = thread_entry(e, /*gone_ok=*/true);
+      if (!te.ok()) return bad("bad thread entry: " + te.error().message);
+      if (te->tags) {
+        impl_->threads[te->tid] = *te->tags;
       } else {
-        return bad("bad thread entry");
+        impl_->threads.erase(te->tid);
       }
     }
   }

@@ -269,6 +269,13 @@ void FsImpl::build_info_tree() {
                            mount_gid_);
         e->event = ev;
         add_file_rows(e, kAssignConfig | dbg, mount_uid_, mount_gid_);
+        // event_filter is registered 0444 and made 0644 where the counters'
+        // transactions can be configured, as Linux's
+        // resctrl_l3_mon_resource_init() (fs/resctrl/monitor.c) does from the
+        // arch's mbm_cntr_configurable; event_filter_write() refuses otherwise.
+        if (info_.mon.mbm_cntr_configurable) {
+          if (Node* f = child(e, "event_filter")) f->mode |= 0200;
+        }
       }
     }
   }
@@ -370,18 +377,6 @@ Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
   const bool has_write = n->kind == NodeKind::kFile;
   if (of.writable && ((n->mode & 0222) == 0 || !has_write)) return Error::make(EACCES);
   if (of.readable && (n->mode & 0444) == 0) return Error::make(EACCES);
-  if (of.readable) {
-    Result<std::string> r = render_node(*n);
-    if (r.ok()) {
-      of.snapshot = std::move(r.value());
-    } else if (!of.writable) {
-      // Nothing could ever be read from this fd: fail the open itself with
-      // the errno the kernel gives the first read.
-      return std::move(r).error();
-    } else {
-      of.read_errno = r.error().code;
-    }
-  }
   return of;
 }
 

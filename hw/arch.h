@@ -231,6 +231,10 @@ struct MonCaps {
   // ABMC (AMD): assignable counters per monitoring domain.
   bool abmc = false;
   unsigned num_mbm_cntrs = 0;
+  // The transactions an assignable counter counts can be chosen (Linux's
+  // resctrl_mon::mbm_cntr_configurable): info/L3_MON/event_configs/*/
+  // event_filter is then writable (0644), otherwise read-only.
+  bool mbm_cntr_configurable = false;
   std::vector<MonDomain> mon_domains;  // sorted by id
 };
 
@@ -376,15 +380,19 @@ class Arch {
   // aggregator of the package.
   virtual CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) = 0;
 
-  // Forgets the running state of (domain, rmid, ev): the next read
-  // re-establishes a baseline and counts from 0.
+  // Restarts the count of (domain, rmid, ev) at 0: the hardware counter's
+  // value now becomes the baseline later reads count from (the kernel does
+  // this when an RMID is allocated, so traffic between mkdir and the first
+  // read is counted). Cost: two MSR accesses.
   virtual void reset_event(int domain_id, uint32_t rmid, EventId ev) = 0;
-  // Same for every RMID and MBM event of a domain.
+  // Forgets the running state of every RMID and MBM event of a domain whose
+  // hardware counters were cleared: they count from a raw value of 0.
   virtual void reset_domain_events(int domain_id) = 0;
 
   // BMEC: the event configuration (transaction mask) of an MBM event on a
-  // domain. Writing a different value resets that domain's MBM counts in the
-  // hardware (the next read reports Unavailable).
+  // domain. Writing a different value makes the hardware clear every MBM
+  // counter of the domain (both events, every RMID; the next read of each
+  // reports Unavailable), and every count starts again from 0.
   virtual Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) = 0;
   virtual uint32_t event_config(int domain_id, EventId ev) const = 0;
 

@@ -26,9 +26,12 @@ struct Workload {
   uint64_t cache_footprint_bytes = 0;  // working set competing for L3
   double bandwidth_mbps = 0;           // memory bandwidth demand (MB/s = 1e6 B/s)
   double local_fraction = 1.0;         // share of traffic to local memory
-  // Thread workloads only: the CPU the thread runs on. -1 spreads the
-  // thread evenly over every L3 domain (an unpinned thread).
+  // Thread workloads only: the CPU the thread runs on. -1: an unpinned
+  // thread, spread evenly over the L3 domains (and their NUMA nodes) that
+  // hold an online CPU of `allowed_cpus`.
   int cpu = -1;
+  // An unpinned thread's affinity: the CPUs it may run on; empty: every CPU.
+  std::vector<unsigned> allowed_cpus;
 };
 
 // One register as the simulator holds it (for tests comparing hardware

@@ -1,36 +1,44 @@
 // resctrlfs-sandbox: runs a program in a private mount namespace in which
 // resctrlfsd is mounted at /sys/fs/resctrl and /proc and sysfs agree with the
 // simulated platform, so that unmodified resctrl clients (pqos, rdtset,
-// goresctrl, runc 1.1) use it as they would use the kernel's resctrl.
+// goresctrl, runc, containerd) use it as they would use the kernel's resctrl.
 //
 // Process layout: this process enters the namespace, starts resctrlfsd in
 // the foreground as its child, fakes the /proc and sysfs files, then forks
-// COMMAND. COMMAND stops before exec until its own /proc/<pid>/mounts and
-// mountinfo are bind-mounted with the rewritten tables (a bind on the pid's
-// files survives exec). This process then waits, forwarding signals sent to
-// it, and on COMMAND's exit stops the daemon and removes what it created.
-// The namespace disappears with its last process.
+// COMMAND. COMMAND installs the seccomp filter (seccomp_supervisor.h),
+// passes its listener back over a socket pair and stops before exec until
+// this process runs the supervisor (and, with --intercept statfs-only or
+// none, has bind-mounted rewritten tables over COMMAND's own
+// /proc/<pid>/mounts and mountinfo, a bind that survives exec). This process
+// then waits, forwarding signals sent to it, and on COMMAND's exit stops the
+// supervisor and the daemon and removes what it created. The namespace
+// disappears with its last process.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "hw/backend.h"
+#include "hw/sim/profile.h"
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
 #include "sandbox/proc_rewrite.h"
+#include "sandbox/seccomp_supervisor.h"
 #include "sandbox/topology.h"
 
 namespace resctrlfs::sandbox {
@@ -48,6 +56,8 @@ struct PlatformView {
   std::string vendor;
   std::vector<std::string> flags;
   std::vector<CpuPlacement> placement;  // index = CPU number
+  CacheSizes caches;                    // sysfs cache/index{2,3}/size
+  uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
 };
 
 Result<PlatformView> load_platform(const std::string& name) {
@@ -63,7 +73,26 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.l3_id = cpu < info.cpu_l3_id.size() ? info.cpu_l3_id[cpu] : -1;
     v.placement.push_back(p);
   }
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::sim::Profile profile, hw::sim::load_profile(name));
+  v.caches = {hw::sim::cache_size_bytes(profile, 2), hw::sim::cache_size_bytes(profile, 3)};
+  // Linux's x86_cache_size: CPUID 0x80000006's L2 on AMD, else the L3 (or L2).
+  v.cpuinfo_cache_kb = (profile.amd() || v.caches.l3 == 0 ? v.caches.l2 : v.caches.l3) >> 10;
   return v;
+}
+
+// A built-in platform other than host whose CPU count differs from the
+// host's runs fitted to the host's CPUs (NAME@host, see hw/sim/profile.h).
+bool fit_to_host(const std::string& name, const std::vector<HostCpu>& host) {
+  auto names = hw::builtin_platforms();
+  if (name == "host" || std::find(names.begin(), names.end(), name) == names.end()) return false;
+  auto p = load_platform(name);
+  return p && p->placement.size() != host.size();
+}
+
+std::vector<int> cpu_packages(const PlatformView& v) {
+  std::vector<int> out;
+  for (const auto& p : v.placement) out.push_back(p.package);
+  return out;
 }
 
 std::string host_vendor() {
@@ -224,6 +253,8 @@ class Sandbox {
   pid_t daemon_pid_ = 0;
   pid_t self_ = ::getpid();
   bool simulated_ = true;
+  dev_t mount_device_ = 0;  // st_dev of the daemon's mount
+  std::unique_ptr<Supervisor> supervisor_;
 };
 
 Result<void> Sandbox::setup() {
@@ -232,6 +263,9 @@ Result<void> Sandbox::setup() {
   RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
   simulated_ = opts_.backend != "msr";
   if (simulated_) {
+    RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
+    if (fit_to_host(opts_.platform, host))
+      set_platform(opts_, opts_.platform + hw::sim::kFitToHostSuffix);
     auto p = load_platform(opts_.platform);
     if (!p)
       return Error::make(p.error().code, "platform " + opts_.platform + ": " + p.error().message);
@@ -240,17 +274,14 @@ Result<void> Sandbox::setup() {
     if (!hv.empty() && hv != platform_.vendor)
       log("warning: platform vendor " + platform_.vendor + " differs from this CPU's " + hv +
           "; clients that read CPUID (pqos) will treat it as " + hv);
-    RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
-    if (!topology_matches(host, platform_.placement)) {
-      auto plan = plan_topology_binds(host, platform_.placement);
-      if (plan) {
-        topology_binds_ = std::move(*plan);
-      } else if (opts_.ignore_topology) {
-        log("warning: " + plan.error().message);
-      } else {
-        return Error::make(plan.error().code,
-                           "platform " + opts_.platform + ": " + plan.error().message);
-      }
+    auto plan = plan_topology_binds(host, platform_.placement, platform_.caches);
+    if (plan) {
+      topology_binds_ = std::move(*plan);
+    } else if (opts_.ignore_topology) {
+      log("warning: " + plan.error().message);
+    } else {
+      return Error::make(plan.error().code,
+                         "platform " + opts_.platform + ": " + plan.error().message);
     }
   }
   RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
@@ -264,16 +295,9 @@ Result<void> Sandbox::setup() {
 Result<void> Sandbox::start_daemon() {
   std::vector<std::string> args = {daemon_, "-f"};
   args.insert(args.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
-  if (!opts_.has_state_dir) {
-    // The daemon's instance lock is keyed by mount point, which every
-    // sandbox shares; a private state directory keeps sandboxes apart and
-    // makes each start from a fresh tree, as a kernel mount does.
-    std::string state = staging_ + "/state";
-    if (::mkdir(state.c_str(), 0700) != 0)
-      return Error::make(errno, "mkdir " + state + ": " + std::strerror(errno));
-    args.push_back("--state-dir");
-    args.push_back(state);
-  }
+  // Without --state-dir the daemon keeps no journal, so every sandbox starts
+  // from a fresh tree; its instance lock and boot state are keyed by this
+  // sandbox's mount namespace, so sandboxes never meet.
   args.push_back(kMountpoint);
   pid_t pid = ::fork();
   if (pid < 0) return Error::make(errno, std::string("fork: ") + std::strerror(errno));
@@ -304,7 +328,11 @@ Result<void> Sandbox::wait_mounted() {
                                   std::to_string(exit_code_of(status)) + ")");
     }
     auto mi = read_text_file("/proc/self/mountinfo");
-    if (mi && has_mount(*mi, kMountpoint)) return {};
+    struct stat st;
+    if (mi && has_mount(*mi, kMountpoint) && ::stat(kMountpoint, &st) == 0) {
+      mount_device_ = st.st_dev;
+      return {};
+    }
     if (std::chrono::steady_clock::now() > deadline)
       return Error::make(ETIMEDOUT, daemon_ + " did not mount " + kMountpoint + " within 30 s");
     timespec ts{0, 20 * 1000 * 1000};
@@ -322,7 +350,10 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   if (!simulated_) return {};  // real hardware: the host's flags and topology are true
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   RESCTRLFS_RETURN_IF_ERROR(
-      bind_file(staging_, "cpuinfo", rewrite_cpuinfo(cpuinfo, platform_.flags), "/proc/cpuinfo"));
+      bind_file(staging_, "cpuinfo",
+                rewrite_cpuinfo_topology(rewrite_cpuinfo(cpuinfo, platform_.flags),
+                                         cpu_packages(platform_), platform_.cpuinfo_cache_kb),
+                "/proc/cpuinfo"));
   int n = 0;
   for (const auto& b : topology_binds_)
     RESCTRLFS_RETURN_IF_ERROR(
@@ -335,9 +366,21 @@ int Sandbox::run_command() {
   std::string mount_opts;
   for (const auto& o : resctrl_mount_options(opts_.mount_options))
     mount_opts += (mount_opts.empty() ? "" : ",") + o;
+  auto mode = parse_intercept(opts_.intercept);
+  if (!mode) {
+    log(mode.error().message);
+    return kSetupFailed;
+  }
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) {
     log(std::string("pipe: ") + std::strerror(errno));
+    return kSetupFailed;
+  }
+  // COMMAND installs the seccomp filter and hands its listener back here.
+  int sp[2] = {-1, -1};
+  if (*mode != Intercept::kNone &&
+      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+    log(std::string("socketpair: ") + std::strerror(errno));
     return kSetupFailed;
   }
   pid_t pid = ::fork();
@@ -348,6 +391,19 @@ int Sandbox::run_command() {
   if (pid == 0) {
     prepare_child(self_, SIGTERM);
     ::close(go[1]);
+    if (sp[1] >= 0) {
+      ::close(sp[0]);
+      auto listener = install_notify_filter(*mode);
+      if (!listener) {
+        log(listener.error().message +
+            " (a kernel without seccomp user notification, or a seccomp listener already "
+            "installed above the sandbox: --intercept none runs without it)");
+        ::_exit(kSetupFailed);
+      }
+      if (!send_fd(sp[1], *listener)) ::_exit(kSetupFailed);
+      ::close(*listener);
+      ::close(sp[1]);
+    }
     ::setenv(kEnvStaging, staging_.c_str(), 1);
     ::setenv(kEnvMountOpts, mount_opts.c_str(), 1);
     ::setenv("RESCTRLFSD_PID", std::to_string(daemon_pid_).c_str(), 1);
@@ -360,13 +416,31 @@ int Sandbox::run_command() {
     exec_command(cmd);
   }
   ::close(go[0]);
-  auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
-  if (!r) {
-    log(r.error().message);
+  auto fail = [&](const std::string& msg) {
+    log(msg);
     ::close(go[1]);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     return kSetupFailed;
+  };
+  if (sp[0] >= 0) {
+    ::close(sp[1]);
+    auto listener = receive_fd(sp[0]);
+    ::close(sp[0]);
+    if (!listener) return fail(listener.error().message);
+    SupervisorConfig cfg;
+    cfg.device = mount_device_;
+    cfg.resctrl_opts = resctrl_mount_options(opts_.mount_options);
+    cfg.mode = *mode;
+    auto sup = Supervisor::start(*listener, std::move(cfg));
+    if (!sup) return fail(sup.error().message);
+    supervisor_ = std::move(*sup);
+  }
+  if (*mode != Intercept::kAll) {
+    // Without open interception only COMMAND's own tables can be rewritten,
+    // by binds over its /proc/<pid> files.
+    auto r = bind_mount_tables(staging_, pid, resctrl_mount_options(opts_.mount_options));
+    if (!r) return fail(r.error().message);
   }
   if (::write(go[1], "g", 1) != 1) log(std::string("write: ") + std::strerror(errno));
   ::close(go[1]);
@@ -396,6 +470,7 @@ int Sandbox::run_command() {
 }
 
 void Sandbox::stop() {
+  supervisor_.reset();
   if (daemon_pid_ > 0) {
     ::kill(daemon_pid_, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -27,14 +27,17 @@ bool take_value(const std::vector<std::string>& args, size_t& i, const std::stri
 }  // namespace
 
 std::string usage() {
-  return "usage: resctrlfs-sandbox [--daemon PATH] [--ignore-topology] [DAEMON OPTIONS]\n"
+  return "usage: resctrlfs-sandbox [--daemon PATH] [--ignore-topology] [--intercept MODE]\n"
+         "                         [DAEMON OPTIONS]\n"
          "                         [-- COMMAND [ARGS...]]\n"
          "\n"
          "Runs COMMAND (default: $SHELL) in a private mount namespace in which resctrlfsd\n"
          "is mounted at /sys/fs/resctrl and /proc agrees with the simulated platform:\n"
          "/proc/filesystems lists resctrl, /proc/cpuinfo carries the platform's RDT flags,\n"
-         "sysfs package and cache ids match its domains, and COMMAND's own\n"
-         "/proc/self/mounts and mountinfo show the mount with type resctrl.\n"
+         "sysfs package and cache ids match its domains, and for COMMAND and every process\n"
+         "it starts statfs on the mount answers resctrl's magic (0x7655821) and\n"
+         "/proc/*/mounts and mountinfo show the mount with type resctrl (a seccomp\n"
+         "user-notification supervisor in this process answers those calls).\n"
          "Exits with COMMAND's status (128+N if it was killed by signal N), 125 if the\n"
          "sandbox could not be set up. Its only trace on the host is a staging directory in\n"
          "$TMPDIR (or /tmp), removed on exit (left empty only if the sandbox is SIGKILLed).\n"
@@ -43,15 +46,40 @@ std::string usage() {
          "  --daemon PATH       resctrlfsd to run (default: $RESCTRLFSD, next to this\n"
          "                      program, ../daemon/resctrlfsd, then $PATH)\n"
          "  --ignore-topology   run even if sysfs cannot be made to show the platform's\n"
-         "                      topology (CPU counts differ); pqos will then misreport\n"
+         "                      topology (a JSON profile whose CPUs are not the host's);\n"
+         "                      pqos will then misreport\n"
+         "  --intercept MODE    what the supervisor answers: all (default: statfs and\n"
+         "                      opens of mount tables), statfs-only (opens are not\n"
+         "                      intercepted and run at full speed; only COMMAND itself\n"
+         "                      sees the rewritten mount tables), none (no seccomp\n"
+         "                      filter: FUSE's statfs magic, tables for COMMAND only)\n"
          "  -h, --help          this text\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
          "  --control SOCKET, --state-dir DIR, --backend sim|msr, ...\n"
-         "  Without --state-dir the daemon keeps its state and instance lock in the staging\n"
-         "  directory: every sandbox starts fresh, and several can run at once.\n"
+         "  A built-in platform keeps its domains and limits on the host's CPUs: host CPU\n"
+         "  i of N takes the place of the platform's CPU i*M/N of M (NAME@host).\n"
+         "  Without --state-dir every sandbox starts fresh; sandboxes have their own\n"
+         "  instance lock and boot state (keyed by mount namespace), so several can run.\n"
          "\n"
          "Inside the sandbox, `resctrlfs-sandbox -- CMD` (no daemon options) gives CMD its own\n"
-         "rewritten mount tables: only the sandbox's COMMAND process has them otherwise.\n";
+         "rewritten mount tables (needed only with --intercept statfs-only or none).\n";
+}
+
+void set_platform(Options& o, const std::string& platform) {
+  o.platform = platform;
+  auto& a = o.daemon_args;
+  for (size_t i = a.size(); i-- > 0;) {
+    if (a[i] == "--platform" && i + 1 < a.size()) {
+      a[i + 1] = platform;
+      return;
+    }
+    if (a[i].rfind("--platform=", 0) == 0) {
+      a[i] = "--platform=" + platform;
+      return;
+    }
+  }
+  a.push_back("--platform");
+  a.push_back(platform);
 }
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
@@ -77,6 +105,13 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     if (a == "-f" || a == "--foreground") continue;  // always foreground
     if (take_value(args, i, "--daemon", &o.daemon_path, &err)) {
       if (err.code) return err;
+      continue;
+    }
+    if (take_value(args, i, "--intercept", &o.intercept, &err)) {
+      if (err.code) return err;
+      if (o.intercept != "all" && o.intercept != "statfs-only" && o.intercept != "none")
+        return Error::make(
+            EINVAL, "--intercept must be all, statfs-only or none, not '" + o.intercept + "'");
       continue;
     }
     size_t before = i;

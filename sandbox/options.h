@@ -21,12 +21,17 @@ struct Options {
   std::string mount_options;             // every -o value, joined by ','
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology
+  std::string intercept = "all";         // --intercept all|statfs-only|none
   bool help = false;                     // -h / --help
   std::vector<std::string> command;      // after "--"; empty = shell
 };
 
 // Parses the arguments after argv[0].
 Result<Options> parse_options(const std::vector<std::string>& args);
+
+// Sets the platform, also in the daemon's arguments (the last --platform
+// there is replaced; one is added if there is none).
+void set_platform(Options& o, const std::string& platform);
 
 // The --help text.
 std::string usage();

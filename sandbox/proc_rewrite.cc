@@ -143,6 +143,96 @@ std::string rewrite_cpuinfo(std::string_view cpuinfo,
   return join_lines(out, trailing);
 }
 
+namespace {
+
+// The key of a "key\t: value" cpuinfo line ("" if it has no colon).
+std::string_view cpuinfo_key(std::string_view line) {
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return {};
+  std::string_view k = line.substr(0, colon);
+  while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.remove_suffix(1);
+  return k;
+}
+
+// The unsigned number after a cpuinfo line's colon, or -1.
+long cpuinfo_number(std::string_view line) {
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return -1;
+  std::string_view v = line.substr(colon + 1);
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  long n = 0;
+  if (v.empty() || v.front() < '0' || v.front() > '9') return -1;
+  for (char c : v) {
+    if (c < '0' || c > '9') break;
+    n = n * 10 + (c - '0');
+    if (n > (1L << 40)) return -1;
+  }
+  return n;
+}
+
+// The line with its value replaced, keeping "key<whitespace>: ".
+std::string with_value(std::string_view line, const std::string& value) {
+  size_t colon = line.find(':');
+  return std::string(line.substr(0, colon + 1)) + " " + value;
+}
+
+}  // namespace
+
+std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
+                                     uint64_t cache_size_kb) {
+  std::vector<std::string> out;
+  auto lines = split_lines(cpuinfo);
+  // One block per processor, separated by empty lines.
+  size_t i = 0;
+  while (i < lines.size()) {
+    size_t end = i;
+    while (end < lines.size() && !lines[end].empty()) ++end;
+    int package = -1;
+    long host_siblings = -1, host_cores = -1;
+    bool has_cache = false;
+    for (size_t k = i; k < end; ++k) {
+      std::string_view key = cpuinfo_key(lines[k]);
+      long v = cpuinfo_number(lines[k]);
+      if (key == "processor" && v >= 0 && static_cast<size_t>(v) < packages.size())
+        package = packages[static_cast<size_t>(v)];
+      if (key == "siblings") host_siblings = v;
+      if (key == "cpu cores") host_cores = v;
+      if (key == "cache size") has_cache = true;
+    }
+    long siblings = 0;
+    for (int p : packages)
+      if (package >= 0 && p == package) ++siblings;
+    const long threads = host_siblings > 0 && host_cores > 0 && host_siblings >= host_cores
+                             ? host_siblings / host_cores
+                             : 1;
+    const std::string cache = std::to_string(cache_size_kb) + " KB";
+    long cache_at = -1;  // where in `out` a missing "cache size" line goes
+    for (size_t k = i; k < end; ++k) {
+      std::string_view line = lines[k];
+      std::string_view key = cpuinfo_key(line);
+      if (package >= 0 && key == "physical id") {
+        out.push_back(with_value(line, std::to_string(package)));
+      } else if (package >= 0 && key == "siblings") {
+        out.push_back(with_value(line, std::to_string(siblings)));
+      } else if (package >= 0 && key == "cpu cores") {
+        out.push_back(with_value(line, std::to_string(std::max(1L, siblings / threads))));
+      } else if (cache_size_kb != 0 && key == "cache size") {
+        out.push_back(with_value(line, cache));
+      } else {
+        out.emplace_back(line);
+      }
+      if (key == "cpu MHz" || (key == "stepping" && cache_at < 0))
+        cache_at = static_cast<long>(out.size());
+    }
+    if (cache_size_kb != 0 && !has_cache && cache_at >= 0)
+      out.insert(out.begin() + cache_at, "cache size\t: " + cache);
+    // The empty separator lines.
+    for (i = end; i < lines.size() && lines[i].empty(); ++i) out.emplace_back();
+  }
+  bool trailing = !cpuinfo.empty() && cpuinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
 std::string add_resctrl_filesystem(std::string_view filesystems) {
   for (auto line : split_lines(filesystems))
     if (line == "nodev\tresctrl") return std::string(filesystems);
@@ -163,6 +253,33 @@ std::vector<std::string> resctrl_mount_options(std::string_view o_options) {
   return out;
 }
 
+namespace {
+
+// The mounts line for fields `f` of a line at our mount.
+std::string resctrl_mounts_line(const std::vector<std::string_view>& f,
+                                const std::vector<std::string>& resctrl_opts) {
+  std::vector<std::string_view> generic;
+  for (auto o : split(f[3], ','))
+    if (is_generic_mount_option(o)) generic.push_back(o);
+  std::string opts = with_resctrl_opts(join(generic, ","), resctrl_opts);
+  return "resctrl " + std::string(f[1]) + " resctrl " + opts + " 0 0";
+}
+
+// The mountinfo line for fields `f` of a line at our mount, or "" if the
+// line is malformed.
+std::string resctrl_mountinfo_line(const std::vector<std::string_view>& f,
+                                   const std::vector<std::string>& resctrl_opts) {
+  auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
+  if (sep == f.end() || std::distance(sep, f.end()) < 4) return "";
+  std::vector<std::string_view> head(f.begin(), sep);
+  std::string_view super = *(sep + 3);
+  std::string_view rwro = super.substr(0, 2) == "ro" ? "ro" : "rw";
+  return join(head, " ") + " - resctrl resctrl " +
+         with_resctrl_opts(std::string(rwro), resctrl_opts);
+}
+
+}  // namespace
+
 std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
                            const std::vector<std::string>& resctrl_opts) {
   const std::string mp = escape_path(mountpoint);
@@ -173,14 +290,7 @@ std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
     if (f.size() >= 4 && f[1] == mp) target = static_cast<int>(i);
   }
   std::vector<std::string> out(lines.begin(), lines.end());
-  if (target >= 0) {
-    auto f = fields(lines[target]);
-    std::vector<std::string_view> generic;
-    for (auto o : split(f[3], ','))
-      if (is_generic_mount_option(o)) generic.push_back(o);
-    std::string opts = with_resctrl_opts(join(generic, ","), resctrl_opts);
-    out[target] = "resctrl " + mp + " resctrl " + opts + " 0 0";
-  }
+  if (target >= 0) out[target] = resctrl_mounts_line(fields(lines[target]), resctrl_opts);
   bool trailing = !mounts.empty() && mounts.back() == '\n';
   return join_lines(out, trailing);
 }
@@ -196,18 +306,60 @@ std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mount
   }
   std::vector<std::string> out(lines.begin(), lines.end());
   if (target >= 0) {
-    auto f = fields(lines[target]);
-    auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
-    if (sep != f.end() && std::distance(sep, f.end()) >= 4) {
-      std::vector<std::string_view> head(f.begin(), sep);
-      std::string_view super = *(sep + 3);
-      std::string_view rwro = super.substr(0, 2) == "ro" ? "ro" : "rw";
-      std::string line = join(head, " ") + " - resctrl resctrl " +
-                         with_resctrl_opts(std::string(rwro), resctrl_opts);
-      out[target] = std::move(line);
-    }
+    std::string line = resctrl_mountinfo_line(fields(lines[target]), resctrl_opts);
+    if (!line.empty()) out[target] = std::move(line);
   }
   bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
+                                              const std::vector<std::string>& resctrl_opts) {
+  MountTableRewrite r;
+  auto lines = split_lines(mountinfo);
+  std::vector<std::string> out(lines.begin(), lines.end());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto f = fields(lines[i]);
+    if (f.size() < 10 || f[2] != device) continue;
+    std::string line = resctrl_mountinfo_line(f, resctrl_opts);
+    if (line.empty()) continue;
+    out[i] = std::move(line);
+    r.lines.push_back(i);
+    r.mountpoints.emplace_back(f[4]);
+  }
+  r.line_count = lines.size();
+  bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
+  r.text = join_lines(out, trailing);
+  return r;
+}
+
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
+                                const std::vector<std::string>& resctrl_opts) {
+  auto lines = split_lines(mounts);
+  std::vector<std::string> out(lines.begin(), lines.end());
+  std::vector<bool> hit(lines.size(), false);
+  if (lines.size() == mountinfo.line_count) {
+    // Both tables list the same mounts in the same order.
+    for (size_t i : mountinfo.lines) hit[i] = true;
+  } else {
+    // The table changed between the two reads: match by mount point, the
+    // last line of each (the visible mount).
+    for (const auto& mp : mountinfo.mountpoints) {
+      for (size_t i = lines.size(); i-- > 0;) {
+        auto f = fields(lines[i]);
+        if (f.size() >= 4 && f[1] == mp) {
+          hit[i] = true;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!hit[i]) continue;
+    auto f = fields(lines[i]);
+    if (f.size() >= 4) out[i] = resctrl_mounts_line(f, resctrl_opts);
+  }
+  bool trailing = !mounts.empty() && mounts.back() == '\n';
   return join_lines(out, trailing);
 }
 

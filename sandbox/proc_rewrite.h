@@ -7,6 +7,7 @@
 // Pure functions over text, so they are unit-tested without root.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,17 @@ const std::vector<std::string>& rdt_cpuinfo_flags();
 // which they are given, duplicates dropped). Other lines are unchanged.
 std::string rewrite_cpuinfo(std::string_view cpuinfo,
                             const std::vector<std::string>& platform_flags);
+
+// Returns `cpuinfo` with the per-processor topology and cache lines of the
+// platform: `physical id` becomes packages[N] for `processor : N`,
+// `siblings` the number of CPUs in that package, `cpu cores` siblings
+// divided by the host's threads per core (siblings / cpu cores of the
+// block, at least 1), and `cache size` becomes `cache_size_kb KB` (added
+// after `cpu MHz`, or else `stepping`, when the host has none; left alone
+// when cache_size_kb is 0). A processor outside `packages` or with a
+// negative package keeps its lines.
+std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
+                                     uint64_t cache_size_kb);
 
 // Returns `filesystems` with a `nodev\tresctrl` line appended (unless the
 // exact line is already present).
@@ -45,6 +57,26 @@ std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
 // optional fields are kept.
 std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mountpoint,
                               const std::vector<std::string>& resctrl_opts);
+
+// A mountinfo text with every mount of one device rewritten as resctrl.
+struct MountTableRewrite {
+  std::string text;
+  std::vector<size_t> lines;             // the rewritten lines' indices
+  std::vector<std::string> mountpoints;  // and their (escaped) mount points
+  size_t line_count = 0;                 // lines in the table
+};
+
+// Rewrites, as rewrite_mountinfo does, every line whose device field
+// (MAJOR:MINOR) is `device`: the mount and any bind of it, wherever it is
+// mounted in that process's view.
+MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
+                                              const std::vector<std::string>& resctrl_opts);
+
+// Rewrites the /proc/<pid>/mounts lines of the mounts that `mountinfo` (the
+// same process's table, read just before) rewrote: by position when both
+// list the same number of mounts, else by mount point.
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
+                                const std::vector<std::string>& resctrl_opts);
 
 // True if `mountinfo` has a mount at `mountpoint`.
 bool has_mount(std::string_view mountinfo, std::string_view mountpoint);

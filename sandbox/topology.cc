@@ -3,6 +3,7 @@
 #include "sandbox/topology.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,7 +39,11 @@ int numbered(const std::string& name, const std::string& prefix) {
   std::string rest = name.substr(prefix.size());
   if (!std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
-  return std::stoi(rest);
+  // from_chars, not stoi: a number too big for an int is "not numbered",
+  // never an exception.
+  int n = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+  return ec == std::errc() && end == rest.data() + rest.size() ? n : -1;
 }
 
 int placement_id(const CpuPlacement& p, int level) {
@@ -135,12 +140,14 @@ std::string format_cpu_list(const std::vector<unsigned>& cpus) {
 }
 
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
-                                                  const std::vector<CpuPlacement>& want) {
+                                                  const std::vector<CpuPlacement>& want,
+                                                  CacheSizes sizes) {
   if (host.size() != want.size()) {
     return Error::make(ENODEV, "the platform has " + std::to_string(want.size()) +
                                    " CPUs but this host has " + std::to_string(host.size()) +
                                    ": sysfs cannot be made to show the platform's topology "
-                                   "(choose a platform with the host's CPU count, or pass "
+                                   "(a built-in platform is fitted to the host's CPUs; for a "
+                                   "JSON profile list the host's CPUs, or pass "
                                    "--ignore-topology if no client reads sysfs topology)");
   }
   const unsigned nr = static_cast<unsigned>(host.size());
@@ -171,6 +178,8 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
       candidates.push_back({c.dir + "/id", std::to_string(id) + "\n"});
       candidates.push_back({c.dir + "/shared_cpu_map", format_cpu_map(shared, nr) + "\n"});
       candidates.push_back({c.dir + "/shared_cpu_list", format_cpu_list(shared) + "\n"});
+      const uint64_t size = level == 2 ? sizes.l2 : sizes.l3;
+      if (size != 0) candidates.push_back({c.dir + "/size", std::to_string(size >> 10) + "K\n"});
     }
   }
   std::vector<FileBind> out;

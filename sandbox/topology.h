@@ -7,6 +7,7 @@
 // the binds so both are unit-tested on a fake sysfs tree.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct CpuPlacement {
   int l3_id = -1;
 };
 
+// The platform's cache sizes in bytes (0: keep the host's).
+struct CacheSizes {
+  uint64_t l2 = 0;
+  uint64_t l3 = 0;
+};
+
 // A regular file to bind over `target` with `content`.
 struct FileBind {
   std::string target;
@@ -54,11 +61,13 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
 
 // The binds that make sysfs show `want`: physical_package_id,
 // package_cpus(_list), core_siblings(_list), and for L2/L3 the cache's id,
-// shared_cpu_map and shared_cpu_list, each only where the host's content
-// differs. Fails (ENODEV, with a message for the user) when the CPU counts
-// differ, since sysfs cannot gain or lose CPUs by binding files.
+// shared_cpu_map, shared_cpu_list and (from `sizes`, as the kernel prints
+// it: "<KiB>K") size, each only where the host's content differs. Fails
+// (ENODEV, with a message for the user) when the CPU counts differ, since
+// sysfs cannot gain or lose CPUs by binding files.
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
-                                                  const std::vector<CpuPlacement>& want);
+                                                  const std::vector<CpuPlacement>& want,
+                                                  CacheSizes sizes = {});
 
 // Kernel bitmap formats of a set of CPUs out of `nr_cpus`: the hex mask
 // (%*pb: 32-bit groups separated by commas) and the list (%*pbl).

@@ -334,10 +334,13 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       advance_all_locked(now);
       const size_t e = msr - QOS_EVT_CFG_0;
       d->evt_cfg[e] = v;
-      // The hardware clears the event's counts; each RMID's next read says
-      // Unavailable.
-      std::fill(d->mbm[e].begin(), d->mbm[e].end(), 0.0);
-      std::fill(d->unavail_once[e].begin(), d->unavail_once[e].end(), 1);
+      // Any configuration change clears every bandwidth counter of the
+      // domain, both events of every RMID, and the next read of each says
+      // Unavailable (AMD64 PQoS: "Bandwidth Monitoring Event Configuration").
+      for (int k = 0; k < 2; ++k) {
+        std::fill(d->mbm[k].begin(), d->mbm[k].end(), 0.0);
+        std::fill(d->unavail_once[k].begin(), d->unavail_once[k].end(), 1);
+      }
       return Ok();
     }
     if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) {
@@ -356,6 +359,11 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) {
       if ((v & ~ext_cfg_bits()) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
       advance_all_locked(now);
+      // Switching counter assignment on or off restarts the RMID-based
+      // bandwidth counters from 0.
+      if (((d->ext_cfg ^ v) & L3_QOS_EXT_CFG_ABMC_EN) != 0) {
+        for (auto& m : d->mbm) std::fill(m.begin(), m.end(), 0.0);
+      }
       d->ext_cfg = v;
       return Ok();
     }

@@ -40,8 +40,9 @@
 //     thread or workload uses it) and a free or idle counter exists; the
 //     least recently active idle RMID loses its counter. An RMID without a
 //     counter reads Unavailable and its traffic is not counted meanwhile;
-//   - a BMEC configuration change clears that event's counts in the domain
-//     and the next read of each RMID reports Unavailable;
+//   - a BMEC configuration change clears every MBM count in the domain (both
+//     events, every RMID) and the next read of each reports Unavailable;
+//     switching ABMC on or off clears the RMID-based counts;
 //   - ABMC counters count (RMID, BwType) from the moment they are configured.
 //   - Sub-NUMA Clustering (the CPUs of one L3 belong to several NUMA nodes):
 //     each node owns an equal share of the L3 (l3 size / nodes) and of the

@@ -100,6 +100,10 @@ Result<void> SimMachine::attach_thread_workload(int tid, const Workload& w) {
   std::lock_guard lock(mu_);
   if (w.cpu >= 0 && (static_cast<size_t>(w.cpu) >= cpus_.size() || !cpus_[w.cpu].online))
     return Error::make(EINVAL, "workload CPU is not online");
+  for (unsigned c : w.allowed_cpus) {
+    if (c >= cpus_.size() || !cpus_[c].present)
+      return Error::make(EINVAL, "the thread's CPU " + std::to_string(c) + " does not exist");
+  }
   advance_all_locked(now_us_locked());
   if (is_zero(w)) {
     thread_work_.erase(tid);
@@ -136,19 +140,11 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
                          w.local_fraction, cpus_[cpu].snc});
   }
-  // An unpinned thread spreads over the domains that have a running CPU, and
-  // within one over its nodes that have a running CPU; a pinned one stops
-  // while its CPU is offline.
-  size_t powered = 0;
-  for (const auto& d : l3_) powered += any_online(d.cpus) ? 1 : 0;
-  const bool here = any_online(l3_[dom].cpus);
-  const double spread = powered == 0 ? 1.0 : 1.0 / static_cast<double>(powered);
-  std::vector<int> nodes_up;
-  for (unsigned c : l3_[dom].cpus) {
-    if (cpus_[c].online &&
-        std::find(nodes_up.begin(), nodes_up.end(), cpus_[c].snc) == nodes_up.end())
-      nodes_up.push_back(cpus_[c].snc);
-  }
+  // An unpinned thread spreads over the domains that have a running CPU it
+  // may use, and within one over its nodes that have such a CPU; a pinned
+  // one stops while its CPU is offline.
+  std::vector<uint8_t> dom_up;  // per L3 domain: a CPU of the thread is online
+  std::vector<int> nodes_up;    // nodes of `dom` with a CPU of the thread online
   for (const auto& [tid, w] : thread_work_) {
     Tags t;
     if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) t = it->second;
@@ -158,8 +154,23 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
                            w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc});
       continue;
     }
-    if (!here || nodes_up.empty()) continue;
-    const double weight = spread / static_cast<double>(nodes_up.size());
+    dom_up.assign(l3_.size(), 0);
+    nodes_up.clear();
+    auto visit = [&](unsigned c) {
+      if (c >= cpus_.size() || !cpus_[c].online || cpus_[c].l3 < 0) return;
+      dom_up[static_cast<size_t>(cpus_[c].l3)] = 1;
+      if (cpus_[c].l3 == static_cast<int>(dom) &&
+          std::find(nodes_up.begin(), nodes_up.end(), cpus_[c].snc) == nodes_up.end())
+        nodes_up.push_back(cpus_[c].snc);
+    };
+    if (w.allowed_cpus.empty()) {
+      for (unsigned c = 0; c < cpus_.size(); ++c) visit(c);
+    } else {
+      for (unsigned c : w.allowed_cpus) visit(c);
+    }
+    const size_t powered = static_cast<size_t>(std::count(dom_up.begin(), dom_up.end(), 1));
+    if (!dom_up[dom] || nodes_up.empty()) continue;
+    const double weight = 1.0 / static_cast<double>(powered * nodes_up.size());
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
                            w.bandwidth_mbps * weight, w.local_fraction, k});

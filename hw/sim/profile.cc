@@ -6,22 +6,40 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
+#include "base/json_input.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 
 namespace resctrlfs::hw::sim {
 namespace {
+
+// The profile's CPUID table as a CPUID source (the same leaves on every
+// CPU), for decoding what raw leaves say before the machine exists.
+class ProfileCpuid : public CpuidSource {
+ public:
+  explicit ProfileCpuid(const Profile& p) : p_(p) {}
+  CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t subleaf) const override {
+    auto it = p_.cpuid.find({leaf, subleaf});
+    return it == p_.cpuid.end() ? CpuidRegs{} : it->second;
+  }
+
+ private:
+  const Profile& p_;
+};
 
 using nlohmann::json;
 using namespace resctrlfs::hw::x86;  // NOLINT: register and leaf names
@@ -104,7 +122,11 @@ constexpr const char* kIntelSnc = R"({
 // A Clearwater Forest-class Xeon 6 with Application Energy Telemetry: both
 // CWF aggregators (energy and perf, 576 RMIDs each) on each package, and an
 // L3 with more RMIDs than telemetry tracks, so groups are limited by
-// PERF_PKG. The DMR-only events (inst_retired, pcnt) are absent.
+// PERF_PKG. The DMR-only events (inst_retired, pcnt) are absent. Its L3 is
+// the part's 576 MiB per package, 2048 counter units of 288 KiB: like every
+// real part, the L3 holds more units than there are RMIDs, so the default
+// max_threshold_occupancy (L3 / RMIDs, rounded down to a unit) is two units,
+// not 0 (which would keep every freed RMID in limbo for ever).
 constexpr const char* kIntelAet = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 221, "stepping": 3,
   "cpus": [
@@ -112,10 +134,10 @@ constexpr const char* kIntelAet = R"({
     {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 2, "l3": 0},
     {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 4, "l3": 1},
     {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 6, "l3": 1}],
-  "l3_size_bytes": 37748736, "l2_size_bytes": 4194304,
+  "l3_size_bytes": 603979776, "l2_size_bytes": 4194304,
   "l3_cat": {"cbm_len": 12, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
   "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": true},
-  "l3_mon": {"num_rmids": 1024, "scale": 106496, "counter_width": 24,
+  "l3_mon": {"num_rmids": 1024, "scale": 294912, "counter_width": 24,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "telemetry": [{"guid": "0x26696143", "package": 0}, {"guid": "0x26557651", "package": 0},
                 {"guid": "0x26696143", "package": 1}, {"guid": "0x26557651", "package": 1}],
@@ -148,31 +170,46 @@ const std::map<std::string, Derived>& derived_builtins() {
 
 Error bad(const std::string& what) { return Error::make(EINVAL, "platform profile: " + what); }
 
-// A JSON number, or a string holding a C-style (hex or decimal) integer.
-Result<uint64_t> as_u64(const json& v, const std::string& key) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(v.get<int64_t>());
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-    if (errno == 0 && end != s.c_str() && *end == 0) return static_cast<uint64_t>(x);
+// The profile is outside input (a file given with --platform): it is read
+// only through JsonIn (base/json_input.h), every value type- and
+// range-checked, its JSON path in the message.
+template <typename T>
+Result<T> checked(Result<T> r) {
+  if (!r.ok()) return bad(r.error().message);
+  return r;
+}
+
+// A JSON integer, or a string holding a C-style (hex or decimal) integer,
+// at most `max`.
+Result<uint64_t> as_u64(const JsonIn& v, uint64_t max = UINT64_MAX) {
+  if (const std::string* s = v.json().get_ptr<const std::string*>()) {
+    // strtoull would take leading blanks and a minus sign: digits only.
+    if (!s->empty() && std::isdigit(static_cast<unsigned char>((*s)[0])) != 0) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long x = std::strtoull(s->c_str(), &end, 0);
+      if (errno == 0 && *end == 0 && x <= max) return static_cast<uint64_t>(x);
+    }
+    return bad(v.path() + ": must be an integer in 0.." + std::to_string(max) +
+               " (a number, or a string such as \"0x1f\")");
   }
-  return bad("\"" + key + "\" must be a non-negative integer");
+  return checked(v.as_int<uint64_t>(0, max));
 }
 
-Result<uint64_t> get_u64(const json& obj, const std::string& key, uint64_t dflt) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  return as_u64(*it, key);
+// The member `key` as by as_u64, or `dflt` when absent.
+Result<uint64_t> get_u64(const JsonIn& obj, const std::string& key, uint64_t dflt,
+                         uint64_t max = UINT64_MAX) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<JsonIn> m, checked(obj.find(key)));
+  if (!m) return dflt;
+  return as_u64(*m, max);
 }
 
-bool get_bool(const json& obj, const std::string& key, bool dflt) {
-  auto it = obj.find(key);
-  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : dflt;
+Result<bool> get_bool(const JsonIn& obj, const std::string& key, bool dflt) {
+  return checked(obj.bool_or(key, dflt));
 }
+
+// Cache sizes beyond this are typing errors (the largest L3s are ~1 GiB).
+constexpr uint64_t kMaxCacheBytes = 1ULL << 40;
 
 void set_leaf(Profile& p, uint32_t leaf, uint32_t sub, CpuidRegs r) { p.cpuid[{leaf, sub}] = r; }
 CpuidRegs& leaf(Profile& p, uint32_t l, uint32_t sub) { return p.cpuid[{l, sub}]; }
@@ -195,21 +232,25 @@ bool encode_cache(uint64_t size, unsigned level, CpuidRegs& out) {
   return false;
 }
 
-Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+Result<void> synth_cache_cat(Profile& p, const JsonIn& j, uint32_t sub, const std::string& key) {
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cbm_len, get_u64(j, "cbm_len", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t share, get_u64(j, "shareable_bits", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t share, get_u64(j, "shareable_bits", 0, UINT32_MAX));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool cdp, get_bool(j, "cdp", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool sparse, get_bool(j, "sparse", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool io_alloc, get_bool(j, "io_alloc", false));
   if (cbm_len < 1 || cbm_len > 32) return bad(key + ".cbm_len must be 1..32");
   if (closids < 1 || closids > 65536) return bad(key + ".num_closid must be 1..65536");
   CpuidRegs r;
   r.eax = static_cast<uint32_t>(cbm_len - 1);
   r.ebx = static_cast<uint32_t>(share);
-  r.ecx = (get_bool(j, "cdp", false) ? CPUID_10_CACHE_ECX_CDP : 0) |
-          (get_bool(j, "sparse", false) && !p.amd() ? CPUID_10_CACHE_ECX_NONCONT : 0);
+  r.ecx =
+      (cdp ? CPUID_10_CACHE_ECX_CDP : 0) | (sparse && !p.amd() ? CPUID_10_CACHE_ECX_NONCONT : 0);
   r.edx = static_cast<uint32_t>(closids - 1);
   set_leaf(p, CPUID_LEAF_PQE, sub, r);
   leaf(p, CPUID_LEAF_PQE, 0).ebx |= (sub == 1 ? CPUID_10_0_EBX_L3 : CPUID_10_0_EBX_L2);
-  if (get_bool(j, "io_alloc", false)) {
+  if (io_alloc) {
     if (!p.amd() || sub != 1) return bad(key + ".io_alloc (SDCIAE) needs an AMD vendor and L3");
     leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |= CPUID_80000020_0_EBX_SDCIAE;
   }
@@ -217,11 +258,13 @@ Result<void> synth_cache_cat(Profile& p, const json& j, uint32_t sub, const std:
   return Ok();
 }
 
-Result<void> synth_amd_bw(Profile& p, const json& j, uint32_t sub, const std::string& key) {
+Result<void> synth_amd_bw(Profile& p, const JsonIn& j, uint32_t sub, const std::string& key) {
   if (!p.amd()) return bad(key + " needs an AMD vendor");
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(j, "num_closid", 0));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bw_len, get_u64(j, "bw_len", 11));
   if (closids < 1 || bw_len < 1 || bw_len > 30) return bad(key + " needs num_closid and bw_len");
+  if (closids > 65536) return bad(key + ".num_closid must be 1..65536");
   set_leaf(p, CPUID_LEAF_AMD_PQE_EXT, sub,
            CpuidRegs{static_cast<uint32_t>(bw_len), 0, 0, static_cast<uint32_t>(closids - 1)});
   leaf(p, CPUID_LEAF_AMD_PQE_EXT, 0).ebx |=
@@ -231,26 +274,27 @@ Result<void> synth_amd_bw(Profile& p, const json& j, uint32_t sub, const std::st
   return Ok();
 }
 
-Result<void> synth_mon(Profile& p, const json& j) {
+Result<void> synth_mon(Profile& p, const JsonIn& j) {
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(j, "num_rmids", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scale, get_u64(j, "scale", 65536));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scale, get_u64(j, "scale", 65536, UINT32_MAX));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t width, get_u64(j, "counter_width", 24));
   if (rmids < 1 || rmids > 4096) return bad("l3_mon.num_rmids must be 1..4096");
   if (width < 24 || width > 62) return bad("l3_mon.counter_width must be 24..62");
   if (scale < 1) return bad("l3_mon.scale must be positive");
   uint32_t edx = 0;
-  if (auto it = j.find("events"); it != j.end()) {
-    for (const auto& e : *it) {
-      std::string name = e.is_string() ? e.get<std::string>() : "";
-      if (name == "llc_occupancy") {
-        edx |= CPUID_F_1_EDX_OCCUP;
-      } else if (name == "mbm_total_bytes") {
-        edx |= CPUID_F_1_EDX_MBM_TOTAL;
-      } else if (name == "mbm_local_bytes") {
-        edx |= CPUID_F_1_EDX_MBM_LOCAL;
-      } else {
-        return bad("unknown l3_mon event \"" + name + "\"");
-      }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> events,
+                             checked(j.elements_or_none("events", 16)));
+  for (const JsonIn& e : events) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string name, checked(e.as_string(64)));
+    if (name == "llc_occupancy") {
+      edx |= CPUID_F_1_EDX_OCCUP;
+    } else if (name == "mbm_total_bytes") {
+      edx |= CPUID_F_1_EDX_MBM_TOTAL;
+    } else if (name == "mbm_local_bytes") {
+      edx |= CPUID_F_1_EDX_MBM_LOCAL;
+    } else {
+      return bad("unknown l3_mon event \"" + name + "\"");
     }
   }
   // AMD parts report a zero width offset and mean 44 bits.
@@ -260,7 +304,7 @@ Result<void> synth_mon(Profile& p, const json& j) {
   set_leaf(p, CPUID_LEAF_PQM, 0, CpuidRegs{0, max_rmid, 0, CPUID_F_0_EDX_L3});
   set_leaf(p, CPUID_LEAF_PQM, 1, CpuidRegs{offset, static_cast<uint32_t>(scale), max_rmid, edx});
   leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQM;
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0, UINT32_MAX));
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t abmc, get_u64(j, "abmc_counters", 0));
   if ((bmec != 0 || abmc != 0) && !p.amd()) return bad("BMEC/ABMC need an AMD vendor");
   if (bmec != 0) {
@@ -275,16 +319,17 @@ Result<void> synth_mon(Profile& p, const json& j) {
   return Ok();
 }
 
-Result<void> parse_telemetry(Profile& p, const json& j) {
-  if (p.amd() || !j.is_array()) return bad("\"telemetry\" is an Intel list of aggregators");
-  for (const auto& a : j) {
-    if (!a.is_object()) return bad("each telemetry aggregator must be an object");
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t guid, get_u64(a, "guid", 0));
+Result<void> parse_telemetry(Profile& p, const JsonIn& j) {
+  if (p.amd() || !j.json().is_array()) return bad("\"telemetry\" is an Intel list of aggregators");
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> aggregators, checked(j.elements(4096)));
+  for (const JsonIn& a : aggregators) {
+    if (!a.json().is_object()) return bad("each telemetry aggregator must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t guid, get_u64(a, "guid", 0, UINT32_MAX));
     const x86::AetEventGroup* layout = x86::aet_event_group(static_cast<uint32_t>(guid));
     if (layout == nullptr) return bad("unknown telemetry guid " + std::to_string(guid));
     TelemetryAggregator t;
     t.guid = static_cast<uint32_t>(guid);
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t pkg, get_u64(a, "package", 0));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t pkg, get_u64(a, "package", 0, 4095));
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t rmids, get_u64(a, "num_rmids", layout->num_rmids));
     RESCTRLFS_ASSIGN_OR_RETURN(t.size, get_u64(a, "size", layout->mmio_size()));
     if (pkg > 4095 || rmids > layout->num_rmids)
@@ -329,46 +374,70 @@ void synth_base_leaves(Profile& p) {
   (void)leaf(p, CPUID_LEAF_EXT_FEATURES, 0);
 }
 
-Result<Profile> parse_json(const json& j, const std::string& name) {
-  if (!j.is_object()) return bad("top level must be an object");
+// The simulated machine keeps registers per CLOSID and per RMID, so what
+// the CPUID leaves enumerate (synthesised or raw) is bounded by what the
+// architecture's fields can name on any part: 16-bit CLOS numbers, and as
+// many RMIDs. Counted in 64 bits: a raw 0xffffffff must not wrap to 0.
+Result<void> check_id_counts(const Profile& p) {
+  constexpr uint64_t kMaxIds = 65536;
+  const ProfileCpuid src(p);
+  const bool amd = p.amd();
+  for (uint32_t sub = 1; sub <= 2 && amd; ++sub) {
+    const CpuidRegs r = src.cpuid(0, CPUID_LEAF_AMD_PQE_EXT, sub);
+    if (r.eax != 0 && uint64_t{r.edx} + 1 > kMaxIds)
+      return bad("CPUID 0x80000020 subleaf " + std::to_string(sub) +
+                 " enumerates more than 65536 CLOSIDs");
+  }
+  if (uint64_t{src.cpuid(0, CPUID_LEAF_PQM, 0).ebx} + 1 > kMaxIds ||
+      uint64_t{src.cpuid(0, CPUID_LEAF_PQM, 1).ecx} + 1 > kMaxIds)
+    return bad("CPUID 0xF enumerates more than 65536 RMIDs");
+  return Ok();
+}
+
+Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
+  if (!j.json().is_object()) return bad("top level must be an object");
   Profile p;
   p.name = name;
-  auto vit = j.find("vendor");
-  if (vit == j.end() || !vit->is_string()) return bad("\"vendor\" is required");
-  p.vendor = vit->get<std::string>();
+  if (!j.has("vendor")) return bad("\"vendor\" is required");
+  RESCTRLFS_ASSIGN_OR_RETURN(p.vendor, checked(j.string_at("vendor")));
   if (p.vendor.size() != 12) return bad("\"vendor\" must be a 12-character CPUID vendor");
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t fam, get_u64(j, "family", p.amd() ? 0x19 : 6));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t model, get_u64(j, "model", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t stepping, get_u64(j, "stepping", 0));
+  // The widths of the CPUID signature's fields (extended family: 8 bits).
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t fam, get_u64(j, "family", p.amd() ? 0x19 : 6, 0xF + 0xFF));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t model, get_u64(j, "model", 0, 0xFF));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t stepping, get_u64(j, "stepping", 0, 0xF));
   p.family = static_cast<unsigned>(fam);
   p.model = static_cast<unsigned>(model);
   p.stepping = static_cast<unsigned>(stepping);
-  if (auto it = j.find("rdt"); it != j.end()) {
-    if (!it->is_string()) return bad("\"rdt\" must be a string such as \"l3cat,!mba\"");
-    p.rdt = x86::RdtOptions::parse(it->get<std::string>());
+  if (j.has("rdt")) {
+    Result<std::string> rdt = j.string_at("rdt", 4096);
+    if (!rdt.ok()) return bad("\"rdt\" must be a string such as \"l3cat,!mba\"");
+    p.rdt = x86::RdtOptions::parse(*rdt);
   }
-  RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0));
-  RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l2_size_bytes, get_u64(j, "l2_size_bytes", 0, kMaxCacheBytes));
+  RESCTRLFS_ASSIGN_OR_RETURN(p.l3_size_bytes, get_u64(j, "l3_size_bytes", 0, kMaxCacheBytes));
 
-  auto cit = j.find("cpus");
-  if (cit == j.end() || !cit->is_array() || cit->empty()) return bad("\"cpus\" is required");
+  if (!j.has("cpus") || !j.json()["cpus"].is_array() || j.json()["cpus"].empty())
+    return bad("\"cpus\" is required");
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cpus, checked(j.elements_or_none("cpus")));
   int max_cpu = -1;
   std::vector<CpuPlacement> list;
-  for (const auto& c : *cit) {
-    if (!c.is_object()) return bad("each cpu must be an object");
+  // Cache and node ids: any small number (Linux's ids fit 16 bits).
+  constexpr int kMaxId = 65535;
+  for (const JsonIn& c : cpus) {
+    if (!c.json().is_object()) return bad("each cpu must be an object");
     CpuPlacement pl;
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cpu, get_u64(c, "cpu", 0));
     if (cpu >= 4096) return bad("cpu numbers must be below 4096");
     pl.cpu = static_cast<int>(cpu);
-    pl.package = c.value("package", 0);
-    pl.l2 = c.value("l2", pl.cpu);
-    pl.l3 = c.value("l3", pl.package);
-    pl.node = c.value("node", pl.package);
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.package, checked(c.int_or<int>("package", 0, 0, 4095)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.l2, checked(c.int_or<int>("l2", pl.cpu, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.l3, checked(c.int_or<int>("l3", pl.package, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.node, checked(c.int_or<int>("node", pl.package, 0, kMaxId)));
     max_cpu = std::max(max_cpu, pl.cpu);
     list.push_back(pl);
   }
   p.nr_cpus = static_cast<unsigned>(max_cpu + 1);
-  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus, 4096));
   if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
   p.nr_cpus = static_cast<unsigned>(nr);
   p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
@@ -378,80 +447,103 @@ Result<Profile> parse_json(const json& j, const std::string& name) {
   }
 
   synth_base_leaves(p);
-  if (auto it = j.find("l3_cat"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 1, "l3_cat"));
-  }
-  if (auto it = j.find("l2_cat"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *it, 2, "l2_cat"));
-  }
-  if (auto it = j.find("mba"); it != j.end()) {
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l3_cat, checked(j.find("l3_cat")));
+  if (l3_cat) RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *l3_cat, 1, "l3_cat"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l2_cat, checked(j.find("l2_cat")));
+  if (l2_cat) RESCTRLFS_RETURN_IF_ERROR(synth_cache_cat(p, *l2_cat, 2, "l2_cat"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> mba, checked(j.find("mba")));
+  if (mba) {
     if (p.amd()) return bad("\"mba\" is Intel MBA; use \"mb\" on AMD");
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*it, "num_closid", 0));
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_delay, get_u64(*it, "max_delay", 90));
+    RESCTRLFS_RETURN_IF_ERROR(checked(mba->object()));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*mba, "num_closid", 0, 65536));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_delay, get_u64(*mba, "max_delay", 90));
     if (closids < 1 || max_delay < 1 || max_delay > 4096) return bad("mba needs num_closid");
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool linear, get_bool(*mba, "linear", true));
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool per_thread, get_bool(*mba, "per_thread", false));
     CpuidRegs r;
     r.eax = static_cast<uint32_t>(max_delay - 1);
-    r.ecx = (get_bool(*it, "linear", true) ? CPUID_10_3_ECX_LINEAR : 0) |
-            (get_bool(*it, "per_thread", false) ? CPUID_10_3_ECX_PER_THREAD : 0);
+    r.ecx = (linear ? CPUID_10_3_ECX_LINEAR : 0) | (per_thread ? CPUID_10_3_ECX_PER_THREAD : 0);
     r.edx = static_cast<uint32_t>(closids - 1);
     set_leaf(p, CPUID_LEAF_PQE, 3, r);
     leaf(p, CPUID_LEAF_PQE, 0).ebx |= CPUID_10_0_EBX_MBA;
     leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
   }
-  if (auto it = j.find("mb"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 1, "mb"));
-  }
-  if (auto it = j.find("smba"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *it, 2, "smba"));
-  }
-  if (auto it = j.find("l3_mon"); it != j.end()) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *it));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> mb, checked(j.find("mb")));
+  if (mb) RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *mb, 1, "mb"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> smba, checked(j.find("smba")));
+  if (smba) RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *smba, 2, "smba"));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> l3_mon, checked(j.find("l3_mon")));
+  if (l3_mon) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *l3_mon));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> telemetry, checked(j.find("telemetry")));
+  if (telemetry) RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *telemetry));
 
-  if (auto it = j.find("telemetry"); it != j.end()) {
-    RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *it));
-  }
-
-  if (auto it = j.find("cpuid"); it != j.end()) {
-    if (!it->is_object()) return bad("\"cpuid\" must be an object");
-    for (const auto& [key, regs] : it->items()) {
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cpuid, checked(j.find("cpuid")));
+  if (cpuid) {
+    if (!cpuid->json().is_object()) return bad("\"cpuid\" must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto leaves, checked(cpuid->members()));
+    // A 32-bit number in `base`, digits only (strtoul would take blanks and
+    // a minus sign).
+    auto u32 = [](const std::string& t, int base, uint32_t& out) {
+      uint64_t v = 0;
+      const char* b = t.data();
+      if (base == 16 && t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) b += 2;
+      const auto [end, ec] = std::from_chars(b, t.data() + t.size(), v, base);
+      if (b == t.data() + t.size() || ec != std::errc() || end != t.data() + t.size() ||
+          v > UINT32_MAX)
+        return false;
+      out = static_cast<uint32_t>(v);
+      return true;
+    };
+    for (const auto& [key, regs] : leaves) {
       auto dot = key.find('.');
       std::string leaf_s = key.substr(0, dot);
       std::string sub_s = dot == std::string::npos ? "0" : key.substr(dot + 1);
-      char* end = nullptr;
-      unsigned long lf = std::strtoul(leaf_s.c_str(), &end, 16);
-      if (end == leaf_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
-      unsigned long sb = std::strtoul(sub_s.c_str(), &end, 10);
-      if (end == sub_s.c_str() || *end != 0) return bad("bad cpuid key \"" + key + "\"");
-      if (!regs.is_array() || regs.size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
+      uint32_t lf = 0, sb = 0;
+      if (!u32(leaf_s, 16, lf) || !u32(sub_s, 10, sb)) return bad("bad cpuid key \"" + key + "\"");
+      Result<std::vector<JsonIn>> values = regs.elements(4);
+      if (!values.ok() || values->size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
       CpuidRegs r;
       uint32_t* out[4] = {&r.eax, &r.ebx, &r.ecx, &r.edx};
       for (int i = 0; i < 4; ++i) {
-        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64(regs[i], key));
+        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64((*values)[i], UINT32_MAX));
         *out[i] = static_cast<uint32_t>(v);
       }
-      set_leaf(p, static_cast<uint32_t>(lf), static_cast<uint32_t>(sb), r);
+      set_leaf(p, lf, sb, r);
     }
     // Raw leaves may carry their own vendor and signature.
-    struct TableSource : CpuidSource {
-      const Profile* p;
-      CpuidRegs cpuid(unsigned, uint32_t l, uint32_t s) const override {
-        auto it = p->cpuid.find({l, s});
-        return it == p->cpuid.end() ? CpuidRegs{} : it->second;
-      }
-    } src;
-    src.p = &p;
-    p.vendor = x86::cpuid_vendor(src, 0);
+    p.vendor = x86::cpuid_vendor(ProfileCpuid(p), 0);
   }
 
-  if (auto it = j.find("sim"); it != j.end() && it->is_object()) {
-    p.sim.mem_bandwidth_mbps = it->value("mem_bandwidth_mbps", p.sim.mem_bandwidth_mbps);
-    p.sim.mbm_hw_counters = it->value("mbm_hw_counters", p.sim.mbm_hw_counters);
-    p.sim.occupancy_fill_ms = it->value("occupancy_fill_ms", p.sim.occupancy_fill_ms);
-    p.sim.occupancy_decay_ms = it->value("occupancy_decay_ms", p.sim.occupancy_decay_ms);
-    if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0 ||
-        p.sim.mem_bandwidth_mbps < 0)
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sim, checked(j.find("sim")));
+  if (sim) {
+    RESCTRLFS_RETURN_IF_ERROR(checked(sim->object()));
+    // Bounds that keep the model's arithmetic finite: a day, 1 PB/s.
+    constexpr double kMaxMs = 86400e3, kMaxMbps = 1e9;
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.mem_bandwidth_mbps,
+        checked(sim->number_or("mem_bandwidth_mbps", p.sim.mem_bandwidth_mbps, 0, kMaxMbps)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.mbm_hw_counters,
+        checked(sim->int_or<unsigned>("mbm_hw_counters", p.sim.mbm_hw_counters, 0, 4096)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.occupancy_fill_ms,
+        checked(sim->number_or("occupancy_fill_ms", p.sim.occupancy_fill_ms, 0, kMaxMs)));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        p.sim.occupancy_decay_ms,
+        checked(sim->number_or("occupancy_decay_ms", p.sim.occupancy_decay_ms, 0, kMaxMs)));
+    if (p.sim.occupancy_fill_ms <= 0 || p.sim.occupancy_decay_ms <= 0)
       return bad("\"sim\" time constants must be positive");
   }
+  RESCTRLFS_RETURN_IF_ERROR(check_id_counts(p));
   return p;
+}
+
+Result<Profile> profile_from_json(const json& doc, const std::string& name) {
+  try {
+    return parse_checked(JsonIn(doc), name);
+  } catch (const std::exception& e) {  // the last guard of the rule above
+    return bad(e.what());
+  }
 }
 
 std::string read_file(const std::string& path) {
@@ -549,19 +641,76 @@ std::vector<std::string> builtin_profile_names() {
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("not valid JSON");
-  return parse_json(j, name);
+  Result<json> j = parse_json(json_text);
+  if (!j.ok()) return bad("not valid JSON: " + j.error().message);
+  return profile_from_json(*j, name);
+}
+
+Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
+  std::vector<CpuPlacement> mine;
+  for (const auto& c : p.cpus)
+    if (c.cpu >= 0) mine.push_back(c);
+  std::vector<unsigned> theirs;
+  for (unsigned c = 0; c < host.nr_cpus; ++c)
+    if (host.online.test(c)) theirs.push_back(c);
+  if (mine.empty() || theirs.empty())
+    return Error::make(ENODEV, "platform " + p.name + ": no CPUs to fit");
+  auto domain = [](const CpuPlacement& c) { return std::tuple(c.package, c.l3, c.node); };
+  std::map<std::tuple<int, int, int>, bool> covered;
+  for (const auto& c : mine) covered[domain(c)] = false;
+  const size_t m = mine.size(), n = theirs.size();
+  if (n < covered.size())
+    return Error::make(ENODEV, "platform " + p.name + " has " + std::to_string(covered.size()) +
+                                   " domains (packages, L3 caches, NUMA nodes) but this host "
+                                   "has " +
+                                   std::to_string(n) + " CPUs: it needs at least " +
+                                   std::to_string(covered.size()) + ", one per domain");
+  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  for (size_t i = 0; i < n; ++i) {
+    CpuPlacement c = mine[i * m / n];
+    covered[domain(c)] = true;
+    c.cpu = static_cast<int>(theirs[i]);
+    fitted[theirs[i]] = c;
+  }
+  for (const auto& [d, hit] : covered)
+    if (!hit)
+      return Error::make(ENODEV, "platform " + p.name + ": spreading this host's " +
+                                     std::to_string(n) + " CPUs leaves package " +
+                                     std::to_string(std::get<0>(d)) + " L3 " +
+                                     std::to_string(std::get<1>(d)) + " without a CPU");
+  p.cpus = std::move(fitted);
+  p.nr_cpus = host.nr_cpus;
+  return Ok();
+}
+
+uint64_t cache_size_bytes(const Profile& p, unsigned level) {
+  const uint64_t size = x86::cpuid_cache_size(ProfileCpuid(p), 0, p.amd(), level);
+  if (size != 0) return size;
+  return level == 2 ? p.l2_size_bytes : level == 3 ? p.l3_size_bytes : 0;
 }
 
 Result<Profile> load_profile(const std::string& name_or_path) {
+  const std::string suffix = kFitToHostSuffix;
+  if (name_or_path.size() > suffix.size() &&
+      name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    const std::string base = name_or_path.substr(0, name_or_path.size() - suffix.size());
+    if (base == "host" || (!builtins().count(base) && !derived_builtins().count(base)))
+      return Error::make(ENOENT, "unknown platform \"" + name_or_path + "\": only a built-in " +
+                                     "profile other than host can be fitted to this host (" + base +
+                                     suffix + ")");
+    RESCTRLFS_ASSIGN_OR_RETURN(Profile p, load_profile(base));
+    RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology host, read_sysfs_topology("/sys/devices/system/cpu"));
+    p.name = name_or_path;
+    RESCTRLFS_RETURN_IF_ERROR(fit_profile_to_topology(p, host));
+    return p;
+  }
   if (name_or_path == "host") return host_profile();
   if (auto it = builtins().find(name_or_path); it != builtins().end())
     return parse_profile(it->second, name_or_path);
   if (auto it = derived_builtins().find(name_or_path); it != derived_builtins().end()) {
-    json j = json::parse(it->second.base);
-    j.merge_patch(json::parse(it->second.patch));
-    return parse_json(j, name_or_path);
+    json j = parse_json(it->second.base).value_or(json());
+    j.merge_patch(parse_json(it->second.patch).value_or(json()));
+    return profile_from_json(j, name_or_path);
   }
   std::string text = read_file(name_or_path);
   if (text.empty())
@@ -654,7 +803,7 @@ std::string host_cpuid_vendor() {
 Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo, read_sysfs_topology(sysfs_cpu_dir));
   const bool amd = host_cpuid_vendor() == "AuthenticAMD";
-  json j = json::parse(amd ? kAmd2s : kIntel2s);
+  json j = parse_json(amd ? kAmd2s : kIntel2s).value_or(json());
   json cpus = json::array();
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
@@ -667,7 +816,18 @@ Result<Profile> host_profile(const std::string& sysfs_cpu_dir) {
   j["nr_cpus"] = topo.nr_cpus;
   if (topo.l3_size_bytes != 0) j["l3_size_bytes"] = topo.l3_size_bytes;
   if (topo.l2_size_bytes != 0) j["l2_size_bytes"] = topo.l2_size_bytes;
-  return parse_json(j, "host");
+  // On Intel the default max_threshold_occupancy is the L3 size / RMIDs,
+  // rounded down to the counter unit: a small host L3 (a laptop, a VM) with
+  // intel-2s's 224 RMIDs of 64 KiB units would make it 0, and no freed RMID
+  // would ever leave limbo. A real part with a smaller L3 has a smaller unit
+  // (the i7-6900K: 20 MiB, 64 RMIDs, 32 KiB): take a unit of L3 / 640 then.
+  if (!amd && topo.l3_size_bytes != 0) {
+    const uint64_t rmids = j["l3_mon"]["num_rmids"].get<uint64_t>();
+    const uint64_t scale = j["l3_mon"]["scale"].get<uint64_t>();
+    if (topo.l3_size_bytes / rmids < scale)
+      j["l3_mon"]["scale"] = std::max<uint64_t>(64, topo.l3_size_bytes / 640 / 64 * 64);
+  }
+  return profile_from_json(j, "host");
 }
 
 }  // namespace resctrlfs::hw::sim

@@ -107,6 +107,27 @@ std::vector<std::string> builtin_profile_names();
 // name / unreadable file, EINVAL (with a message) for a malformed profile.
 Result<Profile> load_profile(const std::string& name_or_path);
 
+// A built-in profile fitted to this machine: "intel-2s@host" is intel-2s
+// (features, domains, limits, cache sizes) with this machine's online CPUs
+// spread over its domains by fit_profile_to_topology(). Ours, for the
+// sandbox, which must show the platform on the host's real CPUs.
+inline constexpr const char* kFitToHostSuffix = "@host";
+
+// Gives `p` the online CPUs of `host` in place of its own: host CPU number
+// i of N (in ascending order) takes the package, L2, L3 and NUMA node of
+// the profile's CPU number floor(i * M / N) of M (in ascending order). With
+// N == M the layout is the profile's own; with fewer host CPUs each domain
+// keeps at least one CPU; with more, the extra CPUs share the L2s of the
+// profile's CPUs as SMT siblings would. Fails with ENODEV (and a message
+// naming the minimum) when the host has fewer CPUs than the profile has
+// domains (distinct package, L3 and node), or when a domain would be left
+// without a CPU.
+Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host);
+
+// The size in bytes of the profile's cache at `level` (2 or 3) as its CPUID
+// describes it (the *_size_bytes fields when CPUID does not), 0 if none.
+uint64_t cache_size_bytes(const Profile& p, unsigned level);
+
 // Parses a profile from JSON text.
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name);
 

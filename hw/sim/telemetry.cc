@@ -102,8 +102,17 @@ void SimMachine::advance_telemetry_locked(uint64_t now) {
       if (!cpus_[w.cpu].online) continue;  // cannot run until its CPU is back
       busy_cpu[w.cpu] = 1;
       busy(pkg_of_cpu(static_cast<unsigned>(w.cpu)), rmid, 1.0, w);
-    } else {
+    } else if (w.allowed_cpus.empty()) {
       for (auto& t : telem_pkgs_) busy(&t, rmid, spread, w);
+    } else {
+      // Spread over the packages that hold an online CPU the thread may use.
+      std::vector<TelemetryPkg*> pkgs;
+      for (unsigned c : w.allowed_cpus) {
+        if (c >= cpus_.size() || !cpus_[c].online) continue;
+        TelemetryPkg* p = pkg_of_cpu(c);
+        if (p != nullptr && std::find(pkgs.begin(), pkgs.end(), p) == pkgs.end()) pkgs.push_back(p);
+      }
+      for (TelemetryPkg* p : pkgs) busy(p, rmid, 1.0 / static_cast<double>(pkgs.size()), w);
     }
   }
   for (auto& t : telem_pkgs_) {

@@ -331,13 +331,12 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
   MbmState& st = cntr_id ? mon_[d].cntr[*cntr_id] : mon_[d].rmid[mbm_index(ev)][rmid];
   const uint64_t now = *raw & wmask;
-  if (!st.valid) {
-    // First read since a reset: this value is the baseline.
-    st = MbmState{true, now, 0};
-  } else {
-    st.chunks += (now - st.prev) & wmask;  // modulo 2^width: one wrap at most
-    st.prev = now;
-  }
+  // Counted from the baseline reset_event() recorded, or from 0 (a counter
+  // the hardware cleared: a BMEC change, a counter assignment, a domain that
+  // came online), never from the first read: what happened between the
+  // reset and the first read counts too.
+  st.chunks += (now - st.prev) & wmask;  // modulo 2^width: one wrap at most
+  st.prev = now;
   uint64_t chunks = st.chunks;
   if (!cntr_id && correction_.factor != 0 && rmid > correction_.rmid_threshold) {
     // Errata SKX99/BDF102: fixed point with 20 fractional bits.
@@ -355,7 +354,20 @@ CounterValue X86Arch::read_perf_pkg_event(int package_id, uint32_t rmid, EventId
 void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
   int d = mon_domain_index(domain_id);
   if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.mon.num_rmids) return;
-  mon_[d].rmid[mbm_index(ev)][rmid] = MbmState{};
+  MbmState& st = mon_[d].rmid[mbm_index(ev)][rmid];
+  st = MbmState{};
+  // The counter's value now is the baseline (Linux's resctrl_arch_reset_rmid
+  // in arch/x86/kernel/cpu/resctrl/monitor.c records it at RMID allocation);
+  // a counter that reads Error or Unavailable leaves it at 0.
+  const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  const uint64_t sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
+                       static_cast<uint64_t>(ev);
+  if (!msr_->write(cpu, IA32_QM_EVTSEL, sel).ok()) return;
+  auto raw = msr_->read(cpu, IA32_QM_CTR);
+  if (!raw.ok() || (*raw & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE)) != 0) return;
+  const unsigned width = info_.mon.counter_width;
+  const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  st.prev = *raw & wmask;
 }
 
 void X86Arch::reset_domain_events(int domain_id) {
@@ -374,8 +386,11 @@ Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t confi
   unsigned cpu = info_.mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, QOS_EVT_CFG_0 + e, config).ok()) return write_failed();
   mon_[d].evt_cfg[e] = config;
-  // The hardware cleared the event's counts: start every RMID afresh.
-  std::fill(mon_[d].rmid[e].begin(), mon_[d].rmid[e].end(), MbmState{});
+  // A configuration change makes the hardware clear every MBM counter of
+  // every RMID in the domain, both events, and report Unavailable at the
+  // next read of each: every count starts again from 0 (Linux's
+  // mbm_config_write_domain calls resctrl_arch_reset_rmid_all).
+  for (auto& v : mon_[d].rmid) std::fill(v.begin(), v.end(), MbmState{});
   return Ok();
 }
 

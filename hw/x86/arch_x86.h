@@ -98,9 +98,9 @@ class X86Arch final : public Arch {
   int ctrl_domain_id_of(ResourceId rid, unsigned cpu) const;
   int mon_domain_id_of(unsigned cpu) const;
 
+  // Linux's arch_mbm_state: a fresh state counts from a raw value of 0.
   struct MbmState {
-    bool valid = false;
-    uint64_t prev = 0;    // last raw counter value
+    uint64_t prev = 0;    // last raw counter value (the baseline after a reset)
     uint64_t chunks = 0;  // running total in counter units
   };
   struct MonDomState {

@@ -409,6 +409,11 @@ PlatformInfo decode_platform(const CpuidSource& src, const Topology& topo, MsrDe
       mon.abmc = true;
       mon.num_mbm_cntrs =
           (src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 5).ebx & CPUID_80000020_5_EBX_CNTRS_MASK) + 1;
+      // An ABMC counter's configuration register carries the BwType
+      // transaction mask, so every assignable counter is configurable: Linux's
+      // arch/x86/kernel/cpu/resctrl/monitor.c (rdt_get_mon_l3_config) sets
+      // mbm_cntr_configurable whenever ABMC is present.
+      mon.mbm_cntr_configurable = true;
     }
     if (mon.snc_ways > 1) {
       // One domain per NUMA node, under the L3 its CPUs share.

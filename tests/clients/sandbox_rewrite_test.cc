@@ -147,6 +147,7 @@ struct FakeSysfs {
         put(d / "id", (level == 3 ? "0" : std::to_string(c)) + "\n");
         put(d / "shared_cpu_map", level == 3 ? "3\n" : std::to_string(1 << c) + "\n");
         put(d / "shared_cpu_list", level == 3 ? "0-1\n" : std::to_string(c) + "\n");
+        put(d / "size", level == 3 ? "32768K\n" : level == 2 ? "1024K\n" : "32K\n");
       }
     }
     std::filesystem::create_directories(root / "cpufreq");  // not a CPU
@@ -190,6 +191,75 @@ TEST_CASE("a two-socket platform on a one-socket host binds ids and cpu sets of 
       {"cpu1/cache/index3/shared_cpu_map", "2\n"},  {"cpu1/cache/index3/shared_cpu_list", "1\n"},
   };
   CHECK(binds == expect);
+}
+
+TEST_CASE("the platform's L2 and L3 sizes are bound where the host's differ") {
+  FakeSysfs fake(2);
+  auto host = read_host_topology(fake.root.string());
+  REQUIRE(host.ok());
+  auto plan = plan_topology_binds(*host, {{0, 0, 0}, {0, 1, 0}}, {1024 * 1024, 16 * 1024 * 1024});
+  REQUIRE(plan.ok());
+  std::map<std::string, std::string> binds;
+  for (auto& b : *plan) binds[b.target.substr(fake.root.string().size() + 1)] = b.content;
+  std::map<std::string, std::string> expect = {{"cpu0/cache/index3/size", "16384K\n"},
+                                               {"cpu1/cache/index3/size", "16384K\n"}};
+  CHECK(binds == expect);  // L2 is the host's 1024K already; L1 is never touched
+  plan = plan_topology_binds(*host, {{0, 0, 0}, {0, 1, 0}}, {512 * 1024, 0});
+  REQUIRE(plan.ok());
+  binds.clear();
+  for (auto& b : *plan) binds[b.target.substr(fake.root.string().size() + 1)] = b.content;
+  expect = {{"cpu0/cache/index2/size", "512K\n"}, {"cpu1/cache/index2/size", "512K\n"}};
+  CHECK(binds == expect);
+}
+
+TEST_CASE("cpuinfo: package, siblings, cores and cache size of each processor") {
+  const std::string host =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\nstepping\t: 1\ncpu MHz\t\t: 2000.000\n"
+      "cache size\t: 1024 KB\nphysical id\t: 0\nsiblings\t: 4\ncore id\t\t: 0\n"
+      "cpu cores\t: 2\nflags\t\t: fpu\n\n"
+      "processor\t: 1\nstepping\t: 1\ncpu MHz\t\t: 2000.000\ncache size\t: 1024 KB\n"
+      "physical id\t: 0\nsiblings\t: 4\ncpu cores\t: 2\n\n"
+      "processor\t: 2\nstepping\t: 1\ncache size\t: 1024 KB\nphysical id\t: 0\n"
+      "siblings\t: 4\ncpu cores\t: 2\n\n"
+      "processor\t: 3\nstepping\t: 1\ncache size\t: 1024 KB\nphysical id\t: 0\n"
+      "siblings\t: 4\ncpu cores\t: 2\n\n";
+  const std::string want =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\nstepping\t: 1\ncpu MHz\t\t: 2000.000\n"
+      "cache size\t: 512 KB\nphysical id\t: 0\nsiblings\t: 3\ncore id\t\t: 0\n"
+      "cpu cores\t: 1\nflags\t\t: fpu\n\n"
+      "processor\t: 1\nstepping\t: 1\ncpu MHz\t\t: 2000.000\ncache size\t: 512 KB\n"
+      "physical id\t: 0\nsiblings\t: 3\ncpu cores\t: 1\n\n"
+      "processor\t: 2\nstepping\t: 1\ncache size\t: 512 KB\nphysical id\t: 0\n"
+      "siblings\t: 3\ncpu cores\t: 1\n\n"
+      "processor\t: 3\nstepping\t: 1\ncache size\t: 512 KB\nphysical id\t: 1\n"
+      "siblings\t: 1\ncpu cores\t: 1\n\n";
+  CHECK(rewrite_cpuinfo_topology(host, {0, 0, 0, 1}, 512) == want);
+  // Two threads per core on the host: cores are siblings / 2.
+  CHECK(rewrite_cpuinfo_topology("processor\t: 0\nsiblings\t: 8\ncpu cores\t: 4\n",
+                                 {0, 0, 0, 0, 1, 1, 1, 1},
+                                 0) == "processor\t: 0\nsiblings\t: 4\ncpu cores\t: 2\n");
+  // No cache size line: one is added after cpu MHz (else stepping).
+  CHECK(rewrite_cpuinfo_topology("processor\t: 0\nstepping\t: 4\nflags\t\t: x\n", {0}, 16384) ==
+        "processor\t: 0\nstepping\t: 4\ncache size\t: 16384 KB\nflags\t\t: x\n");
+  // Processors the platform does not place keep their lines; size 0 keeps the host's.
+  const std::string other = "processor\t: 5\ncache size\t: 1 KB\nphysical id\t: 3\n";
+  CHECK(rewrite_cpuinfo_topology(other, {0, 1}, 0) == other);
+}
+
+TEST_CASE("options: set_platform rewrites the daemon's --platform") {
+  auto o = parse_options({"--platform", "intel-2s", "-o", "cdp", "--", "true"});
+  REQUIRE(o.ok());
+  set_platform(*o, "intel-2s@host");
+  CHECK(o->platform == "intel-2s@host");
+  CHECK(o->daemon_args == std::vector<std::string>{"--platform", "intel-2s@host", "-o", "cdp"});
+  o = parse_options({"--platform=amd-2s"});
+  REQUIRE(o.ok());
+  set_platform(*o, "amd-2s@host");
+  CHECK(o->daemon_args == std::vector<std::string>{"--platform=amd-2s@host"});
+  o = parse_options({"-o", "cdp"});
+  REQUIRE(o.ok());
+  set_platform(*o, "x");
+  CHECK(o->daemon_args == std::vector<std::string>{"-o", "cdp", "--platform", "x"});
 }
 
 TEST_CASE("a platform with another CPU count is refused with a message") {

@@ -2,16 +2,18 @@
 # pqos and rdtset (intel-cmt-cat, OS interface) against resctrlfsd, on one
 # socket (platform `host`, SOCKETS=1) or two (SOCKETS=2: a profile with this
 # CPU's vendor, the host's CPUs split over two packages with one L3 each, and
-# sysfs ids bound to agree). pqos reads the vendor through CPUID, so the
+# sysfs ids bound to agree; `builtin`: the two-socket built-in of this CPU's
+# vendor, amd-2s or intel-2s, fitted to the host's CPUs). pqos reads the vendor through CPUID, so the
 # simulated vendor must be the host's: on AMD it takes MB values in AMD units
 # and L3 ids as domain ids, on Intel percentages and socket ids.
 # Every step is checked against the files in /sys/fs/resctrl.
-# usage: test_pqos.sh [SOCKETS]
+# usage: test_pqos.sh [1|2|builtin]
 set -u
 SCRIPT_ARGS=("$@")
-SOCKETS=${1:-1}
+MODE=${1:-1}
+SOCKETS=${MODE/builtin/2}
 . "$(dirname "$0")/lib.sh"
-TEST_NAME="test_pqos_${SOCKETS}s"
+TEST_NAME="test_pqos_${MODE/builtin/builtin_2}s"
 require_root
 require_fuse
 require_cmd pqos intel-cmt-cat
@@ -26,6 +28,10 @@ if [ -z "${RESCTRLFS_SANDBOX:-}" ]; then
     enter_sandbox --platform host --control "$CTLSOCK"
   fi
   [ "$(host_cpus)" -ge 2 ] || skip "two sockets need at least 2 CPUs (host has $(host_cpus))"
+  if [ "$MODE" = builtin ]; then
+    if [ "$(host_vendor)" = AuthenticAMD ]; then P=amd-2s; else P=intel-2s; fi
+    enter_sandbox --platform "$P" --control "$CTLSOCK"
+  fi
   PLATFORM_JSON=$(mktemp /tmp/client-pqos-2s.XXXXXX.json)
   make_platform_json "$PLATFORM_JSON" "$(host_vendor)" 2 full
   echo "== two-socket profile for vendor $(host_vendor):"
@@ -45,6 +51,8 @@ VENDOR=$(host_vendor)
 L3_IDS=$(schemata_ids L3)
 MB_IDS=$(schemata_ids MB)
 NCPU=$(host_cpus)
+# pqos -s lists the classes per package (amd-2s has two L3s in one package).
+PKGS=$(cat /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id | sort -u | wc -l)
 ALL_CPUS=$(cat /sys/devices/system/cpu/online)
 CBM_FULL=$((16#$(cat $R/info/L3/cbm_mask)))
 set -- $MB_IDS
@@ -106,7 +114,7 @@ compare_s() {
     fi
   done <"$1"
   echo "  ($n definitions compared)"
-  [ $bad = 0 ] && [ $n -ge $((2 * NCOS * SOCKETS)) ]
+  [ $bad = 0 ] && [ $n -ge $((2 * NCOS * PKGS)) ]
 }
 
 echo "== pqos -s (allocation display)"

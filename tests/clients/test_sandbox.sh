@@ -88,9 +88,8 @@ check_eq "cpuinfo (Skylake-SP, resctrl features quirked off): the CPU's RDT flag
   "cat_l3 cdp_l3 cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc mba rdt_a "
 
 out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
-check_match "daemon got -f, the daemon options, a private --state-dir and the mount point" \
-  "$(tr '\n' ' ' <<<"$out")" \
-  "^-f --platform $WORK/full.json -o cdp --control $WORK/ctl --state-dir $TMPDIR/resctrlfs-sandbox\\.[^/ ]+/state /sys/fs/resctrl \$"
+check_eq "daemon got -f, the daemon options and the mount point (no --state-dir: no journal)" \
+  "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o cdp --control $WORK/ctl /sys/fs/resctrl "
 out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
 check_eq "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
   "-f --platform $WORK/full.json --state-dir /var/lib/mine /sys/fs/resctrl "
@@ -147,10 +146,61 @@ if command -v setpriv >/dev/null; then
   check_match "not root: says it must run as root" "$(cat "$WORK/stderr")" 'must run as root'
 fi
 
-echo "== per-process mount tables, nested use, interactive shell"
-out=$(run --platform "$WORK/full.json" -- sh -c 'cat /proc/self/mounts')
-check_match "a child of COMMAND sees the real mount table" "$out" '^fake-resctrl /sys/fs/resctrl tmpfs '
-out=$(run --platform "$WORK/full.json" -o mba_MBps -- sh -c "$SB -- cat /proc/self/mounts")
+echo "== the seccomp supervisor: every descendant's statfs and mount tables"
+# A grandchild (sh -c forks a subshell that forks cat/stat) of COMMAND.
+gc() { printf '( %s ) & wait' "$1"; }
+out=$(run --platform "$WORK/full.json" -o cdp -- sh -c "$(gc 'cat /proc/self/mounts')")
+check_match "a grandchild of COMMAND sees the mount as resctrl in /proc/self/mounts" "$out" \
+  '^resctrl /sys/fs/resctrl resctrl rw[^ ]*,cdp 0 0$'
+out=$(run --platform "$WORK/full.json" -o cdp -- sh -c "$(gc 'cat /proc/mounts; cat /proc/thread-self/mountinfo')")
+check_match "a grandchild's /proc/mounts shows resctrl" "$out" '^resctrl /sys/fs/resctrl resctrl rw[^ ]*,cdp 0 0$'
+check_match "a grandchild's /proc/thread-self/mountinfo shows resctrl" "$out" \
+  ' /sys/fs/resctrl [^ ]+ .*- resctrl resctrl rw,cdp$'
+out=$(run --platform "$WORK/full.json" -- sh -c 'sleep 30 & p=$!; cat /proc/$p/mountinfo; cat /proc/$p/task/$p/mounts; kill $p')
+check_match "/proc/PID/mountinfo of another process shows resctrl" "$out" ' /sys/fs/resctrl [^ ]+ .*- resctrl resctrl rw$'
+check_match "/proc/PID/task/TID/mounts shows resctrl" "$out" '^resctrl /sys/fs/resctrl resctrl rw[^ ]* 0 0$'
+out=$(run --platform "$WORK/full.json" -- sh -c "cd /proc/self && $(gc 'cat mountinfo; cd /sys/fs && stat -f -c %t resctrl resctrl/. /proc /tmp')")
+check_match "a relative open (cwd /proc/self) is answered" "$out" ' /sys/fs/resctrl [^ ]+ .*- resctrl resctrl rw$'
+check_eq "statfs: the mount (relative paths) answers RDTGROUP_SUPER_MAGIC, /proc and /tmp their own" \
+  "$(grep -vF ' ' <<<"$out" | tr '\n' ' ')" "7655821 7655821 9fa0 $(stat -f -c %t /tmp) "
+out=$(run --platform "$WORK/full.json" -- python3 -c '
+import os
+fd = os.open("/sys/fs/resctrl", os.O_RDONLY)
+print("%x" % os.fstatvfs(fd).f_bsize, os.fstatvfs(fd).f_namemax, os.statvfs("/sys/fs/resctrl").f_blocks)
+print(open("/proc/self/mountinfo").read().count(" - resctrl resctrl "))
+proc = os.open("/proc", os.O_PATH)
+os.chroot("/sys"); os.chdir("/")
+t = open("self/mountinfo", opener=lambda p, f: os.open(p, f, dir_fd=proc)).read()
+print(sum(1 for l in t.splitlines() if " /fs/resctrl " in l and " - resctrl resctrl " in l))')
+check_eq "fstatfs and statvfs fields; after chroot(/sys), mountinfo opened by a dirfd shows /fs/resctrl" \
+  "$out" "$(printf '1000 255 0\n1\n1')"
+out=$(run --platform "$WORK/full.json" --intercept statfs-only -- sh -c "$(gc 'stat -f -c %t /sys/fs/resctrl; cat /proc/self/mounts')")
+check_match "--intercept statfs-only: statfs is answered" "$out" '^7655821$'
+check_match "--intercept statfs-only: a grandchild sees the real mount table" "$out" \
+  '^fake-resctrl /sys/fs/resctrl tmpfs '
+out=$(run --platform "$WORK/full.json" --intercept statfs-only -- cat /proc/self/mounts)
+check_match "--intercept statfs-only: COMMAND itself still has its rewritten table" "$out" \
+  '^resctrl /sys/fs/resctrl resctrl rw'
+out=$(run --platform "$WORK/full.json" --intercept none -- sh -c "$(gc 'stat -f -c %t /sys/fs/resctrl; cat /proc/self/mounts')")
+check_match "--intercept none: statfs is the mount's own" "$out" "^$(stat -f -c %t /tmp 2>/dev/null | sed 's/.*/[0-9a-f]+/')\$"
+check_nomatch "--intercept none: no resctrl magic" "$out" '^7655821$'
+check_match "--intercept none: a grandchild sees the real mount table" "$out" '^fake-resctrl /sys/fs/resctrl tmpfs '
+run --platform "$WORK/full.json" --intercept bogus -- true
+check_eq "--intercept bogus is refused" $? 125
+check_match "--intercept bogus: says what is allowed" "$(cat "$WORK/stderr")" 'all, statfs-only or none'
+# Callers killed in the middle of intercepted calls, then a caller that
+# must still be answered.
+out=$(run --platform "$WORK/full.json" -- bash -c '
+for i in $(seq 20); do
+  ( while :; do stat -f -c %t /sys/fs/resctrl; cat /proc/self/mountinfo; done >/dev/null 2>&1 ) &
+  sleep 0.0$((i % 10)); kill -9 $! 2>/dev/null; wait $! 2>/dev/null
+done
+stat -f -c %t /sys/fs/resctrl; grep -c " - resctrl resctrl " /proc/self/mountinfo')
+check_eq "after 20 callers were SIGKILLed mid-call, statfs and mountinfo are still answered" \
+  "$out" "$(printf '7655821\n1')"
+
+echo "== nested use, interactive shell"
+out=$(run --platform "$WORK/full.json" --intercept statfs-only -o mba_MBps -- sh -c "$SB -- cat /proc/self/mounts")
 check_match "resctrlfs-sandbox -- CMD inside the sandbox rewrites CMD's table" "$out" \
   '^resctrl /sys/fs/resctrl resctrl rw[^ ]*,mba_MBps 0 0$'
 "$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- sh -c "$SB --platform x -- true" 2>"$WORK/stderr"
@@ -198,9 +248,14 @@ else
   out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- cat /proc/self/mounts)
   check_eq "real daemon: exit status" $? 0
   check_match "real daemon: COMMAND sees type resctrl" "$out" '^resctrl /sys/fs/resctrl resctrl rw'
-  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c \
-    'grep " /sys/fs/resctrl " /proc/self/mounts; ls /sys/fs/resctrl; ls /sys/fs/resctrl/info; echo pid=$RESCTRLFSD_PID')
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" --intercept none -- sh -c \
+    'grep " /sys/fs/resctrl " /proc/self/mounts; stat -f -c %t /sys/fs/resctrl; ls /sys/fs/resctrl; ls /sys/fs/resctrl/info; echo pid=$RESCTRLFSD_PID')
   check_match "real daemon: it is a FUSE mount underneath" "$out" '^resctrl /sys/fs/resctrl fuse\.resctrl '
+  check_match "real daemon, --intercept none: FUSE's statfs magic" "$out" '^65735546$'
+  sf=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c \
+    '( stat -f -c "%t %s %S %b %c %l" /sys/fs/resctrl/info/L3 ) & wait')
+  check_eq "real daemon: statfs in a grandchild is resctrl's (magic, 4096-byte blocks, 0 blocks, 0 files, NAME_MAX)" \
+    "$sf" "7655821 4096 4096 0 0 255"
   for f in cpus cpus_list info mode mon_data mon_groups schemata size tasks; do
     check_match "real daemon: /sys/fs/resctrl/$f exists" "$out" "^$f\$"
   done

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/boot_state.h"
 #include "daemon/options.h"
@@ -23,6 +25,35 @@ TEST_CASE("boot state: one file per mount point") {
   CHECK(boot_state_path("/run/x", "/mnt/a b/") == "/run/x/_mnt_a%20b_.json");
   CHECK(boot_state_path("/run/x", "/mnt//a/./b") == boot_state_path("/run/x", "/mnt/a/b"));
   CHECK(boot_state_path("/run/x", "/mnt/%41") != boot_state_path("/run/x", "/mnt/A"));
+}
+
+TEST_CASE("boot state: one file per mount namespace, stale ones of a reused inode removed") {
+  using resctrlfs::daemon::remove_stale_boot_states;
+  CHECK(boot_state_path("/run/x", "/sys/fs/resctrl", "mnt-7-1-20") ==
+        "/run/x/mnt-7-1-20_sys_fs_resctrl.json");
+  CHECK(boot_state_path("/run/x", "/a", "mnt-7-1-20") !=
+        boot_state_path("/run/x", "/a", "mnt-7-2-20"));
+  char tmpl[] = "/tmp/resctrlfs-boot-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string mine = boot_state_path(dir, "/a", "mnt-7-5-50");
+  const std::vector<std::string> stale = {boot_state_path(dir, "/a", "mnt-7-1-20"),
+                                          boot_state_path(dir, "/a", "mnt-7-3-30")};
+  const std::vector<std::string> kept = {
+      mine,
+      boot_state_path(dir, "/a", "mnt-77-1-20"),   // another inode
+      boot_state_path(dir, "/a", "mnt-8-1-20"),    // another namespace
+      boot_state_path(dir, "/a_b", "mnt-7-1-20"),  // another mount point
+      boot_state_path(dir, "/b", "mnt-7-1-20"),
+      boot_state_path(dir, "/x/a", "mnt-7-1-20"),  // ends like /a's
+      boot_state_path(dir, "/a", ""),              // not keyed
+      dir + "/mnt-7-x-1_a.json"};                  // not ours
+  for (const auto& f : stale) std::ofstream(f) << "{}";
+  for (const auto& f : kept) std::ofstream(f) << "{}";
+  remove_stale_boot_states(dir, "/a", "mnt-7", mine);
+  for (const auto& f : stale) CHECK_FALSE(std::filesystem::exists(f));
+  for (const auto& f : kept) CHECK(std::filesystem::exists(f));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("boot state: written, read back, ignored for another platform or mount point") {
@@ -44,6 +75,41 @@ TEST_CASE("boot state: written, read back, ignored for another platform or mount
   { std::ofstream(path) << "{broken"; }
   CHECK(read_boot_state(path, "intel-2s", "/mnt/r").error().code == EINVAL);
   std::filesystem::remove_all(tmpl);
+}
+
+// Issue 12: the file is outside input. Wrong types, missing keys, bad
+// nesting and garbage are EINVAL with a reason, never an exception.
+TEST_CASE("boot state: damaged files are refused with a reason") {
+  using resctrlfs::daemon::parse_boot_state;
+  const std::string deep(100000, '[');
+  const std::string docs[] = {
+      "",
+      "{",
+      std::string("\x00\x01\x02\xff", 4),
+      "[]",
+      R"({"version": "1", "state": {}})",
+      R"({"version": 2, "state": {}})",
+      R"({"version": 1})",
+      R"({"version": 1, "state": []})",
+      R"({"version": 1, "state": {}, "platform": 7, "mountpoint": "/mnt/r"})",
+      R"({"version": 1, "state": {}, "platform": "intel-2s", "mountpoint": ["/mnt/r"]})",
+      R"({"version": 99999999999999999999, "state": {}})",
+      "{\"version\": 1, \"state\": {\"x\": " + deep + "}}",
+      "{\"version\": 1, \"state\": {}, \"platform\": \"\xc3\"}",
+  };
+  for (const std::string& doc : docs) {
+    INFO(doc.substr(0, 100));
+    resctrlfs::Result<std::optional<std::string>> r = std::optional<std::string>();
+    REQUIRE_NOTHROW(r = parse_boot_state(doc, "intel-2s", "/mnt/r"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK_FALSE(r.error().message.empty());
+  }
+  auto ok = parse_boot_state(
+      R"({"version": 1, "platform": "intel-2s", "mountpoint": "/mnt/r", "state": {"a": 1}})",
+      "intel-2s", "/mnt/r");
+  REQUIRE(ok.ok());
+  CHECK(**ok == R"({"a":1})");
 }
 
 TEST_CASE("boot state: on /run by default") {

@@ -35,9 +35,11 @@ class FakeTarget : public ControlTarget {
     return answer("advance " + std::to_string(ms));
   }
   Result<json> attach_workload(const WorkloadRequest& r) override {
-    return answer("workload " +
-                  (r.tid ? "tid " + std::to_string(*r.tid) : "cpu " + std::to_string(*r.cpu)) +
-                  " " + std::to_string(r.workload.cache_footprint_bytes) + " " +
+    std::string who;
+    if (r.tid) who = "tid " + std::to_string(*r.tid);
+    if (r.tid && r.cpu) who += " ";
+    if (r.cpu) who += "cpu " + std::to_string(*r.cpu);
+    return answer("workload " + who + " " + std::to_string(r.workload.cache_footprint_bytes) + " " +
                   std::to_string(static_cast<int>(r.workload.bandwidth_mbps)) + " " +
                   std::to_string(static_cast<int>(r.workload.local_fraction * 100)));
   }
@@ -80,6 +82,9 @@ TEST_CASE("every request form reaches the target") {
        R"("local_fraction":0.25})",
        "workload tid 42 1048576 500 25"},
       {R"({"cmd":"workload","cpu":3,"bandwidth_mbps":100})", "workload cpu 3 0 100 100"},
+      // A thread's workload pinned to a CPU.
+      {R"({"cmd":"workload","tid":7,"cpu":1,"bandwidth_mbps":10})",
+       "workload tid 7 cpu 1 0 10 100"},
       {R"({"cmd":"fault","fail_writes":2})", "fault 2"},
       {R"({"cmd":"fault","fail_writes":1,"cpu":5})", "fault 1 cpu 5"},
       {R"({"cmd":"registers"})", "registers"},
@@ -141,7 +146,6 @@ TEST_CASE("malformed and hostile requests are refused without reaching the targe
       R"({"cmd":"clock","advance_ms":99999999999999999999999})",
       R"({"cmd":"clock","advance":10})",
       R"({"cmd":"workload"})",
-      R"({"cmd":"workload","tid":1,"cpu":1})",
       R"({"cmd":"workload","tid":0})",
       R"({"cmd":"workload","tid":-5})",
       R"({"cmd":"workload","tid":4294967296})",
@@ -188,6 +192,11 @@ TEST_CASE("deep nesting within the length limit is refused, not a stack overflow
   FakeTarget t;
   json j = reply(t, deep);
   CHECK(j["ok"] == false);
+  CHECK(t.calls.empty());
+  // Refused before the parser builds it (base/json_input.h), whatever the
+  // rest of the request says.
+  j = reply(t, R"({"cmd":"status","x":)" + std::string(65, '[') + std::string(65, ']') + "}");
+  CHECK(j["error"].get<std::string>().find("nested deeper than 64 levels") != std::string::npos);
   CHECK(t.calls.empty());
 }
 

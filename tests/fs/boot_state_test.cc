@@ -135,6 +135,23 @@ TEST_CASE("boot state: documents that do not fit change nothing", "[bootstate]")
       {"unknown domain", rmids(missing, {{"9", {1}}})},
       {"bad type", with("rmids", "x")},
       {"bad domain key", rmids(missing, {{"x", {1}}})},
+      // Issue 12: wrong types and ranges are refused, never thrown.
+      {"version of another type", with("version", "clos:")},
+      {"threshold of another type", with("max_threshold_occupancy", "x")},
+      {"negative threshold", with("max_threshold_occupancy", -1)},
+      {"huge threshold", with("max_threshold_occupancy", 1e300)},
+      {"width of another type", with("max_name_width", true)},
+      {"unknown assignment mode", with("mbm_assign_mode", "sometimes")},
+      {"assignment mode of another type", with("mbm_assign_mode", 1)},
+      {"on_mkdir of another type", with("mbm_assign_on_mkdir", "yes")},
+      {"event filter of another type", with("event_filter", {{"mbm_total_bytes", "x"}})},
+      {"free list of another type", rmids("x", nlohmann::json::object())},
+      {"free RMID of another type", rmids({"1"}, nlohmann::json::object())},
+      {"free RMID out of range", rmids({4294967296}, nlohmann::json::object())},
+      {"limbo of another type", rmids(missing, {{"1", 1}})},
+      {"deep nesting", "{\"version\": 1, \"x\": " + std::string(100000, '[') + "}"},
+      {"truncated", good.substr(0, good.size() / 2)},
+      {"binary", std::string("\x00\x01\xff\xfe", 4)},
   };
   for (const Case& c : cases) {
     INFO(c.what);

@@ -5,7 +5,9 @@
 // matches the owner, listed tasks partition the threads among CTRL_MON
 // groups, and nothing crashes on random input.
 #include <catch2/catch.hpp>
+#include <map>
 #include <random>
+#include <set>
 
 #include "tests/fs/harness.h"
 
@@ -38,6 +40,18 @@ std::vector<unsigned> list_of(const std::string& text) {
     pos = end + 1;
   }
   return out;
+}
+
+// Renames MON group g (a no-op for a CTRL_MON group) under a CTRL_MON
+// group drawn from `groups`, as one of r0..r2.
+template <typename Pick>
+void move_mon_group(Shell& sh, const std::vector<std::string>& groups, const std::string& g,
+                    Pick& pick) {
+  if (g.find("mon_groups") == std::string::npos) return;
+  std::vector<std::string> ctrl;
+  for (const std::string& x : groups)
+    if (x.find("mon_groups") == std::string::npos) ctrl.push_back(x);
+  sh.mv(g, ctrl[pick(ctrl.size())] + "/mon_groups/r" + std::to_string(pick(3)));
 }
 
 }  // namespace
@@ -88,12 +102,7 @@ TEST_CASE("random operations keep the invariants", "[groups]") {
         break;
       }
       case 7:
-        if (g.find("mon_groups") != std::string::npos) {
-          std::vector<std::string> ctrl;
-          for (const std::string& x : groups)
-            if (x.find("mon_groups") == std::string::npos) ctrl.push_back(x);
-          sh.mv(g, ctrl[pick(ctrl.size())] + "/mon_groups/r" + std::to_string(pick(3)));
-        }
+        move_mon_group(sh, groups, g, pick);
         break;
     }
     // Invariants.
@@ -124,6 +133,83 @@ TEST_CASE("random operations keep the invariants", "[groups]") {
       std::vector<unsigned> mine = list_of(sh.cat(d + "/cpus_list"));
       std::vector<unsigned> parent = list_of(sh.cat(d.substr(0, at) + "/cpus_list"));
       for (unsigned c : mine) REQUIRE(std::count(parent.begin(), parent.end(), c) == 1);
+    }
+  }
+}
+
+// The per-CPU owner tables behind PQR_ASSOC are kept up to date by each
+// change rather than recomputed: after every random mkdir, rmdir, cpus
+// write, rename and CPU hotplug step, every online CPU's PQR_ASSOC must hold
+// the CLOSID of the CTRL_MON group listing it and the RMID of the MON group
+// of that group listing it (else the CTRL_MON group's own).
+TEST_CASE("PQR_ASSOC follows the CPU owners through random changes and hotplug", "[groups]") {
+  MountOptions opts;
+  opts.debug = true;  // ctrl_hw_id and mon_hw_id name the tags
+  SimFixture f("intel-2s", opts);
+  Shell& sh = *f.sh;
+  std::mt19937 rng(4242);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  std::set<unsigned> offline;
+  auto hw_id = [&](const std::string& path) { return std::stoul(sh.cat(path)); };
+  for (int step = 0; step < 1500; ++step) {
+    std::vector<std::string> groups = group_dirs(sh);
+    const std::string g = groups[pick(groups.size())];
+    switch (pick(7)) {
+      case 0:
+        sh.mkdir("/g" + std::to_string(pick(5)));
+        break;
+      case 1:
+        if (g.find("mon_groups") == std::string::npos)
+          sh.mkdir(g + "/mon_groups/m" + std::to_string(pick(3)));
+        break;
+      case 2:
+        if (!g.empty()) sh.rmdir(g);
+        break;
+      case 3:
+      case 4: {
+        std::string list = std::to_string(pick(8));
+        if (pick(2)) list += "-" + std::to_string(pick(8));
+        sh.echo(g + "/cpus_list", list);
+        break;
+      }
+      case 5:
+        move_mon_group(sh, groups, g, pick);
+        break;
+      case 6: {
+        // CPU 0 stays: the kernel never offlines the boot CPU here either.
+        const unsigned cpu = 1 + static_cast<unsigned>(pick(7));
+        if (offline.count(cpu) != 0) {
+          REQUIRE(f.backend.sim->set_cpu_online(cpu, true).ok());
+          REQUIRE(f.fs->cpu_online(cpu).ok());
+          offline.erase(cpu);
+        } else if (f.fs->cpu_offline(cpu).ok()) {
+          REQUIRE(f.backend.sim->set_cpu_online(cpu, false).ok());
+          offline.insert(cpu);
+        }
+        break;
+      }
+    }
+    // What each CPU must run with, from the files.
+    std::map<unsigned, std::pair<uint32_t, uint32_t>> want;
+    groups = group_dirs(sh);
+    for (const std::string& d : groups) {
+      if (d.find("mon_groups") != std::string::npos) continue;
+      const uint32_t closid = d.empty() ? 0 : static_cast<uint32_t>(hw_id(d + "/ctrl_hw_id"));
+      const uint32_t rmid = static_cast<uint32_t>(hw_id(d + "/mon_hw_id"));
+      for (unsigned c : list_of(sh.cat(d + "/cpus_list"))) want[c] = {closid, rmid};
+    }
+    for (const std::string& d : groups) {
+      size_t at = d.find("/mon_groups/");
+      if (at == std::string::npos) continue;
+      const uint32_t rmid = static_cast<uint32_t>(hw_id(d + "/mon_hw_id"));
+      for (unsigned c : list_of(sh.cat(d + "/cpus_list"))) want[c].second = rmid;
+    }
+    for (const hw::RegisterValue& r : f.backend.sim->dump_registers()) {
+      if (r.msr != 0xc8f || offline.count(r.cpu) != 0) continue;  // IA32_PQR_ASSOC
+      INFO("step " << step << " cpu " << r.cpu);
+      REQUIRE(want.count(r.cpu) == 1);
+      CHECK(static_cast<uint32_t>(r.value >> 32) == want[r.cpu].first);
+      CHECK(static_cast<uint32_t>(r.value & 0x3ff) == want[r.cpu].second);
     }
   }
 }

@@ -79,4 +79,70 @@ TEST_CASE("state: bad documents are refused", "[state]") {
   CHECK(f.fs->restore_state_json(R"({"version": 1})").error().code == EINVAL);  // not fresh
 }
 
+// Issue 12: json::value() threw on a key of another type before the try, and
+// the exception aborted the daemon (fuzz_fs_files found it). Every value of
+// the document is outside input: a wrong type, a missing key, an
+// out-of-range number or deep nesting is an EINVAL naming where, never an
+// exception, and the tree stays usable.
+TEST_CASE("state: documents with wrong types, ranges or nesting are refused", "[state]") {
+  std::string deep(100000, '[');
+  const std::string group = R"("groups": [{"name": "", "closid": 0, "rmid": 0}, )";
+  const std::string docs[] = {
+      "\x0c{\"version\":\"clos:\"}",  // the fuzzer's input
+      R"({"version":"clos:"})",
+      R"({"version": 1.5})",
+      R"({"version": 1, "settings": []})",
+      R"({"version": 1, "settings": {"max_threshold_occupancy": "x"}})",
+      R"({"version": 1, "settings": {"max_threshold_occupancy": -1}})",
+      R"({"version": 1, "settings": {"max_threshold_occupancy": 1e300}})",
+      R"({"version": 1, "settings": {"mbm_assign_mode": 7}})",
+      R"({"version": 1, "settings": {"event_filter": {"mbm_total_bytes": "all"}}})",
+      R"({"version": 1, "groups": {}})",
+      R"({"version": 1, "groups": [7]})",
+      R"({"version": 1, "groups": [{"name": 7}]})",
+      R"({"version": 1, "groups": [{"name": "g"}]})",  // no closid
+      R"({"version": 1, "groups": [{"name": "g", "closid": "1"}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": -1}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": 4294967296}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": 1, "rmid": 99999999999999999999}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": 1, "rmid": 1, "cpus": 3}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": 1, "rmid": 1, "dir_mode": 65536}]})",
+      R"({"version": 1, "groups": [{"name": "g", "closid": 1, "rmid": 1, "uid": -5}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "schemata": []}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "schemata": {"L3": {"0": "f"}}}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "schemata": {"L3": {"0": -1}}}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "assigned": [[0]]}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "assigned": [["0", "x"]]}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "mon_groups": [{"name": "m"}]}]})",
+      R"({"version": 1, "groups": [{"name": "", "closid": 0, "mon_groups": {"name": "m"}}]})",
+      R"({"version": 1, "io_alloc": []})",
+      R"({"version": 1, "io_alloc": {"L3": {"0": true}}})",
+      R"({"version": 1, "threads": [[1, 2]]})",
+      R"({"version": 1, "threads": [["1", 0, 0]]})",
+      R"({"version": 1, "threads": [[-1, 0, 0]]})",
+      R"({"version": 1, "threads": [[1, 0, 18446744073709551615]]})",
+      R"({"version": 1, "threads": {}})",
+      "{\"version\": 1, " + group + "{\"name\": \"g\", \"closid\": 1, \"x\": " + deep + "}]}",
+      deep,
+      "{\"version\": 1, \"groups\": [{\"name\": \"\xff\", \"closid\": 1}]}",  // not UTF-8
+      R"({"version": 1, "groups": [{"name": "g", "closid": 1, "rmid": 1})",   // truncated
+  };
+  for (const std::string& doc : docs) {
+    INFO(doc.substr(0, 200));
+    SimFixture f("intel-2s");
+    Result<void> r = Ok();
+    REQUIRE_NOTHROW(r = f.fs->restore_state_json(doc));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK(r.error().message.rfind("state: ", 0) == 0);
+  }
+  // The message names the value.
+  SimFixture f("intel-2s");
+  Result<void> r = f.fs->restore_state_json(R"({"version": 1, "groups": [{"name": "", "closid": 0},
+      {"name": "g", "closid": "1"}]})");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "state: $.groups[1].closid: must be an integer in 0..4294967295, not a string");
+}
+
 }  // namespace resctrlfs::fs::testing

@@ -202,19 +202,25 @@ TEST_CASE("reset_all_ctrls writes every control register to its default") {
 TEST_CASE("counter reads go through QM_EVTSEL/QM_CTR and fold the 24-bit wrap") {
   Rig r = rig("intel-2s");
   r.msr->qm_ctr = {0xFFFFF0, 0x000010, 0x000030};
-  auto a = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
-  CHECK(a.err == ReadError::kNone);
-  CHECK(a.bytes == 0);  // the first read is the baseline
+  // RMID allocation records the counter's value as the baseline.
+  r.arch->reset_event(1, 9, EventId::MBM_LOCAL);
+  CHECK(r.msr->log[0] == W(4, IA32_QM_EVTSEL, (9ULL << 32) | 3));
+  CHECK(r.msr->log[1] == R(4, IA32_QM_CTR, 0xFFFFF0));
   auto b = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
+  CHECK(b.err == ReadError::kNone);
   CHECK(b.bytes == 0x20ULL * 65536);
   auto c = r.arch->read_event(1, 9, EventId::MBM_LOCAL);
   CHECK(c.bytes == 0x40ULL * 65536);
-  CHECK(r.msr->log[0] == W(4, IA32_QM_EVTSEL, (9ULL << 32) | 3));
-  CHECK(r.msr->log[1] == R(4, IA32_QM_CTR, 0xFFFFF0));
-  r.arch->reset_event(1, 9, EventId::MBM_LOCAL);
   r.msr->qm_ctr = {0x100, 0x180};
-  CHECK(r.arch->read_event(1, 9, EventId::MBM_LOCAL).bytes == 0);
+  r.arch->reset_event(1, 9, EventId::MBM_LOCAL);
   CHECK(r.arch->read_event(1, 9, EventId::MBM_LOCAL).bytes == 0x80ULL * 65536);
+  // A counter never reset (one the hardware cleared) counts from 0.
+  r.msr->qm_ctr = {0x5};
+  CHECK(r.arch->read_event(1, 10, EventId::MBM_LOCAL).bytes == 5ULL * 65536);
+  // A baseline read that says Unavailable leaves the baseline at 0.
+  r.msr->qm_ctr = {QM_CTR_UNAVAILABLE, 0x7};
+  r.arch->reset_event(1, 11, EventId::MBM_TOTAL);
+  CHECK(r.arch->read_event(1, 11, EventId::MBM_TOTAL).bytes == 7ULL * 65536);
 }
 
 TEST_CASE("occupancy is scaled, not folded") {
@@ -239,7 +245,7 @@ TEST_CASE("AMD 44-bit counters fold across their width") {
   Rig r = rig("amd-2s");
   const uint64_t top = (1ULL << 44) - 2;
   r.msr->qm_ctr = {top, 3};
-  r.arch->read_event(0, 1, EventId::MBM_TOTAL);
+  r.arch->reset_event(0, 1, EventId::MBM_TOTAL);  // the baseline at RMID allocation
   CHECK(r.arch->read_event(0, 1, EventId::MBM_TOTAL).bytes == 5ULL * 64);
 }
 
@@ -284,8 +290,9 @@ TEST_CASE("ABMC mode and counter assignment") {
                     W(4, L3_QOS_ABMC_CFG, (1ULL << 63) | (3ULL << 48) | (17ULL << 32))});
   r.msr->log.clear();
   r.msr->qm_ctr = {10, 25};
-  r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u);
-  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 15 * 64);
+  // Configuring a counter clears it: it counts from 0.
+  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 10 * 64);
+  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 25 * 64);
   CHECK(r.msr->log[0] == W(4, IA32_QM_EVTSEL, (3ULL << 32) | (1ULL << 31) | 1));
   CHECK(r.arch->config_cntr(1, 32, 17, EventId::MBM_TOTAL, 0x7f, true).error().code == EINVAL);
 }

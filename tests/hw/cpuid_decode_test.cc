@@ -624,3 +624,28 @@ TEST_CASE("SDCIAE: CPUID.0x80000020.0:EBX bit 6 makes L3 io_alloc capable") {
                                  "intel-sdciae")
                   .ok());
 }
+
+TEST_CASE("profiles enumerating more CLOSIDs or RMIDs than the architecture can name are refused") {
+  // Found by fuzz_profile: an AMD "mb" with 168888888888888888 CLOSIDs made
+  // the simulated machine allocate gigabytes per domain.
+  auto huge_mb = sim::parse_profile(R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}],
+      "mb": {"num_closid": 168888888888888888, "bw_len": 11}})",
+                                    "huge-mb");
+  REQUIRE_FALSE(huge_mb.ok());
+  CHECK(huge_mb.error().message.find("num_closid must be 1..65536") != std::string::npos);
+  CHECK(sim::parse_profile(R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}],
+      "mb": {"num_closid": 65536, "bw_len": 11}})",
+                           "max-mb")
+            .ok());
+  // Raw leaves: 0xffffffff must not wrap to 0 CLOSIDs or RMIDs.
+  auto raw_bw = sim::parse_profile(R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}],
+      "cpuid": {"0x80000020.1": ["0xb", "0", "0", "0xffffffff"]}})",
+                                   "raw-bw");
+  REQUIRE_FALSE(raw_bw.ok());
+  CHECK(raw_bw.error().message.find("more than 65536 CLOSIDs") != std::string::npos);
+  auto raw_rmid = sim::parse_profile(R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}],
+      "cpuid": {"0xf.1": ["0", "0x10000", "0x7fffffff", "0x7"]}})",
+                                     "raw-rmid");
+  REQUIRE_FALSE(raw_rmid.ok());
+  CHECK(raw_rmid.error().message.find("more than 65536 RMIDs") != std::string::npos);
+}

@@ -200,3 +200,59 @@ TEST_CASE("malformed profiles are refused with a message") {
     CHECK_FALSE(p.error().message.empty());
   }
 }
+
+// Issue 12: a profile is outside input. json::value() threw on a key of
+// another type ("package": "0"), and numbers were cast without a range check.
+TEST_CASE("profiles with wrong types, huge numbers or deep nesting are refused", "[profile]") {
+  const std::string cpu0 = R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}], )";
+  const std::string bad[] = {
+      R"({"vendor": 7, "cpus": [{"cpu": 0}]})",
+      R"({"vendor": "GenuineIntel", "cpus": {"cpu": 0}})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0, "package": "0"}]})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0, "l3": -1}]})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0, "node": 1e300}]})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 18446744073709551615}]})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": " 1"}]})",
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": "-1"}]})",
+      cpu0 + R"("family": 99999999999999999999})",
+      cpu0 + R"("model": 256})",
+      cpu0 + R"("l3_size_bytes": 18446744073709551615})",
+      cpu0 + R"("l3_cat": [])",
+      cpu0 + R"("l3_cat": {"cbm_len": 11, "num_closid": 4, "cdp": "yes"}})",
+      cpu0 + R"("l3_cat": {"cbm_len": 11, "num_closid": 4, "shareable_bits": 4294967296}})",
+      cpu0 + R"("mba": {"num_closid": 8, "linear": 1}})",
+      cpu0 + R"("l3_mon": {"num_rmids": 8, "events": "llc_occupancy"}})",
+      cpu0 + R"("l3_mon": {"num_rmids": 8, "events": [7]}})",
+      cpu0 + R"("l3_mon": {"num_rmids": 8, "scale": 4294967296}})",
+      cpu0 + R"("cpuid": {"0x10.1": [1, 2, 3, 4294967296]}})",
+      cpu0 + R"("cpuid": {"0x100000000.0": [1, 2, 3, 4]}})",
+      cpu0 + R"("cpuid": {"0x10.1": [1, 2, 3]}})",
+      cpu0 + R"("cpuid": {"0x10.-1": [1, 2, 3, 4]}})",
+      cpu0 + R"("sim": []})",
+      cpu0 + R"("sim": {"mem_bandwidth_mbps": "fast"}})",
+      cpu0 + R"("sim": {"occupancy_fill_ms": 1e300}})",
+      cpu0 + R"("sim": {"mbm_hw_counters": -1}})",
+      cpu0 + R"("telemetry": [{"guid": "0x26696143", "package": 99999}]})",
+      cpu0 + R"("x": )" + std::string(100000, '[') + "}",
+      std::string(100000, '['),
+      cpu0.substr(0, 30),  // truncated
+      std::string("\x00\x01\xfe\xff", 4),
+      R"({"vendor": "Genuine\u00ffntel", "cpus": [{"cpu": 0}], "rdt": "\xff"})",
+  };
+  for (const std::string& text : bad) {
+    INFO(text.substr(0, 200));
+    Result<sim::Profile> p = Error::make(0);
+    REQUIRE_NOTHROW(p = sim::parse_profile(text, "bad"));
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().code == EINVAL);
+    CHECK(p.error().message.rfind("platform profile: ", 0) == 0);
+  }
+  // The message names the value.
+  auto p = sim::parse_profile(
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}, {"cpu": 1, "package": "0"}]})", "bad");
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message ==
+        "platform profile: $.cpus[1].package: must be an integer in 0..4095, not a string");
+  // Hex strings stay accepted where numbers are.
+  CHECK(sim::parse_profile(cpu0 + R"("l3_cat": {"cbm_len": "0xb", "num_closid": 4}})", "ok").ok());
+}

@@ -201,11 +201,19 @@ TEST_CASE("a BMEC change clears the counts; the next read is Unavailable") {
   CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL)) ==
         Approx(1e9).epsilon(0.001));
   // Count only local reads.
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_LOCAL)) ==
+        Approx(5e8).epsilon(0.001));
+  // Count only local reads. The hardware clears every MBM counter of the
+  // domain, the other event's too.
   REQUIRE(s.arch().set_event_config(0, EventId::MBM_TOTAL, 0x1).ok());
   CHECK(s.arch().read_event(0, 4, EventId::MBM_TOTAL).err == ReadError::kUnavailable);
-  CHECK(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL) == 0);  // new baseline
+  CHECK(s.arch().read_event(0, 4, EventId::MBM_LOCAL).err == ReadError::kUnavailable);
+  CHECK(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL) == 0);  // counts from 0
+  CHECK(bytes(s.arch(), 0, 4, EventId::MBM_LOCAL) == 0);
   s.m->advance_ms(1000);
   CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL)) ==
+        Approx(5e8).epsilon(0.001));
+  CHECK(static_cast<double>(bytes(s.arch(), 0, 4, EventId::MBM_LOCAL)) ==
         Approx(5e8).epsilon(0.001));
 }
 

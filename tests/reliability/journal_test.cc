@@ -71,6 +71,7 @@ class StateOnlyFs final : public fs::Filesystem {
   Result<fs::OpenFile> open(fs::Ino, int, const fs::Caller&) override {
     return Error::make(ENOENT);
   }
+  Result<std::string> render(fs::Ino, const fs::Caller&) override { return Error::make(ENOENT); }
   Result<size_t> write(fs::Ino, std::string_view, const fs::Caller&) override {
     return Error::make(ENOENT);
   }

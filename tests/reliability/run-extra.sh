@@ -2,10 +2,13 @@
 # Extra stages of the reliability tests (run after ctest by tests/run-extra.sh):
 #
 #   fuzz  builds the libFuzzer targets of tests/reliability/fuzz (fs/ file
-#         parsers and state restore, control socket, state journal decoder)
-#         with clang-14 in $FUZZ_BUILD_DIR and runs each for FUZZ_SECONDS
-#         (default 20) on a scratch copy of its seed corpus; any crash,
-#         sanitizer report, leak or timeout fails the stage.
+#         parsers and state restore, control socket, state journal decoder,
+#         boot-state file, platform profiles) with clang-14 in
+#         $FUZZ_BUILD_DIR; for each, first replays every checked-in corpus
+#         file once (a regression fails every run), then fuzzes for
+#         FUZZ_SECONDS (default 20) on a scratch copy of the corpus (see
+#         tests/fuzz-lib.sh). Any crash, sanitizer report, leak or timeout
+#         fails the stage and prints the input as hex.
 #   asan  builds the whole project with -DRESCTRLFS_SANITIZE=ON (ASan+UBSan)
 #         in $ASAN_BUILD_DIR and runs the full ctest suite there, leak
 #         checking on (a process that exits normally must free what it
@@ -13,7 +16,8 @@
 #   tsan  builds the threaded programs with -DRESCTRLFS_TSAN=ON in
 #         $TSAN_BUILD_DIR and runs their tests: the daemon (its Asio loop,
 #         the FUSE invalidation thread) through the integration and
-#         reliability suites, the MSR broker's tests.
+#         reliability suites, the exporter (which the integration suite
+#         starts), the MSR broker's tests.
 #
 # RELIABILITY_STAGES="fuzz asan tsan" (default: all) chooses stages. The
 # mount-based tests skip (exit 77) without root and /dev/fuse. Time on two
@@ -31,7 +35,11 @@ FUZZ_TARGETS=(
   "fuzz_fs_files:tests/reliability/fuzz/corpus/fuzz_fs_files"
   "fuzz_control:tests/reliability/fuzz/corpus/fuzz_control"
   "fuzz_journal:tests/reliability/fuzz/corpus/fuzz_journal"
+  "fuzz_boot_state:tests/reliability/fuzz/corpus/fuzz_boot_state"
+  "fuzz_profile:tests/reliability/fuzz/corpus/fuzz_profile"
 )
+# shellcheck source=tests/fuzz-lib.sh
+. tests/fuzz-lib.sh
 
 say() { echo "== reliability: $*"; }
 fail() { echo "run-extra (reliability): $*" >&2; exit 1; }
@@ -50,23 +58,16 @@ stage_fuzz() {
   say "building ${names[*]}"
   cmake --build "$FUZZ_BUILD_DIR" -j"$JOBS" --target "${names[@]}"
   for entry in "${FUZZ_TARGETS[@]}"; do
-    local target="${entry%%:*}" corpus="${entry#*:}" bin work artifacts
+    local target="${entry%%:*}" corpus="${entry#*:}" bin
     bin="$(find "$FUZZ_BUILD_DIR" -type f -name "$target" -perm -u+x | head -n 1)"
     [ -n "$bin" ] || fail "$target was not built"
-    work="$scratch/$target"
-    artifacts="$PWD/$FUZZ_BUILD_DIR/fuzz-artifacts/$target"
-    mkdir -p "$work" "$artifacts"
-    cp -r "$corpus"/. "$work"/
-    say "fuzzing $target for ${FUZZ_SECONDS}s ($(ls "$work" | wc -l) seeds)"
-    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" >"$scratch/$target.log" 2>&1; then
-      grep -E '^stat::number_of_executed_units' "$scratch/$target.log" || true
-      say "$target: no crash"
-    else
-      tail -n 60 "$scratch/$target.log" >&2
-      echo "== reliability: $target FAILED; reproducers in $artifacts" >&2
+    if ! fuzz_replay "reliability: $target" "$bin" "$corpus" "$scratch/$target.replay.log"; then
       status=1
+      continue
     fi
+    fuzz_explore "reliability: $target" "$bin" "$corpus" "$scratch/$target" \
+      "$PWD/$FUZZ_BUILD_DIR/fuzz-artifacts/$target" "$FUZZ_SECONDS" "$scratch/$target.log" ||
+      status=1
   done
   return "$status"
 }
@@ -87,7 +88,7 @@ stage_asan() {
 stage_tsan() {
   cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DRESCTRLFS_TSAN=ON -DRESCTRLFS_FUZZ=OFF >/dev/null
   say "building the threaded programs with TSan in $TSAN_BUILD_DIR"
-  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl hw_tests daemon_unit_tests
+  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl resctrlfs-exporter hw_tests daemon_unit_tests
   say "ctest (daemon, broker, integration, reliability) under TSan"
   rm -f "$TSAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzing stage of the schemata tests (run after ctest by tests/run-extra.sh):
 # builds each libFuzzer target listed in FUZZ_TARGETS with clang-14 in
-# build-fuzz/ and runs it for FUZZ_SECONDS (default 60) on a scratch copy of
-# its checked-in seed corpus. Any crash, sanitizer report, leak or timeout
-# fails the stage; the reproducer is kept and its path printed.
+# build-fuzz/, replays every checked-in corpus file once (deterministic: a
+# regression fails every run), then runs it for FUZZ_SECONDS (default 60) on
+# a scratch copy of its corpus (see tests/fuzz-lib.sh). Any crash, sanitizer
+# report, leak or timeout fails the stage; the reproducer is kept, its path
+# and its bytes (hex) printed.
 #
 # To fuzz another parser, add "<target>:<corpus dir relative to the repo>"
 # to FUZZ_TARGETS.
@@ -14,6 +16,8 @@ FUZZ_TARGETS=(
   "fuzz_schemata:tests/schemata/corpus"
 )
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+# shellcheck source=tests/fuzz-lib.sh
+. tests/fuzz-lib.sh
 BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
 
 for tool in clang-14 clang++-14 cmake ninja; do
@@ -39,19 +43,11 @@ for entry in "${FUZZ_TARGETS[@]}"; do
   bin="$(find "$BUILD_DIR" -type f -name "$target" -perm -u+x | head -n 1)"
   [ -n "$bin" ] || { echo "run-extra (schemata): $target was not built (is clang the compiler?)" >&2; exit 1; }
 
-  work="$scratch/$target"
-  artifacts="$PWD/$BUILD_DIR/fuzz-artifacts/$target"
-  mkdir -p "$work" "$artifacts"
-  cp -r "$corpus"/. "$work"/
-  echo "== fuzzing $target for ${FUZZ_SECONDS}s ($(ls "$work" | wc -l) seeds)"
-  if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" >"$scratch/$target.log" 2>&1; then
-    tail -n 12 "$scratch/$target.log" | grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' || true
-    echo "== $target: no crash"
-  else
-    tail -n 60 "$scratch/$target.log" >&2
-    echo "== $target: FAILED; reproducers in $artifacts" >&2
+  if ! fuzz_replay "$target" "$bin" "$corpus" "$scratch/$target.replay.log"; then
     status=1
+    continue
   fi
+  fuzz_explore "$target" "$bin" "$corpus" "$scratch/$target" \
+    "$PWD/$BUILD_DIR/fuzz-artifacts/$target" "$FUZZ_SECONDS" "$scratch/$target.log" || status=1
 done
 exit "$status"

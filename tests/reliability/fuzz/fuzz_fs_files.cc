@@ -78,8 +78,9 @@ fs::Ino resolve(fs::Filesystem& f, std::string_view path) {
 std::string read_file(fs::Filesystem& f, std::string_view path) {
   fs::Ino ino = resolve(f, path);
   if (ino == 0) return "";
-  auto o = f.open(ino, O_RDONLY, fs::Caller{1, 0, 0});
-  return o.ok() ? o->snapshot : std::string();
+  if (!f.open(ino, O_RDONLY, fs::Caller{1, 0, 0}).ok()) return "";
+  auto r = f.render(ino, fs::Caller{1, 0, 0});
+  return r.ok() ? *r : std::string();
 }
 
 // The cpus_list syntax fs/ prints: "a-b,c".

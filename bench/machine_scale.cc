@@ -1,0 +1,443 @@
+// resctrlfs_machine_scale: the cost of each command against the size of the
+// machine. For every generated platform (8, 64, 512 CPUs by default: two
+// packages, 4096 RMIDs, 15 CLOSIDs) and every group count (200, 2000, 4000
+// MON groups by default) it mounts a fresh resctrlfsd, lays the groups out,
+// and times single commands: mkdir and rmdir of a MON group, `echo >
+// schemata`, a cpus_list write of a MON and of a CTRL_MON group, a held-fd
+// counter sweep (per counter), and with a helper process of many threads a
+// tasks move (per id) and a tasks listing (per id, next to reading the same
+// ids from a tmpfs file). Each figure is the median of single timed calls.
+// The verdict is each command's growth from the smallest configuration to
+// the largest: at most 1.5x (per item for the sweep and the listing), and
+// the listing per id within 2x of the tmpfs read.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_scale.h"
+#include "bench/bench_util.h"
+
+namespace resctrlfs::bench {
+namespace {
+
+using json = nlohmann::json;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A two-package Intel profile with `cpus` CPUs, one L3 per package.
+json make_profile(int cpus) {
+  json c = json::array();
+  const int per = std::max(1, cpus / 2);
+  for (int i = 0; i < cpus; ++i)
+    c.push_back({{"cpu", i}, {"package", i / per}, {"l2", i}, {"l3", i / per}});
+  return {{"vendor", "GenuineIntel"},
+          {"family", 6},
+          {"model", 143},
+          {"stepping", 8},
+          {"cpus", c},
+          // Large enough that freed RMIDs leave limbo (threshold = L3 / RMIDs).
+          {"l3_size_bytes", 1LL << 30},
+          {"l2_size_bytes", 2097152},
+          {"l3_cat",
+           {{"cbm_len", 15},
+            {"num_closid", 15},
+            {"shareable_bits", 0},
+            {"sparse", false},
+            {"cdp", true}}},
+          {"mba", {{"num_closid", 15}, {"max_delay", 90}, {"linear", true}, {"per_thread", false}}},
+          {"l3_mon",
+           {{"num_rmids", 4096},
+            {"scale", 65536},
+            {"counter_width", 24},
+            {"events", {"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"}}}}};
+}
+
+bool write_file(const std::string& path, const std::string& data) {
+  int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  close(fd);
+  return ok;
+}
+
+// Times `op` `n` times, one call at a time; the median in microseconds.
+template <typename F>
+double time_each(int n, F op, std::string* err) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) {
+    double a = now_us();
+    if (!op(i) && err->empty()) *err = "call " + std::to_string(i) + ": " + strerror(errno);
+    v.push_back(now_us() - a);
+  }
+  return median(v);
+}
+
+struct Daemon {
+  pid_t pid = 0;
+  std::string mnt;
+};
+
+bool start_daemon(const std::string& bin, const std::string& profile, const std::string& mnt,
+                  const std::string& log, const std::string& state_dir, Daemon* d) {
+  mkdir(mnt.c_str(), 0755);
+  if (!state_dir.empty()) {
+    // A fresh journal per configuration.
+    std::string cmd = "rm -rf '" + state_dir + "' && mkdir -p '" + state_dir + "'";
+    if (system(cmd.c_str()) != 0) return false;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) dup2(fd, 2);
+    if (state_dir.empty()) {
+      execl(bin.c_str(), bin.c_str(), "-f", "--platform", profile.c_str(), "--boot-state-dir", "",
+            mnt.c_str(), static_cast<char*>(nullptr));
+    } else {
+      execl(bin.c_str(), bin.c_str(), "-f", "--platform", profile.c_str(), "--boot-state-dir", "",
+            "--state-dir", state_dir.c_str(), mnt.c_str(), static_cast<char*>(nullptr));
+    }
+    _exit(127);
+  }
+  if (pid < 0) return false;
+  d->pid = pid;
+  d->mnt = mnt;
+  struct stat st;
+  for (int i = 0; i < 600; ++i) {
+    if (stat((mnt + "/info").c_str(), &st) == 0) return true;
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    usleep(50000);
+  }
+  return false;
+}
+
+void stop_daemon(Daemon& d) {
+  if (d.pid <= 0) return;
+  std::string cmd = "fusermount3 -u '" + d.mnt + "' 2>/dev/null";
+  if (system(cmd.c_str()) != 0) kill(d.pid, SIGTERM);
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(d.pid, nullptr, WNOHANG) == d.pid) {
+      d.pid = 0;
+      return;
+    }
+    usleep(50000);
+  }
+  kill(d.pid, SIGKILL);
+  waitpid(d.pid, nullptr, 0);
+  d.pid = 0;
+}
+
+struct Figures {
+  int cpus = 0, groups = 0, threads = 0;
+  std::map<std::string, double> us;  // per operation or per item
+  std::string error;
+};
+
+const char* const kOps[] = {"mkdir",
+                            "rmdir",
+                            "schemata_write",
+                            "cpus_write_mon",
+                            "cpus_write_ctrl",
+                            "sweep_per_counter",
+                            "tasks_move_per_id",
+                            "tasks_list_per_id",
+                            "tmpfs_read_per_id"};
+
+Figures measure(const Daemon& d, int cpus, int groups, const ThreadHerd* herd, int iters) {
+  Figures f;
+  f.cpus = cpus;
+  f.groups = groups;
+  std::string& err = f.error;
+  const std::string root = d.mnt;
+  const int half = cpus / 2;
+  const std::string big = root + "/big";
+  const std::string big_cpus = std::to_string(half) + "-" + std::to_string(cpus - 1);
+  if (mkdir(big.c_str(), 0755) != 0 || !write_file(big + "/cpus_list", big_cpus + "\n")) {
+    err = "setting up the CTRL_MON group: " + std::string(strerror(errno));
+    return f;
+  }
+  // Background MON groups, alternately under the default group and under
+  // big; the first ones monitor one CPU each, so that CPUs have owners.
+  const int timed = std::min(64, iters);
+  const int background = groups - timed;
+  std::vector<std::string> bg;
+  for (int i = 0; i < background; ++i) {
+    const bool under_big = i % 2 == 1;
+    std::string p = (under_big ? big : root) + "/mon_groups/bg" + std::to_string(i);
+    if (mkdir(p.c_str(), 0755) != 0) {
+      err = "mkdir " + p + ": " + strerror(errno);
+      return f;
+    }
+    const int cpu = (under_big ? half : 0) + i / 2;
+    if (i / 2 < half - 1) write_file(p + "/cpus_list", std::to_string(cpu) + "\n");
+    bg.push_back(p);
+  }
+
+  std::vector<std::string> tnames;
+  for (int i = 0; i < timed; ++i) tnames.push_back(root + "/mon_groups/t" + std::to_string(i));
+  f.us["mkdir"] = time_each(
+      timed, [&](int i) { return mkdir(tnames[i].c_str(), 0755) == 0; }, &err);
+  f.us["rmdir"] = time_each(
+      timed, [&](int i) { return rmdir(tnames[i].c_str()) == 0; }, &err);
+
+  const std::string sch[2] = {"L3:0=7f;1=7f\n", "L3:0=3f;1=1ff\n"};
+  f.us["schemata_write"] = time_each(
+      iters, [&](int i) { return write_file(big + "/schemata", sch[i % 2]); }, &err);
+
+  // A MON group of big moves one CPU to and fro (taking it from a sibling).
+  const std::string mon = bg.size() > 1 ? bg[1] : big + "/mon_groups/bg1";
+  const std::string mc[2] = {std::to_string(cpus - 1) + "\n", std::to_string(half) + "\n"};
+  f.us["cpus_write_mon"] = time_each(
+      iters, [&](int i) { return write_file(mon + "/cpus_list", mc[i % 2]); }, &err);
+  // big gives its last CPU to the default group and takes it back.
+  const std::string cc[2] = {std::to_string(half) + "-" + std::to_string(cpus - 2) + "\n",
+                             big_cpus + "\n"};
+  f.us["cpus_write_ctrl"] = time_each(
+      iters, [&](int i) { return write_file(big + "/cpus_list", cc[i % 2]); }, &err);
+
+  // Held fds: one counter per background group.
+  std::vector<int> fds;
+  for (const std::string& g : bg) {
+    int fd = open((g + "/mon_data/mon_L3_00/mbm_total_bytes").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      err = "open a counter of " + g + ": " + strerror(errno);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  if (!fds.empty()) {
+    std::vector<double> sw;
+    char buf[64];
+    for (int s = 0; s < 4; ++s) {
+      double a = now_us();
+      for (int fd : fds)
+        if (pread(fd, buf, sizeof(buf), 0) < 0 && err.empty()) err = "pread failed";
+      if (s > 0) sw.push_back((now_us() - a) / static_cast<double>(fds.size()));
+    }
+    f.us["sweep_per_counter"] = median(sw);
+  }
+  for (int fd : fds) close(fd);
+
+  if (herd != nullptr && !herd->tids().empty() && !bg.empty()) {
+    const std::vector<int>& tids = herd->tids();
+    f.threads = static_cast<int>(tids.size());
+    // Every id into a MON group of the default group, one write(2) per id.
+    const std::string tasks = bg[0] + "/tasks";
+    char num[32];
+    // A first untimed round trip: the helper's threads and the daemon's
+    // tables warm, as in every later configuration.
+    auto move_all = [&](const std::string& path) {
+      int wfd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      for (int tid : tids) {
+        int n = snprintf(num, sizeof(num), "%d\n", tid);
+        if (wfd < 0 || write(wfd, num, n) != n) break;
+      }
+      if (wfd >= 0) close(wfd);
+    };
+    move_all(tasks);
+    (void)read_all(tasks);
+    move_all(root + "/tasks");
+    int fd = open(tasks.c_str(), O_WRONLY | O_CLOEXEC);
+    double a = now_us();
+    for (int tid : tids) {
+      int n = snprintf(num, sizeof(num), "%d\n", tid);
+      if (fd < 0 || write(fd, num, n) != n) {
+        if (err.empty()) err = "moving thread " + std::to_string(tid) + ": " + strerror(errno);
+        break;
+      }
+    }
+    f.us["tasks_move_per_id"] = (now_us() - a) / static_cast<double>(tids.size());
+    if (fd >= 0) close(fd);
+    std::string listing;
+    std::vector<double> lv;
+    for (int r = 0; r < 3; ++r) {
+      a = now_us();
+      listing = read_all(tasks);
+      lv.push_back(now_us() - a);
+    }
+    const size_t ids = static_cast<size_t>(std::count(listing.begin(), listing.end(), '\n'));
+    if (ids != tids.size() && err.empty())
+      err = "the listing shows " + std::to_string(ids) + " of " + std::to_string(tids.size());
+    f.us["tasks_list_per_id"] = median(lv) / static_cast<double>(std::max<size_t>(ids, 1));
+    // The same ids from a tmpfs file.
+    char tmpl[] = "/dev/shm/resctrlfs-scale-XXXXXX";
+    int tfd = mkstemp(tmpl);
+    if (tfd >= 0) {
+      if (write(tfd, listing.data(), listing.size()) < 0 && err.empty()) err = "tmpfs write";
+      close(tfd);
+      std::vector<double> tv;
+      for (int r = 0; r < 3; ++r) {
+        a = now_us();
+        std::string copy = read_all(tmpl);
+        tv.push_back(now_us() - a);
+      }
+      unlink(tmpl);
+      f.us["tmpfs_read_per_id"] = median(tv) / static_cast<double>(std::max<size_t>(ids, 1));
+    }
+    // Back to the default group for the next configuration.
+    move_all(root + "/tasks");
+  }
+  return f;
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(atoi(item.c_str()));
+  return out;
+}
+
+int usage() {
+  fprintf(stderr,
+          "usage: resctrlfs_machine_scale --daemon PATH --work DIR [--cpus 8,64,512]\n"
+          "         [--groups 200,2000,4000] [--threads N] [--iters N] [--out FILE]\n"
+          "         [--state-dir DIR (journal there, emptied per configuration)]\n");
+  return 2;
+}
+
+}  // namespace
+}  // namespace resctrlfs::bench
+
+int main(int argc, char** argv) {
+  using namespace resctrlfs::bench;
+  std::string daemon, work, out, state_dir;
+  std::vector<int> cpus_list = {8, 64, 512}, groups_list = {200, 2000, 4000};
+  int threads = 10000, iters = 200;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--daemon") {
+      daemon = next();
+    } else if (a == "--work") {
+      work = next();
+    } else if (a == "--state-dir") {
+      state_dir = next();
+    } else if (a == "--out") {
+      out = next();
+    } else if (a == "--cpus") {
+      cpus_list = parse_list(next());
+    } else if (a == "--groups") {
+      groups_list = parse_list(next());
+    } else if (a == "--threads") {
+      threads = atoi(next().c_str());
+    } else if (a == "--iters") {
+      iters = std::max(2, atoi(next().c_str()));
+    } else {
+      return usage();
+    }
+  }
+  if (daemon.empty() || work.empty() || cpus_list.empty() || groups_list.empty()) return usage();
+  if (geteuid() != 0) {
+    fprintf(stderr, "resctrlfs_machine_scale: needs root (FUSE mounts with allow_other)\n");
+    return 77;
+  }
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  std::string why;
+  const int allowed = max_herd_size(&why);
+  if (threads > allowed) {
+    fprintf(stderr, "resctrlfs_machine_scale: only %d threads allowed (%s), measuring those\n",
+            allowed, why.c_str());
+    threads = allowed;
+  }
+  std::unique_ptr<ThreadHerd> herd;
+  if (threads > 0) {
+    herd = std::make_unique<ThreadHerd>(threads);
+    if (!herd->error().empty()) fprintf(stderr, "thread helper: %s\n", herd->error().c_str());
+  }
+
+  std::vector<Figures> all;
+  for (int c : cpus_list) {
+    const std::string profile = work + "/platform-" + std::to_string(c) + ".json";
+    std::ofstream(profile) << make_profile(c).dump();
+    for (int g : groups_list) {
+      Daemon d;
+      if (!start_daemon(daemon, profile, work + "/mnt", work + "/resctrlfsd.log", state_dir, &d)) {
+        fprintf(stderr, "resctrlfsd did not mount on %d CPUs (see %s/resctrlfsd.log)\n", c,
+                work.c_str());
+        stop_daemon(d);
+        return 1;
+      }
+      Figures f = measure(d, c, g, herd.get(), iters);
+      stop_daemon(d);
+      fprintf(stderr, "  %4d CPUs %5d groups%s%s\n", c, g, f.error.empty() ? "" : ": ",
+              f.error.c_str());
+      all.push_back(std::move(f));
+    }
+  }
+
+  // The table: one row per operation, one column per configuration.
+  printf("%-20s", "us per op/item");
+  for (const Figures& f : all)
+    printf(" %9s", (std::to_string(f.cpus) + "/" + std::to_string(f.groups)).c_str());
+  printf("  growth  verdict\n");
+  json j;
+  j["configs"] = json::array();
+  for (const Figures& f : all) {
+    json c = {{"cpus", f.cpus}, {"groups", f.groups}, {"threads", f.threads}, {"us", f.us}};
+    if (!f.error.empty()) c["error"] = f.error;
+    j["configs"].push_back(c);
+  }
+  bool all_met = true;
+  for (const char* op : kOps) {
+    printf("%-20s", op);
+    for (const Figures& f : all) {
+      auto it = f.us.find(op);
+      if (it == f.us.end()) {
+        printf(" %9s", "-");
+      } else {
+        printf(it->second < 0.1 ? " %9.4f" : " %9.2f", it->second);
+      }
+    }
+    const Figures& small = all.front();
+    const Figures& large = all.back();
+    auto s = small.us.find(op), l = large.us.find(op);
+    if (std::string(op) == "tmpfs_read_per_id" || s == small.us.end() || l == large.us.end() ||
+        s->second <= 0) {
+      printf("\n");
+      continue;
+    }
+    const double growth = l->second / s->second;
+    const bool met = growth <= 1.5;
+    all_met = all_met && met;
+    printf("  %5.2fx  %s\n", growth, met ? "MET" : "MISSED");
+    j["growth"][op] = {{"ratio", growth}, {"target", 1.5}, {"met", met}};
+  }
+  // The listing next to tmpfs, in the largest configuration.
+  const Figures& large = all.back();
+  auto li = large.us.find("tasks_list_per_id"), ti = large.us.find("tmpfs_read_per_id");
+  if (li != large.us.end() && ti != large.us.end() && ti->second > 0) {
+    const double r = li->second / ti->second;
+    const bool met = r <= 2.0;
+    all_met = all_met && met;
+    printf("tasks listing per id vs tmpfs (largest): %.2fx  %s (target 2x)\n", r,
+           met ? "MET" : "MISSED");
+    j["listing_vs_tmpfs"] = {{"ratio", r}, {"target", 2.0}, {"met", met}};
+  }
+  j["all_met"] = all_met;
+  j["journal"] = !state_dir.empty();
+  if (!out.empty()) std::ofstream(out) << j.dump(2) << "\n";
+  return 0;
+}

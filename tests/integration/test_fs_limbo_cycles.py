@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Every built-in platform survives 5000 mkdir/rmdir cycles of MON groups
+(CTRL_MON groups where there is no monitoring) while simulated time runs.
+
+A freed RMID waits in limbo until its occupancy falls below
+max_threshold_occupancy (the kernel's arithmetic: L3 size / RMIDs, rounded
+down to the counter unit; "occupancy >= threshold" means dirty, so a
+threshold of 0 keeps every RMID in limbo for ever and mkdir fails with EBUSY
+for good once the free list is empty). While every RMID is in limbo mkdir
+answers EBUSY; time passing (the 1 s limbo worker) must bring them back.
+Every 1200th group runs a CPU with a cache footprint before its rmdir, so
+some RMIDs leave dirty and must decay first.
+
+The simulated clock is advanced by the test (manual clock) whenever mkdir
+answers EBUSY, one limbo-worker interval at a time; intel-aet, the platform
+that used to boot with a threshold of 0, also runs on the real clock."""
+
+import errno
+import os
+import sys
+import time
+
+import resctrlfs_test as rt
+
+CYCLES = 5000
+PLATFORMS = ["intel-2s", "intel-bdx", "intel-l2", "intel-cmt", "amd-2s", "amd-io",
+             "intel-snc", "intel-aet", "host"]
+# Every so many groups one leaves a dirty RMID behind: more groups than any
+# platform has RMIDs, so that on the manual clock the pool runs dry between.
+DIRTY_EVERY = 1200
+# More worker intervals than any RMID needs to decay below a realistic
+# threshold; a platform that needs more keeps its RMIDs in limbo for ever.
+MAX_INTERVALS = 60
+
+
+class LimboCycles(rt.unittest.TestCase):
+    def cycle(self, platform, manual):
+        m = rt.Mount(platform=platform)
+        try:
+            return self._cycle(m, platform, manual)
+        except Exception:
+            sys.stderr.write("--- resctrlfsd log (%s) ---\n%s" % (platform, m.daemon_log()))
+            raise
+        finally:
+            m.cleanup()
+
+    def _cycle(self, m, platform, manual):
+        if manual:
+            m.set_manual_clock(True)
+        mon = "mon_groups" in m.listdir()
+        threshold = int(m.read("info/L3_MON/max_threshold_occupancy")) if mon else None
+        if mon:
+            self.assertGreater(threshold, 0, "%s boots with max_threshold_occupancy 0" % platform)
+        path = m.path("mon_groups/m" if mon else "c")
+        dirty_cpu = 0
+        if mon:
+            m.workload(cpu=dirty_cpu, footprint_bytes=8 << 20, bandwidth_mbps=100)
+        waits = 0
+        for i in range(CYCLES):
+            stuck = 0
+            while True:
+                try:
+                    os.mkdir(path)
+                    break
+                except OSError as e:
+                    self.assertEqual(e.errno, errno.EBUSY,
+                                     "%s: cycle %d: mkdir: %s" % (platform, i, e.strerror))
+                    self.assertEqual(m.lcs(), "Out of RMIDs\n")
+                    stuck += 1
+                    waits += 1
+                    # Real clock: 4 polls per second. On the msr path the
+                    # manual clock is the emulated machine's, while the
+                    # daemon's limbo worker runs every real second: advance
+                    # the machine and poll as on the real clock.
+                    polls = 4 if not manual or rt.MSR else 1
+                    self.assertLess(stuck, MAX_INTERVALS * polls,
+                                    "%s: cycle %d: RMIDs stay in limbo (threshold %s)" %
+                                    (platform, i, threshold))
+                    if manual:
+                        m.advance(1000)
+                    if not manual or rt.MSR:
+                        time.sleep(0.25)
+            if mon and i % DIRTY_EVERY == 0:
+                self.assertEqual(m.write("mon_groups/m/cpus_list", "%d\n" % dirty_cpu), 0)
+                if manual:
+                    m.advance(3000)
+                else:
+                    time.sleep(1)
+            os.rmdir(path)
+        if mon and manual:
+            self.assertGreater(waits, 0, "%s: the pool never ran dry" % platform)
+        return waits
+
+    def test_every_builtin_platform_survives_5000_cycles(self):
+        for p in PLATFORMS:
+            with self.subTest(platform=p):
+                self.cycle(p, manual=True)
+
+    def test_intel_aet_on_the_real_clock(self):
+        self.cycle("intel-aet", manual=False)
+
+
+if __name__ == "__main__":
+    rt.main()
