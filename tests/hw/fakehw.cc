@@ -22,7 +22,8 @@
 //   {"cmd":"registers"}
 //   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine);
 //                                setting 0 releases the accesses waiting
-//   {"cmd":"counts"}             MSR reads/writes served so far
+//   {"cmd":"counts"}             MSR reads/writes served so far, and how
+//                                many accesses "delay" holds back now
 // ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
 #define FUSE_USE_VERSION 35
@@ -58,6 +59,7 @@ namespace {
 std::shared_ptr<hw::sim::SimMachine> g_machine;
 std::atomic<uint64_t> g_delay_us{0};
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0};
+std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
 
 void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
@@ -180,7 +182,9 @@ void slow_down() {
   std::unique_lock lock(g_delay_mu);
   const uint64_t us = g_delay_us.load();
   if (us == 0) return;
+  ++g_waiting;
   g_delay_cv.wait_for(lock, std::chrono::microseconds(us), [] { return g_delay_us.load() == 0; });
+  --g_waiting;
 }
 
 int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*) {
@@ -278,7 +282,8 @@ json handle(const json& req) {
     return {{"ok", true},
             {"reads", g_reads.load()},
             {"writes", g_writes.load()},
-            {"cpuid", g_cpuid.load()}};
+            {"cpuid", g_cpuid.load()},
+            {"waiting", g_waiting.load()}};
   }
   return {{"ok", false}, {"error", "unknown command"}};
 }
