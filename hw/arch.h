@@ -353,6 +353,18 @@ class Arch {
   // CLOSID written is the schema CLOSID (the kernel writes closid, and the
   // CDP hardware derives 2c/2c+1). Cost: one MSR write.
   virtual Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) = 0;
+  // set_cpu_assoc for several CPUs in one go (hardware behind the MSR broker
+  // gets them as one batch). Sets ok[i] to whether entry i was written; a
+  // failed entry does not stop the others.
+  struct CpuAssoc {
+    unsigned cpu = 0;
+    uint32_t closid = 0;
+    uint32_t rmid = 0;
+    bool ok = false;
+  };
+  virtual void set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
+    for (CpuAssoc& a : assocs) a.ok = set_cpu_assoc(a.cpu, a.closid, a.rmid).ok();
+  }
 
   // Tells the simulated scheduler which tags a thread runs with. A real
   // backend ignores it (user space cannot switch tags per thread).

@@ -9,10 +9,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -89,6 +91,9 @@ struct Backend {
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;
+  // The real backend: requests sent to the MSR broker and the register
+  // operations they carried, since start (empty for the simulated one).
+  std::function<std::pair<uint64_t, uint64_t>()> broker_counts;
 };
 
 // Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,

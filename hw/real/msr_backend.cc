@@ -65,6 +65,9 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   b.arch = std::move(arch);
   b.platform_name = "real";
   b.keepalive = dev;
+  b.broker_counts = [d = dev.get()] {
+    return std::make_pair(d->client().round_trips(), d->client().ops_sent());
+  };
   return b;
 }
 

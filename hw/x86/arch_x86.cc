@@ -362,6 +362,48 @@ Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid
   return Ok();
 }
 
+void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
+  std::vector<size_t> todo;  // indexes into assocs still to write
+  for (size_t i = 0; i < assocs.size(); ++i) {
+    CpuAssoc& a = assocs[i];
+    a.ok = false;
+    if (a.cpu >= info_.nr_cpus || !info_.online.test(a.cpu)) continue;
+    pqr_want_[a.cpu] = (uint64_t{a.closid} << PQR_ASSOC_CLOS_SHIFT) | a.rmid;
+    todo.push_back(i);
+  }
+  if (!resync().ok()) return;
+  // One batch; the broker stops a batch at its first failure, so what it
+  // did not run goes again without the CPU that failed.
+  while (!todo.empty()) {
+    std::vector<MsrOp> ops;
+    std::vector<size_t> sent;
+    for (size_t i : todo) {
+      const unsigned cpu = assocs[i].cpu;
+      if (pqr_cache_[cpu] == pqr_want_[cpu]) {
+        assocs[i].ok = true;  // the hardware already holds it
+        continue;
+      }
+      ops.push_back(MsrOp{cpu, IA32_PQR_ASSOC, *pqr_want_[cpu], true});
+      sent.push_back(i);
+    }
+    if (ops.empty()) return;
+    msr_->run(ops);
+    std::vector<size_t> again;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const unsigned cpu = ops[k].cpu;
+      if (ops[k].err == 0) {
+        pqr_cache_[cpu] = ops[k].value;
+        assocs[sent[k]].ok = true;
+      } else if (ops[k].err == ECANCELED) {
+        again.push_back(sent[k]);
+      } else {
+        pqr_cache_[cpu].reset();
+      }
+    }
+    todo.swap(again);
+  }
+}
+
 void X86Arch::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
   if (sched_) sched_->set_thread_tags(tid, closid, rmid);
 }

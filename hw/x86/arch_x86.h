@@ -48,6 +48,7 @@ class X86Arch final : public Arch {
   bool cdp_enabled(ResourceId rid) const override;
   Result<void> reset_all_ctrls() override;
   Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
+  void set_cpus_assoc(std::vector<CpuAssoc>& assocs) override;
   void set_thread_tags(int tid, uint32_t closid, uint32_t rmid) override;
   void thread_exited(int tid) override;
   bool models_thread_tags() const override { return sched_ != nullptr; }
