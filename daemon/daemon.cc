@@ -440,6 +440,10 @@ Result<json> Daemon::status() {
   if (hw::SimControl* s = parts_->backend.sim) {
     d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
   }
+  if (parts_->backend.broker_counts) {
+    const auto [round_trips, ops] = parts_->backend.broker_counts();
+    d["broker"] = {{"round_trips", round_trips}, {"ops", ops}};
+  }
   if (!j.contains("platform")) j["platform"] = parts_->backend.platform_name;
   if (const hw::x86::X86Platform* x = parts_->backend.x86;
       x != nullptr && j["platform"].is_object()) {

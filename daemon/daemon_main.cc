@@ -83,8 +83,13 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   if (!mp.ok()) return fail(mp.error().message);
   opts.mountpoint = *mp;
   if (opts.backend == BackendKind::kMsr) {
-    Result<void> pre =
-        check_msr_preconditions(read_text_file("/proc/mounts"), read_text_file("/proc/cpuinfo"));
+    std::string cpuinfo = read_text_file("/proc/cpuinfo");
+    if (opts.rdt_from_cpuid) {
+      Result<std::string> flags = hw::cpuinfo_flags_from_cpuid(opts.hw_root);
+      if (!flags.ok()) return fail("--backend msr: " + flags.error().message);
+      cpuinfo = *flags;
+    }
+    Result<void> pre = check_msr_preconditions(read_text_file("/proc/mounts"), cpuinfo);
     if (!pre.ok()) return fail("--backend msr: " + pre.error().message);
   }
 

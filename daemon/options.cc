@@ -90,6 +90,14 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_option("--broker", opts.broker_socket, "resctrl-msrd socket (with --backend msr)")
       ->type_name("SOCKET")
       ->capture_default_str();
+  app.add_option("--hw-root", opts.hw_root,
+                 "with --backend msr: read CPUID from ROOT/dev/cpu/N/cpuid and the topology "
+                 "from ROOT/sys/devices/system/cpu (tests point it at an emulation)")
+      ->type_name("ROOT")
+      ->capture_default_str();
+  app.add_flag("--rdt-from-cpuid", opts.rdt_from_cpuid,
+               "with --backend msr: judge whether the CPU has RDT/PQoS by its CPUID leaves "
+               "instead of /proc/cpuinfo's flags");
   app.add_option("--rdt", opts.rdt,
                  "the kernel's rdt= boot parameter: features forced on or (with !) off, e.g. "
                  "l3cat,!mba; like Linux, Skylake/Cascade Lake servers need l3cat for L3 CAT")

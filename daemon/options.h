@@ -47,6 +47,13 @@ struct DaemonOptions {
   std::string broker_socket = kDefaultBrokerSocket;
   // The kernel's rdt= boot parameter (e.g. "l3cat" on a Cascade Lake).
   std::string rdt;
+  // --backend msr: where the CPU devices and topology are read, ROOT/dev/cpu
+  // and ROOT/sys/devices/system/cpu ("/" on a real machine; a test tool
+  // emulating them for the msr test label).
+  std::string hw_root = "/";
+  // --backend msr: take the evidence that the CPU has RDT/PQoS from CPUID
+  // (through hw_root) instead of /proc/cpuinfo's flags.
+  bool rdt_from_cpuid = false;
   std::string log_level = "info";
   // Written with the simulated registers after the unmount on exit, so tests
   // can check that unmount reset the hardware (the process is gone by then).

@@ -8,7 +8,8 @@ namespace resctrlfs::daemon {
 Result<DaemonParts> make_real_parts(const DaemonOptions& opts, fs::InvalidationSink* inval) {
   DaemonParts parts;
   if (opts.backend == BackendKind::kMsr) {
-    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_msr_backend(opts.broker_socket, opts.rdt));
+    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend,
+                               hw::make_msr_backend(opts.broker_socket, opts.rdt, opts.hw_root));
   } else {
     RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_sim_backend(opts.platform, opts.rdt));
   }

@@ -201,11 +201,9 @@ class FsImpl final : public Filesystem {
   // Rebuilds the owner tables and programs every online CPU.
   void update_cpu_assoc();
   // Programs the online CPUs of `which` whose tags changed, and retries
-  // every CPU whose last write failed.
+  // every CPU whose last write failed, all in one batch to hw/; a failure
+  // is remembered in cpu_assoc_failed_ for the next update.
   void update_cpu_assoc(const CpuMask& which);
-  // Writes one online CPU's tags if they changed; a failure is remembered
-  // in cpu_assoc_failed_ for the next update.
-  void program_cpu_assoc(unsigned cpu);
   Group* cpu_ctrl(unsigned cpu) const { return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : root_; }
   // Tags a thread (and tells the journal and the hardware).
   void set_thread(pid_t tid, uint32_t closid, uint32_t rmid);

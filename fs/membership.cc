@@ -57,22 +57,31 @@ void FsImpl::update_cpu_assoc(const CpuMask& which) {
   // CPUs that change moves (a cpus write does not fail for it).
   std::vector<unsigned> retry;
   retry.swap(cpu_assoc_failed_);
-  for (unsigned cpu : retry) program_cpu_assoc(cpu);
-  for (unsigned cpu : which.cpus()) program_cpu_assoc(cpu);
-}
-
-void FsImpl::program_cpu_assoc(unsigned cpu) {
-  if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu)) return;
-  auto tags = cpu_tags(cpu);
-  if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
-  if (arch_->set_cpu_assoc(cpu, tags.first, tags.second).ok()) {
-    cpu_assoc_[cpu] = tags;
-    cpu_assoc_valid_[cpu] = true;
-    return;
+  // Every CPU whose tags change, handed to hw/ as one batch.
+  std::vector<hw::Arch::CpuAssoc> batch;
+  std::vector<bool> queued(cpu_assoc_.size());
+  auto want = [&](unsigned cpu) {
+    if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu) || queued[cpu]) return;
+    auto tags = cpu_tags(cpu);
+    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
+    queued[cpu] = true;
+    batch.push_back({cpu, tags.first, tags.second, false});
+  };
+  for (unsigned cpu : retry) want(cpu);
+  for (unsigned cpu : which.cpus()) want(cpu);
+  if (batch.empty()) return;
+  arch_->set_cpus_assoc(batch);
+  for (const auto& b : batch) {
+    if (b.ok) {
+      cpu_assoc_[b.cpu] = {b.closid, b.rmid};
+      cpu_assoc_valid_[b.cpu] = true;
+      continue;
+    }
+    cpu_assoc_valid_[b.cpu] = false;
+    if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), b.cpu) ==
+        cpu_assoc_failed_.end())
+      cpu_assoc_failed_.push_back(b.cpu);
   }
-  cpu_assoc_valid_[cpu] = false;
-  if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), cpu) == cpu_assoc_failed_.end())
-    cpu_assoc_failed_.push_back(cpu);
 }
 
 void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {

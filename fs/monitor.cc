@@ -26,13 +26,16 @@ void FsImpl::free_rmid(uint32_t rmid) {
 }
 
 EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
-  if (arch_->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
   std::optional<unsigned> cntr;
   if (is_mbm(ev) && mbm_event_mode_) {
     auto it = g->cntrs.find({domain, ev});
     if (it == g->cntrs.end()) return {ReadState::kUnassigned, 0};
     cntr = it->second;
   }
+  // Real hardware counts only what the group's CPUs run (threads are not
+  // retagged on context switch); a group without CPUs measures nothing. Its
+  // counter assignment above is bookkeeping and still reads as the kernel's.
+  if (arch_->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
   hw::CounterValue v = hw::is_perf_pkg_event(ev) ? arch_->read_perf_pkg_event(domain, g->rmid, ev)
                                                  : arch_->read_event(domain, g->rmid, ev, cntr);
   switch (v.err) {

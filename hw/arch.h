@@ -338,6 +338,18 @@ class Arch {
   // With CDP the schema CLOSID is given (the CODE and DATA controls follow
   // from it by cdp_hw_index). Cost: one register write.
   virtual Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) = 0;
+  // set_cpu_assoc for several CPUs in one go (a backend that reaches the
+  // hardware through another process sends them as one request). Sets ok[i] to whether entry i was
+  // written; a failed entry does not stop the others.
+  struct CpuAssoc {
+    unsigned cpu = 0;
+    uint32_t closid = 0;
+    uint32_t rmid = 0;
+    bool ok = false;
+  };
+  virtual void set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
+    for (CpuAssoc& a : assocs) a.ok = set_cpu_assoc(a.cpu, a.closid, a.rmid).ok();
+  }
 
   // The backend's per-thread tagging, or null when it cannot make a
   // thread's (closid, rmid) follow the thread (see ThreadTagger).

@@ -9,10 +9,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -93,6 +95,9 @@ struct Backend {
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;
+  // The real backend: requests sent to the MSR broker and the register
+  // operations they carried, since start (empty for the simulated one).
+  std::function<std::pair<uint64_t, uint64_t>()> broker_counts;
 };
 
 // Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
@@ -108,6 +113,16 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
 // broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
 // when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:
 // like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
-Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "");
+// `hw_root` is where /dev/cpu and /sys/devices/system/cpu are found ("/"
+// on a real machine; elsewhere, as in the tests' emulation of the CPU
+// drivers, CPUID comes only from ROOT/dev/cpu, never from the instruction).
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "",
+                                 const std::string& hw_root = "/");
+
+// A /proc/cpuinfo "flags" line holding the RDT/PQoS flags that the CPUID of
+// the first online CPU under `hw_root` (see make_msr_backend) enumerates,
+// before any rdt= option: the evidence resctrlfsd --rdt-from-cpuid checks
+// instead of the kernel's /proc/cpuinfo.
+Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root);
 
 }  // namespace resctrlfs::hw

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,9 +29,48 @@ class CpuidSource {
   virtual CpuidRegs cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const = 0;
 };
 
+// One register access of a batch (MsrDevice::run).
+struct MsrOp {
+  unsigned cpu = 0;
+  uint32_t msr = 0;
+  uint64_t value = 0;  // the value to write; the value read after a read
+  bool write = false;
+  int err = 0;  // after run: 0, EIO (#GP), EPERM (refused), ECANCELED (not run)
+};
+
 class MsrDevice {
  public:
   virtual ~MsrDevice() = default;
+  // Runs `ops` in order and stops at the first that fails: that one gets
+  // its error, the rest ECANCELED. A device behind a transport (the broker)
+  // sends the whole batch as one request; when the transport itself fails
+  // every op reads EIO, and which of them reached the registers is unknown
+  // (see reconnects()).
+  virtual void run(std::vector<MsrOp>& ops) {
+    bool failed = false;
+    for (MsrOp& op : ops) {
+      if (failed) {
+        op.err = ECANCELED;
+        continue;
+      }
+      if (op.write) {
+        auto r = write(op.cpu, op.msr, op.value);
+        op.err = r.ok() ? 0 : r.error().code;
+      } else {
+        auto r = read(op.cpu, op.msr);
+        op.err = r.ok() ? 0 : r.error().code;
+        if (r.ok()) op.value = *r;
+      }
+      if (op.err == 0) continue;
+      if (op.err != EPERM) op.err = EIO;
+      failed = true;
+    }
+  }
+  // How many times the way to the registers was lost and made again (a
+  // broker that restarted). While it was lost, writes may have reached the
+  // registers or not, so a caller that sees this change writes its state
+  // again. 0 for a device that cannot lose it.
+  virtual uint64_t reconnects() const { return 0; }
   // RDMSR on `cpu`. Fails (EIO) as a #GP would: unknown register, offline
   // CPU, or a broker that refused the request (EPERM).
   virtual Result<uint64_t> read(unsigned cpu, uint32_t msr) = 0;

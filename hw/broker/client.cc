@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,6 +67,8 @@ Result<void> BrokerClient::connect_locked() {
         e, "cannot reach the MSR broker (resctrl-msrd) at " + path_ + ": " + std::strerror(e));
   }
   fd_ = fd;
+  if (connected_once_) reconnects_.fetch_add(1);
+  connected_once_ = true;
   return Ok();
 }
 
@@ -107,6 +110,8 @@ Result<std::vector<OpResult>> BrokerClient::transact_locked(const std::vector<Op
     close_locked();
     return Error::make(EIO, "broker connection lost");
   }
+  round_trips_.fetch_add(1);
+  ops_sent_.fetch_add(ops.size());
   std::vector<OpResult> out(res.size());
   for (size_t i = 0; i < res.size(); ++i) out[i] = OpResult{res[i].err, res[i].value};
   return out;
@@ -124,6 +129,35 @@ Result<void> BrokerMsrDevice::write(unsigned cpu, uint32_t msr, uint64_t value) 
   if (res[0].err != 0)
     return Error::make(res[0].err == EPERM ? EPERM : EIO, "MSR write refused or failed");
   return Ok();
+}
+
+void BrokerMsrDevice::run(std::vector<MsrOp>& ops) {
+  bool failed = false;
+  for (size_t start = 0; start < ops.size(); start += kMaxBatch) {
+    const size_t end = std::min<size_t>(ops.size(), start + kMaxBatch);
+    if (failed) {
+      for (size_t i = start; i < end; ++i) ops[i].err = ECANCELED;
+      continue;
+    }
+    std::vector<Op> req;
+    req.reserve(end - start);
+    for (size_t i = start; i < end; ++i)
+      req.push_back(Op{ops[i].cpu, ops[i].msr, ops[i].write ? ops[i].value : 0,
+                       ops[i].write ? OpKind::kWrite : OpKind::kRead});
+    auto res = client_.transact(req);
+    if (!res.ok()) {
+      // The transport failed: what ran is unknown (reconnects() tells).
+      for (size_t i = start; i < end; ++i) ops[i].err = EIO;
+      failed = true;
+      continue;
+    }
+    for (size_t i = start; i < end; ++i) {
+      const OpResult& r = (*res)[i - start];
+      ops[i].err = r.err == 0 ? 0 : r.err == EPERM ? EPERM : r.err == ECANCELED ? ECANCELED : EIO;
+      if (r.err == 0 && !ops[i].write) ops[i].value = r.value;
+      if (r.err != 0) failed = true;
+    }
+  }
 }
 
 }  // namespace resctrlfs::hw::broker

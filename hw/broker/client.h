@@ -3,6 +3,8 @@
 // the MsrDevice the real backend programs hardware through.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -39,6 +41,13 @@ class BrokerClient {
   // error of the whole call (EIO); per-operation failures are in the results.
   Result<std::vector<OpResult>> transact(const std::vector<Op>& ops);
 
+  // Connections made after the first one (the broker went away and came
+  // back, or a transport error forced a fresh one).
+  uint64_t reconnects() const { return reconnects_.load(); }
+  // Requests answered and register operations they carried, since start.
+  uint64_t round_trips() const { return round_trips_.load(); }
+  uint64_t ops_sent() const { return ops_sent_.load(); }
+
  private:
   Result<void> connect_locked();
   Result<std::vector<OpResult>> transact_locked(const std::vector<Op>& ops);
@@ -47,6 +56,10 @@ class BrokerClient {
   std::string path_;
   std::mutex mu_;
   int fd_ = -1;
+  bool connected_once_ = false;
+  std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> round_trips_{0};
+  std::atomic<uint64_t> ops_sent_{0};
 };
 
 class BrokerMsrDevice final : public MsrDevice {
@@ -55,6 +68,9 @@ class BrokerMsrDevice final : public MsrDevice {
   BrokerClient& client() { return client_; }
   Result<uint64_t> read(unsigned cpu, uint32_t msr) override;
   Result<void> write(unsigned cpu, uint32_t msr, uint64_t value) override;
+  // The whole batch in one request (split only beyond kMaxBatch).
+  void run(std::vector<MsrOp>& ops) override;
+  uint64_t reconnects() const override { return client_.reconnects(); }
 
  private:
   BrokerClient client_;

@@ -40,7 +40,11 @@ int main(int argc, char** argv) {
 #if RESCTRL_MSRD_SIM
   app.add_option("--sim", sim_platform, "serve a simulated machine (profile name or JSON file)");
 #endif
+  std::string hw_root = "/";
   app.add_option("--dev-root", dev_root, "directory holding N/cpuid and N/msr");
+  app.add_option("--hw-root", hw_root,
+                 "read ROOT/dev/cpu and ROOT/sys/devices/system/cpu (tests: an emulation of the "
+                 "CPU drivers); overrides --dev-root");
   CLI11_PARSE(app, argc, argv);
 
   auto log = [](const std::string& line) {
@@ -50,6 +54,8 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<MsrDevice> msr;
   std::unique_ptr<broker::Policy> policy;
+  const std::string root = hw_root == "/" ? "" : hw_root;
+  if (!root.empty()) dev_root = root + "/dev/cpu";
 #if RESCTRL_MSRD_SIM
   if (!sim_platform.empty()) {
     auto profile = sim::load_profile(sim_platform);
@@ -63,12 +69,12 @@ int main(int argc, char** argv) {
   }
 #endif
   if (!msr) {
-    auto topo = x86::read_sysfs_topology("/sys/devices/system/cpu");
+    auto topo = x86::read_sysfs_topology(root + "/sys/devices/system/cpu");
     if (!topo.ok()) {
       log(topo.error().message);
       return 2;
     }
-    real::DevCpuidSource cpuid(dev_root);
+    real::DevCpuidSource cpuid(dev_root, /*instruction_fallback=*/root.empty());
     // The guard follows what the hardware implements, not a kernel policy
     // (rdt= options and model quirks are the daemon's business).
     x86::X86Platform info = x86::decode_platform(cpuid, *topo, nullptr, x86::RdtOptions::all());

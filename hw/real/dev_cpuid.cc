@@ -32,6 +32,7 @@ CpuidRegs DevCpuidSource::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) c
         return CpuidRegs{r[0], r[1], r[2], r[3]};
     }
   }
+  if (!fallback_) return CpuidRegs{};
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
   __cpuid_count(leaf, subleaf, a, b, c, d);

@@ -13,12 +13,16 @@ namespace resctrlfs::hw::real {
 
 class DevCpuidSource final : public CpuidSource {
  public:
-  explicit DevCpuidSource(std::string dev_root = "/dev/cpu") : root_(std::move(dev_root)) {}
+  // `instruction_fallback` false: a missing device reads as all-zero leaves
+  // (an emulated /dev/cpu must not be mixed with this machine's CPUID).
+  explicit DevCpuidSource(std::string dev_root = "/dev/cpu", bool instruction_fallback = true)
+      : root_(std::move(dev_root)), fallback_(instruction_fallback) {}
   ~DevCpuidSource() override;
   CpuidRegs cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const override;
 
  private:
   std::string root_;
+  bool fallback_ = true;
   mutable std::mutex mu_;
   mutable std::map<unsigned, int> fds_;  // lazily opened, -1 when unavailable
 };

@@ -2,12 +2,15 @@
 // /dev/cpu/N/cpuid and MSRs through the resctrl-msrd broker.
 #include "hw/real/msr_backend.h"
 
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
 #include "hw/broker/client.h"
 #include "hw/real/dev_cpuid.h"
 #include "hw/x86/arch_x86.h"
+#include "hw/x86/registers.h"
 #include "hw/x86/sysfs_topology.h"
 
 namespace resctrlfs::hw {
@@ -43,6 +46,19 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   x86::HwLimits limits = x86::decode_limits(cpuid, first < topo.nr_cpus ? first : 0);
   auto dev = std::make_shared<broker::BrokerMsrDevice>(broker_socket);
   RESCTRLFS_RETURN_IF_ERROR(dev->client().connect());
+  // One read the broker's policy always allows: a broker that refuses this
+  // process (another uid than its --allow-uid) closes the connection, which
+  // would otherwise surface only as "Failed to write hardware register".
+  const unsigned probe_cpu = first < topo.nr_cpus ? first : 0;
+  auto probe = dev->client().transact(
+      {broker::Op{probe_cpu, x86::IA32_PQR_ASSOC, 0, broker::OpKind::kRead}});
+  if (!probe.ok()) {
+    return Error::make(EACCES,
+                       "the MSR broker (resctrl-msrd) at " + broker_socket +
+                           " did not serve this process (uid " + std::to_string(getuid()) +
+                           "): " + probe.error().message +
+                           "; it serves only the uid given by its --allow-uid (see its log)");
+  }
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
                              x86::X86Arch::create(std::move(info), limits, dev, nullptr));
   Backend b;
@@ -50,16 +66,32 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   b.arch = std::move(arch);
   b.platform_name = "real";
   b.keepalive = dev;
+  b.broker_counts = [d = dev.get()] {
+    return std::make_pair(d->client().round_trips(), d->client().ops_sent());
+  };
   return b;
 }
 
 }  // namespace real
 
-Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt) {
+Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt,
+                                 const std::string& hw_root) {
+  const std::string root = hw_root == "/" ? "" : hw_root;
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
-                             x86::read_sysfs_topology("/sys/devices/system/cpu"));
-  real::DevCpuidSource cpuid;
+                             x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
   return real::make_msr_backend_with(cpuid, topo, broker_socket, x86::RdtOptions::parse(rdt));
+}
+
+Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root) {
+  const std::string root = hw_root == "/" ? "" : hw_root;
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
+                             x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
+  x86::X86Platform info = x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all());
+  std::string line = "flags\t\t:";
+  for (const auto& f : x86::cpuinfo_rdt_flags(info)) line += " " + f;
+  return line + "\n";
 }
 
 }  // namespace resctrlfs::hw

@@ -38,6 +38,8 @@ X86Arch::X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> m
                       std::vector<uint32_t>(res.num_closid, default_ctrl(res.rid)));
   }
   pqr_cache_.resize(info_.nr_cpus);
+  pqr_want_.resize(info_.nr_cpus);
+  synced_reconnects_ = msr_->reconnects();
   mon_.assign(info_.mon.mon_domains.size(), fresh_mon_state());
 }
 
@@ -73,6 +75,7 @@ Result<void> X86Arch::init() {
   for (unsigned cpu : info_.online.cpus()) {
     if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
     pqr_cache_[cpu] = 0;
+    pqr_want_[cpu] = 0;
   }
   // Sub-NUMA Clustering: switch the RMIDs to sharing mode once per node
   // domain, as Linux does when each such domain comes online (read, then
@@ -183,43 +186,125 @@ Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
       todo.push_back(Pending{u.rid, d, idx, u.value});
     }
   }
-  std::vector<Pending> done;  // holds the old values of registers written
+  RESCTRLFS_RETURN_IF_ERROR(resync());
+  // Every changed register in one batch (one broker round trip).
+  std::vector<Pending> changed;
+  std::vector<MsrOp> ops;
   for (const auto& p : todo) {
-    uint32_t& cur = shadow_[static_cast<int>(p.rid)][p.dom][p.idx];
-    if (cur == p.value) continue;
+    if (shadow_[static_cast<int>(p.rid)][p.dom][p.idx] == p.value) continue;
     unsigned cpu = info_.res(p.rid).ctrl_domains[p.dom].cpus.first();
-    if (!msr_->write(cpu, ctrl_msr(p.rid, p.idx), ctrl_reg_value(p.rid, p.value)).ok()) {
-      // All or nothing: put back what this call already changed.
-      for (auto it = done.rbegin(); it != done.rend(); ++it) {
-        unsigned c = info_.res(it->rid).ctrl_domains[it->dom].cpus.first();
-        uint32_t& s = shadow_[static_cast<int>(it->rid)][it->dom][it->idx];
-        if (msr_->write(c, ctrl_msr(it->rid, it->idx), ctrl_reg_value(it->rid, it->value)).ok())
-          s = it->value;
-      }
-      return write_failed();
-    }
-    done.push_back(Pending{p.rid, p.dom, p.idx, cur});
-    cur = p.value;
+    ops.push_back(MsrOp{cpu, ctrl_msr(p.rid, p.idx), ctrl_reg_value(p.rid, p.value), true});
+    changed.push_back(p);
   }
+  if (ops.empty()) return Ok();
+  msr_->run(ops);
+  size_t written = 0;
+  while (written < ops.size() && ops[written].err == 0) ++written;
+  if (written == ops.size()) {
+    for (const auto& p : changed) shadow_[static_cast<int>(p.rid)][p.dom][p.idx] = p.value;
+    return Ok();
+  }
+  // All or nothing: put back what this call already changed, newest first.
+  // The shadow keeps the old values whatever happens; a register whose old
+  // value could not be put back (or whose write may have landed when the
+  // transport failed) is written again by resync().
+  std::vector<MsrOp> undo;
+  for (size_t i = written; i-- > 0;) {
+    const Pending& p = changed[i];
+    undo.push_back(MsrOp{ops[i].cpu, ops[i].msr,
+                         ctrl_reg_value(p.rid, shadow_[static_cast<int>(p.rid)][p.dom][p.idx]),
+                         true});
+  }
+  if (!undo.empty()) {
+    msr_->run(undo);
+    for (const MsrOp& op : undo) stale_ = stale_ || op.err != 0;
+  }
+  if (ops[written].err != EPERM && ops[written].err != ECANCELED) {
+    // A #GP leaves the register as it was, but a lost transport may not have.
+    stale_ = stale_ || msr_->reconnects() != synced_reconnects_;
+  }
+  return write_failed();
+}
+
+Result<void> X86Arch::resync() {
+  const uint64_t gen = msr_->reconnects();
+  if (gen == synced_reconnects_ && !stale_) return Ok();
+  // Every register this Arch owns, from its shadows: the controls of every
+  // domain, CDP, BMEC, the extended QoS configuration (ABMC, SDCIAE) and
+  // every online CPU's PQR_ASSOC. Counter assignments (ABMC) are not
+  // shadowed and are left as they are.
+  std::vector<MsrOp> ops;
+  for (int r = 0; r < kNumResources; ++r) {
+    const Resource& res = info_.resources[r];
+    if (!res.alloc_capable) continue;
+    if (res.is_cache() && res.cache.cdp_capable) {
+      const uint32_t msr = res.rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
+      for (const auto& d : res.ctrl_domains)
+        for (unsigned cpu : limits_.amd ? d.cpus.cpus() : first_cpu_of(d.cpus))
+          ops.push_back(MsrOp{cpu, msr, cdp_[r] ? QOS_CFG_CDP_ENABLE : 0, true});
+    }
+    for (size_t d = 0; d < res.ctrl_domains.size() && d < shadow_[r].size(); ++d) {
+      const unsigned cpu = res.ctrl_domains[d].cpus.first();
+      for (uint32_t i = 0; i < shadow_[r][d].size(); ++i)
+        ops.push_back(
+            MsrOp{cpu, ctrl_msr(res.rid, i), ctrl_reg_value(res.rid, shadow_[r][d][i]), true});
+    }
+  }
+  if (info_.mon.bmec) {
+    for (size_t d = 0; d < mon_.size(); ++d)
+      for (int e = 0; e < 2; ++e)
+        ops.push_back(MsrOp{info_.mon.mon_domains[d].cpus.first(), QOS_EVT_CFG_0 + e,
+                            mon_[d].evt_cfg[e], true});
+  }
+  const Resource& l3 = info_.res(ResourceId::L3);
+  if (info_.mon.abmc || l3.cache.io_alloc_capable) {
+    CpuMask cpus(info_.nr_cpus);
+    for (const auto& d : info_.mon.mon_domains) cpus |= d.cpus;
+    for (const auto& d : l3.ctrl_domains) cpus |= d.cpus;
+    for (unsigned cpu : cpus.cpus())
+      ops.push_back(MsrOp{cpu, L3_QOS_EXT_CFG, ext_cfg(abmc_enabled_, io_alloc_enabled_), true});
+  }
+  for (unsigned cpu : info_.online.cpus())
+    if (pqr_want_[cpu]) ops.push_back(MsrOp{cpu, IA32_PQR_ASSOC, *pqr_want_[cpu], true});
+  msr_->run(ops);
+  for (const MsrOp& op : ops)
+    if (op.err != 0) return write_failed();
+  for (unsigned cpu : info_.online.cpus()) pqr_cache_[cpu] = pqr_want_[cpu];
+  synced_reconnects_ = gen;
+  stale_ = false;
+  ++resyncs_;
   return Ok();
 }
 
 Result<void> X86Arch::reset_all_ctrls() {
-  bool failed = false;
+  // One batch; the shadow follows each register that was written.
+  struct Where {
+    int r;
+    size_t d;
+    uint32_t i;
+  };
+  std::vector<MsrOp> ops;
+  std::vector<Where> where;
   for (int r = 0; r < kNumResources; ++r) {
     const Resource& res = info_.resources[r];
     if (!res.alloc_capable) continue;
-    const uint32_t dflt = default_ctrl(res.rid);
+    const uint64_t dflt = ctrl_reg_value(res.rid, default_ctrl(res.rid));
     for (size_t d = 0; d < res.ctrl_domains.size(); ++d) {
       unsigned cpu = res.ctrl_domains[d].cpus.first();
       for (uint32_t i = 0; i < res.num_closid; ++i) {
-        if (msr_->write(cpu, ctrl_msr(res.rid, i), ctrl_reg_value(res.rid, dflt)).ok()) {
-          shadow_[r][d][i] = dflt;
-        } else {
-          failed = true;
-        }
+        ops.push_back(MsrOp{cpu, ctrl_msr(res.rid, i), dflt, true});
+        where.push_back(Where{r, d, i});
       }
     }
+  }
+  msr_->run(ops);
+  bool failed = false;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].err != 0) {
+      failed = true;
+      continue;
+    }
+    shadow_[where[k].r][where[k].d][where[k].i] = default_ctrl(info_.resources[where[k].r].rid);
   }
   if (failed) return write_failed();
   return Ok();
@@ -227,19 +312,23 @@ Result<void> X86Arch::reset_all_ctrls() {
 
 Result<void> X86Arch::write_on(const std::vector<unsigned>& cpus, uint32_t msr, uint64_t value,
                                uint64_t old_value) {
-  for (size_t i = 0; i < cpus.size(); ++i) {
-    if (!msr_->write(cpus[i], msr, value).ok()) {
-      for (size_t j = 0; j < i; ++j) (void)msr_->write(cpus[j], msr, old_value);
-      return write_failed();
-    }
-  }
-  return Ok();
+  std::vector<MsrOp> ops;
+  for (unsigned cpu : cpus) ops.push_back(MsrOp{cpu, msr, value, true});
+  msr_->run(ops);
+  size_t written = 0;
+  while (written < ops.size() && ops[written].err == 0) ++written;
+  if (written == ops.size()) return Ok();
+  std::vector<MsrOp> undo;
+  for (size_t j = 0; j < written; ++j) undo.push_back(MsrOp{cpus[j], msr, old_value, true});
+  msr_->run(undo);
+  return write_failed();
 }
 
 Result<void> X86Arch::set_cdp_enabled(ResourceId rid, bool enable) {
   if (rid != ResourceId::L3 && rid != ResourceId::L2) return Error::make(EINVAL);
   const Resource& res = info_.res(rid);
   if (!res.alloc_capable || !res.cache.cdp_capable) return Error::make(EINVAL);
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   const uint32_t msr = rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
   const uint64_t v = enable ? QOS_CFG_CDP_ENABLE : 0;
   const uint64_t old = cdp_[static_cast<int>(rid)] ? QOS_CFG_CDP_ENABLE : 0;
@@ -262,6 +351,8 @@ bool X86Arch::cdp_enabled(ResourceId rid) const { return cdp_[static_cast<int>(r
 Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) {
   if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return Error::make(EINVAL);
   const uint64_t v = (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | rmid;
+  pqr_want_[cpu] = v;
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   if (pqr_cache_[cpu] == v) return Ok();  // the hardware already holds it
   if (!msr_->write(cpu, IA32_PQR_ASSOC, v).ok()) {
     pqr_cache_[cpu].reset();
@@ -269,6 +360,48 @@ Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid
   }
   pqr_cache_[cpu] = v;
   return Ok();
+}
+
+void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
+  std::vector<size_t> todo;  // indexes into assocs still to write
+  for (size_t i = 0; i < assocs.size(); ++i) {
+    CpuAssoc& a = assocs[i];
+    a.ok = false;
+    if (a.cpu >= info_.nr_cpus || !info_.online.test(a.cpu)) continue;
+    pqr_want_[a.cpu] = (uint64_t{a.closid} << PQR_ASSOC_CLOS_SHIFT) | a.rmid;
+    todo.push_back(i);
+  }
+  if (!resync().ok()) return;
+  // One batch; the broker stops a batch at its first failure, so what it
+  // did not run goes again without the CPU that failed.
+  while (!todo.empty()) {
+    std::vector<MsrOp> ops;
+    std::vector<size_t> sent;
+    for (size_t i : todo) {
+      const unsigned cpu = assocs[i].cpu;
+      if (pqr_cache_[cpu] == pqr_want_[cpu]) {
+        assocs[i].ok = true;  // the hardware already holds it
+        continue;
+      }
+      ops.push_back(MsrOp{cpu, IA32_PQR_ASSOC, *pqr_want_[cpu], true});
+      sent.push_back(i);
+    }
+    if (ops.empty()) return;
+    msr_->run(ops);
+    std::vector<size_t> again;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const unsigned cpu = ops[k].cpu;
+      if (ops[k].err == 0) {
+        pqr_cache_[cpu] = ops[k].value;
+        assocs[sent[k]].ok = true;
+      } else if (ops[k].err == ECANCELED) {
+        again.push_back(sent[k]);
+      } else {
+        pqr_cache_[cpu].reset();
+      }
+    }
+    todo.swap(again);
+  }
 }
 
 // ---- Monitoring.
@@ -311,9 +444,13 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
     sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
           static_cast<uint64_t>(ev);
   }
-  if (!msr_->write(cpu, IA32_QM_EVTSEL, sel).ok()) return error;
-  auto raw = msr_->read(cpu, IA32_QM_CTR);
-  if (!raw.ok() || (*raw & QM_CTR_ERROR)) return error;
+  (void)resync();  // a read still answers when the registers could not be rewritten
+  // Select and read in one batch (one broker round trip).
+  std::vector<MsrOp> ops{MsrOp{cpu, IA32_QM_EVTSEL, sel, true}, MsrOp{cpu, IA32_QM_CTR, 0, false}};
+  msr_->run(ops);
+  if (ops[0].err != 0 || ops[1].err != 0) return error;
+  const std::optional<uint64_t> raw = ops[1].value;
+  if (*raw & QM_CTR_ERROR) return error;
   if (*raw & QM_CTR_UNAVAILABLE) return CounterValue{ReadError::kUnavailable, 0};
   const uint64_t scale = info_.mon.occupancy_scale;
   if (ev == EventId::LLC_OCCUPANCY && !cntr_id) {
@@ -354,9 +491,11 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
   const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
   const uint64_t sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
                        static_cast<uint64_t>(ev);
-  if (!msr_->write(cpu, IA32_QM_EVTSEL, sel).ok()) return;
-  auto raw = msr_->read(cpu, IA32_QM_CTR);
-  if (!raw.ok() || (*raw & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE)) != 0) return;
+  std::vector<MsrOp> ops{MsrOp{cpu, IA32_QM_EVTSEL, sel, true}, MsrOp{cpu, IA32_QM_CTR, 0, false}};
+  msr_->run(ops);
+  if (ops[0].err != 0 || ops[1].err != 0) return;
+  const std::optional<uint64_t> raw = ops[1].value;
+  if ((*raw & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE)) != 0) return;
   const unsigned width = info_.mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
   st.prev = *raw & wmask;
@@ -375,6 +514,7 @@ Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t confi
   if ((config & ~info_.mon.bmec_supported_mask) != 0) return Error::make(EINVAL);
   const int e = mbm_index(ev);
   if (mon_[d].evt_cfg[e] == config) return Ok();
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   unsigned cpu = info_.mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, QOS_EVT_CFG_0 + e, config).ok()) return write_failed();
   mon_[d].evt_cfg[e] = config;
@@ -401,6 +541,7 @@ Result<void> X86Arch::set_io_alloc_enabled(ResourceId rid, bool enable) {
   if (rid != ResourceId::L3 || !res.alloc_capable || !res.cache.io_alloc_capable)
     return Error::make(EINVAL);
   if (enable == io_alloc_enabled_) return Ok();
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   const uint64_t v = ext_cfg(abmc_enabled_, enable);
   const uint64_t old = ext_cfg(abmc_enabled_, io_alloc_enabled_);
   for (size_t i = 0; i < res.ctrl_domains.size(); ++i) {
@@ -420,6 +561,7 @@ bool X86Arch::io_alloc_enabled(ResourceId rid) const {
 
 Result<void> X86Arch::set_abmc_enabled(bool enable) {
   if (!info_.mon.abmc) return Error::make(EINVAL);
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   const uint64_t v = ext_cfg(enable, io_alloc_enabled_);
   const uint64_t old = ext_cfg(abmc_enabled_, io_alloc_enabled_);
   // L3_QOS_EXT_CFG is per logical CPU.
@@ -441,6 +583,7 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
   if (!info_.mon.abmc || d < 0 || cntr_id >= mon_[d].cntr.size() || rmid >= info_.mon.num_rmids ||
       (evt_cfg & ~BMEC_MAX_EVT_CONFIG_BITS) != 0)
     return Error::make(EINVAL);
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   uint64_t v = ABMC_CFG_CFG_EN | (uint64_t{cntr_id} << ABMC_CFG_CTR_ID_SHIFT) |
                (uint64_t{rmid} << ABMC_CFG_BW_SRC_SHIFT);
   if (assign) v |= ABMC_CFG_CTR_EN | evt_cfg;
@@ -509,6 +652,7 @@ Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
   info_.online.reset(cpu);
   // The register goes with the CPU's power; the next online writes it.
   pqr_cache_[cpu].reset();
+  pqr_want_[cpu].reset();
   return Ok();
 }
 
@@ -561,6 +705,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
   }
   if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
   pqr_cache_[cpu] = 0;
+  pqr_want_[cpu] = 0;
 
   // Then the domain lists, announcing each domain that appeared.
   info_.online.set(cpu);

@@ -52,6 +52,7 @@ class X86Arch final : public Arch {
   Result<void> reset_all_ctrls() override;
   Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
   ThreadTagger* thread_tagger() override { return sched_.get(); }
+  void set_cpus_assoc(std::vector<CpuAssoc>& assocs) override;
   CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
                           std::optional<unsigned> cntr_id = std::nullopt) override;
   CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) override;
@@ -79,6 +80,9 @@ class X86Arch final : public Arch {
   // The RMID QM_EVTSEL selects for logical `rmid` on monitoring domain
   // `domain_id` (differs from `rmid` only under SNC).
   uint32_t physical_rmid(int domain_id, uint32_t rmid) const;
+  // How many times every register was written again from the shadows
+  // (after the MsrDevice reconnected, or a rollback could not complete).
+  uint64_t resyncs() const { return resyncs_; }
 
  private:
   X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> msr,
@@ -120,6 +124,17 @@ class X86Arch final : public Arch {
   std::vector<std::vector<uint32_t>> shadow_[kNumResources];
   bool cdp_[kNumResources] = {};
   std::vector<std::optional<uint64_t>> pqr_cache_;  // per CPU
+  // Per CPU: the tags it should run with (the last set_cpu_assoc), written
+  // or not.
+  std::vector<std::optional<uint64_t>> pqr_want_;
+  // When the MsrDevice's reconnects() moved past this, or stale_ is set,
+  // the registers may not hold the shadows: resync() writes them all again.
+  uint64_t synced_reconnects_ = 0;
+  bool stale_ = false;
+  uint64_t resyncs_ = 0;
+  // Writes every shadowed register again when needed (see above); EIO when
+  // that fails, and it is tried again by the next call.
+  Result<void> resync();
   std::vector<MonDomState> mon_;
   bool abmc_enabled_ = false;
   std::unique_ptr<AetTelemetry> aet_;  // null without telemetry aggregators

@@ -59,6 +59,17 @@ without them build*/daemon/ of the repository is searched). RESCTRLFS_KEEP=1
 keeps each test's temporary directories (log, socket, state). RESCTRLFS_LOG_LEVEL sets
 the daemon's --log-level (default info).
 
+The msr label (RESCTRLFS_BACKEND=msr): each Mount runs the real-hardware
+path unchanged, resctrlfsd --backend msr --rdt-from-cpuid talking to
+resctrl-msrd, both reading /dev/cpu/N/{cpuid,msr} and the sysfs topology from
+resctrl-fakehw (a FUSE emulation of the kernel's CPU drivers over the
+simulated PLATFORM; RESCTRL_MSRD and RESCTRLFS_FAKEHW name the binaries).
+The simulated machine outlives restarts of the daemon and of the broker, as
+hardware does. The knobs of the simulated machine (clock, workload, fault,
+registers) go to resctrl-fakehw's control socket; what only the simulated
+scheduler or simulated hotplug can do skips the test loudly (msr_skip()).
+Mount.hw is the FakeHw, Mount.broker the Broker.
+
 Skipping: main() exits 77 with a loud SKIP line when not root, when /dev/fuse
 is unusable or fusermount3 is missing, and when a test skipped itself
 (self.skipTest, its reason printed); ctest reports the file as skipped.
@@ -77,6 +88,7 @@ import time
 import unittest
 
 SKIP = 77
+MSR = os.environ.get("RESCTRLFS_BACKEND") == "msr"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
@@ -125,6 +137,114 @@ def daemon_binary():
 
 def ctl_binary():
     return _find_binary("RESCTRLFSCTL", "daemon/resctrlfsctl")
+
+
+def msr_skip(what):
+    """Under the msr label, skips the calling test: `what` needs the simulated
+    backend (the simulated scheduler, hotplug, ...), which real hardware and
+    so the msr path do not have."""
+    if MSR:
+        raise unittest.SkipTest("msr label: %s is inherent to the simulated backend "
+                                "(real hardware has no such knob)" % what)
+
+
+class FakeHw:
+    """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu and sysfs under
+    root/, its knobs on a control socket."""
+
+    def __init__(self, platform, directory):
+        self.root = os.path.join(directory, "hw")
+        self.sock = os.path.join(directory, "hw.sock")
+        self.log_path = os.path.join(directory, "fakehw.log")
+        os.makedirs(self.root, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [_find_binary("RESCTRLFS_FAKEHW", "tests/hw/resctrl-fakehw"), "--platform",
+                 platform, "--root", self.root, "--control", self.sock],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        dev = os.path.join(self.root, "dev/cpu")
+        deadline = time.time() + 20
+        while not (is_mounted(dev) and os.path.exists(self.sock)):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.stop()
+                raise RuntimeError("resctrl-fakehw did not start:\n" + self.log())
+            time.sleep(0.02)
+
+    def rdt(self):
+        with open(os.path.join(self.root, "proc/cmdline")) as f:
+            for word in f.read().split():
+                if word.startswith("rdt="):
+                    return word[4:]
+        return ""
+
+    def ctl(self, request):
+        return control_request(self.sock, request)
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self):
+        dev = os.path.join(self.root, "dev/cpu")
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if is_mounted(dev):
+            subprocess.call(["fusermount3", "-uz", dev], stderr=subprocess.DEVNULL)
+
+
+class Broker:
+    """resctrl-msrd over a FakeHw's devices (its real /dev/cpu path)."""
+
+    def __init__(self, hw, directory):
+        self.hw = hw
+        self.sock = os.path.join(directory, "msrd.sock")
+        self.log_path = os.path.join(directory, "msrd.log")
+        self.proc = None
+        self.start()
+
+    def start(self, allow_uid=None):
+        uid = os.getuid() if allow_uid is None else allow_uid
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
+                 "--hw-root", self.hw.root, "--allow-uid", str(uid)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("resctrl-msrd did not start:\n" + self.log())
+            time.sleep(0.02)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if sig == signal.SIGKILL and os.path.exists(self.sock):
+            os.unlink(self.sock)  # what systemd's RuntimeDirectory would clean
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+# Control requests that drive the simulated machine; under the msr label they
+# go to resctrl-fakehw, which holds it.
+HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts")
 
 
 def control_request(sock_path, request, timeout=30):
@@ -192,6 +312,8 @@ class Mount:
         self.log_path = os.path.join(self.dir, "daemon.log")
         self.proc = None
         self.pid = None  # the serving process (differs from proc.pid when detached)
+        self.hw = None
+        self.broker = None
         if start:
             self.start()
 
@@ -201,16 +323,40 @@ class Mount:
             a.append("-f")
         # What outlives an unmount (max_threshold_occupancy, ...) is kept per
         # mount point; inside the test's directory it goes away with it.
-        a += ["--platform", self.platform, "--state-dir", self.state_dir,
+        if MSR:
+            self._ensure_hw()
+            # What the test passes itself wins (an option given twice is a
+            # usage error).
+            for opt, value in (("--backend", "msr"), ("--broker", self.broker.sock),
+                               ("--hw-root", self.hw.root), ("--rdt", self.hw.rdt())):
+                if opt not in self.args and value:
+                    a += [opt, value]
+            a.append("--rdt-from-cpuid")
+        else:
+            a += ["--platform", self.platform]
+        a += ["--state-dir", self.state_dir,
               "--boot-state-dir", os.path.join(self.dir, "boot"),
               "--log-level", os.environ.get("RESCTRLFS_LOG_LEVEL", "info")]
         if self.options:
             a += ["-o", ",".join(self.options)]
         if self.sock:
             a += ["--control", self.sock]
-        return a + self.args + [self.mnt]
+        args = list(self.args)
+        if MSR and "--dump-registers-on-exit" in args:
+            # The daemon has no simulated machine to dump; the registers are
+            # resctrl-fakehw's, written by stop() once the daemon is gone.
+            i = args.index("--dump-registers-on-exit")
+            self._dump_on_exit = args[i + 1]
+            del args[i:i + 2]
+        return a + args + [self.mnt]
+
+    def _ensure_hw(self):
+        if MSR and self.hw is None:
+            self.hw = FakeHw(self.platform, self.dir)
+            self.broker = Broker(self.hw, self.dir)
 
     def start(self):
+        self._ensure_hw()
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
@@ -290,6 +436,9 @@ class Mount:
         elif self.foreground and self.proc is not None:
             rc = self.proc.wait()
         self._force_unmount()
+        if MSR and getattr(self, "_dump_on_exit", None):
+            with open(self._dump_on_exit, "w") as f:
+                json.dump({"registers": self.hw.ctl({"cmd": "registers"})["registers"]}, f)
         return rc
 
     def kill(self):
@@ -315,6 +464,10 @@ class Mount:
                 self.stop()
         finally:
             self._force_unmount()
+            if self.broker:
+                self.broker.stop()
+            if self.hw:
+                self.hw.stop()
             if not is_mounted(self.mnt) and not os.environ.get("RESCTRLFS_KEEP"):
                 shutil.rmtree(self.dir, ignore_errors=True)
                 shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -322,9 +475,14 @@ class Mount:
     def daemon_log(self):
         try:
             with open(self.log_path, errors="replace") as f:
-                return f.read()
+                text = f.read()
         except OSError:
-            return ""
+            text = ""
+        if self.broker:
+            text += "--- resctrl-msrd ---\n" + self.broker.log()
+        if self.hw:
+            text += "--- resctrl-fakehw ---\n" + self.hw.log()
+        return text
 
     # --- the shell's view -------------------------------------------------
 
@@ -382,6 +540,12 @@ class Mount:
     # --- the control socket -----------------------------------------------
 
     def ctl(self, request):
+        if MSR and request.get("cmd") in HW_COMMANDS:
+            if request.get("cmd") == "workload" and "tid" in request:
+                msr_skip("a thread workload (tagging threads needs the simulated scheduler)")
+            return self.hw.ctl(request)
+        if MSR and request.get("cmd") == "cpu":
+            msr_skip("CPU hotplug through the control socket")
         if not self.sock:
             raise RuntimeError("started without a control socket")
         return control_request(self.sock, request)

@@ -85,7 +85,10 @@ class BadJson(unittest.TestCase):
     # --- the boot-state file ------------------------------------------------
 
     def boot_cases(self, mnt):
-        head = '{"version":1,"platform":"%s","mountpoint":"%s",' % (PLATFORM, mnt)
+        # The file names the platform the daemon runs on: "real" on the msr
+        # path (a file of another platform is ignored, not parsed).
+        platform = "real" if rt.MSR else PLATFORM
+        head = '{"version":1,"platform":"%s","mountpoint":"%s",' % (platform, mnt)
         return {
             "wrong type (file)": (head + '"state":"x"}').encode(),
             "wrong type (version)": ('{"version":"clos:","state":{}}').encode(),
@@ -192,6 +195,9 @@ class BadJson(unittest.TestCase):
         }
 
     def test_damaged_profile_is_refused_with_a_message(self):
+        if rt.MSR:
+            self.skipTest("msr label: inherent: with --backend msr the daemon reads no platform "
+                          "profile (the machine is described by CPUID and sysfs)")
         for what, data in self.profile_cases().items():
             with self.subTest(what):
                 m = self.mount()

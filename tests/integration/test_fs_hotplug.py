@@ -17,6 +17,10 @@ GROUPS = ["", "g", "g/mon_groups/m"]
 
 
 class Hotplug(rt.ResctrlfsTestCase):
+    def setUp(self):
+        rt.msr_skip("CPU hotplug of the simulated machine (the kernel hotplugs real CPUs)")
+        super().setUp()
+
     PLATFORM = "intel-2s"
 
     def ctl_cli(self, *args):

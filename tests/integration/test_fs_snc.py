@@ -114,6 +114,7 @@ class IntelSnc(rt.ResctrlfsTestCase):
                          occ + self.num(p0 + "mon_sub_L3_01/llc_occupancy"))
 
     def test_limbo_waits_for_every_node(self):
+        rt.msr_skip("the daemon's manual clock (on hardware the limbo worker runs on real time)")
         self.assertEqual(self.mkdir("mon_groups/a"), 0)
         self.assertEqual(self.write("mon_groups/a/cpus_list", "6\n"), 0)  # node 3
         self.workload(cpu=6, footprint_bytes=4 << 20)

@@ -1,0 +1,385 @@
+// resctrl-fakehw: a test tool that stands in for the kernel's CPU drivers so
+// that the real-hardware path (resctrlfsd --backend msr -> resctrl-msrd ->
+// /dev/cpu/N/msr) runs unchanged on a simulated machine.
+//
+// Under ROOT it lays out what the real path reads:
+//   ROOT/sys/devices/system/cpu/{possible,online,cpuN/topology/...,
+//        cpuN/cache/indexK/{level,type,id,size},cpuN/nodeM}   plain files
+//   ROOT/dev/cpu/N/{cpuid,msr}                                 a FUSE mount
+// The device files behave like the kernel's cpuid and msr drivers: cpuid
+// answers a 16-byte pread at offset leaf | subleaf << 32 with eax..edx; msr
+// reads and writes 8 bytes at offset = register number, and fails with EIO
+// where the instruction would raise #GP (the simulated machine's rules).
+// Both go to one SimMachine built from --platform.
+//
+// --control SOCK serves the simulated machine's knobs, one JSON object per
+// line (the requests the daemon's control socket serves for the sim
+// backend, since on this path the daemon has no simulated machine):
+//   {"cmd":"clock","mode":"manual"|"real"}  {"cmd":"clock","advance_ms":N}
+//   {"cmd":"workload","cpu":C,"footprint_bytes":B,"bandwidth_mbps":M,
+//    "local_fraction":F}
+//   {"cmd":"fault","fail_writes":N[,"cpu":C]}
+//   {"cmd":"registers"}
+//   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine);
+//                                setting 0 releases the accesses waiting
+//   {"cmd":"counts"}             MSR reads/writes served so far, and how
+//                                many accesses "delay" holds back now
+// ROOT/proc/cmdline holds the profile's rdt= boot options.
+// Only the test suites use it; it is never installed.
+#define FUSE_USE_VERSION 35
+#include <fuse.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hw/sim/machine.h"
+#include "hw/sim/profile.h"
+
+using namespace resctrlfs;
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<hw::sim::SimMachine> g_machine;
+std::atomic<uint64_t> g_delay_us{0};
+std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0};
+std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+std::string cpulist(const std::vector<unsigned>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out + "\n";
+}
+
+// The sysfs view of the profile's topology, as read_sysfs_topology() reads it.
+void write_sysfs(const std::filesystem::path& dir, const hw::sim::Profile& p) {
+  const auto topo = p.topology();
+  std::vector<unsigned> online;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c)
+    if (topo.online.test(c)) online.push_back(c);
+  std::vector<unsigned> possible;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) possible.push_back(c);
+  write_text(dir / "possible", cpulist(possible));
+  write_text(dir / "online", cpulist(online));
+  for (unsigned c : online) {
+    const auto base = dir / ("cpu" + std::to_string(c));
+    write_text(base / "topology/physical_package_id", std::to_string(topo.package[c]) + "\n");
+    if (topo.node[c] >= 0)
+      std::filesystem::create_directories(base / ("node" + std::to_string(topo.node[c])));
+    int k = 0;
+    auto cache = [&](int level, int id, uint64_t size) {
+      const auto idx = base / "cache" / ("index" + std::to_string(k++));
+      write_text(idx / "level", std::to_string(level) + "\n");
+      write_text(idx / "type", "Unified\n");
+      write_text(idx / "id", std::to_string(id) + "\n");
+      write_text(idx / "size", std::to_string(size / 1024) + "K\n");
+    };
+    if (topo.l2_id[c] >= 0) cache(2, topo.l2_id[c], topo.l2_size_bytes);
+    if (topo.l3_id[c] >= 0) cache(3, topo.l3_id[c], topo.l3_size_bytes);
+  }
+}
+
+// Paths: "/", "/N", "/N/cpuid", "/N/msr".
+struct Parsed {
+  int depth = 0;  // 0 root, 1 cpu dir, 2 file
+  unsigned cpu = 0;
+  bool msr = false;
+  bool ok = false;
+};
+
+Parsed parse(const char* path) {
+  Parsed p;
+  std::string s(path);
+  if (s == "/") return Parsed{0, 0, false, true};
+  size_t slash = s.find('/', 1);
+  std::string num = s.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return p;
+  p.cpu = static_cast<unsigned>(std::stoul(num));
+  if (p.cpu >= g_machine->profile().nr_cpus || !g_machine->cpu_online(p.cpu)) return p;
+  if (slash == std::string::npos) return Parsed{1, p.cpu, false, true};
+  std::string file = s.substr(slash + 1);
+  if (file == "cpuid") return Parsed{2, p.cpu, false, true};
+  if (file == "msr") return Parsed{2, p.cpu, true, true};
+  return p;
+}
+
+int fs_getattr(const char* path, struct stat* st, fuse_file_info*) {
+  Parsed p = parse(path);
+  if (!p.ok) return -ENOENT;
+  std::memset(st, 0, sizeof(*st));
+  if (p.depth < 2) {
+    st->st_mode = S_IFDIR | 0755;
+    st->st_nlink = 2;
+  } else {
+    st->st_mode = S_IFREG | (p.msr ? 0600 : 0400);
+    st->st_nlink = 1;
+  }
+  return 0;
+}
+
+int fs_readdir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_file_info*,
+               fuse_readdir_flags) {
+  Parsed p = parse(path);
+  if (!p.ok || p.depth == 2) return -ENOTDIR;
+  fill(buf, ".", nullptr, 0, FUSE_FILL_DIR_PLUS);
+  fill(buf, "..", nullptr, 0, FUSE_FILL_DIR_PLUS);
+  if (p.depth == 0) {
+    for (unsigned c = 0; c < g_machine->profile().nr_cpus; ++c)
+      if (g_machine->cpu_online(c))
+        fill(buf, std::to_string(c).c_str(), nullptr, 0, FUSE_FILL_DIR_PLUS);
+  } else {
+    fill(buf, "cpuid", nullptr, 0, FUSE_FILL_DIR_PLUS);
+    fill(buf, "msr", nullptr, 0, FUSE_FILL_DIR_PLUS);
+  }
+  return 0;
+}
+
+int fs_open(const char* path, fuse_file_info* fi) {
+  Parsed p = parse(path);
+  // The drivers refuse an offline (or absent) CPU at open with ENXIO.
+  if (!p.ok) return -ENXIO;
+  if (p.depth != 2) return -EISDIR;
+  if (!p.msr && (fi->flags & O_ACCMODE) != O_RDONLY) return -EPERM;
+  fi->direct_io = 1;  // offsets are register numbers, not file positions
+  fi->nonseekable = 0;
+  return 0;
+}
+
+std::mutex g_delay_mu;
+std::condition_variable g_delay_cv;
+
+// A slow machine: each MSR access waits the configured delay, cut short when
+// the delay is set back to 0 (so tests never depend on how long it is).
+void slow_down() {
+  std::unique_lock lock(g_delay_mu);
+  const uint64_t us = g_delay_us.load();
+  if (us == 0) return;
+  ++g_waiting;
+  g_delay_cv.wait_for(lock, std::chrono::microseconds(us), [] { return g_delay_us.load() == 0; });
+  --g_waiting;
+}
+
+int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*) {
+  Parsed p = parse(path);
+  if (!p.ok || p.depth != 2) return -ENXIO;
+  if (!p.msr) {
+    if (size % 16 != 0) return -EINVAL;
+    const auto pos = static_cast<uint64_t>(off);
+    hw::CpuidRegs r =
+        g_machine->cpuid(p.cpu, static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32));
+    ++g_cpuid;
+    uint32_t regs[4] = {r.eax, r.ebx, r.ecx, r.edx};
+    for (size_t i = 0; i < size; i += 16) std::memcpy(buf + i, regs, 16);
+    return static_cast<int>(size);
+  }
+  if (size % 8 != 0) return -EINVAL;
+  slow_down();
+  for (size_t i = 0; i < size; i += 8) {
+    auto v = g_machine->read(p.cpu, static_cast<uint32_t>(off));
+    ++g_reads;
+    if (!v.ok()) return -EIO;
+    uint64_t value = *v;
+    std::memcpy(buf + i, &value, 8);
+  }
+  return static_cast<int>(size);
+}
+
+int fs_write(const char* path, const char* buf, size_t size, off_t off, fuse_file_info*) {
+  Parsed p = parse(path);
+  if (!p.ok || !p.msr) return -EPERM;
+  if (size % 8 != 0) return -EINVAL;
+  slow_down();
+  for (size_t i = 0; i < size; i += 8) {
+    uint64_t value;
+    std::memcpy(&value, buf + i, 8);
+    ++g_writes;
+    if (!g_machine->write(p.cpu, static_cast<uint32_t>(off), value).ok()) return -EIO;
+  }
+  return static_cast<int>(size);
+}
+
+int fs_truncate(const char*, off_t, fuse_file_info*) { return 0; }
+
+json handle(const json& req) {
+  const std::string cmd = req.value("cmd", "");
+  if (cmd == "clock") {
+    if (req.contains("mode")) g_machine->set_manual_clock(req["mode"] == "manual");
+    if (req.contains("advance_ms")) g_machine->advance_ms(req["advance_ms"].get<uint64_t>());
+    return {{"ok", true}, {"now_ms", g_machine->now_ms()}};
+  }
+  if (cmd == "workload") {
+    if (!req.contains("cpu"))
+      return {{"ok", false},
+              {"error",
+               "thread workloads need the simulated scheduler: real hardware retags "
+               "threads in the kernel, which --backend msr does not model"}};
+    hw::Workload w;
+    w.cache_footprint_bytes = req.value("footprint_bytes", uint64_t{0});
+    w.bandwidth_mbps = req.value("bandwidth_mbps", 0.0);
+    w.local_fraction = req.value("local_fraction", 1.0);
+    auto r = g_machine->attach_cpu_workload(req["cpu"].get<unsigned>(), w);
+    if (!r.ok()) return {{"ok", false}, {"error", r.error().message}};
+    return {{"ok", true}};
+  }
+  if (cmd == "fault") {
+    std::optional<unsigned> cpu;
+    if (req.contains("cpu")) cpu = req["cpu"].get<unsigned>();
+    g_machine->fail_next_writes(req.value("fail_writes", 0U), cpu);
+    return {{"ok", true}};
+  }
+  if (cmd == "registers") {
+    json regs = json::array();
+    for (const auto& r : g_machine->dump_registers()) {
+      char msr[16];
+      std::snprintf(msr, sizeof(msr), "0x%x", r.msr);
+      char value[24];
+      std::snprintf(value, sizeof(value), "0x%llx", static_cast<unsigned long long>(r.value));
+      regs.push_back({{"cpu", r.cpu},
+                      {"msr", r.msr},
+                      {"value", r.value},
+                      {"msr_hex", msr},
+                      {"value_hex", value}});
+    }
+    return {{"ok", true}, {"registers", regs}};
+  }
+  if (cmd == "delay") {
+    {
+      std::lock_guard lock(g_delay_mu);
+      g_delay_us = req.value("us", uint64_t{0});
+    }
+    g_delay_cv.notify_all();
+    return {{"ok", true}};
+  }
+  if (cmd == "counts") {
+    return {{"ok", true},
+            {"reads", g_reads.load()},
+            {"writes", g_writes.load()},
+            {"cpuid", g_cpuid.load()},
+            {"waiting", g_waiting.load()}};
+  }
+  return {{"ok", false}, {"error", "unknown command"}};
+}
+
+void serve_control(int lfd) {
+  for (;;) {
+    int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      in.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = in.find('\n')) != std::string::npos) {
+        json reply;
+        try {
+          reply = handle(json::parse(in.substr(0, nl)));
+        } catch (const std::exception& e) {
+          reply = {{"ok", false}, {"error", e.what()}};
+        }
+        in.erase(0, nl + 1);
+        std::string out = reply.dump() + "\n";
+        (void)!::write(fd, out.data(), out.size());
+      }
+    }
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"resctrl-fakehw: /dev/cpu/N/{cpuid,msr} and sysfs topology of a simulated machine"};
+  std::string platform = "intel-2s";
+  std::string root;
+  std::string control;
+  app.add_option("--platform", platform, "built-in profile name or JSON file");
+  app.add_option("--root", root, "directory to lay out dev/cpu and sys/ under")->required();
+  app.add_option("--control", control, "Unix socket for the simulated machine's knobs");
+  CLI11_PARSE(app, argc, argv);
+
+  auto profile = hw::sim::load_profile(platform);
+  if (!profile.ok()) {
+    std::fprintf(stderr, "resctrl-fakehw: %s\n", profile.error().message.c_str());
+    return 2;
+  }
+  g_machine = std::make_shared<hw::sim::SimMachine>(std::move(profile).value());
+  const std::filesystem::path r(root);
+  write_sysfs(r / "sys/devices/system/cpu", g_machine->profile());
+  // The kernel command line the machine was booted with: the profile's rdt=
+  // options, which an operator passes on to resctrlfsd --rdt.
+  {
+    std::string rdt;
+    for (const auto& on : g_machine->profile().rdt.force_on) rdt += (rdt.empty() ? "" : ",") + on;
+    for (const auto& off : g_machine->profile().rdt.force_off)
+      rdt += (rdt.empty() ? "!" : ",!") + off;
+    write_text(r / "proc/cmdline",
+               "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
+  }
+  const auto dev = r / "dev/cpu";
+  std::filesystem::create_directories(dev);
+
+  if (!control.empty()) {
+    int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (lfd < 0 || control.size() >= sizeof(addr.sun_path)) {
+      std::fprintf(stderr, "resctrl-fakehw: cannot create %s\n", control.c_str());
+      return 1;
+    }
+    std::memcpy(addr.sun_path, control.c_str(), control.size() + 1);
+    ::unlink(control.c_str());
+    if (::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(lfd, 8) != 0) {
+      std::fprintf(stderr, "resctrl-fakehw: cannot listen on %s: %s\n", control.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+    std::thread(serve_control, lfd).detach();
+  }
+
+  static fuse_operations ops{};
+  ops.getattr = fs_getattr;
+  ops.readdir = fs_readdir;
+  ops.open = fs_open;
+  ops.read = fs_read;
+  ops.write = fs_write;
+  ops.truncate = fs_truncate;
+  const std::string mnt = dev.string();
+  std::vector<std::string> args = {"resctrl-fakehw", "-f", "-o", "fsname=resctrl-fakehw", mnt};
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  return fuse_main(static_cast<int>(cargs.size()), cargs.data(), &ops, nullptr);
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The real-hardware path's own behaviour: resctrlfsd --backend msr with
+resctrl-msrd, over resctrl-fakehw's emulation of /dev/cpu/N/{cpuid,msr} (the
+harness's msr mode, forced on here whatever the label).
+
+- The RDT evidence: with --rdt-from-cpuid the precondition check reads CPUID
+  (through --hw-root), so a CPU whose CPUID has no RDT is refused with a
+  clear message, and one that has it starts here although /proc/cpuinfo
+  lists no RDT flag.
+- The broker killed under a mounted daemon: commands fail with EIO and a
+  message in info/last_cmd_status, nothing is applied, and once the broker
+  is back the daemon reconnects by itself and writes every register again
+  from its model (a cpus write accepted during the outage, a register a
+  command left half-applied when the broker died in the middle of it).
+- A slow machine: while a command waits on the broker, reads that need no
+  register should still be answered (skipped: a known bug, see the test).
+- Batching: a command's register writes reach the broker as one request.
+- A peer that is not the allowed uid is refused by the broker, and a daemon
+  the broker refuses does not mount.
+"""
+
+import errno
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import unittest
+
+import resctrlfs_test as rt
+
+rt.MSR = True  # this file is about the msr path, under every label
+
+NO_RDT_PROFILE = {
+    "vendor": "GenuineIntel", "family": 6, "model": 85,
+    "cpus": [{"cpu": c, "package": 0, "l2": c, "l3": 0} for c in range(4)],
+}
+
+
+def reg_map(regs):
+    return {(r["cpu"], r["msr"]): r["value"] for r in regs}
+
+
+class RdtEvidence(unittest.TestCase):
+    def test_cpuid_without_rdt_is_refused(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        profile = os.path.join(m.dir, "no-rdt.json")
+        with open(profile, "w") as f:
+            json.dump(NO_RDT_PROFILE, f)
+        hw = rt.FakeHw(profile, m.dir)
+        self.addCleanup(hw.stop)
+        # The broker itself refuses such a machine; the daemon must say why
+        # before it ever needs one.
+        argv = [rt.daemon_binary(), "-f", "--backend", "msr", "--hw-root", hw.root,
+                "--rdt-from-cpuid", "--broker", os.path.join(m.dir, "none.sock"),
+                "--state-dir", m.state_dir, m.mnt]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no RDT/PQoS", r.stderr)
+        self.assertFalse(rt.is_mounted(m.mnt))
+        b = subprocess.run([rt._find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket",
+                            os.path.join(m.dir, "b.sock"), "--hw-root", hw.root],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(b.returncode, 3, b.stderr)
+        self.assertIn("enumerates no RDT/PQoS", b.stderr)
+
+    def test_cpuid_with_rdt_starts_without_cpuinfo_flags(self):
+        with open("/proc/cpuinfo") as f:
+            host_has_rdt = any(w in f.read().split() for w in ("rdt_a", "cat_l3", "cqm", "mba"))
+        m = rt.Mount(platform="intel-2s", start=False)
+        self.addCleanup(m.cleanup)
+        argv = m.argv()
+        if not host_has_rdt:
+            # Without --rdt-from-cpuid, /proc/cpuinfo is the evidence: refused.
+            plain = [a for a in argv if a != "--rdt-from-cpuid"]
+            r = subprocess.run(plain, capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("/proc/cpuinfo", r.stderr)
+            self.assertFalse(rt.is_mounted(m.mnt))
+        m.start()
+        self.assertEqual(m.read("info/L3/num_closids"), "16\n")
+        self.assertEqual(m.status()["daemon"]["backend"], "msr")
+
+
+class BrokerFaults(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-2s"
+
+    def regs(self):
+        return reg_map(self.registers())
+
+    def test_broker_killed_and_restarted(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/schemata", "L3:0=f\n"), 0, self.lcs())
+        before_regs = self.regs()
+        before = self.read("g/schemata")
+
+        self.fs.broker.stop(signal.SIGKILL)
+        self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), errno.EIO)
+        self.assertNotEqual(self.lcs(), "ok\n")
+        self.assertTrue(self.lcs().strip(), "no message in last_cmd_status")
+        self.assertEqual(self.read("g/schemata"), before)  # nothing half-applied
+        self.assertEqual(self.regs(), before_regs)
+        # A cpus write cannot fail on the kernel (PQR_ASSOC is written by
+        # IPI); here too it changes the model, and the CPU whose register
+        # could not be written is re-programmed by the next change.
+        self.assertEqual(self.write("g/cpus_list", "2\n"), 0)
+        self.assertEqual(self.read("g/cpus_list"), "2\n")
+        self.assertEqual(self.regs(), before_regs)
+        # Files that need no register still read.
+        self.assertEqual(self.read("info/L3/cbm_mask"), "7ff\n")
+
+        self.fs.broker.start()
+        # Without any command the daemon reconnects (its 1 s monitoring
+        # worker reads counters) and writes every register again from its
+        # model: CPU 2, missed during the outage, now runs with g's CLOSID.
+        after = self.wait_for_registers(lambda r: r[(2, 0xC8F)] >> 32 != 0)
+        g_assoc = after[(2, 0xC8F)]
+        self.assertEqual({k: v for k, v in after.items() if k != (2, 0xC8F)},
+                         {k: v for k, v in before_regs.items() if k != (2, 0xC8F)})
+        self.assertEqual(self.read("g/schemata"), before)
+        self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), 0, self.lcs())
+        self.assertEqual(self.lcs(), "ok\n")
+        self.assertEqual(self.write("g/cpus_list", "2-3\n"), 0, self.lcs())
+        self.assertIn("L3:0=3;1=3", self.read("g/schemata"))
+        after = self.regs()
+        self.assertNotEqual(after, before_regs)
+        # CPUs 2 (missed during the outage) and 3 run with g's CLOSID.
+        self.assertEqual(after[(2, 0xC8F)], g_assoc)
+        self.assertEqual(after[(3, 0xC8F)], g_assoc)
+
+    def wait_for_registers(self, pred, timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            regs = self.regs()
+            if pred(regs):
+                return regs
+            if time.monotonic() > deadline:
+                self.fail("the daemon did not re-program the registers: %s\n%s" %
+                          (self.fs.daemon_log()[-2000:], self.fs.broker.log()[-2000:]))
+            time.sleep(0.2)
+
+    def test_broker_killed_in_the_middle_of_a_command(self):
+        """The broker dies while it holds a batch: the first register of the
+        command reached the machine, the second never did. The command
+        fails with EIO, the files keep the old configuration, and once the
+        broker is back the daemon puts the register that changed back."""
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/schemata", "L3:0=f;1=f\n"), 0, self.lcs())
+        before = self.read("g/schemata")
+        before_regs = self.regs()
+        self.fs.hw.ctl({"cmd": "delay", "us": 600 * 1000 * 1000})
+        result = {}
+
+        def writer():
+            result["rc"] = self.write("g/schemata", "L3:0=3;1=3\n")
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            deadline = time.monotonic() + 120
+            while self.fs.hw.ctl({"cmd": "counts"})["waiting"] == 0:
+                self.assertLess(time.monotonic(), deadline, "the write never reached the machine")
+                time.sleep(0.05)
+            # The broker dies as soon as its access returns (a process in
+            # a FUSE request the file system has taken waits for the answer).
+            self.fs.broker.proc.send_signal(signal.SIGKILL)
+        finally:
+            # The access held back completes: the first register is written.
+            self.fs.hw.ctl({"cmd": "delay", "us": 0})
+            t.join(120)
+        self.fs.broker.stop(signal.SIGKILL)
+        self.assertEqual(result.get("rc"), errno.EIO)
+        self.assertTrue(self.lcs().strip() and self.lcs() != "ok\n", self.lcs())
+        self.assertEqual(self.read("g/schemata"), before)
+        half = self.regs()
+        changed = {k for k in half if half[k] != before_regs[k]}
+        self.assertEqual(len(changed), 1, "not one register half-applied: %s" % changed)
+
+        self.fs.broker.start()
+        self.wait_for_registers(lambda r: r == before_regs)
+        self.assertEqual(self.read("g/schemata"), before)
+        self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), 0, self.lcs())
+        self.assertIn("L3:0=3;1=3", self.read("g/schemata"))
+
+    @unittest.skip("KNOWN BUG (README, real-hardware gaps): the filesystem serializes every request behind one "
+                   "mutex that a command holds across its broker round trips, so on a slow "
+                   "machine reads that need no register wait for the command; this test hangs "
+                   "until that is fixed")
+    def test_slow_broker_leaves_reads_answered(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        schemata = self.read("g/schemata")
+        self.fs.hw.ctl({"cmd": "delay", "us": 600 * 1000 * 1000})
+        result = {}
+
+        def writer():
+            result["rc"] = self.write("g/schemata", "L3:0=1\n")
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            # The write is now waiting on the machine; these need no register.
+            for _ in range(20):
+                self.assertEqual(self.read("info/L3/cbm_mask"), "7ff\n")
+                self.assertEqual(self.read("schemata").count("\n"), 2)
+                self.assertEqual(self.listdir("info"), ["L3", "L3_MON", "MB", "last_cmd_status"])
+                self.assertEqual(self.read("g/schemata"), schemata)
+            self.assertTrue(t.is_alive(), "the write did not wait for the slow machine")
+        finally:
+            self.fs.hw.ctl({"cmd": "delay", "us": 0})
+            t.join(120)
+        self.assertEqual(result.get("rc"), 0, self.lcs())
+        self.assertIn("L3:0=1;", self.read("g/schemata"))
+
+
+# Two sockets of 4 CPUs with L3 CAT and MBA and no monitoring, so that no
+# worker touches the broker between commands.
+NO_MON_PROFILE = {
+    "vendor": "GenuineIntel", "family": 6, "model": 143,
+    "cpus": [{"cpu": c, "package": c // 4, "l2": c, "l3": c // 4} for c in range(8)],
+    "l3_size_bytes": 1 << 25,
+    "l3_cat": {"cbm_len": 11, "num_closid": 16},
+    "mba": {"num_closid": 8, "max_delay": 90, "linear": True},
+}
+
+
+class Batching(unittest.TestCase):
+    """A command's register accesses reach the broker as one request."""
+
+    def test_one_round_trip_per_command(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        profile = os.path.join(m.dir, "no-mon.json")
+        with open(profile, "w") as f:
+            json.dump(NO_MON_PROFILE, f)
+        m.platform = profile
+        m.start()
+        self.assertNotIn("L3_MON", m.listdir("info"))
+
+        def cost(fn):
+            t0 = m.status()["daemon"]["broker"]
+            w0 = m.hw.ctl({"cmd": "counts"})["writes"]
+            self.assertEqual(fn(), 0, m.lcs())
+            t1 = m.status()["daemon"]["broker"]
+            w1 = m.hw.ctl({"cmd": "counts"})["writes"]
+            return t1["round_trips"] - t0["round_trips"], t1["ops"] - t0["ops"], w1 - w0
+
+        # mkdir: the new CLOSID's registers already hold the defaults.
+        self.assertEqual(cost(lambda: m.mkdir("g")), (0, 0, 0))
+        # Two domains, two resources: four registers, one request.
+        self.assertEqual(cost(lambda: m.write("g/schemata", "L3:0=3;1=3\nMB:0=50;1=50\n")),
+                         (1, 4, 4))
+        # Six CPUs change group: six PQR_ASSOC writes, one request.
+        self.assertEqual(cost(lambda: m.write("g/cpus_list", "1-6\n")), (1, 6, 6))
+        # Nothing changes: no request at all.
+        self.assertEqual(cost(lambda: m.write("g/cpus_list", "1-6\n")), (0, 0, 0))
+        regs = reg_map(m.registers())
+        for cpu in range(8):
+            self.assertEqual(regs[(cpu, 0xC8F)] >> 32 != 0, 1 <= cpu <= 6, cpu)
+
+
+class PeerRefused(unittest.TestCase):
+    def test_other_uid_is_refused(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        m._ensure_hw()
+        sock = m.broker.sock
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        # A client of another uid: the broker closes the connection without
+        # serving the request.
+        code = ("import socket,struct,sys\n"
+                "s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+                "try:\n"
+                " s.sendall(struct.pack('<II',0x52534D31,1)+struct.pack('<IIQII',0,0xC90,0,0,0))\n"
+                " print(len(s.recv(64)))\n"
+                "except (ConnectionResetError, BrokenPipeError):\n print(0)\n")
+        os.chmod(m.dir, 0o755)
+        os.chmod(sock, 0o777)
+        r = subprocess.run(["python3", "-c", code, sock], preexec_fn=as_nobody,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.stdout.strip(), "0", r.stderr)  # EOF, no reply
+        self.assertIn("refused connection from", m.broker.log())
+        self.assertIn("uid 65534", m.broker.log())
+
+    def test_daemon_refused_by_the_broker_does_not_mount(self):
+        m = rt.Mount(start=False)
+        self.addCleanup(m.cleanup)
+        m._ensure_hw()
+        m.broker.stop()
+        m.broker.start(allow_uid=12345)
+        r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertFalse(rt.is_mounted(m.mnt))
+        self.assertIn("broker", r.stderr)
+        self.assertIn("refused connection from", m.broker.log())
+
+
+if __name__ == "__main__":
+    rt.main()
