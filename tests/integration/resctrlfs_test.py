@@ -75,6 +75,7 @@ is unusable or fusermount3 is missing, and when a test skipped itself
 (self.skipTest, its reason printed); ctest reports the file as skipped.
 """
 
+import atexit
 import errno
 import json
 import os
@@ -148,11 +149,27 @@ def msr_skip(what):
                                 "(real hardware has no such knob)" % what)
 
 
+# Every FakeHw and Broker this process started, stopped at exit: a test that
+# expects a daemon to refuse to mount never calls cleanup(), and its
+# emulated devices must not outlive it.
+_STARTED = []
+
+
+@atexit.register
+def _stop_started():
+    for thing in reversed(_STARTED):
+        try:
+            thing.stop()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
 class FakeHw:
     """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu and sysfs under
     root/, its knobs on a control socket."""
 
     def __init__(self, platform, directory):
+        _STARTED.append(self)
         self.root = os.path.join(directory, "hw")
         self.sock = os.path.join(directory, "hw.sock")
         self.log_path = os.path.join(directory, "fakehw.log")
@@ -208,6 +225,7 @@ class Broker:
         self.sock = os.path.join(directory, "msrd.sock")
         self.log_path = os.path.join(directory, "msrd.log")
         self.proc = None
+        _STARTED.append(self)
         self.start()
 
     def start(self, allow_uid=None):
