@@ -92,7 +92,8 @@ stage_asan() {
 stage_tsan() {
   cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DRESCTRLFS_TSAN=ON -DRESCTRLFS_FUZZ=OFF >/dev/null
   say "building the threaded programs with TSan in $TSAN_BUILD_DIR"
-  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl resctrlfs-exporter resctrl-msrd resctrl-fakehw hw_tests daemon_unit_tests
+  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target resctrlfsd resctrlfsctl resctrlfs-exporter resctrl-msrd resctrl-fakehw floor_fs \
+    hw_tests daemon_unit_tests
   say "ctest (daemon, broker, integration, reliability) under TSan"
   rm -f "$TSAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
