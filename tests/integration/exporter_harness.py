@@ -50,13 +50,7 @@ class Exporter:
         return self.get("/metrics")[2]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        rt.stop_process(self.proc)
         self.log.close()
         return self.proc.returncode
 

@@ -149,6 +149,28 @@ def msr_skip(what):
                                 "(real hardware has no such knob)" % what)
 
 
+def stop_process(proc, sig=signal.SIGTERM, timeout=10):
+    """Sends `sig` to a child still running and waits `timeout` seconds for
+    it, then kills it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def read_log(path):
+    """A log file's text, or "" when it cannot be read."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 # Every FakeHw and Broker this process started, stopped at exit: a test that
 # expects a daemon to refuse to mount never calls cleanup(), and its
 # emulated devices must not outlive it.
@@ -198,21 +220,11 @@ class FakeHw:
         return control_request(self.sock, request)
 
     def log(self):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_log(self.log_path)
 
     def stop(self):
         dev = os.path.join(self.root, "dev/cpu")
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if is_mounted(dev):
             subprocess.call(["fusermount3", "-uz", dev], stderr=subprocess.DEVNULL)
 
@@ -242,22 +254,12 @@ class Broker:
             time.sleep(0.02)
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, sig)
         if sig == signal.SIGKILL and os.path.exists(self.sock):
             os.unlink(self.sock)  # what systemd's RuntimeDirectory would clean
 
     def log(self):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_log(self.log_path)
 
 
 # Control requests that drive the simulated machine; under the msr label they
