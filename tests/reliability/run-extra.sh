@@ -4,7 +4,8 @@
 #   fuzz  builds the libFuzzer targets of tests/reliability/fuzz (fs/ file
 #         parsers and state restore, control socket, state journal decoder,
 #         boot-state file, platform profiles) with clang-14 in
-#         $FUZZ_BUILD_DIR; for each, first replays every checked-in corpus
+#         $FUZZ_BUILD_DIR (build-fuzz, the tree the schemata fuzz stage
+#         uses too); for each, first replays every checked-in corpus
 #         file once (a regression fails every run), then fuzzes for
 #         FUZZ_SECONDS (default 20) on a scratch copy of the corpus (see
 #         tests/fuzz-lib.sh). Any crash, sanitizer report, leak or timeout
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/../.."
 
 STAGES="${RELIABILITY_STAGES:-fuzz asan tsan}"
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
-FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-rel-fuzz}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
 ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-rel-asan}"
 TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-rel-tsan}"
 JOBS="${JOBS:-2}"
