@@ -7,7 +7,8 @@ A resctrl tree mounted by resctrlfsd stands in for the kernel's.
 - Matching: the "kernel" is resctrlfsd --backend msr on the same machine
   (so it programmed the registers): every info/ file, every group's
   schemata and the registers of every group's CLOSID match; by CLOSID when
-  the tree is mounted with -o debug (ctrl_hw_id), by value otherwise.
+  the tree is mounted with -o debug (ctrl_hw_id), by value otherwise; with
+  CDP, both halves of each CLOSID.
 - Differing: a tree of another platform, and a tree of the same platform
   that never programmed this machine's registers.
 - Could not check: no resctrl mounted, the broker refusing this process,
@@ -137,6 +138,21 @@ class Matching(unittest.TestCase):
         self.assertIn("matched by value", reg["detail"])
         self.assertEqual(find(rep, "registers", "L3 CDP (QOS_CFG)")["result"], "match")
         self.assertEqual(find(rep, "info", "info/L3_MON/num_rmids")["result"], "match")
+
+    def test_same_machine_with_cdp(self):
+        m = self.mount("intel-2s", options=["cdp", "debug"])
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3CODE:0=3;1=7\nL3DATA:0=30\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertIn("cdp=on", find(rep, "kernel", "mount options")["detail"])
+        self.assertEqual(find(rep, "registers", "L3 CDP (QOS_CFG)")["detail"],
+                         "machine on, mount on")
+        self.assertEqual(find(rep, "info", "info/L3CODE/cbm_mask")["result"], "match")
+        reg = find(rep, "registers", "g")
+        self.assertEqual(reg["result"], "match", reg)
+        # CODE and DATA on two L3 domains, and MB on two.
+        self.assertTrue(reg["detail"].startswith("6 registers of CLOSID "), reg)
 
 
 class Differing(unittest.TestCase):
