@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "daemon/daemon.h"
+#include "daemon/self_check.h"
 #include "daemon/startup.h"
 
 namespace resctrlfs::daemon {
@@ -47,6 +48,19 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
     return pa.exit_code;
   }
   DaemonOptions opts = std::move(*pa.options);
+  if (opts.self_check) {
+    // Read-only; mounts nothing, takes no lock (a daemon may be serving).
+    SelfCheckOptions sc;
+    sc.broker_socket = opts.broker_socket;
+    sc.rdt = opts.rdt;
+    sc.hw_root = opts.hw_root;
+    sc.kernel_resctrl = absolute_path(opts.kernel_resctrl);
+    sc.json = opts.json;
+    std::string report;
+    const int rc = run_self_check(sc, report);
+    std::fputs(report.c_str(), rc == 2 ? stderr : stdout);
+    return rc;
+  }
   // Resolved now: a detached daemon moves to "/".
   opts.mountpoint = absolute_path(opts.mountpoint);
   opts.control_socket = absolute_path(opts.control_socket);

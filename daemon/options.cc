@@ -109,8 +109,17 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "test aid: after the unmount on exit, write the simulated registers as JSON "
                  "to FILE")
       ->type_name("FILE");
-  app.add_option("mountpoint", opts.mountpoint, "where to mount the resctrl tree")
-      ->required()
+  app.add_flag("--self-check", opts.self_check,
+               "instead of mounting: report, read-only, how this machine's CPUID, RDT registers "
+               "(read through resctrl-msrd at --broker) and the kernel's resctrl compare with "
+               "what resctrlfs would show; safe on a production machine");
+  app.add_flag("--json", opts.json, "with --self-check: the report as JSON");
+  app.add_option("--kernel-resctrl", opts.kernel_resctrl,
+                 "with --self-check: where the kernel's resctrl is (or would be) mounted")
+      ->type_name("DIR")
+      ->capture_default_str();
+  app.add_option("mountpoint", opts.mountpoint,
+                 "where to mount the resctrl tree (not with --self-check)")
       ->type_name("MOUNTPOINT");
   app.set_version_flag("--version", "resctrlfsd 0.1.0");
 
@@ -123,6 +132,18 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
     return out;
   }
 
+  if (opts.self_check != opts.mountpoint.empty()) {
+    out.exit_code = 2;
+    out.output = opts.self_check ? "resctrlfsd: --self-check takes no MOUNTPOINT\n"
+                                 : "resctrlfsd: MOUNTPOINT is required\n"
+                                   "Run with --help for more information.\n";
+    return out;
+  }
+  if (opts.json && !opts.self_check) {
+    out.exit_code = 2;
+    out.output = "resctrlfsd: --json needs --self-check\n";
+    return out;
+  }
   opts.backend = backend == "msr" ? BackendKind::kMsr : BackendKind::kSim;
   Result<SplitMountOptions> split = split_mount_options(o_args);
   if (!split.ok()) {

@@ -55,6 +55,12 @@ struct DaemonOptions {
   // (through hw_root) instead of /proc/cpuinfo's flags.
   bool rdt_from_cpuid = false;
   std::string log_level = "info";
+  // --self-check (ours): print a read-only report comparing this machine,
+  // its registers and the kernel's resctrl with resctrlfs, and exit; no
+  // MOUNTPOINT (daemon/self_check.h). --json: the report as JSON.
+  bool self_check = false;
+  bool json = false;
+  std::string kernel_resctrl = "/sys/fs/resctrl";
   // Written with the simulated registers after the unmount on exit, so tests
   // can check that unmount reset the hardware (the process is gone by then).
   std::string dump_registers_on_exit;

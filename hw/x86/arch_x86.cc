@@ -161,6 +161,7 @@ uint32_t X86Arch::get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_
 }
 
 Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
+  drop_baselines();
   struct Pending {
     ResourceId rid;
     int dom;
@@ -277,6 +278,7 @@ Result<void> X86Arch::resync() {
 }
 
 Result<void> X86Arch::reset_all_ctrls() {
+  drop_baselines();
   // One batch; the shadow follows each register that was written.
   struct Where {
     int r;
@@ -325,6 +327,7 @@ Result<void> X86Arch::write_on(const std::vector<unsigned>& cpus, uint32_t msr, 
 }
 
 Result<void> X86Arch::set_cdp_enabled(ResourceId rid, bool enable) {
+  drop_baselines();
   if (rid != ResourceId::L3 && rid != ResourceId::L2) return Error::make(EINVAL);
   const Resource& res = info_.res(rid);
   if (!res.alloc_capable || !res.cache.cdp_capable) return Error::make(EINVAL);
@@ -349,6 +352,7 @@ Result<void> X86Arch::set_cdp_enabled(ResourceId rid, bool enable) {
 bool X86Arch::cdp_enabled(ResourceId rid) const { return cdp_[static_cast<int>(rid)]; }
 
 Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) {
+  drop_baselines();
   if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return Error::make(EINVAL);
   const uint64_t v = (uint64_t{closid} << PQR_ASSOC_CLOS_SHIFT) | rmid;
   pqr_want_[cpu] = v;
@@ -363,6 +367,7 @@ Result<void> X86Arch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid
 }
 
 void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
+  drop_baselines();
   std::vector<size_t> todo;  // indexes into assocs still to write
   for (size_t i = 0; i < assocs.size(); ++i) {
     CpuAssoc& a = assocs[i];
@@ -432,6 +437,7 @@ uint32_t X86Arch::physical_rmid(int domain_id, uint32_t rmid) const {
 
 CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
                                  std::optional<unsigned> cntr_id) {
+  drop_baselines();
   const CounterValue error{ReadError::kError, 0};
   int d = mon_domain_index(domain_id);
   if (d < 0 || !info_.mon.capable) return error;
@@ -476,25 +482,84 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
 }
 
 CounterValue X86Arch::read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) {
+  drop_baselines();
   if (!aet_) return {ReadError::kError, 0};
   return aet_->read(package_id, rmid, ev);
 }
 
+void X86Arch::read_baselines(uint32_t rmid) {
+  drop_baselines();
+  baselines_rmid_ = rmid;
+  std::vector<MsrOp> ops;
+  for (size_t d = 0; d < info_.mon.mon_domains.size(); ++d) {
+    const MonDomain& md = info_.mon.mon_domains[d];
+    for (EventId ev : info_.mon.events) {
+      if (ev != EventId::MBM_TOTAL && ev != EventId::MBM_LOCAL) continue;
+      const unsigned cpu = md.cpus.first();
+      const uint64_t sel = (uint64_t{physical_rmid(md.id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
+                           static_cast<uint64_t>(ev);
+      ops.push_back(MsrOp{cpu, IA32_QM_EVTSEL, sel, true});
+      ops.push_back(MsrOp{cpu, IA32_QM_CTR, 0, false});
+      baselines_.push_back(Baseline{static_cast<int>(d), ev});
+    }
+  }
+  msr_->run(ops);
+  for (size_t i = 0; i < baselines_.size(); ++i) {
+    const MsrOp& sel = ops[2 * i];
+    const MsrOp& ctr = ops[2 * i + 1];
+    // A pair the batch never ran (an earlier one failed) is read on its own
+    // when its reset comes.
+    if (sel.err == ECANCELED || ctr.err == ECANCELED) continue;
+    baselines_[i].err = sel.err != 0 ? sel.err : ctr.err;
+    baselines_[i].raw = ctr.value;
+  }
+}
+
 void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
   int d = mon_domain_index(domain_id);
-  if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.mon.num_rmids) return;
+  if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.mon.num_rmids) {
+    drop_baselines();
+    return;
+  }
   MbmState& st = mon_[d].rmid[mbm_index(ev)][rmid];
   st = MbmState{};
   // The counter's value now is the baseline (Linux's resctrl_arch_reset_rmid
   // in arch/x86/kernel/cpu/resctrl/monitor.c records it at RMID allocation);
-  // a counter that reads Error or Unavailable leaves it at 0.
-  const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
-  const uint64_t sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
-                       static_cast<uint64_t>(ev);
-  std::vector<MsrOp> ops{MsrOp{cpu, IA32_QM_EVTSEL, sel, true}, MsrOp{cpu, IA32_QM_CTR, 0, false}};
-  msr_->run(ops);
-  if (ops[0].err != 0 || ops[1].err != 0) return;
-  const std::optional<uint64_t> raw = ops[1].value;
+  // a counter that reads Error or Unavailable leaves it at 0. The first
+  // reset of an RMID's sweep (first domain, first MBM event) reads the
+  // whole sweep's baselines in one batch; the resets that follow at once,
+  // in the same order, take theirs from it.
+  const bool next_of_sweep =
+      !baselines_.empty() && baselines_rmid_ == rmid && baselines_next_ < baselines_.size() &&
+      baselines_[baselines_next_].dom == d && baselines_[baselines_next_].ev == ev;
+  if (!next_of_sweep) {
+    drop_baselines();
+    const auto first_mbm =
+        std::find_if(info_.mon.events.begin(), info_.mon.events.end(),
+                     [](EventId e) { return e == EventId::MBM_TOTAL || e == EventId::MBM_LOCAL; });
+    const bool sweep_start = d == 0 && first_mbm != info_.mon.events.end() && *first_mbm == ev;
+    if (sweep_start) read_baselines(rmid);
+  }
+  std::optional<uint64_t> raw;
+  if (!baselines_.empty()) {  // read_baselines() just ran, or the sweep goes on
+    const Baseline b = baselines_[baselines_next_++];
+    if (baselines_next_ == baselines_.size()) drop_baselines();
+    if (b.err == 0) {
+      raw = b.raw;
+    } else if (b.err != ECANCELED) {
+      return;
+    }
+  }
+  if (!raw) {
+    const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+    const uint64_t sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
+                         static_cast<uint64_t>(ev);
+    std::vector<MsrOp> ops{MsrOp{cpu, IA32_QM_EVTSEL, sel, true},
+                           MsrOp{cpu, IA32_QM_CTR, 0, false}};
+    msr_->run(ops);
+    if (ops[0].err != 0 || ops[1].err != 0) return;
+    raw = ops[1].value;
+  }
   if ((*raw & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE)) != 0) return;
   const unsigned width = info_.mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
@@ -502,6 +567,7 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
 }
 
 void X86Arch::reset_domain_events(int domain_id) {
+  drop_baselines();
   int d = mon_domain_index(domain_id);
   if (d < 0) return;
   for (auto& v : mon_[d].rmid) std::fill(v.begin(), v.end(), MbmState{});
@@ -509,6 +575,7 @@ void X86Arch::reset_domain_events(int domain_id) {
 }
 
 Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t config) {
+  drop_baselines();
   int d = mon_domain_index(domain_id);
   if (!info_.mon.bmec || d < 0 || ev == EventId::LLC_OCCUPANCY) return Error::make(EINVAL);
   if ((config & ~info_.mon.bmec_supported_mask) != 0) return Error::make(EINVAL);
@@ -537,6 +604,7 @@ uint64_t X86Arch::ext_cfg(bool abmc, bool sdciae) {
 }
 
 Result<void> X86Arch::set_io_alloc_enabled(ResourceId rid, bool enable) {
+  drop_baselines();
   const Resource& res = info_.res(rid);
   if (rid != ResourceId::L3 || !res.alloc_capable || !res.cache.io_alloc_capable)
     return Error::make(EINVAL);
@@ -560,6 +628,7 @@ bool X86Arch::io_alloc_enabled(ResourceId rid) const {
 }
 
 Result<void> X86Arch::set_abmc_enabled(bool enable) {
+  drop_baselines();
   if (!info_.mon.abmc) return Error::make(EINVAL);
   RESCTRLFS_RETURN_IF_ERROR(resync());
   const uint64_t v = ext_cfg(enable, io_alloc_enabled_);
@@ -579,6 +648,7 @@ Result<void> X86Arch::set_abmc_enabled(bool enable) {
 
 Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
                                   uint32_t evt_cfg, bool assign) {
+  drop_baselines();
   int d = mon_domain_index(domain_id);
   if (!info_.mon.abmc || d < 0 || cntr_id >= mon_[d].cntr.size() || rmid >= info_.mon.num_rmids ||
       (evt_cfg & ~BMEC_MAX_EVT_CONFIG_BITS) != 0)
@@ -610,6 +680,7 @@ int X86Arch::mon_domain_id_of(unsigned cpu) const {
 }
 
 Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
+  drop_baselines();
   if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
     return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
   if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
@@ -657,6 +728,7 @@ Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
 }
 
 Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
+  drop_baselines();
   if (cpu >= info_.nr_cpus) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
   if (info_.online.test(cpu))
     return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is already online");
@@ -764,6 +836,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
 // ---- Cache pseudo-locking.
 
 Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) {
+  drop_baselines();
   const Resource& res = info_.res(rid);
   const int di = ctrl_domain_index(rid, domain_id);
   if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_cache() || di < 0 ||
@@ -802,7 +875,10 @@ Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid
   return Ok();
 }
 
-void X86Arch::pseudo_unlock(ResourceId rid, int domain_id) { locked_.erase({rid, domain_id}); }
+void X86Arch::pseudo_unlock(ResourceId rid, int domain_id) {
+  drop_baselines();
+  locked_.erase({rid, domain_id});
+}
 
 uint32_t X86Arch::pseudo_locked_cbm(ResourceId rid, int domain_id) const {
   auto it = locked_.find({rid, domain_id});

@@ -10,6 +10,7 @@
 // (monitoring domain, RMID or ABMC counter, event).
 #pragma once
 
+#include <cerrno>
 #include <map>
 #include <memory>
 #include <optional>
@@ -136,6 +137,27 @@ class X86Arch final : public Arch {
   // that fails, and it is tried again by the next call.
   Result<void> resync();
   std::vector<MonDomState> mon_;
+  // MBM baselines of one RMID read ahead in one batch (see reset_event):
+  // the fs resets a new RMID's counters domain by domain, event by event,
+  // and each reset would otherwise cost its own select + read round trip.
+  // Valid only for the reset_event calls that follow at once, in that
+  // order; any other call that can touch the hardware drops them.
+  struct Baseline {
+    int dom = 0;  // mon domain index
+    EventId ev = EventId::MBM_TOTAL;
+    int err = ECANCELED;  // 0: `raw` holds the counter; ECANCELED: not read
+    uint64_t raw = 0;
+  };
+  uint32_t baselines_rmid_ = 0;
+  std::vector<Baseline> baselines_;  // in the order the resets will come
+  size_t baselines_next_ = 0;
+  void drop_baselines() {
+    baselines_.clear();
+    baselines_next_ = 0;
+  }
+  // Reads the baselines of every MBM event of `rmid` on every monitoring
+  // domain in one batch.
+  void read_baselines(uint32_t rmid);
   bool abmc_enabled_ = false;
   std::unique_ptr<AetTelemetry> aet_;  // null without telemetry aggregators
   bool io_alloc_enabled_ = false;      // SDCIAE (L3)

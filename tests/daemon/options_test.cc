@@ -142,3 +142,27 @@ TEST_CASE("usage errors exit non-zero with a message, --help exits 0") {
   CHECK(h.output.find("--platform") != std::string::npos);
   CHECK(h.output.find("--control") != std::string::npos);
 }
+
+TEST_CASE("option self-check takes no mount point, and json and kernel-resctrl go with it") {
+  ParsedArgs p = parse({"--self-check", "--broker", "/run/b.sock"});
+  REQUIRE(p.options);
+  CHECK(p.options->self_check);
+  CHECK_FALSE(p.options->json);
+  CHECK(p.options->mountpoint.empty());
+  CHECK(p.options->broker_socket == "/run/b.sock");
+  CHECK(p.options->kernel_resctrl == "/sys/fs/resctrl");
+  ParsedArgs j = parse({"--self-check", "--json", "--kernel-resctrl", "/mnt/k"});
+  REQUIRE(j.options);
+  CHECK(j.options->json);
+  CHECK(j.options->kernel_resctrl == "/mnt/k");
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"--self-check", "/mnt/x"},  // a mount point with --self-check
+           {"--json", "/mnt/x"}}) {     // --json without --self-check
+    ParsedArgs b = parse(bad);
+    CHECK_FALSE(b.options);
+    CHECK(b.exit_code == 2);
+    CHECK_FALSE(b.output.empty());
+  }
+  ParsedArgs none = parse({});
+  CHECK(none.output.find("MOUNTPOINT is required") != std::string::npos);
+}

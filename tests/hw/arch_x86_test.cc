@@ -223,6 +223,83 @@ TEST_CASE("counter reads go through QM_EVTSEL/QM_CTR and fold the 24-bit wrap") 
   CHECK(r.arch->read_event(1, 11, EventId::MBM_TOTAL).bytes == 7ULL * 65536);
 }
 
+namespace {
+
+// Counts the batches (run() calls) that reach a RecordingMsr.
+class BatchCountingMsr final : public MsrDevice {
+ public:
+  explicit BatchCountingMsr(std::shared_ptr<RecordingMsr> inner) : inner_(std::move(inner)) {}
+  void run(std::vector<MsrOp>& ops) override {
+    ++batches;
+    MsrDevice::run(ops);
+  }
+  Result<uint64_t> read(unsigned cpu, uint32_t msr) override { return inner_->read(cpu, msr); }
+  Result<void> write(unsigned cpu, uint32_t msr, uint64_t v) override {
+    return inner_->write(cpu, msr, v);
+  }
+  unsigned batches = 0;
+
+ private:
+  std::shared_ptr<RecordingMsr> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("a new RMID's MBM baselines, domain by domain and event by event, are one batch") {
+  auto p = sim::load_profile("intel-2s");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  auto rec = std::make_shared<RecordingMsr>();
+  auto dev = std::make_shared<BatchCountingMsr>(rec);
+  auto a = X86Arch::create(m.info(), m.limits(), dev, nullptr);
+  REQUIRE(a.ok());
+  X86Arch& arch = **a;
+  REQUIRE(arch.info().mon.mon_domains.size() == 2);
+  rec->log.clear();
+  dev->batches = 0;
+  const uint64_t mon_cpu1 = arch.info().mon.mon_domains[1].cpus.first();
+
+  SECTION("the whole sweep: one batch, each baseline kept") {
+    rec->qm_ctr = {0x10, 0x20, 0x30, 0x40};
+    arch.reset_event(0, 9, EventId::MBM_TOTAL);
+    arch.reset_event(0, 9, EventId::MBM_LOCAL);
+    arch.reset_event(1, 9, EventId::MBM_TOTAL);
+    arch.reset_event(1, 9, EventId::MBM_LOCAL);
+    CHECK(dev->batches == 1);
+    REQUIRE(rec->log.size() == 8);
+    CHECK(rec->log[0] == W(0, IA32_QM_EVTSEL, (9ULL << 32) | 2));
+    CHECK(rec->log[3] == R(0, IA32_QM_CTR, 0x20));
+    CHECK(rec->log[6] == W(mon_cpu1, IA32_QM_EVTSEL, (9ULL << 32) | 3));
+    rec->qm_ctr = {0x15, 0x48};
+    CHECK(arch.read_event(0, 9, EventId::MBM_TOTAL).bytes == 5ULL * 65536);
+    CHECK(arch.read_event(1, 9, EventId::MBM_LOCAL).bytes == 8ULL * 65536);
+  }
+  SECTION("a sweep interrupted by another call reads the rest on its own") {
+    rec->qm_ctr = {0x10, 0x20, 0x30, 0x40, 0x7};
+    arch.reset_event(0, 9, EventId::MBM_TOTAL);
+    (void)arch.read_event(0, 3, EventId::LLC_OCCUPANCY);  // drops the read-ahead
+    rec->qm_ctr = {0x50, 0x58};
+    arch.reset_event(0, 9, EventId::MBM_LOCAL);  // not the sweep's start: its own read
+    CHECK(dev->batches == 3);
+    CHECK(arch.read_event(0, 9, EventId::MBM_LOCAL).bytes == 8ULL * 65536);
+  }
+  SECTION("another RMID's reset does not take the first one's baselines") {
+    rec->qm_ctr = {0x10, 0x20, 0x30, 0x40};
+    arch.reset_event(0, 9, EventId::MBM_TOTAL);
+    rec->qm_ctr = {0x100, 0x0, 0x0, 0x0};
+    arch.reset_event(0, 10, EventId::MBM_TOTAL);
+    CHECK(dev->batches == 2);
+    rec->qm_ctr = {0x101};
+    CHECK(arch.read_event(0, 10, EventId::MBM_TOTAL).bytes == 1ULL * 65536);
+  }
+  SECTION("a reset of one domain alone (not the sweep's start) costs one batch of two") {
+    rec->qm_ctr = {0x10};
+    arch.reset_event(1, 9, EventId::MBM_TOTAL);
+    CHECK(dev->batches == 1);
+    CHECK(rec->log.size() == 2);
+  }
+}
+
 TEST_CASE("occupancy is scaled, not folded") {
   Rig r = rig("intel-2s");
   r.msr->qm_ctr = {5};
@@ -244,8 +321,12 @@ TEST_CASE("Error and Unavailable bits become read errors") {
 TEST_CASE("AMD 44-bit counters fold across their width") {
   Rig r = rig("amd-2s");
   const uint64_t top = (1ULL << 44) - 2;
-  r.msr->qm_ctr = {top, 3};
-  r.arch->reset_event(0, 1, EventId::MBM_TOTAL);  // the baseline at RMID allocation
+  // The baseline at RMID allocation; the first reset of a sweep reads the
+  // baselines of every domain and MBM event at once (zeros after the first).
+  r.msr->qm_ctr.assign(2 * r.arch->info().mon.mon_domains.size(), 0);
+  r.msr->qm_ctr.front() = top;
+  r.msr->qm_ctr.push_back(3);
+  r.arch->reset_event(0, 1, EventId::MBM_TOTAL);
   CHECK(r.arch->read_event(0, 1, EventId::MBM_TOTAL).bytes == 5ULL * 64);
 }
 

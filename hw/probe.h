@@ -1,0 +1,79 @@
+// Defines the hardware half of `resctrlfsd --self-check`: a read-only look
+// at the machine the MSR backend would drive. It decodes CPUID on every
+// online CPU (through /dev/cpu/N/cpuid), reads (never writes) the RDT
+// registers through the resctrl-msrd broker, and builds a model: an Arch
+// decoded from the same CPUID over an in-memory register file, so that the
+// caller can mount a private resctrl tree on it and see what resctrlfs
+// would show and program, without touching the machine.
+//
+// daemon/ includes this; fs/ never does.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "hw/arch.h"
+
+namespace resctrlfs::hw {
+
+// One control register of one CLOSID: where it lives, what the model
+// (resctrlfs) holds there and what the machine holds.
+struct ProbeRegister {
+  std::string what;  // "L3 domain 0 CLOSID 3 (CODE)"
+  unsigned cpu = 0;
+  uint32_t msr = 0;
+  uint64_t model = 0;
+  std::optional<uint64_t> machine;  // empty: not read (refused or failed)
+};
+
+class HwProbe {
+ public:
+  virtual ~HwProbe() = default;
+  // "GenuineIntel family 6 model 0x6a stepping 6".
+  virtual std::string cpu_identity() const = 0;
+  // The RDT/PQoS flags CPUID enumerates, as /proc/cpuinfo names them.
+  virtual std::vector<std::string> cpuid_flags() const = 0;
+  // Online CPUs whose CPUID was read.
+  virtual unsigned cpus_checked() const = 0;
+  // One line per RDT leaf on which a CPU differs from the first online CPU.
+  virtual std::vector<std::string> cpuid_differences() const = 0;
+  // Null when the CPU has no RDT/PQoS (or rdt= turned it all off); why in
+  // model_error().
+  virtual Arch* model() = 0;
+  virtual std::string model_error() const = 0;
+  // Empty when the registers were read, else why not (no broker, refused).
+  virtual std::string machine_error() const = 0;
+  // Register reads that failed (a register the broker refused or the CPU
+  // did not implement), one line each.
+  virtual std::vector<std::string> unread_registers() const = 0;
+  // How many register reads were sent to the broker, and writes (always 0).
+  virtual std::pair<uint64_t, uint64_t> machine_ops() const = 0;
+  // The control registers of `model_closid` in the model next to those of
+  // `machine_closid` on the machine, every resource and control domain
+  // (both halves under CDP, as the model has CDP on).
+  virtual std::vector<ProbeRegister> closid_registers(uint32_t model_closid,
+                                                      uint32_t machine_closid) const = 0;
+  // The CLOSIDs (below the hardware's count) whose registers on the machine
+  // equal `model_closid`'s in the model.
+  virtual std::vector<uint32_t> machine_closids_like(uint32_t model_closid) const = 0;
+  // CDP as the machine's QOS_CFG registers have it (empty: not read).
+  virtual std::optional<bool> machine_cdp(ResourceId rid) const = 0;
+  // Per online CPU, PQR_ASSOC's CLOSID on the machine (CPUs not read left out).
+  virtual std::map<unsigned, uint32_t> machine_cpu_closids() const = 0;
+};
+
+// Probes the machine under `hw_root` ("/" on a real one) through the broker
+// at `broker_socket`, with the kernel's rdt= options `rdt` and the mount
+// options' CDP (`cdp_l3`, `cdp_l2`) applied to the model. Never fails: what
+// cannot be checked is said in the probe. Only fails (with the reason) when
+// the topology cannot be read at all.
+Result<std::unique_ptr<HwProbe>> probe_hardware(const std::string& broker_socket,
+                                                const std::string& rdt, const std::string& hw_root);
+
+}  // namespace resctrlfs::hw

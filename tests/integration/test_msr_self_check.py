@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""resctrlfsd --self-check (ours) on simulated machines, through the same
+seam as on hardware: resctrl-fakehw emulates /dev/cpu/N/{cpuid,msr} and the
+sysfs topology of a simulated platform, resctrl-msrd serves its registers.
+A resctrl tree mounted by resctrlfsd stands in for the kernel's.
+
+- Matching: the "kernel" is resctrlfsd --backend msr on the same machine
+  (so it programmed the registers): every info/ file, every group's
+  schemata and the registers of every group's CLOSID match; by CLOSID when
+  the tree is mounted with -o debug (ctrl_hw_id), by value otherwise; with
+  CDP, both halves of each CLOSID.
+- Differing: a tree of another platform, and a tree of the same platform
+  that never programmed this machine's registers.
+- Could not check: no resctrl mounted, the broker refusing this process,
+  no broker at all.
+- Read-only: resctrl-fakehw counts every MSR write; the self-check makes none.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import resctrlfs_test as rt
+
+rt.MSR = True  # Mounts run the msr path unless a test says otherwise
+
+# Two sockets of 4 CPUs with L3 CAT and MBA and no monitoring: no daemon
+# worker writes a register (QM_EVTSEL) while the self-check runs.
+NO_MON_PROFILE = {
+    "vendor": "GenuineIntel", "family": 6, "model": 143,
+    "cpus": [{"cpu": c, "package": c // 4, "l2": c, "l3": c // 4} for c in range(8)],
+    "l3_size_bytes": 1 << 25,
+    "l3_cat": {"cbm_len": 11, "num_closid": 16},
+    "mba": {"num_closid": 8, "max_delay": 90, "linear": True},
+}
+
+
+def self_check(hw, broker_sock, kernel, as_json=True):
+    argv = [rt.daemon_binary(), "--self-check", "--broker", broker_sock, "--hw-root", hw.root,
+            "--kernel-resctrl", kernel]
+    if hw.rdt():
+        argv += ["--rdt", hw.rdt()]
+    if as_json:
+        argv.append("--json")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if as_json:
+        try:
+            return r.returncode, json.loads(r.stdout), r
+        except ValueError:
+            raise AssertionError("not JSON (rc %d): %s\n%s" % (r.returncode, r.stdout, r.stderr))
+    return r.returncode, r.stdout, r
+
+
+def results(report, area=None, result=None):
+    return [c for c in report["checks"]
+            if (area is None or c["area"] == area) and (result is None or c["result"] == result)]
+
+
+def find(report, area, item):
+    for c in report["checks"]:
+        if c["area"] == area and c["item"] == item:
+            return c
+    raise AssertionError("no check %s/%s in %s" % (area, item, json.dumps(report, indent=1)))
+
+
+class SimMount(rt.Mount):
+    """A resctrlfsd on the simulated backend (the stand-in for a kernel that
+    did not program the machine under test)."""
+
+    def __init__(self, platform):
+        rt.MSR = False
+        try:
+            super().__init__(platform=platform)
+        finally:
+            rt.MSR = True
+
+
+class Matching(unittest.TestCase):
+    def mount(self, profile, options=()):
+        m = rt.Mount(start=False, options=options)
+        self.addCleanup(m.cleanup)
+        if isinstance(profile, dict):
+            path = os.path.join(m.dir, "profile.json")
+            with open(path, "w") as f:
+                json.dump(profile, f)
+            profile = path
+        m.platform = profile
+        m.start()
+        return m
+
+    def test_same_machine_by_closid(self):
+        m = self.mount(NO_MON_PROFILE, options=["debug"])
+        self.assertEqual(m.mkdir("g1"), 0)
+        self.assertEqual(m.mkdir("g2"), 0)
+        self.assertEqual(m.write("g1/schemata", "L3:0=f;1=3\nMB:0=50;1=70\n"), 0, m.lcs())
+        self.assertEqual(m.write("g2/schemata", "L3:0=70;1=7f0\n"), 0, m.lcs())
+        self.assertEqual(m.write("g2/cpus_list", "1,5\n"), 0, m.lcs())
+        before = m.hw.ctl({"cmd": "counts"})
+
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        after = m.hw.ctl({"cmd": "counts"})
+        self.assertEqual(after["writes"], before["writes"], "the self-check wrote a register")
+        self.assertGreater(after["reads"], before["reads"], "no register was read")
+        self.assertEqual(rep["msr_writes"], 0)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertEqual(rep["summary"]["differ"], 0)
+        self.assertEqual(rep["cpu"]["cpus_checked"], 8)
+        self.assertIn("cat_l3", rep["cpu"]["cpuid_flags"])
+        self.assertEqual(find(rep, "cpuid", "every CPU")["result"], "match")
+        for f in ("info/L3/cbm_mask", "info/L3/num_closids", "info/L3/bit_usage",
+                  "info/MB/bandwidth_gran", "info/MB/min_bandwidth"):
+            self.assertEqual(find(rep, "info", f)["result"], "match", f)
+        self.assertEqual(find(rep, "info", "info/last_cmd_status")["result"], "not_checked")
+        for g in ("/", "g1", "g2"):
+            self.assertEqual(find(rep, "schemata", g)["result"], "match", g)
+            reg = find(rep, "registers", g)
+            self.assertEqual(reg["result"], "match", reg)
+            self.assertIn("ctrl_hw_id", reg["detail"])
+
+        # The text form says the same.
+        rc, text, _ = self_check(m.hw, m.broker.sock, m.mnt, as_json=False)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("MATCH       schemata: g1", text)
+        self.assertIn("0 differ", text)
+        self.assertIn(" 0 writes)", text)
+        self.assertEqual(m.hw.ctl({"cmd": "counts"})["writes"], before["writes"])
+
+    def test_same_machine_by_value(self):
+        m = self.mount("intel-2s")
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=3;1=7\nMB:0=30\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        reg = find(rep, "registers", "g")
+        self.assertEqual(reg["result"], "match", reg)
+        self.assertIn("matched by value", reg["detail"])
+        self.assertEqual(find(rep, "registers", "L3 CDP (QOS_CFG)")["result"], "match")
+        self.assertEqual(find(rep, "info", "info/L3_MON/num_rmids")["result"], "match")
+
+    def test_same_machine_with_cdp(self):
+        m = self.mount("intel-2s", options=["cdp", "debug"])
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3CODE:0=3;1=7\nL3DATA:0=30\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertIn("cdp=on", find(rep, "kernel", "mount options")["detail"])
+        self.assertEqual(find(rep, "registers", "L3 CDP (QOS_CFG)")["detail"],
+                         "machine on, mount on")
+        self.assertEqual(find(rep, "info", "info/L3CODE/cbm_mask")["result"], "match")
+        reg = find(rep, "registers", "g")
+        self.assertEqual(reg["result"], "match", reg)
+        # CODE and DATA on two L3 domains, and MB on two.
+        self.assertTrue(reg["detail"].startswith("6 registers of CLOSID "), reg)
+
+
+class Differing(unittest.TestCase):
+    def machine(self, platform="intel-2s"):
+        d = tempfile.mkdtemp(prefix="resctrlfs-it-selfcheck-")
+        hw = rt.FakeHw(platform, d)
+        self.addCleanup(hw.stop)
+        broker = rt.Broker(hw, d)
+        self.addCleanup(broker.stop)
+        return hw, broker
+
+    def test_other_platform(self):
+        hw, broker = self.machine("intel-2s")
+        k = SimMount("intel-l2")
+        self.addCleanup(k.cleanup)
+        rc, rep, r = self_check(hw, broker.sock, k.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        self.assertGreater(rep["summary"]["differ"], 0)
+        self.assertEqual(find(rep, "info", "info/L2/cbm_mask")["detail"],
+                         "only in the kernel's tree")
+        # Snow Ridge's L3 is not Ice Lake-SP's.
+        self.assertEqual(find(rep, "info", "info/L3/cbm_mask")["detail"],
+                         "kernel: fff; resctrlfs: 7ff")
+        root = find(rep, "schemata", "/")
+        self.assertEqual(root["result"], "differ")
+        self.assertIn("refuses the kernel's schemata", root["detail"])
+        self.assertEqual(hw.ctl({"cmd": "counts"})["writes"], 0)
+
+    def test_registers_not_programmed(self):
+        """Same platform, so every info/ file matches; but that tree never
+        programmed this machine, so no CLOSID holds its group's masks."""
+        hw, broker = self.machine("intel-2s")
+        k = SimMount("intel-2s")
+        self.addCleanup(k.cleanup)
+        self.assertEqual(k.mkdir("g"), 0)
+        self.assertEqual(k.write("g/schemata", "L3:0=3;1=3\n"), 0, k.lcs())
+        rc, rep, r = self_check(hw, broker.sock, k.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        self.assertEqual(results(rep, "info", "differ"), [])
+        self.assertEqual(find(rep, "info", "info/L3/cbm_mask")["result"], "match")
+        self.assertEqual(find(rep, "schemata", "g")["result"], "match")
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+        reg = find(rep, "registers", "g")
+        self.assertEqual(reg["result"], "differ")
+        self.assertIn("no CLOSID on the machine", reg["detail"])
+        self.assertEqual(hw.ctl({"cmd": "counts"})["writes"], 0)
+
+
+class NotChecked(unittest.TestCase):
+    def machine(self, allow_uid=None):
+        d = tempfile.mkdtemp(prefix="resctrlfs-it-selfcheck-")
+        hw = rt.FakeHw("intel-2s", d)
+        self.addCleanup(hw.stop)
+        broker = rt.Broker(hw, d)
+        self.addCleanup(broker.stop)
+        if allow_uid is not None:
+            broker.stop()
+            broker.start(allow_uid=allow_uid)
+        return d, hw, broker
+
+    def test_no_resctrl_mounted(self):
+        d, hw, broker = self.machine()
+        rc, rep, r = self_check(hw, broker.sock, os.path.join(d, "nothing"))
+        self.assertEqual(rc, 0, r.stdout + r.stderr)
+        k = find(rep, "kernel", "resctrl at " + os.path.join(d, "nothing"))
+        self.assertEqual(k["result"], "not_checked")
+        self.assertIn("not mounted", k["detail"])
+        self.assertEqual(results(rep, "info"), [])
+        # CLOSID 0 holds the power-on defaults resctrlfs would program.
+        self.assertEqual(results(rep, "registers", "differ"), [])
+        self.assertEqual(find(rep, "registers", "read through resctrl-msrd")["result"], "match")
+        self.assertGreater(rep["msr_reads"], 0)
+        counts = hw.ctl({"cmd": "counts"})
+        self.assertGreater(counts["reads"], 0)
+        self.assertEqual(counts["writes"], 0)
+
+    def test_broker_refuses(self):
+        d, hw, broker = self.machine(allow_uid=12345)
+        rc, rep, r = self_check(hw, broker.sock, os.path.join(d, "nothing"))
+        self.assertEqual(rc, 0, r.stdout + r.stderr)
+        c = find(rep, "registers", "read through resctrl-msrd")
+        self.assertEqual(c["result"], "not_checked")
+        self.assertIn("did not serve this process", c["detail"])
+        self.assertEqual(hw.ctl({"cmd": "counts"})["reads"], 0)
+        self.assertEqual(hw.ctl({"cmd": "counts"})["writes"], 0)
+
+    def test_no_broker(self):
+        d, hw, broker = self.machine()
+        broker.stop()
+        rc, text, r = self_check(hw, os.path.join(d, "none.sock"), os.path.join(d, "x"),
+                                 as_json=False)
+        self.assertEqual(rc, 0, text + r.stderr)
+        self.assertIn("NOT CHECKED registers: read through resctrl-msrd: cannot reach the MSR "
+                      "broker", text)
+        self.assertIn("MATCH       cpuid: every CPU", text)
+
+
+if __name__ == "__main__":
+    rt.main()
