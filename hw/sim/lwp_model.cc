@@ -116,8 +116,10 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
   const uint64_t cfg = caps.supported.raw | (kVector << x86::LWP_CFG_VECTOR_SHIFT);
   auto [it, fresh] =
       lwp_.try_emplace(tid, caps, cfg, static_cast<uint64_t>(tid) * 0x9E3779B97F4A7C15ULL);
-  RESCTRLFS_RETURN_IF_ERROR(it->second.llwpcb(cb));
-  (void)fresh;
+  if (auto r = it->second.llwpcb(cb); !r.ok()) {
+    if (fresh) lwp_.erase(it);  // a refused LWPCB leaves nothing behind
+    return r.error();
+  }
   return lwp_status_locked(tid);
 }
 
