@@ -322,7 +322,10 @@ struct Lwpcb {
 
   static constexpr uint32_t kFlagEn = 1U << 0;
   static constexpr uint32_t kFlagInt = 1U << 31;
-  static uint32_t flag_of(uint8_t event_id) { return 1U << event_id; }
+  // The Flags bit of an event id (ids 1..30 have one; others none).
+  static uint32_t flag_of(uint8_t event_id) {
+    return event_id >= 1 && event_id <= 30 ? 1U << event_id : 0;
+  }
 };
 
 inline size_t lwpcb_size(size_t n_events, size_t event_offset = kLwpcbHeaderSize) {
