@@ -74,7 +74,8 @@ Result<ControlRequest> parse_clock(const json& obj) {
 
 Result<ControlRequest> parse_workload(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(
-      only_fields(obj, {"tid", "cpu", "footprint_bytes", "bandwidth_mbps", "local_fraction"}));
+      only_fields(obj, {"tid", "cpu", "footprint_bytes", "bandwidth_mbps", "local_fraction",
+                        "instructions_per_sec", "branch_share"}));
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
@@ -102,6 +103,100 @@ Result<ControlRequest> parse_workload(const json& obj) {
   if (obj.contains("local_fraction")) {
     RESCTRLFS_ASSIGN_OR_RETURN(req.workload.local_fraction,
                                get_double(obj, "local_fraction", 0.0, 1.0));
+  }
+  if (obj.contains("instructions_per_sec")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.instructions_per_sec,
+                               get_double(obj, "instructions_per_sec", 0.0, 1e12));
+  }
+  if (obj.contains("branch_share")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.branch_share,
+                               get_double(obj, "branch_share", 0.0, 1.0));
+  }
+  return ControlRequest{req};
+}
+
+Result<ControlRequest> parse_lwp(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(
+      only_fields(obj, {"action", "tid", "value", "instructions", "branches", "dcache",
+                        "buffer_bytes", "threshold", "min_latency", "random", "levels", "max"}));
+  LwpRequest req;
+  auto a = obj.find("action");
+  if (a == obj.end() || !a->is_string()) return bad("lwp needs 'action'");
+  const std::string& action = a->get_ref<const std::string&>();
+  if (action == "arm") {
+    req.action = LwpRequest::Action::kArm;
+  } else if (action == "drain") {
+    req.action = LwpRequest::Action::kDrain;
+  } else if (action == "status") {
+    req.action = LwpRequest::Action::kStatus;
+  } else if (action == "disarm") {
+    req.action = LwpRequest::Action::kDisarm;
+  } else {
+    return bad("lwp action must be arm, drain, status or disarm");
+  }
+  if (!obj.contains("tid")) return bad("lwp needs 'tid'");
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
+  if (tid == 0) return bad("'tid' must be positive");
+  req.tid = static_cast<int>(tid);
+  const bool arm = req.action == LwpRequest::Action::kArm;
+  for (const char* k : {"value", "instructions", "branches", "dcache", "buffer_bytes", "threshold",
+                        "min_latency", "random", "levels"})
+    if (!arm && obj.contains(k)) return bad(std::string("'") + k + "' only goes with arm");
+  if (obj.contains("max") && req.action != LwpRequest::Action::kDrain)
+    return bad("'max' only goes with drain");
+  constexpr uint64_t kInterval = (1U << 26) - 1;  // 26-bit counters
+  auto interval = [&](const char* k, std::optional<uint32_t>& out) -> Result<void> {
+    if (!obj.contains(k)) return Ok();
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, k, kInterval));
+    out = static_cast<uint32_t>(v);
+    return Ok();
+  };
+  RESCTRLFS_RETURN_IF_ERROR(interval("value", req.value));
+  RESCTRLFS_RETURN_IF_ERROR(interval("instructions", req.instructions));
+  RESCTRLFS_RETURN_IF_ERROR(interval("branches", req.branches));
+  RESCTRLFS_RETURN_IF_ERROR(interval("dcache", req.dcache));
+  if (arm && !req.value && !req.instructions && !req.branches && !req.dcache)
+    return bad("lwp arm needs at least one of value, instructions, branches, dcache");
+  if (obj.contains("buffer_bytes")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "buffer_bytes", (1U << 28) - 1));
+    req.buffer_bytes = static_cast<uint32_t>(v);
+  }
+  if (obj.contains("threshold")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "threshold", 0xFFFFFFFFULL));
+    req.threshold = static_cast<uint32_t>(v);
+  }
+  if (obj.contains("min_latency")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "min_latency", 255));
+    req.min_latency = static_cast<uint8_t>(v);
+  }
+  if (obj.contains("random")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "random", 15));
+    req.random = static_cast<uint8_t>(v);
+  }
+  if (obj.contains("levels")) {
+    const json& l = *obj.find("levels");
+    if (!l.is_array()) return bad("'levels' must be a list of l3, remote, dram, other");
+    req.clf = true;
+    for (const json& x : l) {
+      if (!x.is_string()) return bad("'levels' must be a list of l3, remote, dram, other");
+      const std::string& v = x.get_ref<const std::string&>();
+      if (v == "l3") {
+        req.nbc = true;
+      } else if (v == "remote") {
+        req.rdc = true;
+      } else if (v == "dram") {
+        req.ram = true;
+      } else if (v == "other") {
+        req.oth = true;
+      } else {
+        return bad("unknown level '" + v + "' (l3, remote, dram, other)");
+      }
+    }
+  }
+  if (obj.contains("max")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "max", kMaxLwpDrain));
+    if (v == 0) return bad("'max' must be positive");
+    req.max = static_cast<size_t>(v);
   }
   return ControlRequest{req};
 }
@@ -150,6 +245,7 @@ Result<ControlRequest> parse_object(const json& obj) {
   if (cmd == "cpu") return parse_cpu(obj);
   if (cmd == "stats") return no_args<StatsRequest>(obj);
   if (cmd == "stats-reset") return no_args<StatsResetRequest>(obj);
+  if (cmd == "lwp") return parse_lwp(obj);
   return bad("unknown cmd '" + cmd + "'");
 }
 
@@ -192,6 +288,7 @@ json run_control_request(ControlTarget& target, const ControlRequest& req) {
         if constexpr (std::is_same_v<T, StatsRequest>) return target.stats();
         if constexpr (std::is_same_v<T, StatsResetRequest>) return target.reset_stats();
         if constexpr (std::is_same_v<T, CpuOnlineRequest>) return target.set_cpu_online(q);
+        if constexpr (std::is_same_v<T, LwpRequest>) return target.lwp(q);
       },
       req);
   if (!r.ok()) {

@@ -14,6 +14,14 @@
 //   {"cmd":"registers"}
 //   {"cmd":"cpu","cpu":N,"online":true|false}   (CPU hotplug, simulated only)
 //   {"cmd":"stats"}            {"cmd":"stats-reset"}
+//   {"cmd":"workload", ..., "instructions_per_sec":I, "branch_share":S}
+//   {"cmd":"lwp","action":"arm","tid":T[,"value":N][,"instructions":N]
+//    [,"branches":N][,"dcache":N][,"buffer_bytes":B][,"threshold":B]
+//    [,"min_latency":M][,"random":R][,"levels":["l3","remote","dram","other"]]}
+//   {"cmd":"lwp","action":"drain"|"status"|"disarm","tid":T[,"max":N]}
+//     AMD Lightweight Profiling of a simulated thread (ours): the numbers
+//     after the event names are their intervals; drain replies with the
+//     records (at most kMaxLwpDrain) as hex of the 32-byte record format.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +43,8 @@ inline constexpr size_t kMaxControlLine = 64 * 1024;
 // second, so an absurd value would stall the daemon.
 inline constexpr uint64_t kMaxAdvanceMs = 7ULL * 24 * 3600 * 1000;
 inline constexpr uint64_t kMaxFailWrites = 1000000;
+// Records one lwp drain reply carries at most (64 hex digits each).
+inline constexpr size_t kMaxLwpDrain = 4096;
 
 struct StatusRequest {};
 struct ClockModeRequest {
@@ -56,13 +66,26 @@ struct CpuOnlineRequest {
   unsigned cpu = 0;
   bool online = false;
 };
+struct LwpRequest {
+  enum class Action { kArm, kDrain, kStatus, kDisarm } action = Action::kStatus;
+  int tid = 0;
+  // arm: intervals per event (absent: not profiled), the LWPCB's fields.
+  std::optional<uint32_t> value, instructions, branches, dcache;
+  uint32_t buffer_bytes = 64 * 1024;
+  uint32_t threshold = 0;
+  uint8_t min_latency = 0;
+  uint8_t random = 0;
+  bool clf = false, nbc = false, rdc = false, ram = false, oth = false;
+  // drain
+  size_t max = kMaxLwpDrain;
+};
 struct RegistersRequest {};
 struct StatsRequest {};
 struct StatsResetRequest {};
 
-using ControlRequest =
-    std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest, WorkloadRequest,
-                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest, CpuOnlineRequest>;
+using ControlRequest = std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest,
+                                    WorkloadRequest, FaultRequest, RegistersRequest, StatsRequest,
+                                    StatsResetRequest, CpuOnlineRequest, LwpRequest>;
 
 Result<ControlRequest> parse_control_request(std::string_view line);
 
@@ -81,6 +104,10 @@ class ControlTarget {
   virtual Result<nlohmann::json> reset_stats() = 0;
   // CPU hotplug of the simulated machine, followed by the filesystem.
   virtual Result<nlohmann::json> set_cpu_online(const CpuOnlineRequest& req) = 0;
+  // LWP of a simulated thread (ours); targets without it refuse.
+  virtual Result<nlohmann::json> lwp(const LwpRequest& req) {
+    return Error::make(EOPNOTSUPP, "LWP is not available here");
+  }
 };
 
 nlohmann::json run_control_request(ControlTarget& target, const ControlRequest& req);

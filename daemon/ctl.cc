@@ -8,9 +8,12 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "base/json_input.h"
+#include "base/lwp_format.h"
 
 namespace resctrlfs::daemon {
 
@@ -50,6 +53,9 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   workload->add_option("--footprint", footprint, "cache footprint in bytes");
   workload->add_option("--bandwidth", bandwidth, "memory bandwidth in MB/s");
   workload->add_option("--local", local, "fraction of traffic to local memory (0..1)");
+  std::optional<double> ips, branch_share;
+  workload->add_option("--instructions-per-sec", ips, "instructions retired per second (LWP)");
+  workload->add_option("--branch-share", branch_share, "share of branches (LWP, 0..1)");
 
   CLI::App* fault = app.add_subcommand("fault", "fail the next MSR writes");
   unsigned fail_writes = 0;
@@ -69,6 +75,35 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   CLI::App* stats = app.add_subcommand("stats", "FUSE request counts per opcode");
   std::string stats_action;
   stats->add_option("action", stats_action, "reset")->check(CLI::IsMember({"reset"}));
+  CLI::App* lwp = app.add_subcommand("lwp", "AMD Lightweight Profiling of a simulated thread");
+  lwp->require_subcommand(1);
+  int lwp_tid = 0;
+  std::optional<uint32_t> lv, li, lb, ld;
+  uint32_t lbuf = 64 * 1024, lthr = 0, lminlat = 0, lrand = 0;
+  std::vector<std::string> levels;
+  CLI::App* lwp_arm = lwp->add_subcommand("arm", "load an LWPCB for thread T");
+  lwp_arm->add_option("--tid", lwp_tid, "thread id")->required();
+  lwp_arm->add_option("--value", lv, "LWPVAL interval");
+  lwp_arm->add_option("--instructions", li, "instructions-retired interval");
+  lwp_arm->add_option("--branches", lb, "branches-retired interval");
+  lwp_arm->add_option("--dcache", ld, "DCache-miss interval");
+  lwp_arm->add_option("--buffer", lbuf, "ring buffer bytes")->capture_default_str();
+  lwp_arm->add_option("--threshold", lthr, "threshold interrupt at this many bytes used");
+  lwp_arm->add_option("--min-latency", lminlat, "count misses of at least 16 x M cycles");
+  lwp_arm->add_option("--random", lrand, "randomised low counter bits (0..15)");
+  lwp_arm->add_option("--levels", levels, "count misses served by: l3,remote,dram,other")
+      ->delimiter(',');
+  CLI::App* lwp_status = lwp->add_subcommand("status", "the thread's LWP state");
+  lwp_status->add_option("--tid", lwp_tid, "thread id")->required();
+  CLI::App* lwp_disarm = lwp->add_subcommand("disarm", "LLWPCB 0 for the thread");
+  lwp_disarm->add_option("--tid", lwp_tid, "thread id")->required();
+  CLI::App* lwp_drain = lwp->add_subcommand("drain", "move the ring's records into a file");
+  lwp_drain->add_option("--tid", lwp_tid, "thread id")->required();
+  lwp_drain->add_option("--out", out.lwp_out, "file (32-byte LWP records)")->required();
+  std::string decode_path;
+  CLI::App* lwp_decode = lwp->add_subcommand("decode", "print a records file as JSON lines");
+  lwp_decode->add_option("file", decode_path, "file of 32-byte LWP records")->required();
+
   CLI::App* send = app.add_subcommand("send", "send a raw JSON request");
   std::string raw_json;
   send->add_option("json", raw_json, "the request")->required();
@@ -98,6 +133,8 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
               {"footprint_bytes", footprint},
               {"bandwidth_mbps", bandwidth},
               {"local_fraction", local}};
+    if (ips) r["instructions_per_sec"] = *ips;
+    if (branch_share) r["branch_share"] = *branch_share;
     if (wl_tid->count() != 0) r["tid"] = tid;
     if (wl_cpu->count() != 0) r["cpu"] = cpu;
     out.request = std::move(r);
@@ -111,6 +148,23 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
     out.request = json{{"cmd", "registers"}};
   } else if (stats->parsed()) {
     out.request = json{{"cmd", stats_action == "reset" ? "stats-reset" : "stats"}};
+  } else if (lwp_arm->parsed()) {
+    json r = {{"cmd", "lwp"},         {"action", "arm"},   {"tid", lwp_tid},
+              {"buffer_bytes", lbuf}, {"threshold", lthr}, {"min_latency", lminlat},
+              {"random", lrand}};
+    if (lv) r["value"] = *lv;
+    if (li) r["instructions"] = *li;
+    if (lb) r["branches"] = *lb;
+    if (ld) r["dcache"] = *ld;
+    if (!levels.empty()) r["levels"] = levels;
+    out.request = std::move(r);
+  } else if (lwp_status->parsed() || lwp_disarm->parsed()) {
+    out.request = json{
+        {"cmd", "lwp"}, {"action", lwp_status->parsed() ? "status" : "disarm"}, {"tid", lwp_tid}};
+  } else if (lwp_drain->parsed()) {
+    out.request = json{{"cmd", "lwp"}, {"action", "drain"}, {"tid", lwp_tid}};
+  } else if (lwp_decode->parsed()) {
+    out.lwp_decode = decode_path;
   } else if (send->parsed()) {
     Result<json> r = parse_json(raw_json);
     if (!r.ok()) {
@@ -162,6 +216,73 @@ Result<std::string> ctl_send(const std::string& socket_path, const json& request
   if (nl == std::string::npos) return Error::make(EPROTO, "no reply from " + socket_path);
   reply.resize(nl);
   return reply;
+}
+
+namespace {
+
+Result<std::string> from_hex(const std::string& hex) {
+  if (hex.size() % 2 != 0) return Error::make(EPROTO, "odd-length hex in the reply");
+  std::string out(hex.size() / 2, '\0');
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return Error::make(EPROTO, "bad hex digit in the reply");
+    out[i] = static_cast<char>((hi << 4) | lo);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<json> ctl_lwp_drain(const std::string& socket, const json& request,
+                           const std::string& path) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Error::make(errno, "cannot write " + path + ": " + strerror(errno));
+  uint64_t total = 0;
+  for (;;) {
+    RESCTRLFS_ASSIGN_OR_RETURN(std::string line, ctl_send(socket, request));
+    Result<json> parsed = parse_json(line);
+    if (!parsed.ok())
+      return Error::make(EPROTO, "the reply is not JSON: " + parsed.error().message);
+    json reply = std::move(parsed).value();
+    const JsonIn j(reply);
+    if (!j.bool_or("ok", false).value_or(false)) {
+      auto err = j.string_at("error");
+      return Error::make(EIO, err.ok() ? *err : std::string("the daemon refused the drain"));
+    }
+    RESCTRLFS_ASSIGN_OR_RETURN(std::string hex, j.string_at("data_hex"));
+    RESCTRLFS_ASSIGN_OR_RETURN(std::string bytes, from_hex(hex));
+    if (bytes.size() % lwp::kRecordSize != 0)
+      return Error::make(EPROTO, "the reply's records are not whole 32-byte records");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) return Error::make(EIO, "cannot write " + path);
+    total += bytes.size() / lwp::kRecordSize;
+    // Done when the ring is empty (with a real clock it keeps filling: the
+    // ring's records at the first request bound what one drain takes).
+    const uint64_t pending = j.int_or<uint64_t>("pending_records", 0).value_or(0);
+    if (bytes.empty() || pending == 0 || total >= (1U << 28) / lwp::kRecordSize) {
+      reply.erase("data_hex");
+      reply["records"] = total;
+      reply["file"] = path;
+      return reply;
+    }
+  }
+}
+
+Result<std::string> ctl_lwp_decode(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Error::make(ENOENT, "cannot read " + path);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  RESCTRLFS_ASSIGN_OR_RETURN(
+      std::vector<lwp::Record> recs,
+      lwp::decode_records(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  std::string out;
+  for (const auto& r : recs) out += lwp::record_json(r) + "\n";
+  return out;
 }
 
 }  // namespace resctrlfs::daemon

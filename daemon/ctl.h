@@ -5,8 +5,15 @@
 //   resctrlfsctl [--socket PATH] status
 //   resctrlfsctl clock advance MS | clock mode manual|real
 //   resctrlfsctl workload (--tid T | --cpu C) --footprint B --bandwidth MBPS --local F
+//                [--instructions-per-sec I] [--branch-share S]
 //   resctrlfsctl fault --fail-writes N [--cpu C]
 //   resctrlfsctl registers | stats [reset] | send JSON
+//   resctrlfsctl lwp arm --tid T [--value N] [--instructions N] [--branches N]
+//                [--dcache N] [--buffer B] [--threshold B] [--min-latency M]
+//                [--random R] [--levels l3,remote,dram,other]
+//   resctrlfsctl lwp status|disarm --tid T
+//   resctrlfsctl lwp drain --tid T --out FILE   (the records, 32-byte format)
+//   resctrlfsctl lwp decode FILE                (JSON lines; no daemon needed)
 #pragma once
 
 #include <optional>
@@ -26,11 +33,24 @@ struct ParsedCtlArgs {
   bool raw = false;  // print the reply line as received
   int exit_code = 0;
   std::string output;  // help or usage error
+  // lwp drain: the file the records go to (the request is sent until the
+  // ring is empty); lwp decode: the file to decode (nothing is sent).
+  std::string lwp_out;
+  std::optional<std::string> lwp_decode;
 };
 // `env_socket` (RESCTRLFS_CONTROL) overrides the default socket path.
 ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_socket);
 
 // Connects, sends `request` as one line, returns the reply line.
 Result<std::string> ctl_send(const std::string& socket, const nlohmann::json& request);
+
+// lwp drain: sends `request` (an lwp drain) until a reply carries no more
+// records, writing every record to `path` (created or truncated); returns
+// the last reply with "records" set to the total and "file" to `path`.
+Result<nlohmann::json> ctl_lwp_drain(const std::string& socket, const nlohmann::json& request,
+                                     const std::string& path);
+// lwp decode: the records of `path` as JSON lines (one per record), or the
+// decoder's error naming the bad record.
+Result<std::string> ctl_lwp_decode(const std::string& path);
 
 }  // namespace resctrlfs::daemon

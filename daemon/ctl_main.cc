@@ -9,6 +9,27 @@
 int main(int argc, char** argv) {
   using namespace resctrlfs::daemon;
   ParsedCtlArgs args = parse_ctl_args(argc, argv, std::getenv("RESCTRLFS_CONTROL"));
+  if (args.lwp_decode) {
+    resctrlfs::Result<std::string> lines = ctl_lwp_decode(*args.lwp_decode);
+    if (!lines.ok()) {
+      std::fprintf(stderr, "resctrlfsctl: %s: %s\n", args.lwp_decode->c_str(),
+                   lines.error().message.c_str());
+      return 1;
+    }
+    std::fputs(lines->c_str(), stdout);
+    return 0;
+  }
+  if (args.request && !args.lwp_out.empty()) {
+    resctrlfs::Result<nlohmann::json> done =
+        ctl_lwp_drain(args.socket, *args.request, args.lwp_out);
+    if (!done.ok()) {
+      std::fprintf(stderr, "resctrlfsctl: %s\n", done.error().message.c_str());
+      return 1;
+    }
+    std::printf("%s\n",
+                done->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
   if (!args.request) {
     std::fputs(args.output.c_str(), args.exit_code == 0 ? stdout : stderr);
     return args.exit_code;

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/json_input.h"
+#include "base/lwp_format.h"
 #include "daemon/boot_state.h"
 
 namespace resctrlfs::daemon {
@@ -521,6 +522,83 @@ Result<json> Daemon::attach_workload(const WorkloadRequest& req) {
     RESCTRLFS_RETURN_IF_ERROR(s->attach_cpu_workload(*req.cpu, req.workload));
   }
   return json::object();
+}
+
+namespace {
+
+std::string to_hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+json lwp_status_json(const hw::LwpThreadStatus& st) {
+  return json{{"active", st.active},
+              {"flags", st.flags},
+              {"buffer_size", st.buffer_size},
+              {"head", st.head},
+              {"tail", st.tail},
+              {"missed", st.missed},
+              {"interrupts", st.interrupts},
+              {"pending_records", st.pending_records},
+              {"lwpcb_hex", to_hex(st.lwpcb)}};
+}
+
+}  // namespace
+
+Result<json> Daemon::lwp(const LwpRequest& req) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  switch (req.action) {
+    case LwpRequest::Action::kArm: {
+      // The LWPCB a thread would build: the slots in event-id order, each
+      // counter starting at its interval; the buffer's address is nominal
+      // (the simulator holds the ring itself).
+      lwp::Lwpcb cb;
+      cb.buffer_size = req.buffer_bytes;
+      cb.buffer_base = 0x7f0000100000;
+      cb.random = req.random;
+      cb.threshold = req.threshold;
+      cb.min_latency = req.min_latency;
+      cb.clf = req.clf;
+      cb.nbc = req.nbc;
+      cb.rdc = req.rdc;
+      cb.ram = req.ram;
+      cb.oth = req.oth;
+      auto slot = [&](const std::optional<uint32_t>& iv, uint8_t id) {
+        if (iv) cb.events.push_back(lwp::EventSlot{*iv, id, *iv});
+      };
+      slot(req.value, lwp::kProgrammedValue);
+      slot(req.instructions, lwp::kInstructionsRetired);
+      slot(req.branches, lwp::kBranchesRetired);
+      slot(req.dcache, lwp::kDcacheMiss);
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string bytes, lwp::encode_lwpcb(cb));
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm(req.tid, bytes));
+      return lwp_status_json(st);
+    }
+    case LwpRequest::Action::kDisarm: {
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm(req.tid, ""));
+      return lwp_status_json(st);
+    }
+    case LwpRequest::Action::kDrain: {
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string recs,
+                                 s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain)));
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_status(req.tid));
+      json out = lwp_status_json(st);
+      out["records"] = recs.size() / lwp::kRecordSize;
+      out["data_hex"] = to_hex(recs);
+      return out;
+    }
+    case LwpRequest::Action::kStatus:
+    default: {
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_status(req.tid));
+      return lwp_status_json(st);
+    }
+  }
 }
 
 Result<json> Daemon::inject_fault(const FaultRequest& req) {

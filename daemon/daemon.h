@@ -60,6 +60,7 @@ class Daemon : public ControlTarget {
   Result<nlohmann::json> set_clock_mode(bool manual) override;
   Result<nlohmann::json> advance_clock(uint64_t ms) override;
   Result<nlohmann::json> attach_workload(const WorkloadRequest& req) override;
+  Result<nlohmann::json> lwp(const LwpRequest& req) override;
   Result<nlohmann::json> inject_fault(const FaultRequest& req) override;
   Result<nlohmann::json> registers() override;
   Result<nlohmann::json> stats() override;

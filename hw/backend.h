@@ -35,6 +35,21 @@ struct Workload {
   int cpu = -1;
   // An unpinned thread's affinity: the CPUs it may run on; empty: every CPU.
   std::vector<unsigned> allowed_cpus;
+  // What the simulated LWP unit counts (ours, see hw/sim/lwp_unit.h):
+  // instructions retired per second of simulated time (0: none, so LWP sees
+  // only LWPINS/LWPVAL) and the share of them that are branches.
+  double instructions_per_sec = 0;
+  double branch_share = 0.2;
+};
+
+// The simulated LWP unit of one thread as the control interface shows it.
+struct LwpThreadStatus {
+  bool active = false;
+  std::string lwpcb;  // the LWPCB (SLWPCB's flush, or the last one loaded), encoded
+  uint32_t buffer_size = 0, head = 0, tail = 0, flags = 0;
+  uint64_t missed = 0;
+  uint64_t interrupts = 0;
+  size_t pending_records = 0;  // between tail and head
 };
 
 // One register as the simulator holds it (for tests comparing hardware
@@ -65,6 +80,24 @@ class SimControl {
   // Fault injection: the next `count` MSR writes fail (as a #GP would), on
   // any CPU or only on `cpu`.
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
+
+  // AMD Lightweight Profiling of a simulated thread (ours; see
+  // hw/sim/lwp_unit.h): `lwpcb` (encoded as base/lwp_format.h, proposal
+  // layout) is loaded as LLWPCB would, with every LWP event and the
+  // threshold interrupt enabled in the simulated LWP_CFG; the thread's
+  // workload then produces records. An empty `lwpcb` disarms (LLWPCB 0).
+  // Drain takes the records between tail and head (at most `max`, 0: all)
+  // in the 32-byte record format and advances the tail. Machines without
+  // the unit refuse with EOPNOTSUPP.
+  virtual Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) {
+    return Error::make(EOPNOTSUPP, "no LWP unit");
+  }
+  virtual Result<std::string> lwp_drain(int tid, size_t max) {
+    return Error::make(EOPNOTSUPP, "no LWP unit");
+  }
+  virtual Result<LwpThreadStatus> lwp_status(int tid) {
+    return Error::make(EOPNOTSUPP, "no LWP unit");
+  }
 
   // Every RDT register the simulator holds (per CPU for PQR_ASSOC, one CPU
   // per domain for domain registers). Offline CPUs and domains without an

@@ -32,6 +32,10 @@ Policy::Policy(X86Platform info, HwLimits limits) : info_(std::move(info)), limi
 
 Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const {
   if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return refuse("CPU %llu is not online", cpu);
+  // Named for the log: AMD Lightweight Profiling is per-thread state that
+  // the owning thread programs itself; no client may touch it through us.
+  if (msr == MSR_AMD64_LWP_CFG || msr == MSR_AMD64_LWP_CBADDR)
+    return refuse("MSR 0x%llx is an AMD LWP register, never accessed through the broker", msr);
   const Resource& l3 = info_.res(ResourceId::L3);
   const Resource& l2 = info_.res(ResourceId::L2);
   const Resource& mb = info_.res(ResourceId::MB);

@@ -96,6 +96,7 @@
 #include "hw/arch.h"
 #include "hw/backend.h"
 #include "hw/device.h"
+#include "hw/sim/lwp_unit.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/cpuid_decode.h"
 
@@ -137,6 +138,13 @@ class SimMachine final : public CpuidSource,
   std::vector<RegisterValue> dump_registers() const override;
   Result<void> set_cpu_online(unsigned cpu, bool online) override;
   bool cpu_online(unsigned cpu) const override;
+  // LWP (lwp_model.cc).
+  Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) override;
+  Result<std::string> lwp_drain(int tid, size_t max) override;
+  Result<LwpThreadStatus> lwp_status(int tid) override;
+  // For tests: the thread's LWP unit (nullptr if never armed); mu_ is not
+  // held by the caller's use of it, so only single-threaded tests use it.
+  LwpUnit* lwp_unit_for_test(int tid);
   // PmtTelemetryDevice (telemetry.cc)
   std::vector<PmtRegion> pmt_regions() const override;
   Result<uint64_t> pmt_read64(size_t region, uint64_t offset) override;
@@ -202,7 +210,9 @@ class SimMachine final : public CpuidSource,
   struct Entity {
     uint32_t closid, rmid;
     double footprint, bw_mbps, local_fraction;
-    int snc;  // the node (index within the L3) the activity belongs to
+    int snc;            // the node (index within the L3) the activity belongs to
+    int tid = -1;       // the thread of a thread workload, else -1
+    double weight = 1;  // the share of the thread's activity this entity holds
   };
 
   // All private helpers expect mu_ held.
@@ -226,6 +236,12 @@ class SimMachine final : public CpuidSource,
   // Where activity tagged `rmid` on node `snc` of `d` is counted: a
   // physical RMID, or -1 when the RMID distribution mode drops it.
   long physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const;
+  // LWP (lwp_model.cc): feeds a thread's LWP unit with what entity `e` did
+  // in `dt_us`, given the share of its footprint its CLOSID lets it keep in
+  // the L3 (`fit`, 0..1) and the share of its bandwidth demand it achieved
+  // (`throttle`, 0..1).
+  void lwp_step_locked(const Entity& e, double fit, double throttle, double dt_us);
+  LwpThreadStatus lwp_status_locked(int tid);
   // Telemetry (telemetry.cc).
   void init_telemetry();
   void advance_telemetry_locked(uint64_t now);
@@ -263,6 +279,7 @@ class SimMachine final : public CpuidSource,
     std::vector<std::array<double, 15>> count;  // [rmid][EventId]
     std::vector<uint8_t> seen;                  // [rmid]
   };
+  std::map<int, LwpUnit> lwp_;  // per thread (the unit's state moves with it)
   std::vector<TelemetryPkg> telem_pkgs_;
   std::vector<PmtRegion> telem_regions_;
   uint64_t telem_last_us_ = 0;

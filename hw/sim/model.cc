@@ -151,7 +151,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     if (w.cpu >= 0) {
       if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
-                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc});
+                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, tid, 1.0});
       continue;
     }
     dom_up.assign(l3_.size(), 0);
@@ -173,7 +173,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     const double weight = 1.0 / static_cast<double>(powered * nodes_up.size());
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
-                           w.bandwidth_mbps * weight, w.local_fraction, k});
+                           w.bandwidth_mbps * weight, w.local_fraction, k, tid, weight});
     }
   }
 }
@@ -216,6 +216,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   // Occupancy: what each CLOSID may fill, shared by its entities, on each
   // node's share of the L3 (the whole L3 without SNC).
   std::vector<double> target(nrmid, 0.0);
+  std::vector<double> fit(ents.size(), 1.0);  // share of each entity's footprint kept (LWP)
   const double node_size = l3_size / d.snc_ways;
   auto capacity = [&](uint32_t closid) {
     if (!l3r.alloc_capable || d.l3_mask.empty()) return node_size;
@@ -241,6 +242,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
       if (ents[i].snc != k) continue;
       const long p = physical_rmid(d, k, ents[i].rmid);
       if (p >= 0 && static_cast<size_t>(p) < nrmid) target[p] += occ_e[i] * squeeze;
+      if (ents[i].footprint > 0) fit[i] = std::min(1.0, occ_e[i] * squeeze / ents[i].footprint);
     }
   }
   const double dt_ms = dt_us / 1000.0;
@@ -307,6 +309,10 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
         bmec_weights(k.bw_type, wl, wr);
         k.bytes += local * wl + remote * wr;
       }
+    }
+    if (e.tid >= 0 && !lwp_.empty()) {
+      const double throttle = e.bw_mbps > 0 ? std::min(1.0, ach[i] * squeeze / e.bw_mbps) : 1.0;
+      lwp_step_locked(e, fit[i], throttle, dt_us);
     }
   }
   (void)now;

@@ -196,6 +196,12 @@ std::vector<std::string> cpuid_rdt_flags(const CpuidSource& src, unsigned cpu, b
   }
   const bool amd_mba = amd && max_ext >= CPUID_LEAF_AMD_EXT_IDS &&
                        (src.cpuid(cpu, CPUID_LEAF_AMD_EXT_IDS, 0).ebx & CPUID_80000008_EBX_BE) != 0;
+  // Not RDT, but a flag the simulated and sandboxed machines must show as
+  // the kernel does (feature word 6, so before the RDT words): AMD
+  // Lightweight Profiling, which Linux names and never enables.
+  if (amd && max_ext >= CPUID_LEAF_AMD_EXT_FEATURES &&
+      (src.cpuid(cpu, CPUID_LEAF_AMD_EXT_FEATURES, 0).ecx & CPUID_80000001_ECX_LWP) != 0)
+    out.emplace_back("lwp");
   if ((pqe0.ebx & CPUID_10_0_EBX_L3) != 0) out.emplace_back("cat_l3");
   if ((pqe0.ebx & CPUID_10_0_EBX_L2) != 0) out.emplace_back("cat_l2");
   if ((pqe1.ecx & CPUID_10_CACHE_ECX_CDP) != 0) out.emplace_back("cdp_l3");

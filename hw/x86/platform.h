@@ -27,8 +27,11 @@ struct X86Platform : PlatformInfo {
 
 // The /proc/cpuinfo flags of the platform (X86Platform::cpuinfo_flags when
 // decoded from CPUID, else what its resources imply), in the order the kernel
-// prints them (cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,
-// cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). SMBA, BMEC and ABMC have no
+// prints them (lwp, cat_l3, cat_l2, cdp_l3, cdp_l2, mba, cqm, rdt_a, cqm_llc,
+// cqm_occup_llc, cqm_mbm_total, cqm_mbm_local). lwp (AMD Lightweight
+// Profiling, CPUID 8000_0001h ECX[15]) is not RDT but is listed with them
+// when CPUID shows it, so that a machine decoded from a family-15h dump
+// shows it as Linux does. SMBA, BMEC and ABMC have no
 // cpuinfo flag in Linux (their feature names are hidden).
 std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info);
 

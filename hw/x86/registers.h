@@ -86,6 +86,19 @@ inline constexpr uint64_t MISC_FEATURE_PREFETCH_DISABLE_GLM = 0x5;
 // Not an RDT register: used by tests to prove the broker refuses it.
 inline constexpr uint32_t IA32_LSTAR = 0xC0000082;
 
+// AMD Lightweight Profiling (family 15h only; Linux names them and never
+// programs them). LWP_CFG: bits 31:0 the OS's enable mask in the layout of
+// CPUID 8000_001Ch EAX, bits 39:32 the COREID written into byte 1 of every
+// record, bits 47:40 the threshold-interrupt vector. LWP_CBADDR: the linear
+// address of the current thread's LWP control block (what SLWPCB returns).
+// Not RDT registers: the broker refuses both (no client programs LWP
+// through us), the simulator does not implement them (its LWP unit is
+// driven through its control interface).
+inline constexpr uint32_t MSR_AMD64_LWP_CFG = 0xC0000105;
+inline constexpr uint32_t MSR_AMD64_LWP_CBADDR = 0xC0000106;
+inline constexpr unsigned LWP_CFG_COREID_SHIFT = 32;
+inline constexpr unsigned LWP_CFG_VECTOR_SHIFT = 40;
+
 // ---------------------------------------------------------------------------
 // Register fields.
 
@@ -160,8 +173,10 @@ inline constexpr uint32_t CPUID_LEAF_EXT_FEATURES = 0x7;  // subleaf 0
 inline constexpr uint32_t CPUID_LEAF_PQM = 0xF;           // RDT monitoring
 inline constexpr uint32_t CPUID_LEAF_PQE = 0x10;          // RDT allocation
 inline constexpr uint32_t CPUID_LEAF_EXT_MAX = 0x80000000;
+inline constexpr uint32_t CPUID_LEAF_AMD_EXT_FEATURES = 0x80000001;
 inline constexpr uint32_t CPUID_LEAF_AMD_L2_L3 = 0x80000006;  // ECX[31:16]: L2 KiB
 inline constexpr uint32_t CPUID_LEAF_AMD_EXT_IDS = 0x80000008;
+inline constexpr uint32_t CPUID_LEAF_AMD_LWP = 0x8000001C;  // LWP capabilities
 inline constexpr uint32_t CPUID_LEAF_AMD_CACHE_TOPO = 0x8000001D;
 inline constexpr uint32_t CPUID_LEAF_AMD_PQE_EXT = 0x80000020;
 
@@ -195,6 +210,8 @@ inline constexpr uint32_t CPUID_10_EDX_COS_MAX_MASK = 0xFFFF;
 inline constexpr uint32_t CPUID_10_3_EAX_MAX_DELAY_MASK = 0xFFF;
 inline constexpr uint32_t CPUID_10_3_ECX_PER_THREAD = 1U << 0;
 inline constexpr uint32_t CPUID_10_3_ECX_LINEAR = 1U << 2;
+// CPUID.0x80000001:ECX bit 15: AMD Lightweight Profiling ("lwp").
+inline constexpr uint32_t CPUID_80000001_ECX_LWP = 1U << 15;
 // CPUID.0x80000008:EBX bit 6: AMD L3 bandwidth enforcement ("mba").
 inline constexpr uint32_t CPUID_80000008_EBX_BE = 1U << 6;
 // CPUID.0x80000020.0:EBX: bit 1 L3BE (MBA), bit 2 SMBA, bit 3 BMEC, bit 5 ABMC,

@@ -241,3 +241,60 @@ TEST_CASE("CPU hotplug is refused without a simulated machine, with a reason") {
   CHECK(j["ok"] == false);
   CHECK(j["error"].get<std::string>().find("simulated only") != std::string::npos);
 }
+
+TEST_CASE("lwp requests parse with their fields, bounds and refusals") {
+  auto r = parse_control_request(
+      R"({"cmd":"lwp","action":"arm","tid":7,"instructions":99999,"dcache":0,)"
+      R"("buffer_bytes":4096,"threshold":320,"min_latency":4,"random":3,"levels":["dram","l3"]})");
+  REQUIRE(r.ok());
+  const auto* q = std::get_if<LwpRequest>(&*r);
+  REQUIRE(q != nullptr);
+  CHECK(q->action == LwpRequest::Action::kArm);
+  CHECK(q->tid == 7);
+  CHECK(q->instructions == 99999u);
+  CHECK(q->dcache == 0u);
+  CHECK_FALSE(q->value.has_value());
+  CHECK_FALSE(q->branches.has_value());
+  CHECK(q->buffer_bytes == 4096);
+  CHECK(q->threshold == 320);
+  CHECK(q->min_latency == 4);
+  CHECK(q->random == 3);
+  CHECK(q->clf);
+  CHECK(q->ram);
+  CHECK(q->nbc);
+  CHECK_FALSE(q->rdc);
+  auto d = parse_control_request(R"({"cmd":"lwp","action":"drain","tid":7,"max":10})");
+  REQUIRE(d.ok());
+  CHECK(std::get<LwpRequest>(*d).max == 10);
+  auto w = parse_control_request(
+      R"({"cmd":"workload","tid":3,"instructions_per_sec":1e9,"branch_share":0.25})");
+  REQUIRE(w.ok());
+  CHECK(std::get<WorkloadRequest>(*w).workload.instructions_per_sec == 1e9);
+  CHECK(std::get<WorkloadRequest>(*w).workload.branch_share == 0.25);
+
+  for (const char* bad : {
+           R"({"cmd":"lwp","tid":7})",
+           R"({"cmd":"lwp","action":"fly","tid":7})",
+           R"({"cmd":"lwp","action":"arm"})",
+           R"({"cmd":"lwp","action":"arm","tid":7})",
+           R"({"cmd":"lwp","action":"arm","tid":0,"dcache":1})",
+           R"({"cmd":"lwp","action":"arm","tid":7,"dcache":67108864})",
+           R"({"cmd":"lwp","action":"arm","tid":7,"dcache":1,"random":16})",
+           R"({"cmd":"lwp","action":"arm","tid":7,"dcache":1,"levels":["l4"]})",
+           R"({"cmd":"lwp","action":"arm","tid":7,"dcache":1,"levels":"dram"})",
+           R"({"cmd":"lwp","action":"arm","tid":7,"dcache":1,"max":3})",
+           R"({"cmd":"lwp","action":"drain","tid":7,"dcache":1})",
+           R"({"cmd":"lwp","action":"drain","tid":7,"max":0})",
+           R"({"cmd":"lwp","action":"drain","tid":7,"max":4097})",
+           R"({"cmd":"lwp","action":"status","tid":7,"speed":1})",
+           R"({"cmd":"workload","tid":3,"branch_share":1.5})",
+       }) {
+    INFO(bad);
+    CHECK_FALSE(parse_control_request(bad).ok());
+  }
+  // A target without LWP refuses with a reason.
+  FakeTarget t;
+  json reply = json::parse(handle_control_line(t, R"({"cmd":"lwp","action":"status","tid":7})"));
+  CHECK(reply["ok"] == false);
+  CHECK(reply["error"] == "LWP is not available here");
+}

@@ -56,6 +56,29 @@ TEST_CASE("subcommands map to protocol requests") {
       {{"fault", "--fail-writes", "1", "--cpu", "2"},
        {{"cmd", "fault"}, {"fail_writes", 1}, {"cpu", 2}}},
       {{"registers"}, {{"cmd", "registers"}}},
+      {{"workload", "--tid", "4", "--bandwidth", "2000", "--instructions-per-sec", "1e9",
+        "--branch-share", "0.25"},
+       {{"cmd", "workload"},
+        {"tid", 4},
+        {"footprint_bytes", 0},
+        {"bandwidth_mbps", 2000.0},
+        {"local_fraction", 1.0},
+        {"instructions_per_sec", 1e9},
+        {"branch_share", 0.25}}},
+      {{"lwp", "arm", "--tid", "5", "--instructions", "999", "--dcache", "99", "--min-latency", "4",
+        "--levels", "dram,remote", "--buffer", "8192", "--threshold", "320"},
+       {{"cmd", "lwp"},
+        {"action", "arm"},
+        {"tid", 5},
+        {"instructions", 999},
+        {"dcache", 99},
+        {"buffer_bytes", 8192},
+        {"threshold", 320},
+        {"min_latency", 4},
+        {"random", 0},
+        {"levels", {"dram", "remote"}}}},
+      {{"lwp", "status", "--tid", "5"}, {{"cmd", "lwp"}, {"action", "status"}, {"tid", 5}}},
+      {{"lwp", "disarm", "--tid", "5"}, {{"cmd", "lwp"}, {"action", "disarm"}, {"tid", 5}}},
       {{"cpu", "offline", "6"}, {{"cmd", "cpu"}, {"cpu", 6}, {"online", false}}},
       {{"cpu", "online", "6"}, {{"cmd", "cpu"}, {"cpu", 6}, {"online", true}}},
       {{"stats"}, {{"cmd", "stats"}}},
@@ -103,4 +126,20 @@ TEST_CASE("ctl_send reports a missing socket") {
   auto r = ctl_send("/nonexistent/dir/resctrlfsd.sock", json{{"cmd", "status"}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("cannot connect") != std::string::npos);
+}
+
+TEST_CASE("lwp drain names its file, lwp decode sends nothing") {
+  ParsedCtlArgs d = parse({"lwp", "drain", "--tid", "5", "--out", "/tmp/x.lwp"});
+  REQUIRE(d.request.has_value());
+  CHECK(*d.request == json{{"cmd", "lwp"}, {"action", "drain"}, {"tid", 5}});
+  CHECK(d.lwp_out == "/tmp/x.lwp");
+  ParsedCtlArgs c = parse({"lwp", "decode", "/tmp/x.lwp"});
+  CHECK_FALSE(c.request.has_value());
+  REQUIRE(c.lwp_decode.has_value());
+  CHECK(*c.lwp_decode == "/tmp/x.lwp");
+  CHECK(parse({"lwp", "drain", "--tid", "5"}).exit_code != 0);  // --out is required
+  CHECK(parse({"lwp", "arm"}).exit_code != 0);                  // --tid is required
+  auto missing = ctl_lwp_decode("/nonexistent/file.lwp");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("cannot read") != std::string::npos);
 }

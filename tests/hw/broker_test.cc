@@ -136,6 +136,11 @@ TEST_CASE("broker policy allows only enumerated RDT registers with reserved bits
       {"amd-io", "L3_QOS_EXT_CFG read", 3, L3_QOS_EXT_CFG, 0, OpKind::kRead, true},
       {"amd-2s", "Intel MBA register on AMD", 0, IA32_L2_QOS_EXT_BW_THRTL_0, 0, OpKind::kRead,
        false},
+      {"amd-2s", "LWP_CFG read", 0, MSR_AMD64_LWP_CFG, 0, OpKind::kRead, false},
+      {"amd-2s", "LWP_CFG write", 0, MSR_AMD64_LWP_CFG, 0x8000000f, OpKind::kWrite, false},
+      {"amd-2s", "LWP_CBADDR read", 1, MSR_AMD64_LWP_CBADDR, 0, OpKind::kRead, false},
+      {"amd-2s", "LWP_CBADDR write", 1, MSR_AMD64_LWP_CBADDR, 0x7f0000001000, OpKind::kWrite,
+       false},
       {"intel-cmt", "no CAT: CLOSID 1", 0, IA32_PQR_ASSOC, 1ULL << 32, OpKind::kWrite, false},
       {"intel-cmt", "no CAT: no masks", 0, IA32_L3_MASK_0, 1, OpKind::kRead, false},
       {"intel-2s", "prefetchers without pseudo-locking", 0, MSR_MISC_FEATURE_CONTROL, 0,
@@ -155,6 +160,9 @@ TEST_CASE("broker policy allows only enumerated RDT registers with reserved bits
     if (!r.ok()) {
       CHECK(r.error().code == EPERM);
       CHECK_FALSE(r.error().message.empty());
+      // The LWP registers are refused by name (the log says why).
+      if (c.msr == MSR_AMD64_LWP_CFG || c.msr == MSR_AMD64_LWP_CBADDR)
+        CHECK(r.error().message.find("LWP") != std::string::npos);
     }
   }
 }
