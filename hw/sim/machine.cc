@@ -38,6 +38,7 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
 
   cpus_.resize(topo.nr_cpus);
   std::map<int, size_t> l3_index, l2_index;
+  std::map<std::pair<int, int>, size_t> core_index;  // (package, core)
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
     cpus_[c].present = true;
@@ -67,6 +68,25 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
       cpus_[c].l2 = static_cast<int>(l2_index[topo.l2_id[c]]);
       l2_[cpus_[c].l2].cpus.push_back(c);
     }
+    const CpuPlacement& pl = profile_.cpus[c];
+    auto [it, added] = core_index.try_emplace({pl.package, pl.core}, cores_.size());
+    if (added) cores_.emplace_back();
+    cpus_[c].core = static_cast<int>(it->second);
+    cores_[it->second].cpus.push_back(c);
+  }
+  // MBA generations. Per-thread MBA (3.0) is what CPUID.0x10.3:ECX[0]
+  // enumerates; without it the core resolves its threads' delays (1.0,
+  // 2.0). MBA_CFG exists only on the model lists of registers.h.
+  const Resource& mbr = info_.res(ResourceId::MB);
+  if (!profile_.amd() && mbr.alloc_capable) {
+    const bool per_thread = mbr.membw.throttle_mode == ThrottleMode::PER_THREAD;
+    mba_per_core_ = !per_thread;
+    auto listed = [&](const auto& models) {
+      return info_.family == 6 &&
+             std::find(std::begin(models), std::end(models), info_.model) != std::end(models);
+    };
+    if (!per_thread && listed(kMbaMinMaxModels)) mba_cfg_bits_ |= MBA_CFG_MIN;
+    if (listed(kRaMbaModels)) mba_cfg_bits_ |= MBA_CFG_RAMBAE;
   }
   // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
@@ -126,6 +146,7 @@ void SimMachine::power_on_l3(L3Dom& d) {
   d.io_rdt_cfg = 0;
   d.abmc_cfg_last = 0;
   d.rmid_snc_cfg = RMID_SNC_CONFIG_LOCALIZED;
+  d.rambae = 0;
   d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
   d.occ.assign(nrmid, 0);
   for (int e = 0; e < 2; ++e) {
@@ -177,6 +198,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
       d3->last_us = now;
     }
     if (d2 != nullptr && !any_online(d2->cpus)) power_on_l2(*d2);
+    if (c.core >= 0 && !any_online(cores_[c.core].cpus)) cores_[c.core].mba_cfg = 0;
     c.online = true;
   } else {
     c.online = false;
@@ -184,7 +206,6 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
   }
   c.pqr_assoc = 0;
   c.qm_evtsel = 0;
-  c.mba_cfg = 0;
   tracking_dirty_ = true;
   return Ok();
 }
@@ -252,7 +273,8 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
              (uint64_t{k.rmid} << ABMC_CFG_BW_SRC_SHIFT) | k.bw_type;
     }
   }
-  if (msr == MBA_CFG && d != nullptr && !d->mba_thrtl.empty()) return c.mba_cfg;
+  if (msr == MBA_CFG && mba_cfg_bits_ != 0 && d != nullptr)
+    return (c.core >= 0 ? cores_[c.core].mba_cfg : 0) | d->rambae;
   if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) return c.misc_feature_control;
   if (d2 != nullptr) {
     if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) return d2->l2_qos_cfg;
@@ -390,9 +412,13 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       return Ok();
     }
     if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) return gp(cpu, msr, "read-only register");
-    if (msr == MBA_CFG && !d->mba_thrtl.empty()) {
-      if ((v & ~1ULL) != 0) return gp(cpu, msr, "reserved bits set");
-      c.mba_cfg = v;
+    if (msr == MBA_CFG && mba_cfg_bits_ != 0) {
+      // Bit 0 is reserved on a part with per-thread MBA (third generation
+      // removed it), bit 2 everywhere but the Resource-Aware MBA parts.
+      if ((v & ~mba_cfg_bits_) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      if (c.core >= 0) cores_[c.core].mba_cfg = v & MBA_CFG_MIN;
+      d->rambae = v & MBA_CFG_RAMBAE;
       return Ok();
     }
   }

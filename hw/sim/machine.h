@@ -11,6 +11,9 @@
 //   - a mask/bandwidth register index at or beyond the enumerated CLOSIDs;
 //   - PQR_ASSOC with a CLOSID or RMID beyond the enumerated maximum;
 //   - QM_EVTSEL with an RMID beyond CPUID.0xF.0:EBX or reserved bits;
+//   - MBA_CFG on a part without it (only the second-generation MBA and the
+//     Resource-Aware MBA models of registers.h have it), and its bit 0 on a
+//     part with per-thread MBA;
 //   - reserved bits (mask bits above cbm_len, BMEC bits above 6, an
 //     L3_QOS_EXT_CFG enable bit whose feature (ABMC, SDCIAE) is absent, ...);
 //   - an empty or non-contiguous cache mask on Intel without the
@@ -26,7 +29,16 @@
 //     the cache. An RMID's occupancy approaches its target with time
 //     constant occupancy_fill_ms when growing and occupancy_decay_ms when
 //     shrinking, so a freed RMID stays "dirty" (limbo) for a few seconds;
-//   - bandwidth: Intel MBA delay d scales a CLOSID's demand by (100-d)/100;
+//   - bandwidth: Intel MBA delay d scales an entity's demand by (100-d)/100.
+//     With per-thread MBA (CPUID.0x10.3:ECX[0] set, MBA 3.0) d is the delay
+//     of the entity's own CLOSID. Without it (MBA 1.0/2.0) the core applies
+//     one delay to all its SMT siblings: the max of the delays of the
+//     CLOSIDs running on its threads, or the min when MBA_CFG bit 0 is set
+//     on a part that has it. A thread "runs" the CLOSIDs of the thread
+//     workloads pinned to it, and its PQR_ASSOC CLOSID when it has a CPU
+//     workload or no pinned thread (an idle thread still holds its CLOS);
+//     an unpinned thread workload is on no one core and takes its own
+//     CLOSID's delay;
 //     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's bandwidth at
 //     value/8 GB/s unless the U bit is set; the domain never exceeds
 //     mem_bandwidth_mbps. Traffic is reads, local_fraction of it local; an
@@ -166,6 +178,7 @@ class SimMachine final : public CpuidSource,
     uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
     uint64_t abmc_cfg_last = 0;
     uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
+    uint64_t rambae = 0;        // MBA_CFG bit 2, die scope (stored; see mba_cfg_bits_)
     unsigned snc_ways = 1;      // NUMA nodes sharing this L3
     double unit = 1;            // bytes per counter unit
     std::vector<AbmcCounter> cntrs;
@@ -184,12 +197,20 @@ class SimMachine final : public CpuidSource,
     std::vector<uint64_t> l2_mask;
     uint64_t l2_qos_cfg = 0;
   };
+  // A physical core: its SMT siblings and its MBA_CFG min/max bit (the
+  // specification leaves the bit's scope open; it says how the core
+  // resolves its threads' delays, so one value per core, written from any
+  // of its threads).
+  struct Core {
+    std::vector<unsigned> cpus;
+    uint64_t mba_cfg = 0;
+  };
   struct Cpu {
     bool present = false;  // in the platform (online at start-up)
     bool online = false;
     uint64_t pqr_assoc = 0;
     uint64_t qm_evtsel = 0;
-    uint64_t mba_cfg = 0;
+    int core = -1;                      // index into cores_
     uint64_t misc_feature_control = 0;  // Intel prefetcher disable bits
     int l3 = -1;                        // index into l3_
     int l2 = -1;                        // index into l2_
@@ -203,6 +224,7 @@ class SimMachine final : public CpuidSource,
     uint32_t closid, rmid;
     double footprint, bw_mbps, local_fraction;
     int snc;  // the node (index within the L3) the activity belongs to
+    int cpu;  // the CPU it runs on, -1: spread over several
   };
 
   // All private helpers expect mu_ held.
@@ -213,6 +235,11 @@ class SimMachine final : public CpuidSource,
   void entities_of(size_t dom_index, std::vector<Entity>& out) const;
   void refresh_tracking_locked(uint64_t now);
   bool mask_ok(const Resource& r, uint64_t v) const;
+  // The MBA delay the model applies to `e` (see the rules above); `pinned`
+  // lists, per CPU of the domain, the CLOSIDs of thread workloads pinned to
+  // it.
+  double mba_delay(const L3Dom& d, const Entity& e,
+                   const std::map<unsigned, std::vector<uint32_t>>& pinned) const;
   // The L3_QOS_EXT_CFG bits CPUID enumerates (ABMC, SDCIAE); 0: no register.
   uint64_t ext_cfg_bits() const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
@@ -239,11 +266,18 @@ class SimMachine final : public CpuidSource,
   uint64_t l3_size_bytes_ = 0;   // one L3 domain's capacity
   unsigned phys_rmids_ = 1;      // physical RMIDs per L3 (CPUID.0xF.1:ECX + 1)
   bool snc_msr_ = false;         // MSR_RMID_SNC_CONFIG exists (SNC model, SNC on)
+  // The writable MBA_CFG bits: MBA_CFG_MIN on a listed second-generation
+  // MBA part without per-thread MBA, MBA_CFG_RAMBAE on a Resource-Aware MBA
+  // part; 0: no MBA_CFG (any access #GPs). RAMBAE is stored only: the
+  // specification gives no register for the per-resource values.
+  uint64_t mba_cfg_bits_ = 0;
+  bool mba_per_core_ = false;  // Intel MBA without per-thread throttling
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;
   std::vector<L3Dom> l3_;
   std::vector<L2Dom> l2_;
+  std::vector<Core> cores_;
   std::map<int, Tags> thread_tags_;
   std::map<int, Workload> thread_work_;
   std::map<unsigned, Workload> cpu_work_;

@@ -138,7 +138,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     out.push_back(Entity{static_cast<uint32_t>(pqr >> PQR_ASSOC_CLOS_SHIFT),
                          static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK),
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
-                         w.local_fraction, cpus_[cpu].snc});
+                         w.local_fraction, cpus_[cpu].snc, static_cast<int>(cpu)});
   }
   // An unpinned thread spreads over the domains that have a running CPU it
   // may use, and within one over its nodes that have such a CPU; a pinned
@@ -151,7 +151,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     if (w.cpu >= 0) {
       if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
-                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc});
+                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, w.cpu});
       continue;
     }
     dom_up.assign(l3_.size(), 0);
@@ -173,7 +173,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     const double weight = 1.0 / static_cast<double>(powered * nodes_up.size());
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
-                           w.bandwidth_mbps * weight, w.local_fraction, k});
+                           w.bandwidth_mbps * weight, w.local_fraction, k, -1});
     }
   }
 }
@@ -203,6 +203,36 @@ void SimMachine::advance_locked(L3Dom& d, uint64_t now) {
   refresh_tracking_locked(now);
   step_model(d, static_cast<double>(now - d.last_us), now);
   d.last_us = now;
+}
+
+double SimMachine::mba_delay(const L3Dom& d, const Entity& e,
+                             const std::map<unsigned, std::vector<uint32_t>>& pinned) const {
+  auto delay_of = [&](uint32_t closid) {
+    if (closid >= d.mba_thrtl.size()) return 0.0;
+    return std::min<double>(static_cast<double>(d.mba_thrtl[closid]),
+                            static_cast<double>(limits_.mba_max_delay));
+  };
+  if (!mba_per_core_ || e.cpu < 0 || cpus_[e.cpu].core < 0) return delay_of(e.closid);
+  // MBA 1.0/2.0: one delay for the whole core, resolved over the CLOSIDs
+  // running on its threads (RDT architecture specification, 3.2.3.1 and
+  // 3.2.3.2: the max, or the min with MBA_CFG bit 0 on a second-generation
+  // part).
+  const Core& core = cores_[cpus_[e.cpu].core];
+  const bool want_min = (core.mba_cfg & MBA_CFG_MIN) != 0;
+  double r = delay_of(e.closid);
+  auto take = [&](uint32_t closid) {
+    const double v = delay_of(closid);
+    r = want_min ? std::min(r, v) : std::max(r, v);
+  };
+  for (unsigned c : core.cpus) {
+    if (!cpus_[c].online) continue;
+    auto it = pinned.find(c);
+    if (it != pinned.end())
+      for (uint32_t closid : it->second) take(closid);
+    if (it == pinned.end() || cpu_work_.count(c) != 0)
+      take(static_cast<uint32_t>(cpus_[c].pqr_assoc >> PQR_ASSOC_CLOS_SHIFT));
+  }
+  return r;
 }
 
 void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
@@ -259,14 +289,23 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   std::vector<double> ach(ents.size());
   std::map<uint32_t, double> demand_by_clos;
   for (const auto& e : ents) demand_by_clos[e.closid] += e.bw_mbps;
+  // CLOSIDs of the thread workloads pinned to each CPU (for the per-core
+  // MBA resolution).
+  std::map<unsigned, std::vector<uint32_t>> pinned;
+  if (!amd && mba_per_core_) {
+    for (const auto& [tid, w] : thread_work_) {
+      if (w.cpu < 0 || cpus_[w.cpu].l3 != static_cast<int>(dom)) continue;
+      auto t = thread_tags_.find(tid);
+      pinned[static_cast<unsigned>(w.cpu)].push_back(t == thread_tags_.end() ? 0
+                                                                             : t->second.closid);
+    }
+  }
   double total_bw = 0;
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     double a = e.bw_mbps;
-    if (!amd && e.closid < d.mba_thrtl.size()) {
-      double delay = std::min<double>(static_cast<double>(d.mba_thrtl[e.closid]),
-                                      static_cast<double>(limits_.mba_max_delay));
-      a *= (100.0 - delay) / 100.0;
+    if (!amd && !d.mba_thrtl.empty()) {
+      a *= (100.0 - mba_delay(d, e, pinned)) / 100.0;
     } else if (amd && e.closid < d.amd_bw.size()) {
       uint64_t v = d.amd_bw[e.closid];
       if ((v & (uint64_t{1} << limits_.amd_bw_len)) == 0) {

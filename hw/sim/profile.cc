@@ -434,6 +434,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
     RESCTRLFS_ASSIGN_OR_RETURN(pl.l2, checked(c.int_or<int>("l2", pl.cpu, 0, kMaxId)));
     RESCTRLFS_ASSIGN_OR_RETURN(pl.l3, checked(c.int_or<int>("l3", pl.package, 0, kMaxId)));
     RESCTRLFS_ASSIGN_OR_RETURN(pl.node, checked(c.int_or<int>("node", pl.package, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.core, checked(c.int_or<int>("core", pl.l2, 0, kMaxId)));
     max_cpu = std::max(max_cpu, pl.cpu);
     list.push_back(pl);
   }
@@ -441,7 +442,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus, 4096));
   if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
   p.nr_cpus = static_cast<unsigned>(nr);
-  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
   for (const auto& pl : list) {
     if (p.cpus[pl.cpu].cpu >= 0) return bad("cpu " + std::to_string(pl.cpu) + " listed twice");
     p.cpus[pl.cpu] = pl;
@@ -608,7 +609,7 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                    "has " +
                                    std::to_string(n) + " CPUs: it needs at least " +
                                    std::to_string(covered.size()) + ", one per domain");
-  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
   for (size_t i = 0; i < n; ++i) {
     CpuPlacement c = mine[i * m / n];
     covered[domain(c)] = true;

@@ -7,10 +7,13 @@
 //   {
 //     "vendor": "GenuineIntel" | "AuthenticAMD",             (required)
 //     "family": 6, "model": 106, "stepping": 6,
-//     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0, "node": 0}, ...],
+//     "cpus": [{"cpu": 0, "package": 0, "core": 0, "l2": 0, "l3": 0,
+//               "node": 0}, ...],
 //             (required; "node" is the NUMA node, default the package: CPUs
 //             of one L3 split over several nodes is Sub-NUMA Clustering on
-//             the Intel models Linux checks for it)
+//             the Intel models Linux checks for it; "core" is the physical
+//             core within the package, default the L2 id: CPUs with the same
+//             package and core are SMT siblings)
 //     "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
 //     // The kernel's rdt= boot parameter the simulated machine was booted
 //     // with, e.g. "l3cat" on a Cascade Lake, "!mba" (see x86::RdtOptions).
@@ -61,6 +64,7 @@ struct CpuPlacement {
   int l2 = -1;
   int l3 = -1;
   int node = -1;  // NUMA node
+  int core = -1;  // physical core (SMT siblings share it within a package)
 };
 
 // Physical parameters of the workload model.
