@@ -10,7 +10,9 @@
 //   - writing a read-only register (IA32_QM_CTR, L3_QOS_ABMC_DSC);
 //   - a mask/bandwidth register index at or beyond the enumerated CLOSIDs;
 //   - PQR_ASSOC with a CLOSID or RMID beyond the enumerated maximum;
-//   - QM_EVTSEL with an RMID beyond CPUID.0xF.0:EBX or reserved bits;
+//   - QM_EVTSEL with reserved bits, or on AMD an RMID beyond CPUID.0xF.0:EBX
+//     (AMD64 PQoS; Intel takes it and QM_CTR then reads Error, RDT
+//     architecture specification 7.1.1);
 //   - MBA_CFG on a part without it (only the second-generation MBA and the
 //     Resource-Aware MBA models of registers.h have it), and its bit 0 on a
 //     part with per-thread MBA;
@@ -41,13 +43,30 @@
 //     CLOSID's delay;
 //     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's bandwidth at
 //     value/8 GB/s unless the U bit is set; the domain never exceeds
-//     mem_bandwidth_mbps. Traffic is reads, local_fraction of it local; an
+//     mem_bandwidth_mbps: on Intel every entity is scaled alike; on AMD the
+//     peak is shared by demand, each entity held to its COS's limit, and
+//     what a limited one leaves goes to the others (no sharing in
+//     proportion to the limits, AMD64 PQoS). Traffic is reads, local_fraction of it local; an
 //     MBM event counts local reads and/or remote reads according to its BMEC
 //     configuration (Intel: total = all, local = local). SMBA limits are
 //     stored and checked but do not throttle (no slow memory is modelled);
-//   - counters are bytes / upscaling factor, modulo 2^counter_width;
+//   - counters are bytes / upscaling factor, modulo 2^counter_width. QM_CTR
+//     reads Error for an unknown event or an RMID beyond CPUID.0xF.0:EBX,
+//     and for an RMID within it but beyond the L3's own count (CPUID.0xF.1:
+//     ECX) Unavailable on Intel (the RDT specification's "resource A / B"
+//     example), Error on AMD (AMD64 PQoS). With CPUID.0xF.1:EAX[8] an MBM
+//     read has the Overflow bit when that counter wrapped since its last
+//     read;
+//   - register scope: Intel keeps L3_QOS_CFG (CDP) per L3 domain and
+//     QM_EVTSEL per CPU; AMD keeps L3_QOS_CFG per CPU (PQoS state is per
+//     logical processor) and QM_EVTSEL per L3 domain (shared by the QoS
+//     domain's processors). Under AMD CDP a CPU workload uses its CPU's CDP
+//     bit, a thread workload its CPU's (unpinned: the domain's first online
+//     CPU's);
 //   - AMD-style hardware counters (mbm_hw_counters > 0): each L3 domain
-//     counts MBM for at most that many RMIDs. An RMID gets a counter when it
+//     counts MBM for at most that many RMIDs (never fewer than its CPUs: the
+//     AMD64 PQoS minimum). An RMID that gets a counter starts from 0 (the
+//     hardware clears the count of an RMID it begins tracking). An RMID gets a counter when it
 //     becomes active (a CPU of the domain has it in PQR_ASSOC, or a tagged
 //     thread or workload uses it) and a free or idle counter exists; the
 //     least recently active idle RMID loses its counter. An RMID without a
@@ -179,6 +198,7 @@ class SimMachine final : public CpuidSource,
     uint64_t abmc_cfg_last = 0;
     uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
     uint64_t rambae = 0;        // MBA_CFG bit 2, die scope (stored; see mba_cfg_bits_)
+    uint64_t qm_evtsel = 0;     // AMD: QM_EVTSEL is shared by the domain's CPUs
     unsigned snc_ways = 1;      // NUMA nodes sharing this L3
     double unit = 1;            // bytes per counter unit
     std::vector<AbmcCounter> cntrs;
@@ -186,6 +206,7 @@ class SimMachine final : public CpuidSource,
     std::vector<double> occ;
     std::vector<double> mbm[2];  // 0: total event, 1: local event
     std::vector<uint8_t> unavail_once[2];
+    std::vector<uint64_t> wraps_read[2];  // counter wraps seen by the last read (Overflow bit)
     std::vector<uint8_t> tracked;
     std::vector<uint64_t> last_active_us;
     unsigned n_tracked = 0;
@@ -210,6 +231,7 @@ class SimMachine final : public CpuidSource,
     bool online = false;
     uint64_t pqr_assoc = 0;
     uint64_t qm_evtsel = 0;
+    uint64_t l3_qos_cfg = 0;            // AMD: L3_QOS_CFG1 is per logical processor
     int core = -1;                      // index into cores_
     uint64_t misc_feature_control = 0;  // Intel prefetcher disable bits
     int l3 = -1;                        // index into l3_
@@ -243,6 +265,11 @@ class SimMachine final : public CpuidSource,
   // The L3_QOS_EXT_CFG bits CPUID enumerates (ABMC, SDCIAE); 0: no register.
   uint64_t ext_cfg_bits() const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
+  // The QM_EVTSEL `c` reads and writes: its own (Intel), its domain's (AMD).
+  uint64_t& qm_evtsel_of(Cpu& c);
+  // Whether CDP is on for activity on `cpu` of `d` (-1: the domain's first
+  // online CPU).
+  bool cdp_on(const L3Dom& d, int cpu) const;
   Result<void> gp(unsigned cpu, uint32_t msr, const char* why) const;
   // Power-on values of a domain's registers and model state.
   void power_on_l3(L3Dom& d);
@@ -272,6 +299,7 @@ class SimMachine final : public CpuidSource,
   // specification gives no register for the per-resource values.
   uint64_t mba_cfg_bits_ = 0;
   bool mba_per_core_ = false;  // Intel MBA without per-thread throttling
+  bool overflow_bit_ = false;  // CPUID.0xF.1:EAX[8]: QM_CTR has the Overflow bit
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;

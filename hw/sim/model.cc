@@ -247,9 +247,9 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   // node's share of the L3 (the whole L3 without SNC).
   std::vector<double> target(nrmid, 0.0);
   const double node_size = l3_size / d.snc_ways;
-  auto capacity = [&](uint32_t closid) {
+  auto capacity = [&](uint32_t closid, int cpu) {
     if (!l3r.alloc_capable || d.l3_mask.empty()) return node_size;
-    size_t idx = (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) ? closid * 2 : closid;
+    size_t idx = cdp_on(d, cpu) ? closid * 2 : closid;
     if (idx >= d.l3_mask.size()) return node_size;
     return node_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
   };
@@ -262,7 +262,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     for (size_t i = 0; i < ents.size(); ++i) {
       if (ents[i].snc != k) continue;
       double sum = foot_by_clos[ents[i].closid];
-      double cap = capacity(ents[i].closid);
+      double cap = capacity(ents[i].closid, ents[i].cpu);
       occ_e[i] = sum > cap ? ents[i].footprint * cap / sum : ents[i].footprint;
       total += occ_e[i];
     }
@@ -319,6 +319,34 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   }
   const double peak = profile_.sim.mem_bandwidth_mbps;
   const double squeeze = (peak > 0 && total_bw > peak) ? peak / total_bw : 1.0;
+  if (amd && squeeze < 1.0) {
+    // AMD64 PQoS: when the domain cannot deliver every COS its limit, the
+    // hardware does not share what it has in proportion to the limits
+    // ("L3QOS_BW_CONTROL"): a COS is only held to its own limit. Modelled as
+    // contention by demand: the peak is shared in proportion to what each
+    // entity asks for, none gets more than its limit allows, and what a
+    // limited entity leaves is shared again among the others, by demand.
+    std::vector<uint8_t> fixed(ents.size(), 0);
+    double remaining = peak;
+    for (bool again = true; again;) {
+      again = false;
+      double demand = 0;
+      for (size_t i = 0; i < ents.size(); ++i)
+        if (!fixed[i]) demand += ents[i].bw_mbps;
+      if (demand <= 0) break;
+      for (size_t i = 0; i < ents.size(); ++i) {
+        if (fixed[i] || remaining * ents[i].bw_mbps / demand < ach[i]) continue;
+        fixed[i] = 1;
+        remaining -= ach[i];
+        again = true;
+      }
+    }
+    double demand = 0;
+    for (size_t i = 0; i < ents.size(); ++i)
+      if (!fixed[i]) demand += ents[i].bw_mbps;
+    for (size_t i = 0; i < ents.size(); ++i)
+      if (!fixed[i]) ach[i] = demand > 0 ? std::max(0.0, remaining) * ents[i].bw_mbps / demand : 0;
+  }
   const bool limited = profile_.sim.mbm_hw_counters > 0;
   double w_local[2], w_remote[2];
   for (int ev = 0; ev < 2; ++ev) {
@@ -333,7 +361,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     // MB/s x microseconds = bytes.
-    double bytes = ach[i] * squeeze * dt_us;
+    double bytes = ach[i] * (amd ? 1.0 : squeeze) * dt_us;
     double local = bytes * e.local_fraction, remote = bytes - local;
     const long p = physical_rmid(d, e.snc, e.rmid);
     if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[p])) {
@@ -354,12 +382,24 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
 void SimMachine::refresh_tracking_locked(uint64_t now) {
   if (!tracking_dirty_) return;
   tracking_dirty_ = false;
-  const unsigned limit = profile_.sim.mbm_hw_counters;
-  if (limit == 0) return;
+  if (profile_.sim.mbm_hw_counters == 0) return;
   std::vector<Entity> ents;
   for (size_t i = 0; i < l3_.size(); ++i) {
     L3Dom& d = l3_[i];
     const size_t nrmid = d.tracked.size();
+    // AMD64 PQoS: a domain can always track at least as many RMIDs as it
+    // has processors.
+    const unsigned limit =
+        std::max<unsigned>(profile_.sim.mbm_hw_counters, static_cast<unsigned>(d.cpus.size()));
+    // Starting to track an RMID clears its count (AMD64 PQoS, "Platform QOS
+    // Monitoring of L3 External Bandwidth").
+    auto start_tracking = [&](size_t r) {
+      d.tracked[r] = 1;
+      for (int ev = 0; ev < 2; ++ev) {
+        d.mbm[ev][r] = 0;
+        d.wraps_read[ev][r] = 0;
+      }
+    };
     std::vector<uint8_t> active(nrmid, 0);
     // Counters belong to physical RMIDs: mark where each node counts a tag.
     auto mark = [&](int snc, uint32_t rmid) {
@@ -379,7 +419,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
       d.last_active_us[r] = now;
       if (d.tracked[r]) continue;
       if (d.n_tracked < limit) {
-        d.tracked[r] = 1;
+        start_tracking(r);
         ++d.n_tracked;
         continue;
       }
@@ -391,7 +431,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
       }
       if (victim == nrmid) continue;
       d.tracked[victim] = 0;
-      d.tracked[r] = 1;
+      start_tracking(r);
     }
   }
 }
@@ -402,7 +442,7 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   const uint64_t now = now_us_locked();
   advance_locked(d, now);
   refresh_tracking_locked(now);
-  const uint64_t sel = c.qm_evtsel;
+  const uint64_t sel = qm_evtsel_of(c);
   const uint32_t evt = static_cast<uint32_t>(sel & QM_EVTSEL_EVTID_MASK);
   const uint64_t rmid = sel >> QM_EVTSEL_RMID_SHIFT;
   const unsigned width = info_.mon.counter_width;
@@ -418,7 +458,10 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
     if (!k.enabled) return QM_CTR_UNAVAILABLE;
     return static_cast<uint64_t>(k.bytes / scale) & wmask;
   }
-  if (rmid >= d.occ.size()) return QM_CTR_ERROR;
+  // Beyond the global maximum: Error. Within it but beyond the L3's own
+  // RMIDs: Intel Unavailable, AMD Error (see machine.h).
+  if (rmid >= num_rmid_any_) return QM_CTR_ERROR;
+  if (rmid >= d.occ.size()) return profile_.amd() ? QM_CTR_ERROR : QM_CTR_UNAVAILABLE;
   if (evt == QOS_L3_OCCUP_EVENT_ID && has(EventId::LLC_OCCUPANCY))
     return static_cast<uint64_t>(d.occ[rmid] / scale) & QM_CTR_DATA_MASK;
   if ((evt == QOS_L3_MBM_TOTAL_EVENT_ID && has(EventId::MBM_TOTAL)) ||
@@ -429,7 +472,14 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
       return QM_CTR_UNAVAILABLE;
     }
     if (profile_.sim.mbm_hw_counters > 0 && !d.tracked[rmid]) return QM_CTR_UNAVAILABLE;
-    return static_cast<uint64_t>(d.mbm[ev][rmid] / scale) & wmask;
+    const auto units = static_cast<uint64_t>(d.mbm[ev][rmid] / scale);
+    uint64_t overflow = 0;
+    if (overflow_bit_ && width < 64) {
+      const uint64_t wraps = units >> width;
+      if (wraps != d.wraps_read[ev][rmid]) overflow = QM_CTR_OVERFLOW;
+      d.wraps_read[ev][rmid] = wraps;  // the read clears the bit
+    }
+    return (units & wmask) | overflow;
   }
   return QM_CTR_ERROR;
 }

@@ -303,6 +303,10 @@ Result<void> synth_mon(Profile& p, const JsonIn& j) {
   if (p.amd() && width == MBM_CNTR_WIDTH_BASE + MBM_CNTR_WIDTH_OFFSET_AMD) offset = 0;
   const auto max_rmid = static_cast<uint32_t>(rmids - 1);
   set_leaf(p, CPUID_LEAF_PQM, 0, CpuidRegs{0, max_rmid, 0, CPUID_F_0_EDX_L3});
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool overflow, get_bool(j, "overflow_bit", false));
+  if (overflow && (p.amd() || width > 61))
+    return bad("l3_mon.overflow_bit needs an Intel vendor and a counter_width up to 61");
+  if (overflow) offset |= CPUID_F_1_EAX_OVERFLOW;
   set_leaf(p, CPUID_LEAF_PQM, 1, CpuidRegs{offset, static_cast<uint32_t>(scale), max_rmid, edx});
   leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQM;
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0, UINT32_MAX));

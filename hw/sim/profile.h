@@ -30,7 +30,8 @@
 //     "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
 //                "events": ["llc_occupancy", "mbm_total_bytes",
 //                           "mbm_local_bytes"],
-//                "bmec_mask": 127, "abmc_counters": 32},
+//                "bmec_mask": 127, "abmc_counters": 32,          (AMD)
+//                "overflow_bit": false},                         (Intel)
 //     // Raw leaves, as copied from a real machine. They override whatever
 //     // was synthesised for the same (leaf, subleaf); absent leaves read 0.
 //     "cpuid": {"0x10.1": ["0x0000000a", "0x00000600", "0x00000004",

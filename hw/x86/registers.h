@@ -108,6 +108,12 @@ inline constexpr uint32_t ABMC_EVT_ID = 1;  // event id of an ABMC counter read
 inline constexpr uint64_t QM_CTR_ERROR = 1ULL << 63;
 inline constexpr uint64_t QM_CTR_UNAVAILABLE = 1ULL << 62;
 inline constexpr uint64_t QM_CTR_DATA_MASK = (1ULL << 62) - 1;
+// Intel's optional Overflow bit: set when the selected incrementing counter
+// wrapped since it was last read, cleared by the read; enumerated by
+// CPUID.0xF.1:EAX[8] (Intel SDM, CPUID leaf 0FH sub-leaf 1; the RDT
+// architecture specification, 7.1.1, describes the bit without its number).
+// It sits above any counter width up to 61 bits, which is all software uses.
+inline constexpr uint64_t QM_CTR_OVERFLOW = 1ULL << 61;
 
 // IA32_PQR_ASSOC: RMID in the low 32 bits (implemented width 10 bits on
 // most parts), CLOS in bits 63:32.
@@ -179,6 +185,7 @@ inline constexpr uint32_t CPUID_F_0_EDX_L3 = 1U << 1;
 // CPUID.0xF.1: EAX[7:0] counter width offset, EBX upscaling factor,
 // ECX highest L3 RMID, EDX event bits (0 occupancy, 1 total, 2 local).
 inline constexpr uint32_t CPUID_F_1_EAX_WIDTH_MASK = 0xFF;
+inline constexpr uint32_t CPUID_F_1_EAX_OVERFLOW = 1U << 8;  // QM_CTR_OVERFLOW exists
 // CPUID.0xF.1:EAX bits 9 and 10: CMT and MBM for non-CPU (I/O) agents.
 inline constexpr uint32_t CPUID_F_1_EAX_IO_CMT = 1U << 9;
 inline constexpr uint32_t CPUID_F_1_EAX_IO_MBM = 1U << 10;
