@@ -35,9 +35,11 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   // The hardware's own RMID count and unit, whatever Linux makes of SNC.
   const CpuidRegs pqm1 = cpuid(first, CPUID_LEAF_PQM, 1);
   phys_rmids_ = info_.mon.capable ? pqm1.ecx + 1 : 1;
+  overflow_bit_ = info_.mon.capable && !profile_.amd() && (pqm1.eax & CPUID_F_1_EAX_OVERFLOW) != 0;
 
   cpus_.resize(topo.nr_cpus);
   std::map<int, size_t> l3_index, l2_index;
+  std::map<std::pair<int, int>, size_t> core_index;  // (package, core)
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
     if (!topo.online.test(c)) continue;
     cpus_[c].present = true;
@@ -67,6 +69,25 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
       cpus_[c].l2 = static_cast<int>(l2_index[topo.l2_id[c]]);
       l2_[cpus_[c].l2].cpus.push_back(c);
     }
+    const CpuPlacement& pl = profile_.cpus[c];
+    auto [it, added] = core_index.try_emplace({pl.package, pl.core}, cores_.size());
+    if (added) cores_.emplace_back();
+    cpus_[c].core = static_cast<int>(it->second);
+    cores_[it->second].cpus.push_back(c);
+  }
+  // MBA generations. Per-thread MBA (3.0) is what CPUID.0x10.3:ECX[0]
+  // enumerates; without it the core resolves its threads' delays (1.0,
+  // 2.0). MBA_CFG exists only on the model lists of registers.h.
+  const Resource& mbr = info_.res(ResourceId::MB);
+  if (!profile_.amd() && mbr.alloc_capable) {
+    const bool per_thread = mbr.membw.throttle_mode == ThrottleMode::PER_THREAD;
+    mba_per_core_ = !per_thread;
+    auto listed = [&](const auto& models) {
+      return info_.family == 6 &&
+             std::find(std::begin(models), std::end(models), info_.model) != std::end(models);
+    };
+    if (!per_thread && listed(kMbaMinMaxModels)) mba_cfg_bits_ |= MBA_CFG_MIN;
+    if (listed(kRaMbaModels)) mba_cfg_bits_ |= MBA_CFG_RAMBAE;
   }
   // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
@@ -126,11 +147,14 @@ void SimMachine::power_on_l3(L3Dom& d) {
   d.io_rdt_cfg = 0;
   d.abmc_cfg_last = 0;
   d.rmid_snc_cfg = RMID_SNC_CONFIG_LOCALIZED;
+  d.rambae = 0;
+  d.qm_evtsel = 0;
   d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
   d.occ.assign(nrmid, 0);
   for (int e = 0; e < 2; ++e) {
     d.mbm[e].assign(nrmid, 0);
     d.unavail_once[e].assign(nrmid, 0);
+    d.wraps_read[e].assign(nrmid, 0);
   }
   d.tracked.assign(nrmid, 0);
   d.last_active_us.assign(nrmid, 0);
@@ -177,6 +201,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
       d3->last_us = now;
     }
     if (d2 != nullptr && !any_online(d2->cpus)) power_on_l2(*d2);
+    if (c.core >= 0 && !any_online(cores_[c.core].cpus)) cores_[c.core].mba_cfg = 0;
     c.online = true;
   } else {
     c.online = false;
@@ -184,7 +209,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
   }
   c.pqr_assoc = 0;
   c.qm_evtsel = 0;
-  c.mba_cfg = 0;
+  c.l3_qos_cfg = 0;
   tracking_dirty_ = true;
   return Ok();
 }
@@ -192,6 +217,17 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
 CpuidRegs SimMachine::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const {
   auto it = profile_.cpuid.find({leaf, subleaf});
   return it == profile_.cpuid.end() ? CpuidRegs{} : it->second;
+}
+
+uint64_t& SimMachine::qm_evtsel_of(Cpu& c) {
+  if (profile_.amd() && c.l3 >= 0) return l3_[c.l3].qm_evtsel;
+  return c.qm_evtsel;
+}
+
+bool SimMachine::cdp_on(const L3Dom& d, int cpu) const {
+  if (!profile_.amd()) return (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) != 0;
+  if (cpu < 0) cpu = first_online(d.cpus);
+  return cpu >= 0 && (cpus_[cpu].l3_qos_cfg & QOS_CFG_CDP_ENABLE) != 0;
 }
 
 Result<void> SimMachine::gp(unsigned cpu, uint32_t msr, const char* why) const {
@@ -227,10 +263,11 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
   L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
 
   if (msr == IA32_PQR_ASSOC) return c.pqr_assoc;
-  if (msr == IA32_QM_EVTSEL && cqm) return c.qm_evtsel;
+  if (msr == IA32_QM_EVTSEL && cqm) return qm_evtsel_of(c);
   if (msr == IA32_QM_CTR && cqm) return read_qm_ctr_locked(c);
   if (d != nullptr) {
-    if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) return d->l3_qos_cfg;
+    if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable)
+      return profile_.amd() ? c.l3_qos_cfg : d->l3_qos_cfg;
     if (in_bank(msr, IA32_L3_MASK_0, d->l3_mask.size())) return d->l3_mask[msr - IA32_L3_MASK_0];
     if (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, d->mba_thrtl.size()))
       return d->mba_thrtl[msr - IA32_L2_QOS_EXT_BW_THRTL_0];
@@ -252,7 +289,8 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
              (uint64_t{k.rmid} << ABMC_CFG_BW_SRC_SHIFT) | k.bw_type;
     }
   }
-  if (msr == MBA_CFG && d != nullptr && !d->mba_thrtl.empty()) return c.mba_cfg;
+  if (msr == MBA_CFG && mba_cfg_bits_ != 0 && d != nullptr)
+    return (c.core >= 0 ? cores_[c.core].mba_cfg : 0) | d->rambae;
   if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) return c.misc_feature_control;
   if (d2 != nullptr) {
     if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) return d2->l2_qos_cfg;
@@ -291,10 +329,11 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     if ((v & 0x7FFFFF00ULL) != 0) return gp(cpu, msr, "reserved bits set");
     if (v & QM_EVTSEL_EXTENDED_EVTID) {
       if (!info_.mon.abmc) return gp(cpu, msr, "extended event id without ABMC");
-    } else if ((v >> QM_EVTSEL_RMID_SHIFT) >= num_rmid_any_) {
+    } else if ((v >> QM_EVTSEL_RMID_SHIFT) >= num_rmid_any_ && profile_.amd()) {
+      // AMD #GPs; Intel takes it and QM_CTR reads Error.
       return gp(cpu, msr, "RMID beyond CPUID.0xF.0:EBX");
     }
-    c.qm_evtsel = v;
+    qm_evtsel_of(c) = v;
     return Ok();
   }
   if (msr == IA32_QM_CTR && cqm) return gp(cpu, msr, "read-only register");
@@ -302,7 +341,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) {
       if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
       advance_all_locked(now);
-      d->l3_qos_cfg = v;
+      (profile_.amd() ? c.l3_qos_cfg : d->l3_qos_cfg) = v;
       return Ok();
     }
     if (in_bank(msr, IA32_L3_MASK_0, d->l3_mask.size())) {
@@ -390,9 +429,13 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       return Ok();
     }
     if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) return gp(cpu, msr, "read-only register");
-    if (msr == MBA_CFG && !d->mba_thrtl.empty()) {
-      if ((v & ~1ULL) != 0) return gp(cpu, msr, "reserved bits set");
-      c.mba_cfg = v;
+    if (msr == MBA_CFG && mba_cfg_bits_ != 0) {
+      // Bit 0 is reserved on a part with per-thread MBA (third generation
+      // removed it), bit 2 everywhere but the Resource-Aware MBA parts.
+      if ((v & ~mba_cfg_bits_) != 0) return gp(cpu, msr, "reserved bits set");
+      advance_all_locked(now);
+      if (c.core >= 0) cores_[c.core].mba_cfg = v & MBA_CFG_MIN;
+      d->rambae = v & MBA_CFG_RAMBAE;
       return Ok();
     }
   }
@@ -445,7 +488,7 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
     if (first < 0) continue;
     const unsigned cpu = static_cast<unsigned>(first);
     if (info_.res(ResourceId::L3).cache.cdp_capable)
-      out.push_back({cpu, IA32_L3_QOS_CFG, d.l3_qos_cfg});
+      out.push_back({cpu, IA32_L3_QOS_CFG, profile_.amd() ? cpus_[cpu].l3_qos_cfg : d.l3_qos_cfg});
     bank(cpu, IA32_L3_MASK_0, d.l3_mask);
     bank(cpu, IA32_L2_QOS_EXT_BW_THRTL_0, d.mba_thrtl);
     bank(cpu, L3QOS_BW_CONTROL_0, d.amd_bw);

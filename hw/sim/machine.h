@@ -10,7 +10,12 @@
 //   - writing a read-only register (IA32_QM_CTR, L3_QOS_ABMC_DSC);
 //   - a mask/bandwidth register index at or beyond the enumerated CLOSIDs;
 //   - PQR_ASSOC with a CLOSID or RMID beyond the enumerated maximum;
-//   - QM_EVTSEL with an RMID beyond CPUID.0xF.0:EBX or reserved bits;
+//   - QM_EVTSEL with reserved bits, or on AMD an RMID beyond CPUID.0xF.0:EBX
+//     (AMD64 PQoS; Intel takes it and QM_CTR then reads Error, RDT
+//     architecture specification 7.1.1);
+//   - MBA_CFG on a part without it (only the second-generation MBA and the
+//     Resource-Aware MBA models of registers.h have it), and its bit 0 on a
+//     part with per-thread MBA;
 //   - reserved bits (mask bits above cbm_len, BMEC bits above 6, an
 //     L3_QOS_EXT_CFG enable bit whose feature (ABMC, SDCIAE) is absent, ...);
 //   - an empty or non-contiguous cache mask on Intel without the
@@ -26,16 +31,42 @@
 //     the cache. An RMID's occupancy approaches its target with time
 //     constant occupancy_fill_ms when growing and occupancy_decay_ms when
 //     shrinking, so a freed RMID stays "dirty" (limbo) for a few seconds;
-//   - bandwidth: Intel MBA delay d scales a CLOSID's demand by (100-d)/100;
+//   - bandwidth: Intel MBA delay d scales an entity's demand by (100-d)/100.
+//     With per-thread MBA (CPUID.0x10.3:ECX[0] set, MBA 3.0) d is the delay
+//     of the entity's own CLOSID. Without it (MBA 1.0/2.0) the core applies
+//     one delay to all its SMT siblings: the max of the delays of the
+//     CLOSIDs running on its threads, or the min when MBA_CFG bit 0 is set
+//     on a part that has it. A thread "runs" the CLOSIDs of the thread
+//     workloads pinned to it, and its PQR_ASSOC CLOSID when it has a CPU
+//     workload or no pinned thread (an idle thread still holds its CLOS);
+//     an unpinned thread workload is on no one core and takes its own
+//     CLOSID's delay;
 //     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's bandwidth at
 //     value/8 GB/s unless the U bit is set; the domain never exceeds
-//     mem_bandwidth_mbps. Traffic is reads, local_fraction of it local; an
+//     mem_bandwidth_mbps: on Intel every entity is scaled alike; on AMD the
+//     peak is shared by demand, each entity held to its COS's limit, and
+//     what a limited one leaves goes to the others (no sharing in
+//     proportion to the limits, AMD64 PQoS). Traffic is reads, local_fraction of it local; an
 //     MBM event counts local reads and/or remote reads according to its BMEC
 //     configuration (Intel: total = all, local = local). SMBA limits are
 //     stored and checked but do not throttle (no slow memory is modelled);
-//   - counters are bytes / upscaling factor, modulo 2^counter_width;
+//   - counters are bytes / upscaling factor, modulo 2^counter_width. QM_CTR
+//     reads Error for an unknown event or an RMID beyond CPUID.0xF.0:EBX,
+//     and for an RMID within it but beyond the L3's own count (CPUID.0xF.1:
+//     ECX) Unavailable on Intel (the RDT specification's "resource A / B"
+//     example), Error on AMD (AMD64 PQoS). With CPUID.0xF.1:EAX[8] an MBM
+//     read has the Overflow bit when that counter wrapped since its last
+//     read;
+//   - register scope: Intel keeps L3_QOS_CFG (CDP) per L3 domain and
+//     QM_EVTSEL per CPU; AMD keeps L3_QOS_CFG per CPU (PQoS state is per
+//     logical processor) and QM_EVTSEL per L3 domain (shared by the QoS
+//     domain's processors). Under AMD CDP a CPU workload uses its CPU's CDP
+//     bit, a thread workload its CPU's (unpinned: the domain's first online
+//     CPU's);
 //   - AMD-style hardware counters (mbm_hw_counters > 0): each L3 domain
-//     counts MBM for at most that many RMIDs. An RMID gets a counter when it
+//     counts MBM for at most that many RMIDs (never fewer than its CPUs: the
+//     AMD64 PQoS minimum). An RMID that gets a counter starts from 0 (the
+//     hardware clears the count of an RMID it begins tracking). An RMID gets a counter when it
 //     becomes active (a CPU of the domain has it in PQR_ASSOC, or a tagged
 //     thread or workload uses it) and a free or idle counter exists; the
 //     least recently active idle RMID loses its counter. An RMID without a
@@ -174,6 +205,8 @@ class SimMachine final : public CpuidSource,
     uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
     uint64_t abmc_cfg_last = 0;
     uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
+    uint64_t rambae = 0;        // MBA_CFG bit 2, die scope (stored; see mba_cfg_bits_)
+    uint64_t qm_evtsel = 0;     // AMD: QM_EVTSEL is shared by the domain's CPUs
     unsigned snc_ways = 1;      // NUMA nodes sharing this L3
     double unit = 1;            // bytes per counter unit
     std::vector<AbmcCounter> cntrs;
@@ -181,6 +214,7 @@ class SimMachine final : public CpuidSource,
     std::vector<double> occ;
     std::vector<double> mbm[2];  // 0: total event, 1: local event
     std::vector<uint8_t> unavail_once[2];
+    std::vector<uint64_t> wraps_read[2];  // counter wraps seen by the last read (Overflow bit)
     std::vector<uint8_t> tracked;
     std::vector<uint64_t> last_active_us;
     unsigned n_tracked = 0;
@@ -192,12 +226,21 @@ class SimMachine final : public CpuidSource,
     std::vector<uint64_t> l2_mask;
     uint64_t l2_qos_cfg = 0;
   };
+  // A physical core: its SMT siblings and its MBA_CFG min/max bit (the
+  // specification leaves the bit's scope open; it says how the core
+  // resolves its threads' delays, so one value per core, written from any
+  // of its threads).
+  struct Core {
+    std::vector<unsigned> cpus;
+    uint64_t mba_cfg = 0;
+  };
   struct Cpu {
     bool present = false;  // in the platform (online at start-up)
     bool online = false;
     uint64_t pqr_assoc = 0;
     uint64_t qm_evtsel = 0;
-    uint64_t mba_cfg = 0;
+    uint64_t l3_qos_cfg = 0;            // AMD: L3_QOS_CFG1 is per logical processor
+    int core = -1;                      // index into cores_
     uint64_t misc_feature_control = 0;  // Intel prefetcher disable bits
     int l3 = -1;                        // index into l3_
     int l2 = -1;                        // index into l2_
@@ -211,6 +254,7 @@ class SimMachine final : public CpuidSource,
     uint32_t closid, rmid;
     double footprint, bw_mbps, local_fraction;
     int snc;            // the node (index within the L3) the activity belongs to
+    int cpu;            // the CPU it runs on, -1: spread over several
     int tid = -1;       // the thread of a thread workload, else -1
     double weight = 1;  // the share of the thread's activity this entity holds
   };
@@ -223,9 +267,19 @@ class SimMachine final : public CpuidSource,
   void entities_of(size_t dom_index, std::vector<Entity>& out) const;
   void refresh_tracking_locked(uint64_t now);
   bool mask_ok(const Resource& r, uint64_t v) const;
+  // The MBA delay the model applies to `e` (see the rules above); `pinned`
+  // lists, per CPU of the domain, the CLOSIDs of thread workloads pinned to
+  // it.
+  double mba_delay(const L3Dom& d, const Entity& e,
+                   const std::map<unsigned, std::vector<uint32_t>>& pinned) const;
   // The L3_QOS_EXT_CFG bits CPUID enumerates (ABMC, SDCIAE); 0: no register.
   uint64_t ext_cfg_bits() const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
+  // The QM_EVTSEL `c` reads and writes: its own (Intel), its domain's (AMD).
+  uint64_t& qm_evtsel_of(Cpu& c);
+  // Whether CDP is on for activity on `cpu` of `d` (-1: the domain's first
+  // online CPU).
+  bool cdp_on(const L3Dom& d, int cpu) const;
   Result<void> gp(unsigned cpu, uint32_t msr, const char* why) const;
   // Power-on values of a domain's registers and model state.
   void power_on_l3(L3Dom& d);
@@ -255,11 +309,19 @@ class SimMachine final : public CpuidSource,
   uint64_t l3_size_bytes_ = 0;   // one L3 domain's capacity
   unsigned phys_rmids_ = 1;      // physical RMIDs per L3 (CPUID.0xF.1:ECX + 1)
   bool snc_msr_ = false;         // MSR_RMID_SNC_CONFIG exists (SNC model, SNC on)
+  // The writable MBA_CFG bits: MBA_CFG_MIN on a listed second-generation
+  // MBA part without per-thread MBA, MBA_CFG_RAMBAE on a Resource-Aware MBA
+  // part; 0: no MBA_CFG (any access #GPs). RAMBAE is stored only: the
+  // specification gives no register for the per-resource values.
+  uint64_t mba_cfg_bits_ = 0;
+  bool mba_per_core_ = false;  // Intel MBA without per-thread throttling
+  bool overflow_bit_ = false;  // CPUID.0xF.1:EAX[8]: QM_CTR has the Overflow bit
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;
   std::vector<L3Dom> l3_;
   std::vector<L2Dom> l2_;
+  std::vector<Core> cores_;
   std::map<int, Tags> thread_tags_;
   std::map<int, Workload> thread_work_;
   std::map<unsigned, Workload> cpu_work_;

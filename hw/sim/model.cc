@@ -138,7 +138,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     out.push_back(Entity{static_cast<uint32_t>(pqr >> PQR_ASSOC_CLOS_SHIFT),
                          static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK),
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
-                         w.local_fraction, cpus_[cpu].snc});
+                         w.local_fraction, cpus_[cpu].snc, static_cast<int>(cpu)});
   }
   // An unpinned thread spreads over the domains that have a running CPU it
   // may use, and within one over its nodes that have such a CPU; a pinned
@@ -151,7 +151,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     if (w.cpu >= 0) {
       if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
-                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, tid, 1.0});
+                           w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, w.cpu, tid, 1.0});
       continue;
     }
     dom_up.assign(l3_.size(), 0);
@@ -173,7 +173,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     const double weight = 1.0 / static_cast<double>(powered * nodes_up.size());
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
-                           w.bandwidth_mbps * weight, w.local_fraction, k, tid, weight});
+                           w.bandwidth_mbps * weight, w.local_fraction, k, -1, tid, weight});
     }
   }
 }
@@ -205,6 +205,36 @@ void SimMachine::advance_locked(L3Dom& d, uint64_t now) {
   d.last_us = now;
 }
 
+double SimMachine::mba_delay(const L3Dom& d, const Entity& e,
+                             const std::map<unsigned, std::vector<uint32_t>>& pinned) const {
+  auto delay_of = [&](uint32_t closid) {
+    if (closid >= d.mba_thrtl.size()) return 0.0;
+    return std::min<double>(static_cast<double>(d.mba_thrtl[closid]),
+                            static_cast<double>(limits_.mba_max_delay));
+  };
+  if (!mba_per_core_ || e.cpu < 0 || cpus_[e.cpu].core < 0) return delay_of(e.closid);
+  // MBA 1.0/2.0: one delay for the whole core, resolved over the CLOSIDs
+  // running on its threads (RDT architecture specification, 3.2.3.1 and
+  // 3.2.3.2: the max, or the min with MBA_CFG bit 0 on a second-generation
+  // part).
+  const Core& core = cores_[cpus_[e.cpu].core];
+  const bool want_min = (core.mba_cfg & MBA_CFG_MIN) != 0;
+  double r = delay_of(e.closid);
+  auto take = [&](uint32_t closid) {
+    const double v = delay_of(closid);
+    r = want_min ? std::min(r, v) : std::max(r, v);
+  };
+  for (unsigned c : core.cpus) {
+    if (!cpus_[c].online) continue;
+    auto it = pinned.find(c);
+    if (it != pinned.end())
+      for (uint32_t closid : it->second) take(closid);
+    if (it == pinned.end() || cpu_work_.count(c) != 0)
+      take(static_cast<uint32_t>(cpus_[c].pqr_assoc >> PQR_ASSOC_CLOS_SHIFT));
+  }
+  return r;
+}
+
 void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   const size_t dom = static_cast<size_t>(&d - l3_.data());
   std::vector<Entity> ents;
@@ -218,9 +248,9 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   std::vector<double> target(nrmid, 0.0);
   std::vector<double> fit(ents.size(), 1.0);  // share of each entity's footprint kept (LWP)
   const double node_size = l3_size / d.snc_ways;
-  auto capacity = [&](uint32_t closid) {
+  auto capacity = [&](uint32_t closid, int cpu) {
     if (!l3r.alloc_capable || d.l3_mask.empty()) return node_size;
-    size_t idx = (d.l3_qos_cfg & QOS_CFG_CDP_ENABLE) ? closid * 2 : closid;
+    size_t idx = cdp_on(d, cpu) ? closid * 2 : closid;
     if (idx >= d.l3_mask.size()) return node_size;
     return node_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
   };
@@ -233,7 +263,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     for (size_t i = 0; i < ents.size(); ++i) {
       if (ents[i].snc != k) continue;
       double sum = foot_by_clos[ents[i].closid];
-      double cap = capacity(ents[i].closid);
+      double cap = capacity(ents[i].closid, ents[i].cpu);
       occ_e[i] = sum > cap ? ents[i].footprint * cap / sum : ents[i].footprint;
       total += occ_e[i];
     }
@@ -261,14 +291,23 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   std::vector<double> ach(ents.size());
   std::map<uint32_t, double> demand_by_clos;
   for (const auto& e : ents) demand_by_clos[e.closid] += e.bw_mbps;
+  // CLOSIDs of the thread workloads pinned to each CPU (for the per-core
+  // MBA resolution).
+  std::map<unsigned, std::vector<uint32_t>> pinned;
+  if (!amd && mba_per_core_) {
+    for (const auto& [tid, w] : thread_work_) {
+      if (w.cpu < 0 || cpus_[w.cpu].l3 != static_cast<int>(dom)) continue;
+      auto t = thread_tags_.find(tid);
+      pinned[static_cast<unsigned>(w.cpu)].push_back(t == thread_tags_.end() ? 0
+                                                                             : t->second.closid);
+    }
+  }
   double total_bw = 0;
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     double a = e.bw_mbps;
-    if (!amd && e.closid < d.mba_thrtl.size()) {
-      double delay = std::min<double>(static_cast<double>(d.mba_thrtl[e.closid]),
-                                      static_cast<double>(limits_.mba_max_delay));
-      a *= (100.0 - delay) / 100.0;
+    if (!amd && !d.mba_thrtl.empty()) {
+      a *= (100.0 - mba_delay(d, e, pinned)) / 100.0;
     } else if (amd && e.closid < d.amd_bw.size()) {
       uint64_t v = d.amd_bw[e.closid];
       if ((v & (uint64_t{1} << limits_.amd_bw_len)) == 0) {
@@ -282,6 +321,34 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   }
   const double peak = profile_.sim.mem_bandwidth_mbps;
   const double squeeze = (peak > 0 && total_bw > peak) ? peak / total_bw : 1.0;
+  if (amd && squeeze < 1.0) {
+    // AMD64 PQoS: when the domain cannot deliver every COS its limit, the
+    // hardware does not share what it has in proportion to the limits
+    // ("L3QOS_BW_CONTROL"): a COS is only held to its own limit. Modelled as
+    // contention by demand: the peak is shared in proportion to what each
+    // entity asks for, none gets more than its limit allows, and what a
+    // limited entity leaves is shared again among the others, by demand.
+    std::vector<uint8_t> fixed(ents.size(), 0);
+    double remaining = peak;
+    for (bool again = true; again;) {
+      again = false;
+      double demand = 0;
+      for (size_t i = 0; i < ents.size(); ++i)
+        if (!fixed[i]) demand += ents[i].bw_mbps;
+      if (demand <= 0) break;
+      for (size_t i = 0; i < ents.size(); ++i) {
+        if (fixed[i] || remaining * ents[i].bw_mbps / demand < ach[i]) continue;
+        fixed[i] = 1;
+        remaining -= ach[i];
+        again = true;
+      }
+    }
+    double demand = 0;
+    for (size_t i = 0; i < ents.size(); ++i)
+      if (!fixed[i]) demand += ents[i].bw_mbps;
+    for (size_t i = 0; i < ents.size(); ++i)
+      if (!fixed[i]) ach[i] = demand > 0 ? std::max(0.0, remaining) * ents[i].bw_mbps / demand : 0;
+  }
   const bool limited = profile_.sim.mbm_hw_counters > 0;
   double w_local[2], w_remote[2];
   for (int ev = 0; ev < 2; ++ev) {
@@ -296,7 +363,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     // MB/s x microseconds = bytes.
-    double bytes = ach[i] * squeeze * dt_us;
+    double bytes = ach[i] * (amd ? 1.0 : squeeze) * dt_us;
     double local = bytes * e.local_fraction, remote = bytes - local;
     const long p = physical_rmid(d, e.snc, e.rmid);
     if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[p])) {
@@ -321,12 +388,24 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
 void SimMachine::refresh_tracking_locked(uint64_t now) {
   if (!tracking_dirty_) return;
   tracking_dirty_ = false;
-  const unsigned limit = profile_.sim.mbm_hw_counters;
-  if (limit == 0) return;
+  if (profile_.sim.mbm_hw_counters == 0) return;
   std::vector<Entity> ents;
   for (size_t i = 0; i < l3_.size(); ++i) {
     L3Dom& d = l3_[i];
     const size_t nrmid = d.tracked.size();
+    // AMD64 PQoS: a domain can always track at least as many RMIDs as it
+    // has processors.
+    const unsigned limit =
+        std::max<unsigned>(profile_.sim.mbm_hw_counters, static_cast<unsigned>(d.cpus.size()));
+    // Starting to track an RMID clears its count (AMD64 PQoS, "Platform QOS
+    // Monitoring of L3 External Bandwidth").
+    auto start_tracking = [&](size_t r) {
+      d.tracked[r] = 1;
+      for (int ev = 0; ev < 2; ++ev) {
+        d.mbm[ev][r] = 0;
+        d.wraps_read[ev][r] = 0;
+      }
+    };
     std::vector<uint8_t> active(nrmid, 0);
     // Counters belong to physical RMIDs: mark where each node counts a tag.
     auto mark = [&](int snc, uint32_t rmid) {
@@ -346,7 +425,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
       d.last_active_us[r] = now;
       if (d.tracked[r]) continue;
       if (d.n_tracked < limit) {
-        d.tracked[r] = 1;
+        start_tracking(r);
         ++d.n_tracked;
         continue;
       }
@@ -358,7 +437,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
       }
       if (victim == nrmid) continue;
       d.tracked[victim] = 0;
-      d.tracked[r] = 1;
+      start_tracking(r);
     }
   }
 }
@@ -369,7 +448,7 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   const uint64_t now = now_us_locked();
   advance_locked(d, now);
   refresh_tracking_locked(now);
-  const uint64_t sel = c.qm_evtsel;
+  const uint64_t sel = qm_evtsel_of(c);
   const uint32_t evt = static_cast<uint32_t>(sel & QM_EVTSEL_EVTID_MASK);
   const uint64_t rmid = sel >> QM_EVTSEL_RMID_SHIFT;
   const unsigned width = info_.mon.counter_width;
@@ -385,7 +464,10 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
     if (!k.enabled) return QM_CTR_UNAVAILABLE;
     return static_cast<uint64_t>(k.bytes / scale) & wmask;
   }
-  if (rmid >= d.occ.size()) return QM_CTR_ERROR;
+  // Beyond the global maximum: Error. Within it but beyond the L3's own
+  // RMIDs: Intel Unavailable, AMD Error (see machine.h).
+  if (rmid >= num_rmid_any_) return QM_CTR_ERROR;
+  if (rmid >= d.occ.size()) return profile_.amd() ? QM_CTR_ERROR : QM_CTR_UNAVAILABLE;
   if (evt == QOS_L3_OCCUP_EVENT_ID && has(EventId::LLC_OCCUPANCY))
     return static_cast<uint64_t>(d.occ[rmid] / scale) & QM_CTR_DATA_MASK;
   if ((evt == QOS_L3_MBM_TOTAL_EVENT_ID && has(EventId::MBM_TOTAL)) ||
@@ -396,7 +478,14 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
       return QM_CTR_UNAVAILABLE;
     }
     if (profile_.sim.mbm_hw_counters > 0 && !d.tracked[rmid]) return QM_CTR_UNAVAILABLE;
-    return static_cast<uint64_t>(d.mbm[ev][rmid] / scale) & wmask;
+    const auto units = static_cast<uint64_t>(d.mbm[ev][rmid] / scale);
+    uint64_t overflow = 0;
+    if (overflow_bit_ && width < 64) {
+      const uint64_t wraps = units >> width;
+      if (wraps != d.wraps_read[ev][rmid]) overflow = QM_CTR_OVERFLOW;
+      d.wraps_read[ev][rmid] = wraps;  // the read clears the bit
+    }
+    return (units & wmask) | overflow;
   }
   return QM_CTR_ERROR;
 }

@@ -303,6 +303,10 @@ Result<void> synth_mon(Profile& p, const JsonIn& j) {
   if (p.amd() && width == MBM_CNTR_WIDTH_BASE + MBM_CNTR_WIDTH_OFFSET_AMD) offset = 0;
   const auto max_rmid = static_cast<uint32_t>(rmids - 1);
   set_leaf(p, CPUID_LEAF_PQM, 0, CpuidRegs{0, max_rmid, 0, CPUID_F_0_EDX_L3});
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool overflow, get_bool(j, "overflow_bit", false));
+  if (overflow && (p.amd() || width > 61))
+    return bad("l3_mon.overflow_bit needs an Intel vendor and a counter_width up to 61");
+  if (overflow) offset |= CPUID_F_1_EAX_OVERFLOW;
   set_leaf(p, CPUID_LEAF_PQM, 1, CpuidRegs{offset, static_cast<uint32_t>(scale), max_rmid, edx});
   leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQM;
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t bmec, get_u64(j, "bmec_mask", 0, UINT32_MAX));
@@ -434,6 +438,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
     RESCTRLFS_ASSIGN_OR_RETURN(pl.l2, checked(c.int_or<int>("l2", pl.cpu, 0, kMaxId)));
     RESCTRLFS_ASSIGN_OR_RETURN(pl.l3, checked(c.int_or<int>("l3", pl.package, 0, kMaxId)));
     RESCTRLFS_ASSIGN_OR_RETURN(pl.node, checked(c.int_or<int>("node", pl.package, 0, kMaxId)));
+    RESCTRLFS_ASSIGN_OR_RETURN(pl.core, checked(c.int_or<int>("core", pl.l2, 0, kMaxId)));
     max_cpu = std::max(max_cpu, pl.cpu);
     list.push_back(pl);
   }
@@ -441,7 +446,7 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t nr, get_u64(j, "nr_cpus", p.nr_cpus, 4096));
   if (nr < p.nr_cpus || nr > 4096) return bad("\"nr_cpus\" must cover every cpu");
   p.nr_cpus = static_cast<unsigned>(nr);
-  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  p.cpus.assign(p.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
   for (const auto& pl : list) {
     if (p.cpus[pl.cpu].cpu >= 0) return bad("cpu " + std::to_string(pl.cpu) + " listed twice");
     p.cpus[pl.cpu] = pl;
@@ -608,7 +613,7 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                    "has " +
                                    std::to_string(n) + " CPUs: it needs at least " +
                                    std::to_string(covered.size()) + ", one per domain");
-  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1});
+  std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
   for (size_t i = 0; i < n; ++i) {
     CpuPlacement c = mine[i * m / n];
     covered[domain(c)] = true;

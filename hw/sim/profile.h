@@ -7,10 +7,13 @@
 //   {
 //     "vendor": "GenuineIntel" | "AuthenticAMD",             (required)
 //     "family": 6, "model": 106, "stepping": 6,
-//     "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0, "node": 0}, ...],
+//     "cpus": [{"cpu": 0, "package": 0, "core": 0, "l2": 0, "l3": 0,
+//               "node": 0}, ...],
 //             (required; "node" is the NUMA node, default the package: CPUs
 //             of one L3 split over several nodes is Sub-NUMA Clustering on
-//             the Intel models Linux checks for it)
+//             the Intel models Linux checks for it; "core" is the physical
+//             core within the package, default the L2 id: CPUs with the same
+//             package and core are SMT siblings)
 //     "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
 //     // The kernel's rdt= boot parameter the simulated machine was booted
 //     // with, e.g. "l3cat" on a Cascade Lake, "!mba" (see x86::RdtOptions).
@@ -27,7 +30,8 @@
 //     "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
 //                "events": ["llc_occupancy", "mbm_total_bytes",
 //                           "mbm_local_bytes"],
-//                "bmec_mask": 127, "abmc_counters": 32},
+//                "bmec_mask": 127, "abmc_counters": 32,          (AMD)
+//                "overflow_bit": false},                         (Intel)
 //     // Raw leaves, as copied from a real machine. They override whatever
 //     // was synthesised for the same (leaf, subleaf); absent leaves read 0.
 //     "cpuid": {"0x10.1": ["0x0000000a", "0x00000600", "0x00000004",
@@ -61,6 +65,7 @@ struct CpuPlacement {
   int l2 = -1;
   int l3 = -1;
   int node = -1;  // NUMA node
+  int core = -1;  // physical core (SMT siblings share it within a package)
 };
 
 // Physical parameters of the workload model.

@@ -24,9 +24,15 @@ inline constexpr uint64_t QOS_CFG_CDP_ENABLE = 1ULL << 0;
 inline constexpr uint32_t IA32_L3_IO_RDT_CFG = 0xC83;
 inline constexpr uint64_t L3_IO_RDT_CFG_IRAE = 1ULL << 0;
 inline constexpr uint64_t L3_IO_RDT_CFG_IRME = 1ULL << 1;
-// Intel second-generation MBA: bit 0 selects min (1) or max (0) of the
-// per-thread delays of a core.
+// Intel MBA_CFG (model specific). On second-generation MBA parts bit 0
+// selects the min (1) or the max (0, reset) of the delays of a core's
+// threads; third-generation (per-thread) MBA removes it (RDT architecture
+// specification, 3.2.3.2.2, Table 3-1). On the Resource-Aware MBA parts bit 2
+// (RAMBAE) opts in to per-resource throttling, die scope, every other bit
+// reserved (same specification, Resource-Aware MBA). A reserved bit: #GP(0).
 inline constexpr uint32_t MBA_CFG = 0xC84;
+inline constexpr uint64_t MBA_CFG_MIN = 1ULL << 0;
+inline constexpr uint64_t MBA_CFG_RAMBAE = 1ULL << 2;
 
 // Intel RMID_SNC_CONFIG (model specific, on the parts listed below): bit 0
 // (RMID_LOCALIZED_DISTRIBUTION_MODE_ENABLE) is 1 at power-on, the default
@@ -115,6 +121,12 @@ inline constexpr uint32_t ABMC_EVT_ID = 1;  // event id of an ABMC counter read
 inline constexpr uint64_t QM_CTR_ERROR = 1ULL << 63;
 inline constexpr uint64_t QM_CTR_UNAVAILABLE = 1ULL << 62;
 inline constexpr uint64_t QM_CTR_DATA_MASK = (1ULL << 62) - 1;
+// Intel's optional Overflow bit: set when the selected incrementing counter
+// wrapped since it was last read, cleared by the read; enumerated by
+// CPUID.0xF.1:EAX[8] (Intel SDM, CPUID leaf 0FH sub-leaf 1; the RDT
+// architecture specification, 7.1.1, describes the bit without its number).
+// It sits above any counter width up to 61 bits, which is all software uses.
+inline constexpr uint64_t QM_CTR_OVERFLOW = 1ULL << 61;
 
 // IA32_PQR_ASSOC: RMID in the low 32 bits (implemented width 10 bits on
 // most parts), CLOS in bits 63:32.
@@ -188,6 +200,7 @@ inline constexpr uint32_t CPUID_F_0_EDX_L3 = 1U << 1;
 // CPUID.0xF.1: EAX[7:0] counter width offset, EBX upscaling factor,
 // ECX highest L3 RMID, EDX event bits (0 occupancy, 1 total, 2 local).
 inline constexpr uint32_t CPUID_F_1_EAX_WIDTH_MASK = 0xFF;
+inline constexpr uint32_t CPUID_F_1_EAX_OVERFLOW = 1U << 8;  // QM_CTR_OVERFLOW exists
 // CPUID.0xF.1:EAX bits 9 and 10: CMT and MBM for non-CPU (I/O) agents.
 inline constexpr uint32_t CPUID_F_1_EAX_IO_CMT = 1U << 9;
 inline constexpr uint32_t CPUID_F_1_EAX_IO_MBM = 1U << 10;
@@ -245,5 +258,20 @@ inline constexpr unsigned INTEL_FAM6_ATOM_CRESTMONT_X = 0xAF;
 inline constexpr unsigned kSncModels[] = {INTEL_FAM6_ICELAKE_X, INTEL_FAM6_SAPPHIRERAPIDS_X,
                                           INTEL_FAM6_EMERALDRAPIDS_X, INTEL_FAM6_GRANITERAPIDS_X,
                                           INTEL_FAM6_ATOM_CRESTMONT_X};
+// Family-6 models with the MBA_CFG min/max bit (second-generation MBA). The
+// RDT architecture specification names 3rd-gen Xeon Scalable (Ice Lake-SP,
+// and its -D variant) and the Atom P5000 series (Snow Ridge) for it (3.2.3.2);
+// its Appendix A.2 also files 4th- and 5th-gen Xeon Scalable under
+// second-generation MBA, so they are listed too. A part that enumerates
+// per-thread MBA (CPUID.0x10.3:ECX[0]) has no min/max bit whatever its model.
+inline constexpr unsigned INTEL_FAM6_ICELAKE_D = 0x6C;
+inline constexpr unsigned INTEL_FAM6_ATOM_TREMONT_D = 0x86;
+inline constexpr unsigned kMbaMinMaxModels[] = {
+    INTEL_FAM6_ICELAKE_X, INTEL_FAM6_ICELAKE_D, INTEL_FAM6_ATOM_TREMONT_D,
+    INTEL_FAM6_SAPPHIRERAPIDS_X, INTEL_FAM6_EMERALDRAPIDS_X};
+// Family-6 models with Resource-Aware MBA (MBA_CFG bit 2): Granite Rapids
+// and Sierra Forest (RDT architecture specification, Appendix A.2).
+inline constexpr unsigned kRaMbaModels[] = {INTEL_FAM6_GRANITERAPIDS_X,
+                                            INTEL_FAM6_ATOM_CRESTMONT_X};
 
 }  // namespace resctrlfs::hw::x86
