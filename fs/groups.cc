@@ -186,9 +186,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.mbps_target.clear();
   m_.mba_prev_bytes.clear();
   m_.threads.clear();
-  m_.cpu_assoc.assign(m_.info.nr_cpus, {0, 0});
-  m_.cpu_assoc_valid.assign(m_.info.nr_cpus, false);
-  m_.cpu_assoc_failed.clear();
+  p_.cpus.reset();
 
   m_.groups.clear();
   m_.root = new_group();
@@ -358,11 +356,7 @@ void Groups::destroy_group(Group* g) {
     std::erase(kids, g);
   }
   // No CPU may stay owned by the group.
-  for (unsigned cpu : g->cpus.cpus()) {
-    if (cpu >= m_.cpu_ctrl.size()) continue;
-    if (m_.cpu_ctrl[cpu] == g) m_.cpu_ctrl[cpu] = nullptr;
-    if (m_.cpu_mon[cpu] == g) m_.cpu_mon[cpu] = nullptr;
-  }
+  p_.cpus.forget_owner(g);
   m_.mba_prev_bytes.erase(m_.mba_prev_bytes.lower_bound({g, INT_MIN}),
                           m_.mba_prev_bytes.upper_bound({g, INT_MAX}));
   m_.groups.erase(g->pos);
@@ -408,11 +402,7 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   m_.root->cpus |= g->cpus;
   // Its CPUs (and its MON groups', a subset) go to the default group.
   const CpuMask touched = g->cpus;
-  for (unsigned cpu : touched.cpus()) {
-    if (cpu >= m_.cpu_ctrl.size()) continue;
-    m_.cpu_ctrl[cpu] = nullptr;
-    m_.cpu_mon[cpu] = nullptr;
-  }
+  p_.cpus.to_default(touched);
   // MON children go with their parent; their entries are not named by the
   // request, so the kernel's dcache is told.
   std::vector<Group*> kids = g->mon_children;

@@ -42,14 +42,7 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
   if (m_.mounted) {
     // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
     // groups: the owner tables name them.
-    if (cpu < m_.cpu_ctrl.size()) {
-      p_.cpus.cpu_ctrl(cpu)->cpus.reset(cpu);
-      m_.root->cpus.reset(cpu);
-      if (Group* m = m_.cpu_mon[cpu]) m->cpus.reset(cpu);
-      m_.cpu_ctrl[cpu] = nullptr;
-      m_.cpu_mon[cpu] = nullptr;
-    }
-    if (cpu < m_.cpu_assoc_valid.size()) m_.cpu_assoc_valid[cpu] = false;
+    p_.cpus.cpu_gone(cpu);
     m_.changes.all();  // CPUs, schemata domains and counters of any group
   }
   return Ok();
@@ -61,11 +54,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
   RESCTRLFS_RETURN_IF_ERROR(m_.arch->online_cpu(cpu, &events));
   if (m_.mounted) {
     m_.root->cpus.set(cpu);
-    // hw/ has written PQR_ASSOC 0/0, the default group's tags.
-    if (cpu < m_.cpu_assoc.size()) {
-      m_.cpu_assoc[cpu] = {0, 0};
-      m_.cpu_assoc_valid[cpu] = true;
-    }
+    p_.cpus.cpu_back(cpu);
     m_.changes.all();
   }
   return Ok();

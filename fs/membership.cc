@@ -16,15 +16,58 @@ namespace resctrlfs::fs::internal {
 // Tags
 
 std::pair<uint32_t, uint32_t> CpuOwners::cpu_tags(unsigned cpu) const {
-  if (m_.root == nullptr || cpu >= m_.cpu_ctrl.size()) return {0, 0};
+  if (m_.root == nullptr || cpu >= cpu_ctrl_.size()) return {0, 0};
   const Group* ctrl = cpu_ctrl(cpu);
-  const Group* mon = m_.cpu_mon[cpu];
+  const Group* mon = cpu_mon_[cpu];
   return {ctrl->closid, mon != nullptr ? mon->rmid : ctrl->rmid};
 }
 
+void CpuOwners::reset() {
+  cpu_assoc_.assign(m_.info.nr_cpus, {0, 0});
+  cpu_assoc_valid_.assign(m_.info.nr_cpus, false);
+  cpu_assoc_failed_.clear();
+}
+
+void CpuOwners::forget_owner(const Group* g) {
+  for (unsigned cpu : g->cpus.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    if (cpu_ctrl_[cpu] == g) cpu_ctrl_[cpu] = nullptr;
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
+  }
+}
+
+void CpuOwners::to_default(const CpuMask& cpus) {
+  for (unsigned cpu : cpus.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    cpu_ctrl_[cpu] = nullptr;
+    cpu_mon_[cpu] = nullptr;
+  }
+}
+
+void CpuOwners::cpu_gone(unsigned cpu) {
+  // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
+  // groups: the owner tables name them.
+  if (cpu < cpu_ctrl_.size()) {
+    cpu_ctrl(cpu)->cpus.reset(cpu);
+    m_.root->cpus.reset(cpu);
+    if (Group* m = cpu_mon_[cpu]) m->cpus.reset(cpu);
+    cpu_ctrl_[cpu] = nullptr;
+    cpu_mon_[cpu] = nullptr;
+  }
+  if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
+}
+
+void CpuOwners::cpu_back(unsigned cpu) {
+  // hw/ has written the default group's tags (0/0).
+  if (cpu < cpu_assoc_.size()) {
+    cpu_assoc_[cpu] = {0, 0};
+    cpu_assoc_valid_[cpu] = true;
+  }
+}
+
 void CpuOwners::rebuild_cpu_owners() {
-  m_.cpu_ctrl.assign(m_.info.nr_cpus, nullptr);
-  m_.cpu_mon.assign(m_.info.nr_cpus, nullptr);
+  cpu_ctrl_.assign(m_.info.nr_cpus, nullptr);
+  cpu_mon_.assign(m_.info.nr_cpus, nullptr);
   if (m_.root == nullptr) return;
   std::vector<bool> claimed(m_.info.nr_cpus, false);
   // The first holder in list order wins, as a search in that order finds.
@@ -33,16 +76,16 @@ void CpuOwners::rebuild_cpu_owners() {
     for (unsigned cpu : g->cpus.cpus()) {
       if (cpu >= claimed.size() || claimed[cpu]) continue;
       claimed[cpu] = true;
-      m_.cpu_ctrl[cpu] = g.get();
+      cpu_ctrl_[cpu] = g.get();
     }
   }
   for (auto& g : m_.groups) {
     if (g->type != GroupType::kCtrlMon) continue;
     for (const Group* m : g->mon_children) {
       for (unsigned cpu : m->cpus.cpus()) {
-        if (cpu >= m_.cpu_mon.size() || m_.cpu_mon[cpu] != nullptr || cpu_ctrl(cpu) != g.get())
+        if (cpu >= cpu_mon_.size() || cpu_mon_[cpu] != nullptr || cpu_ctrl(cpu) != g.get())
           continue;
-        m_.cpu_mon[cpu] = const_cast<Group*>(m);
+        cpu_mon_[cpu] = const_cast<Group*>(m);
       }
     }
   }
@@ -57,14 +100,14 @@ void CpuOwners::update_cpu_assoc(const CpuMask& which) {
   // A CPU whose last write failed is retried by the next change, whichever
   // CPUs that change moves (a cpus write does not fail for it).
   std::vector<unsigned> retry;
-  retry.swap(m_.cpu_assoc_failed);
+  retry.swap(cpu_assoc_failed_);
   // Every CPU whose tags change, handed to hw/ as one batch.
   std::vector<hw::Arch::CpuAssoc> batch;
-  std::vector<bool> queued(m_.cpu_assoc.size());
+  std::vector<bool> queued(cpu_assoc_.size());
   auto want = [&](unsigned cpu) {
-    if (cpu >= m_.cpu_assoc.size() || !m_.info.online.test(cpu) || queued[cpu]) return;
+    if (cpu >= cpu_assoc_.size() || !m_.info.online.test(cpu) || queued[cpu]) return;
     auto tags = cpu_tags(cpu);
-    if (m_.cpu_assoc_valid[cpu] && m_.cpu_assoc[cpu] == tags) return;
+    if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
     queued[cpu] = true;
     batch.push_back({cpu, tags.first, tags.second, false});
   };
@@ -74,14 +117,14 @@ void CpuOwners::update_cpu_assoc(const CpuMask& which) {
   m_.arch->set_cpus_assoc(batch);
   for (const auto& b : batch) {
     if (b.ok) {
-      m_.cpu_assoc[b.cpu] = {b.closid, b.rmid};
-      m_.cpu_assoc_valid[b.cpu] = true;
+      cpu_assoc_[b.cpu] = {b.closid, b.rmid};
+      cpu_assoc_valid_[b.cpu] = true;
       continue;
     }
-    m_.cpu_assoc_valid[b.cpu] = false;
-    if (std::find(m_.cpu_assoc_failed.begin(), m_.cpu_assoc_failed.end(), b.cpu) ==
-        m_.cpu_assoc_failed.end())
-      m_.cpu_assoc_failed.push_back(b.cpu);
+    cpu_assoc_valid_[b.cpu] = false;
+    if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), b.cpu) ==
+        cpu_assoc_failed_.end())
+      cpu_assoc_failed_.push_back(b.cpu);
   }
 }
 
@@ -270,15 +313,15 @@ Result<void> CpuOwners::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask&
   // MON group's CPUs are within its parent's, so the MON groups holding
   // any are the owners of the parent's CPUs.
   for (unsigned cpu : g->cpus.cpus()) {
-    if (Group* m = m_.cpu_mon[cpu]; m != nullptr && m->parent == g) {
+    if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
       m_.changes.group(m);
       m->cpus.clear();
-      m_.cpu_mon[cpu] = nullptr;
+      cpu_mon_[cpu] = nullptr;
       touched.set(cpu);
     }
   }
   for (unsigned cpu : dropped.cpus()) {
-    m_.cpu_ctrl[cpu] = nullptr;
+    cpu_ctrl_[cpu] = nullptr;
     touched.set(cpu);
   }
   for (unsigned cpu : added.cpus()) {
@@ -289,12 +332,12 @@ Result<void> CpuOwners::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask&
       m_.changes.group(owner);
     }
     if (!m_.is_root(g)) m_.root->cpus.reset(cpu);
-    if (Group* m = m_.cpu_mon[cpu]) {
+    if (Group* m = cpu_mon_[cpu]) {
       m->cpus.reset(cpu);
       m_.changes.group(m);
     }
-    m_.cpu_ctrl[cpu] = m_.is_root(g) ? nullptr : g;
-    m_.cpu_mon[cpu] = nullptr;
+    cpu_ctrl_[cpu] = m_.is_root(g) ? nullptr : g;
+    cpu_mon_[cpu] = nullptr;
     touched.set(cpu);
   }
   g->cpus = newmask;
@@ -313,15 +356,15 @@ Result<void> CpuOwners::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& 
   removed.subtract(newmask);
   for (unsigned cpu : added.cpus()) {
     // Taken from the sibling monitoring it.
-    if (Group* sib = m_.cpu_mon[cpu]; sib != nullptr && sib != g) {
+    if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
       sib->cpus.reset(cpu);
       m_.changes.group(sib);
     }
-    m_.cpu_mon[cpu] = g;
+    cpu_mon_[cpu] = g;
     touched.set(cpu);
   }
   for (unsigned cpu : removed.cpus()) {
-    if (m_.cpu_mon[cpu] == g) m_.cpu_mon[cpu] = nullptr;
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
     touched.set(cpu);
   }
   g->cpus = newmask;

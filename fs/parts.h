@@ -65,14 +65,7 @@ struct Model {
   ClosidPool closids;
   std::list<std::unique_ptr<Group>> groups;  // root first
   Group* root = nullptr;
-  ThreadTags threads;                                    // per-thread tags
-  std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc;  // last programmed
-  std::vector<bool> cpu_assoc_valid;
-  std::vector<unsigned> cpu_assoc_failed;  // CPUs whose last write failed
-  // Per CPU: its CTRL_MON group (null: the default group) and the MON group
-  // of that group monitoring it (null: none).
-  std::vector<Group*> cpu_ctrl;
-  std::vector<Group*> cpu_mon;
+  ThreadTags threads;                                        // per-thread tags
   std::map<std::pair<int, uint32_t>, uint32_t> mbps_target;  // (domain, closid)
   std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes;
   // ABMC: owner of each counter per monitoring domain (index = counter id).
@@ -217,12 +210,13 @@ class Groups final : public Part {
   Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
 };
 
-// The per-CPU tables behind the groups' cpus files (membership.cc).
+// The per-CPU tables behind the groups' cpus files, which it owns: each
+// CPU's owning groups and the tags last programmed (membership.cc).
 class CpuOwners final : public Part {
  public:
   using Part::Part;
   // Per-CPU and per-thread tags. A CPU's tags come from its owners
-  // (Model::cpu_ctrl, cpu_mon), kept up to date by every change of group CPUs,
+  // (cpu_ctrl_, cpu_mon_), kept up to date by every change of group CPUs,
   // so that a change costs the CPUs it moves, not CPUs x groups.
   std::pair<uint32_t, uint32_t> cpu_tags(unsigned cpu) const;
   // Derives the owner tables from the groups' CPU masks (mount, restore):
@@ -233,10 +227,10 @@ class CpuOwners final : public Part {
   void update_cpu_assoc();
   // Programs the online CPUs of `which` whose tags changed, and retries
   // every CPU whose last write failed, all in one batch to hw/; a failure
-  // is remembered in Model::cpu_assoc_failed for the next update.
+  // is remembered in cpu_assoc_failed_ for the next update.
   void update_cpu_assoc(const CpuMask& which);
   Group* cpu_ctrl(unsigned cpu) const {
-    return m_.cpu_ctrl[cpu] != nullptr ? m_.cpu_ctrl[cpu] : m_.root;
+    return cpu_ctrl_[cpu] != nullptr ? cpu_ctrl_[cpu] : m_.root;
   }
   Result<void> write_cpus_common(Node& n, std::string_view data, bool list);
   Result<void> set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched);
@@ -245,6 +239,25 @@ class CpuOwners final : public Part {
   Result<std::string> show_cpus_list(const Node& n);
   Result<void> write_cpus(Node& n, std::string_view data, const Caller& c);
   Result<void> write_cpus_list(Node& n, std::string_view data, const Caller& c);
+  // Mount: nothing programmed yet.
+  void reset();
+  // Group `g` goes away: no CPU may stay owned by it.
+  void forget_owner(const Group* g);
+  // `cpus` go back to the default group (their CTRL_MON group's rmdir).
+  void to_default(const CpuMask& cpus);
+  // Hotplug: `cpu` leaves every group; `cpu` came back with the default
+  // group's tags programmed.
+  void cpu_gone(unsigned cpu);
+  void cpu_back(unsigned cpu);
+
+ private:
+  std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
+  std::vector<bool> cpu_assoc_valid_;
+  std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
+  // Per CPU: its CTRL_MON group (null: the default group) and the MON group
+  // of that group monitoring it (null: none).
+  std::vector<Group*> cpu_ctrl_;
+  std::vector<Group*> cpu_mon_;
 };
 
 // The control files of a group: schemata, mode, size and the hardware
