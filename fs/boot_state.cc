@@ -25,8 +25,8 @@ namespace {
 
 using nlohmann::json;
 
-Error bad_boot(const std::string& why) { return Error::make(EINVAL, "boot state: " + why); }
-Error bad(const std::string& why) { return Error::make(EINVAL, why); }
+Error bad_boot(const std::string& why) { return Error::log_only(EINVAL, "boot state: " + why); }
+Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
 
 // Longest schema name resctrl can have ("L3CODE", "L2DATA").
 constexpr unsigned kMaxNameWidth = 6;
@@ -126,14 +126,14 @@ std::string FsImpl::save_boot_state_json() {
 
 Result<void> FsImpl::restore_boot_state_json(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (m_.mounted) return Error::make(EBUSY, "boot state: mounted");
+  if (m_.mounted) return Error::log_only(EBUSY, "boot state: mounted");
   // The file is outside input: typed access only (base/json_input.h); the
   // try is the last guard of that rule.
   Result<void> r = Ok();
   try {
     r = restore_boot_state_locked(text);
   } catch (const std::exception& e) {
-    r = Error::make(EINVAL, e.what());
+    r = Error::log_only(EINVAL, e.what());
   }
   if (!r.ok()) return bad_boot(r.error().message);
   return r;

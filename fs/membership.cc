@@ -232,8 +232,8 @@ Result<void> Groups::write_tasks(Node& n, std::string_view data, const Caller& c
     if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
     Result<void> r = move_task(pid, g, c);
     if (!r.ok()) {
-      return fail(r.error().code,
-                  r.error().message + "Error while processing task " + std::to_string(pid) + "\n");
+      return fail(r.error().code, std::string(r.error().user_text()) +
+                                      "Error while processing task " + std::to_string(pid) + "\n");
     }
   }
   return Ok();

@@ -172,7 +172,7 @@ std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
     if (!m_.event_enabled(ev)) continue;
     for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       Result<void> r = assign_cntr(g, d.id, ev);
-      if (!r.ok()) status += r.error().message;
+      if (!r.ok()) status += r.error().user_text();
     }
   }
   return status;
@@ -246,7 +246,8 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
             Result<void> r = assign_cntr(g, d.id, ev);
             if (!r.ok()) {
               std::string text = failed ? failed->message : std::string();
-              failed = fail(r.error().code, text + r.error().message);
+              text += r.error().user_text();
+              failed = fail(r.error().code, std::move(text));
             }
           } else {
             unassign_cntr(g, d.id, ev);
@@ -264,7 +265,8 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
       if (state == "e") {
         Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
         if (!r.ok())
-          return fail(r.error().code, r.error().message + op_failed(std::to_string(dom)));
+          return fail(r.error().code,
+                      std::string(r.error().user_text()) + op_failed(std::to_string(dom)));
       } else if (state == "_") {
         unassign_cntr(g, static_cast<int>(dom), ev);
       } else {

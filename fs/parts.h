@@ -81,11 +81,12 @@ struct Model {
   ChangeTracker changes;
 
   // The one writer of last_cmd_status after a command: `text` (seq_buf
-  // printf semantics), then a failed result's kernel text.
+  // printf semantics), then a failed result's kernel text (its user_text():
+  // none for a log-only error).
   void set_status(std::string_view text);
   template <typename T>
   void set_status(const Result<T>& r) {
-    if (!r.ok()) lcs.printf(r.error().message);
+    if (!r.ok()) lcs.printf(r.error().user_text());
   }
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
   bool mon_capable() const { return info.mon.capable || info.perf_pkg.capable; }
@@ -443,7 +444,10 @@ bool cond_fn(Parts& p) {
 }
 
 // A failed command: its errno and the text it leaves in last_cmd_status,
-// exactly as the kernel words it (empty: none). Handlers return it; only
+// exactly as the kernel words it (empty: none) — a user's text
+// (Error::make). Text for the daemon's log only (a refused state document,
+// say) is Error::log_only and never reaches last_cmd_status: set_status
+// prints Error::user_text(). Handlers return fail(); only
 // the entry points (write, render, mkdir, rmdir, rename, mount) write
 // last_cmd_status, with seq_buf printf semantics. Two texts in a row are
 // one text: printf of a then b leaves the same bytes as printf of a + b.

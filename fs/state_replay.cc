@@ -29,7 +29,7 @@ Result<void> StateReplay::start(std::string_view snapshot) {
   try {
     return start_checked(snapshot);
   } catch (const std::exception& e) {
-    return Error::make(EINVAL, std::string("snapshot: ") + e.what());
+    return Error::log_only(EINVAL, std::string("snapshot: ") + e.what());
   }
 }
 
@@ -68,19 +68,20 @@ const std::string* name_of(const json& o) {
 
 Result<void> StateReplay::start_checked(std::string_view snapshot) {
   Result<json> parsed = parse_json(snapshot);
-  if (!parsed.ok()) return Error::make(EINVAL, "snapshot: not JSON: " + parsed.error().message);
+  if (!parsed.ok()) return Error::log_only(EINVAL, "snapshot: not JSON: " + parsed.error().message);
   json& j = *parsed;
-  if (!j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
+  if (!j.is_object()) return Error::log_only(EINVAL, "snapshot: not a JSON object");
   auto g = j.find("groups");
-  if (g != j.end() && !g->is_array()) return Error::make(EINVAL, "snapshot: groups not a list");
+  if (g != j.end() && !g->is_array()) return Error::log_only(EINVAL, "snapshot: groups not a list");
   if (g == j.end()) j["groups"] = json::array();
   impl_->threads.clear();
   if (auto t = j.find("threads"); t != j.end()) {
     Result<std::vector<JsonIn>> list = JsonIn(*t, "$.threads").elements();
-    if (!list.ok()) return Error::make(EINVAL, "snapshot: " + list.error().message);
+    if (!list.ok()) return Error::log_only(EINVAL, "snapshot: " + list.error().message);
     for (const JsonIn& e : *list) {
       Result<ThreadEntry> te = thread_entry(e, /*gone_ok=*/false);
-      if (!te.ok()) return Error::make(EINVAL, "snapshot: bad thread entry: " + te.error().message);
+      if (!te.ok())
+        return Error::log_only(EINVAL, "snapshot: bad thread entry: " + te.error().message);
       impl_->threads[te->tid] = *te->tags;
     }
     j.erase("threads");
@@ -112,13 +113,13 @@ Result<void> StateReplay::apply(std::string_view delta) {
   try {
     return apply_checked(delta);
   } catch (const std::exception& e) {
-    return Error::make(EINVAL, std::string("delta: ") + e.what());
+    return Error::log_only(EINVAL, std::string("delta: ") + e.what());
   }
 }
 
 namespace {
 
-Error delta_bad(const std::string& why) { return Error::make(EINVAL, "delta: " + why); }
+Error delta_bad(const std::string& why) { return Error::log_only(EINVAL, "delta: " + why); }
 
 // The delta's "del": group keys whose entries leave the document.
 Result<void> apply_del(const json& del, json& groups) {

@@ -29,8 +29,8 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
   return schemata::GroupMode::SHAREABLE;
 }
 
-Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
-Error bad(const std::string& why) { return Error::make(EINVAL, why); }
+Error bad_state(const std::string& why) { return Error::log_only(EINVAL, "state: " + why); }
+Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
 
 // A domain id used as a JSON object key: decimal digits that fit an int.
 Result<int> domain_key(const std::string& key) {
@@ -110,7 +110,7 @@ Result<void> FsImpl::restore_state_json(const std::string& text) {
   try {
     r = StateRestore(m_, p_).restore_state_locked(text);
   } catch (const std::exception& e) {
-    r = Error::make(EINVAL, e.what());
+    r = Error::log_only(EINVAL, e.what());
   }
   if (!r.ok()) return bad_state(r.error().message);
   return r;
