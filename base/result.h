@@ -1,29 +1,40 @@
-// Defines Result<T>: a value or an error (errno + a kernel-worded message).
+// Defines Result<T>: a value or an error (errno + a message for a user, or
+// a message for a log only).
 //
 // Errors are values in resctrlfs. Every layer returns Result<T>; exceptions
-// never cross a layer boundary. The message of an Error is what resctrl would
-// put into info/last_cmd_status for the failing command; it is written
-// exactly as the kernel words it, including the trailing "\n" where the
-// kernel has one (the kernel's rdt_last_cmd_puts() texts; see
-// "last_cmd_status" in Documentation/filesystems/resctrl.rst).
+// never cross a layer boundary. An Error made with Error::make() carries
+// text a user reads: for a resctrl command, what resctrl puts into
+// info/last_cmd_status, written exactly as the kernel words it, including
+// the trailing "\n" where the kernel has one (the kernel's
+// rdt_last_cmd_puts() texts; see "last_cmd_status" in
+// Documentation/filesystems/resctrl.rst); for a tool, what it prints. One
+// made with Error::log_only() carries text for an operator's log (why a
+// saved state or a journal record was refused, say): fs/ never puts it into
+// last_cmd_status, and an error built on it adds none of it there.
 #pragma once
 
 #include <cassert>
 #include <cerrno>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 namespace resctrlfs {
 
-// An errno value plus the last_cmd_status text the command leaves behind.
-// `message` may be empty: the kernel fails some commands without a message
-// (for example an unknown domain id in a schemata write).
+// An errno value plus the text of the failure, for a user or for a log.
+// A user's `message` may be empty: the kernel fails some commands without a
+// message (for example an unknown domain id in a schemata write).
 struct Error {
   int code = EINVAL;
   std::string message;
+  bool for_user = true;  // false: `message` is log text only
 
   static Error make(int code, std::string message = {}) { return Error{code, std::move(message)}; }
+  static Error log_only(int code, std::string text) { return Error{code, std::move(text), false}; }
+  // What a user reads (last_cmd_status): the message, or nothing when it is
+  // log text only.
+  std::string_view user_text() const { return for_user ? std::string_view(message) : ""; }
 };
 
 template <typename T>

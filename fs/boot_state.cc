@@ -1,7 +1,8 @@
 // Implements save_boot_state_json()/restore_boot_state_json() of FsImpl:
 // the state the kernel keeps in memory from one mount to the next until the
-// machine reboots (the kernel frees none of it on unmount), so that a daemon started on the same
-// mount point after an unmount behaves like a remount.
+// machine reboots (the kernel frees none of it on unmount), so that a
+// daemon started on the same mount point after an unmount behaves like a
+// remount.
 //
 // Document (version 1):
 //   {"version": 1, "max_threshold_occupancy": n, "max_name_width": n,
@@ -24,8 +25,8 @@ namespace {
 
 using nlohmann::json;
 
-Error bad_boot(const std::string& why) { return Error::make(EINVAL, "boot state: " + why); }
-Error bad(const std::string& why) { return Error::make(EINVAL, why); }
+Error bad_boot(const std::string& why) { return Error::log_only(EINVAL, "boot state: " + why); }
+Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
 
 // Longest schema name resctrl can have ("L3CODE", "L2DATA").
 constexpr unsigned kMaxNameWidth = 6;
@@ -87,26 +88,26 @@ std::string FsImpl::save_boot_state_json() {
   std::lock_guard<std::mutex> lock(mu_);
   json j;
   j["version"] = 1;
-  j["max_threshold_occupancy"] = threshold_;
-  j["max_name_width"] = max_name_width_;
-  j["mbm_assign_mode"] = mbm_event_mode_ ? "mbm_event" : "default";
-  j["mbm_assign_on_mkdir"] = assign_on_mkdir_;
-  j["event_filter"] = {{"mbm_total_bytes", event_filter_total_},
-                       {"mbm_local_bytes", event_filter_local_}};
-  if (info_.mon.bmec) {
+  j["max_threshold_occupancy"] = m_.threshold;
+  j["max_name_width"] = m_.max_name_width;
+  j["mbm_assign_mode"] = m_.mbm_event_mode ? "mbm_event" : "default";
+  j["mbm_assign_on_mkdir"] = m_.assign_on_mkdir;
+  j["event_filter"] = {{"mbm_total_bytes", m_.event_filter_total},
+                       {"mbm_local_bytes", m_.event_filter_local}};
+  if (m_.info.mon.bmec) {
     json b = json::object();
-    for (const hw::MonDomain& d : info_.mon.mon_domains)
-      b[std::to_string(d.id)] = {arch_->event_config(d.id, hw::EventId::MBM_TOTAL),
-                                 arch_->event_config(d.id, hw::EventId::MBM_LOCAL)};
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains)
+      b[std::to_string(d.id)] = {m_.arch->event_config(d.id, hw::EventId::MBM_TOTAL),
+                                 m_.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
     j["bmec"] = b;
   }
-  if (rmids_.initialised()) {
+  if (m_.rmids.initialised()) {
     // The pool as an unmount now would leave it: every group's RMID freed
     // in the order unmount frees them (locksetup/locked groups hold none).
-    RmidPool pool = rmids_;
-    if (mounted_) {
-      for (auto& g : groups_) {
-        if (g.get() == root_ || g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+    RmidPool pool = m_.rmids;
+    if (m_.mounted) {
+      for (auto& g : m_.groups) {
+        if (g.get() == m_.root || g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
             g->mode == schemata::GroupMode::PSEUDO_LOCKED)
           continue;
         pool.free(g->rmid);
@@ -125,14 +126,14 @@ std::string FsImpl::save_boot_state_json() {
 
 Result<void> FsImpl::restore_boot_state_json(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (mounted_) return Error::make(EBUSY, "boot state: mounted");
+  if (m_.mounted) return Error::log_only(EBUSY, "boot state: mounted");
   // The file is outside input: typed access only (base/json_input.h); the
   // try is the last guard of that rule.
   Result<void> r = Ok();
   try {
     r = restore_boot_state_locked(text);
   } catch (const std::exception& e) {
-    r = Error::make(EINVAL, e.what());
+    r = Error::log_only(EINVAL, e.what());
   }
   if (!r.ok()) return bad_boot(r.error().message);
   return r;
@@ -148,48 +149,49 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
 
   // Read and check everything first: nothing is applied from a bad document.
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr,
-                             j.int_or<uint32_t>("max_threshold_occupancy", threshold_));
-  if (mon_capable() && thr > info_.mon.l3_cache_size_bytes)
+                             j.int_or<uint32_t>("max_threshold_occupancy", m_.threshold));
+  if (m_.mon_capable() && thr > m_.info.mon.l3_cache_size_bytes)
     return bad("max_threshold_occupancy beyond the cache size");
   RESCTRLFS_ASSIGN_OR_RETURN(const unsigned width,
-                             j.int_or<unsigned>("max_name_width", max_name_width_));
+                             j.int_or<unsigned>("max_name_width", m_.max_name_width));
   if (width > kMaxNameWidth) return bad("bad max_name_width");
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, j.string_or("mbm_assign_mode", "default"));
   if (mode != "default" && mode != "mbm_event") return bad("bad mbm_assign_mode");
   const bool want_event = mode == "mbm_event";
   RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             j.bool_or("mbm_assign_on_mkdir", assign_on_mkdir_));
-  uint32_t filter_total = event_filter_total_, filter_local = event_filter_local_;
+                             j.bool_or("mbm_assign_on_mkdir", m_.assign_on_mkdir));
+  uint32_t filter_total = m_.event_filter_total, filter_local = m_.event_filter_local;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, j.find("event_filter"));
   if (ef) {
     RESCTRLFS_ASSIGN_OR_RETURN(filter_total,
-                               ef->int_or<uint32_t>("mbm_total_bytes", event_filter_total_));
+                               ef->int_or<uint32_t>("mbm_total_bytes", m_.event_filter_total));
     RESCTRLFS_ASSIGN_OR_RETURN(filter_local,
-                               ef->int_or<uint32_t>("mbm_local_bytes", event_filter_local_));
+                               ef->int_or<uint32_t>("mbm_local_bytes", m_.event_filter_local));
   }
-  RESCTRLFS_ASSIGN_OR_RETURN(const BmecConfigs bmec, read_bmec(j, info_));
+  RESCTRLFS_ASSIGN_OR_RETURN(const BmecConfigs bmec, read_bmec(j, m_.info));
   std::vector<uint32_t> free_order;
   std::map<int, std::set<uint32_t>> busy;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> rm, j.find("rmids"));
-  const bool has_rmids = rm.has_value() && rmids_.initialised();
+  const bool has_rmids = rm.has_value() && m_.rmids.initialised();
   if (has_rmids) {
     RESCTRLFS_RETURN_IF_ERROR(read_rmid_lists(*rm, free_order, busy));
-    RmidPool probe = rmids_;
+    RmidPool probe = m_.rmids;
     if (!probe.restore(free_order, busy)) return bad("RMID lists do not fit");
   }
 
-  if (has_rmids) (void)rmids_.restore(free_order, busy);
-  if (mon_capable()) threshold_ = thr / info_.mon.occupancy_scale * info_.mon.occupancy_scale;
-  max_name_width_ = std::max(max_name_width_, width);
-  if (info_.mon.abmc && want_event != mbm_event_mode_)
-    RESCTRLFS_RETURN_IF_ERROR(set_assign_mode(want_event));
-  if (mbm_event_mode_) assign_on_mkdir_ = on_mkdir;
-  const uint32_t mask = info_.mon.bmec_supported_mask;
-  event_filter_total_ = filter_total & mask;
-  event_filter_local_ = filter_local & mask;
+  if (has_rmids) (void)m_.rmids.restore(free_order, busy);
+  if (m_.mon_capable())
+    m_.threshold = thr / m_.info.mon.occupancy_scale * m_.info.mon.occupancy_scale;
+  m_.max_name_width = std::max(m_.max_name_width, width);
+  if (m_.info.mon.abmc && want_event != m_.mbm_event_mode)
+    RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
+  if (m_.mbm_event_mode) m_.assign_on_mkdir = on_mkdir;
+  const uint32_t mask = m_.info.mon.bmec_supported_mask;
+  m_.event_filter_total = filter_total & mask;
+  m_.event_filter_local = filter_local & mask;
   for (const auto& [dom, ev, cfg] : bmec) {
-    if (cfg != 0 && cfg != arch_->event_config(dom, ev))
-      RESCTRLFS_RETURN_IF_ERROR(arch_->set_event_config(dom, ev, cfg));
+    if (cfg != 0 && cfg != m_.arch->event_config(dom, ev))
+      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_event_config(dom, ev, cfg));
   }
   return Ok();
 }

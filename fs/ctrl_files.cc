@@ -1,4 +1,4 @@
-// Implements the control files of CTRL_MON groups: schemata (through the
+// Implements the control files of CTRL_MON groups (the CtrlFiles part): schemata (through the
 // schemata library plus a CbmPolicy holding the overlap rules), mode, size,
 // mba_MBps_event and the debug id files, and the default allocation of a
 // new group (the kernel's Documentation/filesystems/resctrl.rst, "Resource
@@ -7,7 +7,7 @@
 #include <cerrno>
 
 #include "fs/events.h"
-#include "fs/impl.h"
+#include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -17,46 +17,47 @@ using schemata::GroupMode;
 // The group-dependent checks of a cache mask being written.
 class GroupCbmPolicy final : public schemata::CbmPolicy {
  public:
-  GroupCbmPolicy(FsImpl& fs, const Group& g) : fs_(fs), g_(g) {}
+  GroupCbmPolicy(Model& m, Parts& p, const Group& g) : m_(m), p_(p), g_(g) {}
   std::optional<Error> check_locksetup_hierarchy(const schemata::Schema& s, int domain) override {
     // One region per cache hierarchy, counting the ones this write has
     // already asked for (the kernel marks the domain while parsing).
-    if (fs_.locked_in_hierarchy(s.resource_index, domain, pending_))
+    if (p_.plock.locked_in_hierarchy(s.resource_index, domain, pending_))
       return Error::make(EINVAL, "Pseudo-locked region in hierarchy\n");
     return std::nullopt;
   }
   std::optional<Error> check_cbm(const schemata::Schema& s, int domain, uint32_t cbm) override {
     if ((g_.mode == GroupMode::SHAREABLE || g_.mode == GroupMode::EXCLUSIVE) &&
-        (fs_.locked_cbm(s.resource_index, domain) & cbm) != 0)
+        (p_.plock.locked_cbm(s.resource_index, domain) & cbm) != 0)
       return Error::make(EINVAL, "CBM overlaps with pseudo-locked region\n");
-    if (fs_.cbm_overlaps(s, domain, cbm, g_.closid, true))
+    if (p_.ctrl.cbm_overlaps(s, domain, cbm, g_.closid, true))
       return Error::make(EINVAL, "Overlaps with exclusive group\n");
     if ((g_.mode == GroupMode::EXCLUSIVE || g_.mode == GroupMode::PSEUDO_LOCKSETUP) &&
-        fs_.cbm_overlaps(s, domain, cbm, g_.closid, false))
+        p_.ctrl.cbm_overlaps(s, domain, cbm, g_.closid, false))
       return Error::make(EINVAL, "Overlaps with other group\n");
     if (g_.mode == GroupMode::PSEUDO_LOCKSETUP)
-      pending_.push_back({fs_.schemas_.find(s.name), domain, cbm});
+      pending_.push_back({m_.schemas.find(s.name), domain, cbm});
     return std::nullopt;
   }
   // The region a successful write asks for: the last one staged.
-  const FsImpl::PendingRegion* requested() const {
+  const PseudoLock::PendingRegion* requested() const {
     return pending_.empty() ? nullptr : &pending_.back();
   }
 
  private:
-  FsImpl& fs_;
+  Model& m_;
+  Parts& p_;
   const Group& g_;
-  std::vector<FsImpl::PendingRegion> pending_;
+  std::vector<PseudoLock::PendingRegion> pending_;
 };
 
-std::unique_ptr<schemata::CbmPolicy> FsImpl::cbm_policy(const Group& g) {
-  return std::make_unique<GroupCbmPolicy>(*this, g);
+std::unique_ptr<schemata::CbmPolicy> CtrlFiles::cbm_policy(const Group& g) {
+  return std::make_unique<GroupCbmPolicy>(m_, p_, g);
 }
 
-const Group* FsImpl::ctrl_group_by_closid(uint32_t closid) const {
+const Group* CtrlFiles::ctrl_group_by_closid(uint32_t closid) const {
   // A pseudo-locked group's CLOSID is no longer its own.
   const Group* found = nullptr;
-  any_ctrl_group([&](const Group& g) {
+  m_.any_ctrl_group([&](const Group& g) {
     if (g.type != GroupType::kCtrlMon || g.closid != closid || g.mode == GroupMode::PSEUDO_LOCKED)
       return false;
     found = &g;
@@ -65,29 +66,29 @@ const Group* FsImpl::ctrl_group_by_closid(uint32_t closid) const {
   return found;
 }
 
-uint32_t FsImpl::ctrl_value(int schema, int domain, uint32_t closid) const {
-  const schemata::Schema& s = schemas_.schemas[schema];
+uint32_t CtrlFiles::ctrl_value(int schema, int domain, uint32_t closid) const {
+  const schemata::Schema& s = m_.schemas.schemas[schema];
   if (s.mba_sc) {
-    auto it = mbps_target_.find({domain, closid});
-    return it == mbps_target_.end() ? UINT32_MAX : it->second;
+    auto it = m_.mbps_target.find({domain, closid});
+    return it == m_.mbps_target.end() ? UINT32_MAX : it->second;
   }
-  return arch_->get_ctrl(rid_of(s), hw_type(s.conf_type), domain, closid);
+  return m_.arch->get_ctrl(rid_of(s), hw_type(s.conf_type), domain, closid);
 }
 
-bool FsImpl::cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
-                          bool exclusive_only) const {
+bool CtrlFiles::cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, uint32_t closid,
+                             bool exclusive_only) const {
   const hw::ResourceId rid = rid_of(s);
   if (!exclusive_only && (cbm & s.shareable_bits) != 0) return true;
   std::vector<hw::ConfType> types = {hw_type(s.conf_type)};
   if (s.conf_type == schemata::ConfType::CODE) types.push_back(hw::ConfType::DATA);
   if (s.conf_type == schemata::ConfType::DATA) types.push_back(hw::ConfType::CODE);
-  for (uint32_t i = 0; i < closids_.size(); ++i) {
-    if (i == closid || !closids_.allocated(i)) continue;
+  for (uint32_t i = 0; i < m_.closids.size(); ++i) {
+    if (i == closid || !m_.closids.allocated(i)) continue;
     const Group* other = ctrl_group_by_closid(i);
     GroupMode mode = other != nullptr ? other->mode : GroupMode::SHAREABLE;
     if (mode == GroupMode::PSEUDO_LOCKSETUP) continue;
     for (hw::ConfType t : types) {
-      uint32_t ctrl = arch_->get_ctrl(rid, t, domain, i);
+      uint32_t ctrl = m_.arch->get_ctrl(rid, t, domain, i);
       if ((cbm & ctrl) == 0) continue;
       if (!exclusive_only) return true;
       if (mode == GroupMode::EXCLUSIVE) return true;
@@ -96,22 +97,22 @@ bool FsImpl::cbm_overlaps(const schemata::Schema& s, int domain, uint32_t cbm, u
   return false;
 }
 
-std::optional<uint32_t> FsImpl::default_cbm(const schemata::Schema& s, int d,
-                                            uint32_t closid) const {
+std::optional<uint32_t> CtrlFiles::default_cbm(const schemata::Schema& s, int d,
+                                               uint32_t closid) const {
   const hw::ResourceId rid = rid_of(s);
   const bool cdp = s.conf_type != schemata::ConfType::NONE;
   const hw::ConfType peer =
       s.conf_type == schemata::ConfType::CODE ? hw::ConfType::DATA : hw::ConfType::CODE;
   // A pseudo-locked region's bits are taken even though its CLOSID is free.
-  uint32_t used = s.shareable_bits | locked_cbm(s.resource_index, d);
+  uint32_t used = s.shareable_bits | p_.plock.locked_cbm(s.resource_index, d);
   uint32_t ctrl = s.shareable_bits;
-  for (uint32_t i = 0; i < closids_.size(); ++i) {
-    if (i == closid || !closids_.allocated(i)) continue;
+  for (uint32_t i = 0; i < m_.closids.size(); ++i) {
+    if (i == closid || !m_.closids.allocated(i)) continue;
     // A CLOSID without a group (io_alloc's) is used but never shared.
     const Group* other = ctrl_group_by_closid(i);
     if (other != nullptr && other->mode == GroupMode::PSEUDO_LOCKSETUP) continue;
-    uint32_t peer_ctl = cdp ? arch_->get_ctrl(rid, peer, d, i) : 0;
-    uint32_t val = arch_->get_ctrl(rid, hw_type(s.conf_type), d, i);
+    uint32_t peer_ctl = cdp ? m_.arch->get_ctrl(rid, peer, d, i) : 0;
+    uint32_t val = m_.arch->get_ctrl(rid, hw_type(s.conf_type), d, i);
     used |= val | peer_ctl;
     if (other != nullptr && other->mode == GroupMode::SHAREABLE) ctrl |= val | peer_ctl;
   }
@@ -128,15 +129,15 @@ std::optional<uint32_t> FsImpl::default_cbm(const schemata::Schema& s, int d,
   return ctrl;
 }
 
-Result<void> FsImpl::init_alloc(Group* g) {
+Result<void> CtrlFiles::init_alloc(Group* g) {
   std::vector<hw::CtrlUpdate> updates;
-  for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
-    const schemata::Schema& s = schemas_.schemas[si];
+  for (size_t si = 0; si < m_.schemas.schemas.size(); ++si) {
+    const schemata::Schema& s = m_.schemas.schemas[si];
     const hw::ResourceId rid = rid_of(s);
     if (s.kind == schemata::Kind::BANDWIDTH) {
       for (int d : s.domain_ids) {
-        if (s.mba_sc) mbps_target_[{d, g->closid}] = UINT32_MAX;
-        updates.push_back({rid, hw::ConfType::NONE, d, g->closid, arch_->default_ctrl(rid)});
+        if (s.mba_sc) m_.mbps_target[{d, g->closid}] = UINT32_MAX;
+        updates.push_back({rid, hw::ConfType::NONE, d, g->closid, m_.arch->default_ctrl(rid)});
       }
       continue;
     }
@@ -146,7 +147,7 @@ Result<void> FsImpl::init_alloc(Group* g) {
       updates.push_back({rid, hw_type(s.conf_type), d, g->closid, *ctrl});
     }
   }
-  Result<void> r = arch_->update_ctrls(updates);
+  Result<void> r = m_.arch->update_ctrls(updates);
   if (!r.ok()) return fail(r.error().code, "Failed to initialize allocations\n");
   return Ok();
 }
@@ -154,60 +155,61 @@ Result<void> FsImpl::init_alloc(Group* g) {
 // ---------------------------------------------------------------------------
 // schemata
 
-Result<std::string> FsImpl::show_schemata(const Node& n) {
+Result<std::string> CtrlFiles::show_schemata(const Node& n) {
   const Group* g = n.group;
-  if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_schemata_locksetup(schemas_);
+  if (g->mode == GroupMode::PSEUDO_LOCKSETUP)
+    return schemata::format_schemata_locksetup(m_.schemas);
   if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
-    return schemata::format_schemata_locked(schemas_.schemas[g->plr->schema], g->plr->domain,
+    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    return schemata::format_schemata_locked(m_.schemas.schemas[g->plr->schema], g->plr->domain,
                                             g->plr->cbm);
   }
   uint32_t closid = g->closid;
-  return schemata::format_schemata(schemas_, closid, [this, closid](int schema, int domain) {
+  return schemata::format_schemata(m_.schemas, closid, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);
   });
 }
 
-Result<void> FsImpl::apply_staged(const std::vector<schemata::StagedValue>& staged,
-                                  uint32_t closid) {
+Result<void> CtrlFiles::apply_staged(const std::vector<schemata::StagedValue>& staged,
+                                     uint32_t closid) {
   std::vector<hw::CtrlUpdate> updates;
   for (const schemata::StagedValue& v : staged) {
-    const schemata::Schema& s = schemas_.schemas[v.schema];
+    const schemata::Schema& s = m_.schemas.schemas[v.schema];
     if (s.mba_sc) {
-      mbps_target_[{v.domain_id, closid}] = v.value;
+      m_.mbps_target[{v.domain_id, closid}] = v.value;
       continue;
     }
     updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, closid, v.value});
   }
-  return arch_->update_ctrls(updates);
+  return m_.arch->update_ctrls(updates);
 }
 
-Result<void> FsImpl::write_schemata(Node& n, std::string_view data, const Caller&) {
+Result<void> CtrlFiles::write_schemata(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  GroupCbmPolicy policy(*this, *g);
-  schemata::ParseResult pr = schemata::parse_schemata(data, schemas_, g->mode, policy);
+  GroupCbmPolicy policy(m_, p_, *g);
+  schemata::ParseResult pr = schemata::parse_schemata(data, m_.schemas, g->mode, policy);
   // MBps targets are stored while parsing, even when a later item fails.
   for (const schemata::StagedValue& v : pr.mba_sc_applied)
-    mbps_target_[{v.domain_id, g->closid}] = v.value;
+    m_.mbps_target[{v.domain_id, g->closid}] = v.value;
   if (!pr.status.ok()) return pr.status.error();
   RESCTRLFS_RETURN_IF_ERROR(apply_staged(pr.staged, g->closid));
   // The mask is programmed for the group's CLOSID on the requested domain;
   // now lock it. On failure the group stays in pseudo-locksetup.
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP && policy.requested() != nullptr)
-    return pseudo_lock_create(g, *policy.requested());
+    return p_.plock.pseudo_lock_create(g, *policy.requested());
   return Ok();
 }
 
-Result<std::string> FsImpl::show_size(const Node& n) {
+Result<std::string> CtrlFiles::show_size(const Node& n) {
   const Group* g = n.group;
-  if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_size_locksetup(schemas_);
+  if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_size_locksetup(m_.schemas);
   if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
-    return schemata::format_size_locked(schemas_, schemas_.schemas[g->plr->schema], g->plr->domain,
-                                        g->plr->cbm);
+    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    return schemata::format_size_locked(m_.schemas, m_.schemas.schemas[g->plr->schema],
+                                        g->plr->domain, g->plr->cbm);
   }
   uint32_t closid = g->closid;
-  return schemata::format_size(schemas_, [this, closid](int schema, int domain) {
+  return schemata::format_size(m_.schemas, [this, closid](int schema, int domain) {
     return ctrl_value(schema, domain, closid);
   });
 }
@@ -215,11 +217,11 @@ Result<std::string> FsImpl::show_size(const Node& n) {
 // ---------------------------------------------------------------------------
 // mode
 
-Result<std::string> FsImpl::show_mode(const Node& n) {
+Result<std::string> CtrlFiles::show_mode(const Node& n) {
   return std::string(group_mode_name(n.group->mode)) + "\n";
 }
 
-Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
+Result<void> CtrlFiles::write_mode(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
   if (data.empty() || data.back() != '\n') return fail(EINVAL, "mode: Invalid input\n");
   std::string_view buf = kstr_cut(data);
@@ -228,14 +230,14 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
   if (want == mode) return Ok();
   if (mode == GroupMode::PSEUDO_LOCKED) return fail(EINVAL, "Cannot change pseudo-locked group\n");
   if (want == GroupMode::SHAREABLE) {
-    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(locksetup_exit(g));
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_exit(g));
     g->mode = GroupMode::SHAREABLE;
     return Ok();
   }
   if (want == GroupMode::EXCLUSIVE) {
     bool has_cache = false;
-    for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
-      const schemata::Schema& s = schemas_.schemas[si];
+    for (size_t si = 0; si < m_.schemas.schemas.size(); ++si) {
+      const schemata::Schema& s = m_.schemas.schemas[si];
       if (s.kind != schemata::Kind::CACHE) continue;
       has_cache = true;
       for (int d : s.domain_ids) {
@@ -244,12 +246,12 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
       }
     }
     if (!has_cache) return fail(EINVAL, "Cannot be exclusive without CAT/CDP\n");
-    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(locksetup_exit(g));
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_exit(g));
     g->mode = GroupMode::EXCLUSIVE;
     return Ok();
   }
   if (want == GroupMode::PSEUDO_LOCKSETUP) {
-    RESCTRLFS_RETURN_IF_ERROR(locksetup_enter(g));
+    RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_enter(g));
     g->mode = GroupMode::PSEUDO_LOCKSETUP;
     return Ok();
   }
@@ -259,16 +261,16 @@ Result<void> FsImpl::write_mode(Node& n, std::string_view data, const Caller&) {
 // ---------------------------------------------------------------------------
 // mba_MBps_event, debug ids (ctrl_hw_id, mon_hw_id with the debug mount option)
 
-Result<std::string> FsImpl::show_mba_mbps_event(const Node& n) {
+Result<std::string> CtrlFiles::show_mba_mbps_event(const Node& n) {
   return std::string(event_name(n.group->mba_event)) + "\n";
 }
 
-Result<void> FsImpl::write_mba_mbps_event(Node& n, std::string_view data, const Caller&) {
+Result<void> CtrlFiles::write_mba_mbps_event(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
   std::string_view buf = kstr_cut(data);
-  if (buf == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL)) {
+  if (buf == "mbm_local_bytes" && m_.event_enabled(hw::EventId::MBM_LOCAL)) {
     g->mba_event = hw::EventId::MBM_LOCAL;
-  } else if (buf == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL)) {
+  } else if (buf == "mbm_total_bytes" && m_.event_enabled(hw::EventId::MBM_TOTAL)) {
     g->mba_event = hw::EventId::MBM_TOTAL;
   } else {
     return fail(EINVAL, "Unsupported event id '" + std::string(buf) + "'\n");
@@ -276,11 +278,11 @@ Result<void> FsImpl::write_mba_mbps_event(Node& n, std::string_view data, const 
   return Ok();
 }
 
-Result<std::string> FsImpl::show_ctrl_hw_id(const Node& n) {
+Result<std::string> CtrlFiles::show_ctrl_hw_id(const Node& n) {
   return std::to_string(n.group->closid) + "\n";
 }
 
-Result<std::string> FsImpl::show_mon_hw_id(const Node& n) {
+Result<std::string> CtrlFiles::show_mon_hw_id(const Node& n) {
   return std::to_string(n.group->rmid) + "\n";
 }
 

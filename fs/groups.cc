@@ -1,7 +1,10 @@
-// Implements the rdtgroup life cycle of FsImpl: construction, mount and
-// unmount, mkdir/rmdir/rename of CTRL_MON and MON groups.
+// Implements the rdtgroup life cycle: the Model and FsImpl construction,
+// FsImpl's mount/unmount/mkdir/rmdir/rename entry points and the Groups
+// part behind them (mount and unmount, mkdir/rmdir/rename of CTRL_MON and
+// MON groups).
 #include <cerrno>
 #include <climits>
+#include <ctime>
 #include <string>
 
 #include "fs/impl.h"
@@ -11,59 +14,77 @@ namespace resctrlfs::fs::internal {
 using hw::EventId;
 using hw::ResourceId;
 
-FsImpl::FsImpl(const FilesystemConfig& cfg)
-    : arch_(cfg.arch),
-      tasks_(cfg.tasks),
-      inval_(cfg.inval),
-      mount_uid_(cfg.mount_uid),
-      mount_gid_(cfg.mount_gid),
-      info_(cfg.arch->info()) {
-  root_node_ = nodes_.make_root(mount_uid_, mount_gid_, now_seconds());
+Model::Model(const FilesystemConfig& cfg)
+    : arch(cfg.arch),
+      tasks(cfg.tasks),
+      inval(cfg.inval),
+      mount_uid(cfg.mount_uid),
+      mount_gid(cfg.mount_gid),
+      info(cfg.arch->info()) {
+  root_node = nodes.make_root(mount_uid, mount_gid, now_seconds());
 
   // Global monitoring state lives as long as the machine: the kernel keeps
   // it from one mount to the next.
-  threshold_ = info_.mon.default_threshold;
+  threshold = info.mon.default_threshold;
   if (mon_capable()) {
     std::vector<int> doms;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) doms.push_back(d.id);
+    for (const hw::MonDomain& d : info.mon.mon_domains) doms.push_back(d.id);
     // An RMID must be valid in every monitor resource (L3 and telemetry).
-    rmids_.init(hw::num_rmid_idx(info_), doms, event_enabled(EventId::LLC_OCCUPANCY));
+    rmids.init(hw::num_rmid_idx(info), doms, event_enabled(EventId::LLC_OCCUPANCY));
   }
-  event_filter_total_ = info_.mon.bmec_supported_mask;
-  event_filter_local_ = info_.mon.bmec_supported_mask & 0x15U;
-  if (info_.mon.abmc) {
+  event_filter_total = info.mon.bmec_supported_mask;
+  event_filter_local = info.mon.bmec_supported_mask & 0x15U;
+  if (info.mon.abmc) {
     // ABMC-capable systems boot in mbm_event mode with auto-assignment.
-    if (arch_->set_abmc_enabled(true).ok()) {
-      mbm_event_mode_ = true;
-      assign_on_mkdir_ = true;
+    if (arch->set_abmc_enabled(true).ok()) {
+      mbm_event_mode = true;
+      assign_on_mkdir = true;
     }
   }
 }
 
-FsImpl::~FsImpl() = default;
+int64_t Model::now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
-bool FsImpl::alloc_capable() const {
-  for (const hw::Resource& r : info_.resources)
+void Model::set_status(std::string_view text) { lcs.printf(text); }
+
+bool Model::alloc_capable() const {
+  for (const hw::Resource& r : info.resources)
     if (r.alloc_capable) return true;
   return false;
 }
 
-bool FsImpl::event_enabled(EventId ev) const {
-  if (!info_.mon.capable) return false;
-  for (EventId e : info_.mon.events)
+bool Model::event_enabled(EventId ev) const {
+  if (!info.mon.capable) return false;
+  for (EventId e : info.mon.events)
     if (e == ev) return true;
   return false;
 }
 
-EventId FsImpl::default_mba_event() const {
+EventId Model::default_mba_event() const {
   return event_enabled(EventId::MBM_LOCAL) ? EventId::MBM_LOCAL : EventId::MBM_TOTAL;
 }
 
-Group* FsImpl::new_group() {
-  groups_.push_back(std::make_unique<Group>());
-  Group* g = groups_.back().get();
-  g->pos = std::prev(groups_.end());
-  g->cpus = CpuMask(info_.nr_cpus);
+// The parts hold the model and each other by reference; none is used
+// before all are built.
+FsImpl::FsImpl(const FilesystemConfig& cfg)
+    : m_(cfg),
+      p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_},
+      tree_(m_, p_),
+      groups_(m_, p_),
+      cpus_(m_, p_),
+      ctrl_(m_, p_),
+      info_files_(m_, p_),
+      mon_(m_, p_),
+      io_alloc_(m_, p_),
+      plock_(m_, p_) {}
+
+FsImpl::~FsImpl() = default;
+
+Group* Groups::new_group() {
+  m_.groups.push_back(std::make_unique<Group>());
+  Group* g = m_.groups.back().get();
+  g->pos = std::prev(m_.groups.end());
+  g->cpus = CpuMask(m_.info.nr_cpus);
   return g;
 }
 
@@ -72,34 +93,34 @@ Group* FsImpl::new_group() {
 
 Result<void> FsImpl::mount(const MountOptions& opts) {
   std::lock_guard<std::mutex> lock(mu_);
-  return mount_locked(opts);
+  return p_.groups.mount_locked(opts);
 }
 
 // Whether the machine and `opts` allow a mount (the kernel's
 // rdt_get_tree() and its option parsing refuse the same way).
-Result<void> FsImpl::check_mount(const MountOptions& opts) const {
-  if (mounted_) return Error::make(EBUSY, "resctrl is already mounted");
-  if (!alloc_capable() && !mon_capable())
+Result<void> Groups::check_mount(const MountOptions& opts) const {
+  if (m_.mounted) return Error::make(EBUSY, "resctrl is already mounted");
+  if (!m_.alloc_capable() && !m_.mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
-  const hw::Resource& l3 = info_.res(ResourceId::L3);
-  const hw::Resource& l2 = info_.res(ResourceId::L2);
-  const hw::Resource& mb = info_.res(ResourceId::MB);
+  const hw::Resource& l3 = m_.info.res(ResourceId::L3);
+  const hw::Resource& l2 = m_.info.res(ResourceId::L2);
+  const hw::Resource& mb = m_.info.res(ResourceId::MB);
   if (opts.cdp && !(l3.alloc_capable && l3.cache.cdp_capable))
     return Error::make(EINVAL, "cdp: L3 is not CDP capable");
   if (opts.cdpl2 && !(l2.alloc_capable && l2.cache.cdp_capable))
     return Error::make(EINVAL, "cdpl2: L2 is not CDP capable");
   if (opts.mba_mbps) {
-    bool mbm = event_enabled(EventId::MBM_LOCAL) || event_enabled(EventId::MBM_TOTAL);
+    bool mbm = m_.event_enabled(EventId::MBM_LOCAL) || m_.event_enabled(EventId::MBM_TOTAL);
     // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
-    bool same_scope = info_.mon.snc_ways <= 1;
+    bool same_scope = m_.info.mon.snc_ways <= 1;
     if (mb.alloc_capable) {
       for (const hw::CtrlDomain& d : mb.ctrl_domains) {
         bool found = false;
-        for (const hw::MonDomain& m : info_.mon.mon_domains) found = found || m.id == d.id;
+        for (const hw::MonDomain& m : m_.info.mon.mon_domains) found = found || m.id == d.id;
         same_scope = same_scope && found;
       }
     }
-    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope && !info_.mon.abmc))
+    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope && !m_.info.mon.abmc))
       return Error::make(EINVAL,
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
@@ -109,10 +130,10 @@ Result<void> FsImpl::check_mount(const MountOptions& opts) const {
 
 // The schema list for `opts` and the CLOSID pool (the smallest
 // num_closids of the schemas).
-void FsImpl::build_schemas(const MountOptions& opts) {
+void Groups::build_schemas(const MountOptions& opts) {
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
-    const hw::Resource& r = info_.resources[i];
+    const hw::Resource& r = m_.info.resources[i];
     if (!r.alloc_capable) continue;
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
@@ -136,100 +157,98 @@ void FsImpl::build_schemas(const MountOptions& opts) {
     for (const hw::CtrlDomain& cd : r.ctrl_domains) d.domain_ids.push_back(cd.id);
     descs.push_back(std::move(d));
   }
-  schemas_ = schemata::build_schema_list(descs, max_name_width_);
+  m_.schemas = schemata::build_schema_list(descs, m_.max_name_width);
   unsigned nclosid = 0;
   bool first = true;
-  for (const schemata::Schema& s : schemas_.schemas) {
+  for (const schemata::Schema& s : m_.schemas.schemas) {
     if (first || s.num_closid < nclosid) nclosid = s.num_closid;
     first = false;
   }
-  closids_.init(nclosid);
+  m_.closids.init(nclosid);
 }
 
-Result<void> FsImpl::mount_locked(const MountOptions& opts) {
+Result<void> Groups::mount_locked(const MountOptions& opts) {
   RESCTRLFS_RETURN_IF_ERROR(check_mount(opts));
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
-    const hw::Resource& r = info_.res(rid);
+    const hw::Resource& r = m_.info.res(rid);
     bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
-    if (r.alloc_capable && r.cache.cdp_capable && arch_->cdp_enabled(rid) != want) {
-      RESCTRLFS_RETURN_IF_ERROR(arch_->set_cdp_enabled(rid, want));
+    if (r.alloc_capable && r.cache.cdp_capable && m_.arch->cdp_enabled(rid) != want) {
+      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_cdp_enabled(rid, want));
     }
   }
-  opts_ = opts;
+  m_.opts = opts;
   build_schemas(opts);
 
   // Start from a clean machine: default controls, io_alloc off, every CPU
   // and thread in the default group.
-  reset_io_alloc();
-  RESCTRLFS_RETURN_IF_ERROR(arch_->reset_all_ctrls());
-  mbps_target_.clear();
-  mba_prev_bytes_.clear();
-  threads_.clear();
-  cpu_assoc_.assign(info_.nr_cpus, {0, 0});
-  cpu_assoc_valid_.assign(info_.nr_cpus, false);
-  cpu_assoc_failed_.clear();
+  p_.io_alloc.reset_io_alloc();
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->reset_all_ctrls());
+  m_.mbps_target.clear();
+  m_.mba_prev_bytes.clear();
+  m_.threads.clear();
+  p_.cpus.reset();
 
-  groups_.clear();
-  root_ = new_group();
-  root_->cpus = info_.online;
-  root_->mba_event = default_mba_event();
-  for (auto& [dom, owners] : cntr_owner_) owners.clear();
-  cntr_owner_.clear();
-  for (const hw::MonDomain& d : info_.mon.mon_domains)
-    cntr_owner_[d.id].assign(info_.mon.num_mbm_cntrs, std::nullopt);
+  m_.groups.clear();
+  m_.root = new_group();
+  m_.root->cpus = m_.info.online;
+  m_.root->mba_event = m_.default_mba_event();
+  for (auto& [dom, owners] : m_.cntr_owner) owners.clear();
+  m_.cntr_owner.clear();
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains)
+    m_.cntr_owner[d.id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
 
-  root_node_->removed = false;
-  root_node_->mode = S_IFDIR | 0755;
-  build_group_dir(root_, root_node_, 0755, mount_uid_, mount_gid_);
-  build_info_tree();
-  update_cpu_assoc();
-  mounted_ = true;
-  changes_.all();
-  lcs_.clear();
-  set_status(assign_cntrs_on_mkdir(root_));
-  reset_group_mbm(root_);
+  m_.root_node->removed = false;
+  m_.root_node->mode = S_IFDIR | 0755;
+  p_.tree.build_group_dir(m_.root, m_.root_node, 0755, m_.mount_uid, m_.mount_gid);
+  p_.tree.build_info_tree();
+  p_.cpus.update_cpu_assoc();
+  m_.mounted = true;
+  m_.changes.all();
+  m_.lcs.clear();
+  m_.set_status(p_.mon.assign_cntrs_on_mkdir(m_.root));
+  p_.mon.reset_group_mbm(m_.root);
   return Ok();
 }
 
 void FsImpl::unmount() {
   std::lock_guard<std::mutex> lock(mu_);
-  unmount_locked();
+  p_.groups.unmount_locked();
 }
 
-void FsImpl::unmount_locked() {
-  if (!mounted_) return;
+void Groups::unmount_locked() {
+  if (!m_.mounted) return;
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
-    if (arch_->cdp_enabled(rid)) (void)arch_->set_cdp_enabled(rid, false);
+    if (m_.arch->cdp_enabled(rid)) (void)m_.arch->set_cdp_enabled(rid, false);
   }
-  reset_io_alloc();
-  (void)arch_->reset_all_ctrls();
-  if (hw::ThreadTagger* t = arch_->thread_tagger()) {
-    for (auto& [tid, tags] : threads_.all()) t->set_thread_tags(tid, 0, 0);
+  p_.io_alloc.reset_io_alloc();
+  (void)m_.arch->reset_all_ctrls();
+  if (hw::ThreadTagger* t = m_.arch->thread_tagger()) {
+    for (auto& [tid, tags] : m_.threads.all()) t->set_thread_tags(tid, 0, 0);
   }
-  threads_.clear();
-  for (unsigned cpu : info_.online.cpus()) (void)arch_->set_cpu_assoc(cpu, 0, 0);
+  m_.threads.clear();
+  for (unsigned cpu : m_.info.online.cpus()) (void)m_.arch->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.
-  for (auto& g : groups_) {
-    unassign_all_cntrs(g.get());
+  for (auto& g : m_.groups) {
+    p_.mon.unassign_all_cntrs(g.get());
     const bool locking = g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
                          g->mode == schemata::GroupMode::PSEUDO_LOCKED;
     // A locksetup/locked group gave its RMID up already.
-    if (locking) pseudo_lock_remove(g.get());
-    if (g.get() != root_ && !locking) free_rmid(g->rmid);
+    if (locking) p_.plock.pseudo_lock_remove(g.get());
+    if (g.get() != m_.root && !locking) p_.mon.free_rmid(g->rmid);
   }
   std::vector<Ino> kids;
-  for (const ChildMap::Entry& e : root_node_->children) kids.push_back(e.ino);
+  for (const ChildMap::Entry& e : m_.root_node->children) kids.push_back(e.ino);
   for (Ino k : kids)
-    if (Node* c = nodes_.get(k)) nodes_.remove(c, nullptr);
-  groups_.clear();
-  root_ = nullptr;
-  rebuild_cpu_owners();
-  root_node_->group = nullptr;
-  opts_ = MountOptions{};
-  mounted_ = false;
-  changes_.all();
-  mbps_target_.clear();
-  mba_prev_bytes_.clear();
+    if (Node* c = m_.nodes.get(k)) m_.nodes.remove(c, nullptr);
+  m_.groups.clear();
+  m_.root = nullptr;
+  p_.cpus.rebuild_cpu_owners();
+  m_.root_node->group = nullptr;
+  m_.opts = MountOptions{};
+  m_.mounted = false;
+  m_.changes.all();
+  m_.mbps_target.clear();
+  m_.mba_prev_bytes.clear();
 }
 
 // ---------------------------------------------------------------------------
@@ -237,41 +256,41 @@ void FsImpl::unmount_locked() {
 
 Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& caller) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = nodes_.get(parent);
+  Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   if (!p->is_dir()) return Error::make(ENOTDIR);
   if (name.size() > 255) return Error::make(ENAMETOOLONG);
-  if (nodes_.child(p, name) != nullptr) return Error::make(EEXIST);
-  if (!mounted_) return Error::make(ENOENT);
+  if (m_.nodes.child(p, name) != nullptr) return Error::make(EEXIST);
+  if (!m_.mounted) return Error::make(ENOENT);
   if (name.find('\n') != std::string_view::npos) return Error::make(EINVAL);
   Result<Attr> r = Error::make(EPERM);
   std::string status;
-  if (alloc_capable() && p == root_node_) {
-    lcs_.clear();
-    r = mkdir_ctrl_mon(p, name, mode & 07777, caller, status);
-  } else if (mon_capable()) {
+  if (m_.alloc_capable() && p == m_.root_node) {
+    m_.lcs.clear();
+    r = p_.groups.mkdir_ctrl_mon(p, name, mode & 07777, caller, status);
+  } else if (m_.mon_capable()) {
     // mkdir_rdt_prepare: the parent must belong to a group (info -> ENODEV).
-    if (group_of(*p) == nullptr) return Error::make(ENODEV);
-    lcs_.clear();
-    r = mkdir_mon(p, name, mode & 07777, caller, status);
+    if (p_.tree.group_of(*p) == nullptr) return Error::make(ENODEV);
+    m_.lcs.clear();
+    r = p_.groups.mkdir_mon(p, name, mode & 07777, caller, status);
   }
-  set_status(status);
-  set_status(r);
+  m_.set_status(status);
+  m_.set_status(r);
   if (r.ok()) {
-    if (Node* c = nodes_.child(p, name)) changes_.group(c->group);
+    if (Node* c = m_.nodes.child(p, name)) m_.changes.group(c->group);
   }
   return r;
 }
 
-Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
+Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
                                     const Caller& caller, std::string& status) {
-  auto closid = closids_.alloc();
+  auto closid = m_.closids.alloc();
   if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
-  if (mon_capable()) {
-    auto r = rmids_.alloc();
+  if (m_.mon_capable()) {
+    auto r = m_.rmids.alloc();
     if (!r.ok()) {
-      closids_.free(*closid);
+      m_.closids.free(*closid);
       return fail(r.error().code, "Out of RMIDs\n");
     }
     rmid = *r;
@@ -281,27 +300,27 @@ Result<Attr> FsImpl::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   g->name = std::string(name);
   g->closid = *closid;
   g->rmid = rmid;
-  g->mba_event = default_mba_event();
-  if (mon_capable()) status = assign_cntrs_on_mkdir(g);
-  Result<void> init = init_alloc(g);
+  g->mba_event = m_.default_mba_event();
+  if (m_.mon_capable()) status = p_.mon.assign_cntrs_on_mkdir(g);
+  Result<void> init = p_.ctrl.init_alloc(g);
   if (!init.ok()) {
-    unassign_all_cntrs(g);
-    if (mon_capable()) free_rmid(rmid);
-    closids_.free(*closid);
-    groups_.erase(g->pos);
+    p_.mon.unassign_all_cntrs(g);
+    if (m_.mon_capable()) p_.mon.free_rmid(rmid);
+    m_.closids.free(*closid);
+    m_.groups.erase(g->pos);
     return std::move(init).error();
   }
   return add_group_dir(g, parent, name, mode, caller);
 }
 
-Result<Attr> FsImpl::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
+Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
                                const Caller& caller, std::string& status) {
-  Group* pg = group_of(*parent);
+  Group* pg = p_.tree.group_of(*parent);
   if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
-  auto r = rmids_.alloc();
+  auto r = m_.rmids.alloc();
   if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
@@ -309,122 +328,114 @@ Result<Attr> FsImpl::mkdir_mon(Node* parent, std::string_view name, uint32_t mod
   g->parent = pg;
   g->closid = pg->closid;
   g->rmid = *r;
-  status = assign_cntrs_on_mkdir(g);
+  status = p_.mon.assign_cntrs_on_mkdir(g);
   pg->mon_children.push_back(g);
   return add_group_dir(g, parent, name, mode, caller);
 }
 
-Result<Attr> FsImpl::add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
+Result<Attr> Groups::add_group_dir(Group* g, Node* parent, std::string_view name, uint32_t mode,
                                    const Caller& caller) {
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
-  uid_t uid = root_caller ? mount_uid_ : caller.uid;
-  gid_t gid = root_caller ? mount_gid_ : caller.gid;
-  Node* dir = nodes_.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
-                         now_seconds());
-  build_group_dir(g, dir, mode, uid, gid);
-  reset_group_mbm(g);
+  uid_t uid = root_caller ? m_.mount_uid : caller.uid;
+  gid_t gid = root_caller ? m_.mount_gid : caller.gid;
+  Node* dir = m_.nodes.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
+                           m_.now_seconds());
+  p_.tree.build_group_dir(g, dir, mode, uid, gid);
+  p_.mon.reset_group_mbm(g);
   ++dir->nlookup;
-  return attr_of(*dir);
+  return p_.tree.attr_of(*dir);
 }
 
 // ---------------------------------------------------------------------------
 // rmdir
 
-void FsImpl::destroy_group(Group* g) {
-  unassign_all_cntrs(g);
+void Groups::destroy_group(Group* g) {
+  p_.mon.unassign_all_cntrs(g);
   if (g->type == GroupType::kMon) {
     auto& kids = g->parent->mon_children;
     std::erase(kids, g);
   }
   // No CPU may stay owned by the group.
-  for (unsigned cpu : g->cpus.cpus()) {
-    if (cpu >= cpu_ctrl_.size()) continue;
-    if (cpu_ctrl_[cpu] == g) cpu_ctrl_[cpu] = nullptr;
-    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
-  }
-  mba_prev_bytes_.erase(mba_prev_bytes_.lower_bound({g, INT_MIN}),
-                        mba_prev_bytes_.upper_bound({g, INT_MAX}));
-  groups_.erase(g->pos);
+  p_.cpus.forget_owner(g);
+  m_.mba_prev_bytes.erase(m_.mba_prev_bytes.lower_bound({g, INT_MIN}),
+                          m_.mba_prev_bytes.upper_bound({g, INT_MAX}));
+  m_.groups.erase(g->pos);
 }
 
 Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Node* p = nodes_.get(parent);
+  Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
-  Node* n = nodes_.child(p, name);
+  Node* n = m_.nodes.child(p, name);
   if (n == nullptr) return Error::make(ENOENT);
   if (!n->is_dir()) return Error::make(ENOTDIR);
-  Group* g = group_of(*n);
+  Group* g = p_.tree.group_of(*n);
   if (g == nullptr) return Error::make(EPERM);
-  lcs_.clear();
+  m_.lcs.clear();
   const GroupKey key = group_key(*g);
-  if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kCtrlMon && p == root_node_ &&
-      !is_root(g)) {
+  if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kCtrlMon && p == m_.root_node &&
+      !m_.is_root(g)) {
     const bool had_cpus = !g->cpus.empty();
-    RESCTRLFS_RETURN_IF_ERROR(rmdir_ctrl(g));
-    changes_.gone(key);
-    if (had_cpus) changes_.group(root_);  // took the group's CPUs
+    RESCTRLFS_RETURN_IF_ERROR(p_.groups.rmdir_ctrl(g));
+    m_.changes.gone(key);
+    if (had_cpus) m_.changes.group(m_.root);  // took the group's CPUs
   } else if (n->kind == NodeKind::kGroupDir && g->type == GroupType::kMon &&
              p->kind == NodeKind::kMonGroups) {
-    RESCTRLFS_RETURN_IF_ERROR(rmdir_mon(g));
-    changes_.gone(key);
+    RESCTRLFS_RETURN_IF_ERROR(p_.groups.rmdir_mon(g));
+    m_.changes.gone(key);
   } else {
     return Error::make(EPERM);
   }
-  nodes_.remove(n, nullptr);
+  m_.nodes.remove(n, nullptr);
   return Ok();
 }
 
-Result<void> FsImpl::rmdir_ctrl(Group* g) {
+Result<void> Groups::rmdir_ctrl(Group* g) {
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED) {
     // No tasks, CPUs, MON groups or RMID to give back: just remove it.
-    pseudo_lock_remove(g);
+    p_.plock.pseudo_lock_remove(g);
     destroy_group(g);
     return Ok();
   }
-  move_group_tasks(g, root_);
-  root_->cpus |= g->cpus;
+  move_group_tasks(g, m_.root);
+  m_.root->cpus |= g->cpus;
   // Its CPUs (and its MON groups', a subset) go to the default group.
   const CpuMask touched = g->cpus;
-  for (unsigned cpu : touched.cpus()) {
-    if (cpu >= cpu_ctrl_.size()) continue;
-    cpu_ctrl_[cpu] = nullptr;
-    cpu_mon_[cpu] = nullptr;
-  }
+  p_.cpus.to_default(touched);
   // MON children go with their parent; their entries are not named by the
   // request, so the kernel's dcache is told.
   std::vector<Group*> kids = g->mon_children;
   for (Group* m : kids) {
-    if (Node* md = nodes_.get(m->dir)) nodes_.remove(md, inval_);
-    free_rmid(m->rmid);
+    if (Node* md = m_.nodes.get(m->dir)) m_.nodes.remove(md, m_.inval);
+    p_.mon.free_rmid(m->rmid);
     destroy_group(m);
   }
   g->mon_children.clear();
-  free_rmid(g->rmid);
-  closids_.free(g->closid);
-  for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
-    it = it->first.second == g->closid ? mbps_target_.erase(it) : std::next(it);
+  p_.mon.free_rmid(g->rmid);
+  m_.closids.free(g->closid);
+  for (auto it = m_.mbps_target.begin(); it != m_.mbps_target.end();)
+    it = it->first.second == g->closid ? m_.mbps_target.erase(it) : std::next(it);
   destroy_group(g);
-  update_cpu_assoc(touched);
+  p_.cpus.update_cpu_assoc(touched);
   return Ok();
 }
 
-Result<void> FsImpl::rmdir_mon(Group* g) {
+Result<void> Groups::rmdir_mon(Group* g) {
   Group* parent = g->parent;
   move_group_tasks(g, parent);
-  free_rmid(g->rmid);
+  p_.mon.free_rmid(g->rmid);
   // Its CPUs fall back to the parent's RMID.
   const CpuMask touched = g->cpus;
   destroy_group(g);
-  update_cpu_assoc(touched);
+  p_.cpus.update_cpu_assoc(touched);
   return Ok();
 }
 
 // ---------------------------------------------------------------------------
 // rename (only a MON group, into a mon_groups directory)
 
-bool FsImpl::rename_has_priv(const Node& n) const {
+bool Groups::rename_has_priv(const Node& n) const {
   // What kernfs_to_rdtgroup() finds: a directory's own private data, except
   // for info and its direct subdirectories (none); a file's parent's
   // private data. info/<schema>, info/<RES>_MON and event_configs/<event>
@@ -441,7 +452,7 @@ bool FsImpl::rename_has_priv(const Node& n) const {
       case NodeKind::kEventConfig:
         return true;
       default:
-        return group_of(d) != nullptr;
+        return p_.tree.group_of(d) != nullptr;
     }
   };
   if (n.is_dir()) {
@@ -449,7 +460,7 @@ bool FsImpl::rename_has_priv(const Node& n) const {
       return false;
     return dir_priv(n);
   }
-  const Node* parent = nodes_.get(n.parent);
+  const Node* parent = m_.nodes.get(n.parent);
   return parent != nullptr && dir_priv(*parent);
 }
 
@@ -457,31 +468,32 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
   std::lock_guard<std::mutex> lock(mu_);
   if (flags != 0) return Error::make(EINVAL);
-  Node* p = nodes_.get(parent);
-  Node* np = nodes_.get(newparent);
+  Node* p = m_.nodes.get(parent);
+  Node* np = m_.nodes.get(newparent);
   if (p == nullptr || np == nullptr || p->removed || np->removed) return Error::make(ENOENT);
-  Node* src = nodes_.child(p, name);
+  Node* src = m_.nodes.child(p, name);
   if (src == nullptr) return Error::make(ENOENT);
   if (newname.size() > 255) return Error::make(ENAMETOOLONG);
   // The kernel's rdtgroup_rename (fs/resctrl/rdtgroup.c) first maps both
   // nodes to their private data with kernfs_to_rdtgroup(): nothing for info
   // and its direct subdirectories -> ENOENT, LCS untouched. Then it takes
   // the lock, clears last_cmd_status, and only then refuses a file.
-  if (!rename_has_priv(*src) || !rename_has_priv(*np)) return Error::make(ENOENT);
-  lcs_.clear();
-  Result<void> r = rename_locked(p, src, np, newname);
-  set_status(r);
+  if (!p_.groups.rename_has_priv(*src) || !p_.groups.rename_has_priv(*np))
+    return Error::make(ENOENT);
+  m_.lcs.clear();
+  Result<void> r = p_.groups.rename_locked(p, src, np, newname);
+  m_.set_status(r);
   return r;
 }
 
-Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_view newname) {
+Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_view newname) {
   if (!src->is_dir() || !np->is_dir()) {
     // The one kernel message without a trailing newline (the kernel puts
     // it; from a cleared status printf leaves the same bytes).
     return fail(EPERM, "Source and destination must be directories");
   }
-  Group* g = group_of(*src);
-  Group* new_parent_group = group_of(*np);
+  Group* g = p_.tree.group_of(*src);
+  Group* new_parent_group = p_.tree.group_of(*np);
   if (g == nullptr) return fail(EPERM, "Source must be a MON group\n");
   if (src->kind != NodeKind::kGroupDir || g->type != GroupType::kMon ||
       p->kind != NodeKind::kMonGroups)
@@ -490,17 +502,17 @@ Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     return fail(EPERM, "Destination must be a mon_groups subdirectory\n");
   if (!g->cpus.empty() && g->parent != new_parent_group)
     return fail(EPERM, "Cannot move a MON group that monitors CPUs\n");
-  if (Node* existing = nodes_.child(np, newname)) {
+  if (Node* existing = m_.nodes.child(np, newname)) {
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }
-  changes_.gone(group_key(*g));
+  m_.changes.gone(group_key(*g));
   // Move the directory entry.
   p->children.erase(src->name, src->ino);
   src->name = std::string(newname);
   src->parent = np->ino;
   np->children.insert(src->name, src->ino, src->is_dir());
-  src->ctime = now_seconds();
+  src->ctime = m_.now_seconds();
   g->name = src->name;
   if (g->parent != new_parent_group) {
     std::erase(g->parent->mon_children, g);
@@ -509,9 +521,9 @@ Result<void> FsImpl::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     g->closid = new_parent_group->closid;
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);
-    update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
+    p_.cpus.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
   }
-  changes_.group(g);
+  m_.changes.group(g);
   return Ok();
 }
 

@@ -1,8 +1,7 @@
-// Implements CPU hotplug in FsImpl: the OS half of the cpuhp callbacks
-// (a CPU leaving every group on offline, joining the default group on
-// online) and the domain up-calls hw/ makes in between, which make
-// mon_data directories, schemata columns, limbo marks and counters follow
-// the domains that exist.
+// Implements CPU hotplug (FsImpl::cpu_offline/cpu_online and HotplugEvents): the OS half of the
+// cpuhp callbacks (a CPU leaving every group on offline, joining the default group on online) and
+// the domain up-calls hw/ makes in between, which make mon_data directories, schemata columns,
+// limbo marks and counters follow the domains that exist.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,18 +13,23 @@ namespace resctrlfs::fs::internal {
 
 // The ArchEvents hw/ calls back during Arch::offline_cpu/online_cpu, while
 // FsImpl holds its model lock.
-class HotplugEvents final : public hw::ArchEvents {
+class HotplugEvents final : public hw::ArchEvents, Part {
  public:
-  explicit HotplugEvents(FsImpl& fs) : fs_(fs) {}
-  void ctrl_domain_online(hw::ResourceId rid, int id) override { fs_.ctrl_domain_back(rid, id); }
-  void ctrl_domain_offline(hw::ResourceId rid, int id) override { fs_.ctrl_domain_gone(rid, id); }
-  void mon_domain_online(int id) override { fs_.mon_domain_back(id); }
-  void mon_domain_offline(int id) override { fs_.mon_domain_gone(id); }
-  void perf_pkg_domain_online(int id) override { fs_.perf_pkg_domain_back(id); }
-  void perf_pkg_domain_offline(int id) override { fs_.perf_pkg_domain_gone(id); }
+  using Part::Part;
+  void ctrl_domain_online(hw::ResourceId rid, int id) override { ctrl_domain_back(rid, id); }
+  void ctrl_domain_offline(hw::ResourceId rid, int id) override { ctrl_domain_gone(rid, id); }
+  void mon_domain_online(int id) override { mon_domain_back(id); }
+  void mon_domain_offline(int id) override { mon_domain_gone(id); }
+  void perf_pkg_domain_online(int id) override { perf_pkg_domain_back(id); }
+  void perf_pkg_domain_offline(int id) override { perf_pkg_domain_gone(id); }
 
  private:
-  FsImpl& fs_;
+  void ctrl_domain_gone(hw::ResourceId rid, int domain_id);
+  void ctrl_domain_back(hw::ResourceId rid, int domain_id);
+  void mon_domain_gone(int domain_id);
+  void mon_domain_back(int domain_id);
+  void perf_pkg_domain_gone(int package_id);
+  void perf_pkg_domain_back(int package_id);
 };
 
 Result<void> FsImpl::cpu_offline(unsigned cpu) {
@@ -33,84 +37,73 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
   // The kernel lets go of the CPU in its groups before the domains; nothing
   // in between looks at group CPUs, so doing it after hw/ has agreed keeps
   // a refusal free of side effects.
-  HotplugEvents events(*this);
-  RESCTRLFS_RETURN_IF_ERROR(arch_->offline_cpu(cpu, &events));
-  if (mounted_) {
+  HotplugEvents events(m_, p_);
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->offline_cpu(cpu, &events));
+  if (m_.mounted) {
     // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
     // groups: the owner tables name them.
-    if (cpu < cpu_ctrl_.size()) {
-      cpu_ctrl(cpu)->cpus.reset(cpu);
-      root_->cpus.reset(cpu);
-      if (Group* m = cpu_mon_[cpu]) m->cpus.reset(cpu);
-      cpu_ctrl_[cpu] = nullptr;
-      cpu_mon_[cpu] = nullptr;
-    }
-    if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
-    changes_.all();  // CPUs, schemata domains and counters of any group
+    p_.cpus.cpu_gone(cpu);
+    m_.changes.all();  // CPUs, schemata domains and counters of any group
   }
   return Ok();
 }
 
 Result<void> FsImpl::cpu_online(unsigned cpu) {
   std::lock_guard<std::mutex> lock(mu_);
-  HotplugEvents events(*this);
-  RESCTRLFS_RETURN_IF_ERROR(arch_->online_cpu(cpu, &events));
-  if (mounted_) {
-    root_->cpus.set(cpu);
-    // hw/ has written PQR_ASSOC 0/0, the default group's tags.
-    if (cpu < cpu_assoc_.size()) {
-      cpu_assoc_[cpu] = {0, 0};
-      cpu_assoc_valid_[cpu] = true;
-    }
-    changes_.all();
+  HotplugEvents events(m_, p_);
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->online_cpu(cpu, &events));
+  if (m_.mounted) {
+    m_.root->cpus.set(cpu);
+    p_.cpus.cpu_back(cpu);
+    m_.changes.all();
   }
   return Ok();
 }
 
-void FsImpl::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
-  if (!mounted_) return;
-  for (schemata::Schema& s : schemas_.schemas) {
+void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
+  if (!m_.mounted) return;
+  for (schemata::Schema& s : m_.schemas.schemas) {
     if (s.resource_index == static_cast<int>(rid)) std::erase(s.domain_ids, domain_id);
   }
   // A pseudo-locked region is lost with its cache; like the kernel, its
   // group stays pseudo-locked and reads "Cache domain offline" from now on,
   // even if the domain comes back.
-  for (auto& g : groups_) {
+  for (auto& g : m_.groups) {
     if (g->plr && g->plr->domain == domain_id &&
-        schemas_.schemas[g->plr->schema].resource_index == static_cast<int>(rid))
+        m_.schemas.schemas[g->plr->schema].resource_index == static_cast<int>(rid))
       g->plr->domain = kNoDomain;
   }
   if (rid == hw::ResourceId::MB) {
-    for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
-      it = it->first.first == domain_id ? mbps_target_.erase(it) : std::next(it);
+    for (auto it = m_.mbps_target.begin(); it != m_.mbps_target.end();)
+      it = it->first.first == domain_id ? m_.mbps_target.erase(it) : std::next(it);
   }
 }
 
-void FsImpl::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
+void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
   // hw/ has put the default value in every CLOSID; under mba_MBps an absent
   // target reads as the unlimited default too.
-  if (!mounted_) return;
-  for (schemata::Schema& s : schemas_.schemas) {
+  if (!m_.mounted) return;
+  for (schemata::Schema& s : m_.schemas.schemas) {
     if (s.resource_index != static_cast<int>(rid)) continue;
     auto pos = std::lower_bound(s.domain_ids.begin(), s.domain_ids.end(), domain_id);
     if (pos == s.domain_ids.end() || *pos != domain_id) s.domain_ids.insert(pos, domain_id);
   }
 }
 
-void FsImpl::mon_domain_gone(int domain_id) {
-  if (!mon_capable()) return;
-  rmids_.remove_domain(domain_id);
-  if (!mounted_) return;
-  for (auto& g : groups_) {
+void HotplugEvents::mon_domain_gone(int domain_id) {
+  if (!m_.mon_capable()) return;
+  m_.rmids.remove_domain(domain_id);
+  if (!m_.mounted) return;
+  for (auto& g : m_.groups) {
     // The domain's counters vanish with it.
     for (auto it = g->cntrs.begin(); it != g->cntrs.end();)
       it = it->first.first == domain_id ? g->cntrs.erase(it) : std::next(it);
-    Node* dir = nodes_.get(g->dir);
-    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
+    Node* dir = m_.nodes.get(g->dir);
+    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     std::vector<Node*> gone;
     for (const ChildMap::Entry& e : md->children) {
-      Node* c = nodes_.get(e.ino);
+      Node* c = m_.nodes.get(e.ino);
       // Telemetry domains are packages: they have their own up-calls.
       if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != hw::ResourceId::L3)
         continue;
@@ -123,7 +116,7 @@ void FsImpl::mon_domain_gone(int domain_id) {
       unsigned subs = 0;
       Node* sub = nullptr;
       for (const ChildMap::Entry& se : c->children) {
-        Node* s = nodes_.get(se.ino);
+        Node* s = m_.nodes.get(se.ino);
         if (s == nullptr || s->kind != NodeKind::kMonDomain) continue;
         ++subs;
         if (s->domain == domain_id) sub = s;
@@ -132,56 +125,56 @@ void FsImpl::mon_domain_gone(int domain_id) {
       gone.push_back(subs == 1 ? c : sub);
     }
     // Nobody named these entries: the kernel's dcache must be told.
-    for (Node* c : gone) nodes_.remove(c, inval_);
+    for (Node* c : gone) m_.nodes.remove(c, m_.inval);
   }
-  cntr_owner_.erase(domain_id);
-  for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();)
-    it = it->first.second == domain_id ? mba_prev_bytes_.erase(it) : std::next(it);
+  m_.cntr_owner.erase(domain_id);
+  for (auto it = m_.mba_prev_bytes.begin(); it != m_.mba_prev_bytes.end();)
+    it = it->first.second == domain_id ? m_.mba_prev_bytes.erase(it) : std::next(it);
 }
 
-void FsImpl::mon_domain_back(int domain_id) {
-  if (!mon_capable()) return;
-  rmids_.add_domain(domain_id);
-  if (!mounted_) return;
+void HotplugEvents::mon_domain_back(int domain_id) {
+  if (!m_.mon_capable()) return;
+  m_.rmids.add_domain(domain_id);
+  if (!m_.mounted) return;
   // A new domain has every counter free; no group has one assigned there.
-  cntr_owner_[domain_id].assign(info_.mon.num_mbm_cntrs, std::nullopt);
-  for (auto& g : groups_) {
-    Node* dir = nodes_.get(g->dir);
-    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
+  m_.cntr_owner[domain_id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+  for (auto& g : m_.groups) {
+    Node* dir = m_.nodes.get(g->dir);
+    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
-    Node* dd = build_mon_domain(md, domain_id);
+    Node* dd = p_.tree.build_mon_domain(md, domain_id);
     // A negative dentry for the name may be cached from while it was gone.
-    if (inval_ != nullptr) inval_->inval_entry(dd->parent, dd->name);
+    if (m_.inval != nullptr) m_.inval->inval_entry(dd->parent, dd->name);
   }
   // MBM state of the new domain is fresh in hw/: the first read of each
   // group is its baseline, as the kernel's mkdir_mondata_subdir read does.
-  for (auto& g : groups_) {
-    for (hw::EventId ev : info_.mon.events)
-      if (is_mbm(ev)) arch_->reset_event(domain_id, g->rmid, ev);
+  for (auto& g : m_.groups) {
+    for (hw::EventId ev : m_.info.mon.events)
+      if (m_.is_mbm(ev)) m_.arch->reset_event(domain_id, g->rmid, ev);
   }
 }
 
-void FsImpl::perf_pkg_domain_gone(int package_id) {
-  if (!mounted_) return;
-  for (auto& g : groups_) {
-    Node* dir = nodes_.get(g->dir);
-    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
+void HotplugEvents::perf_pkg_domain_gone(int package_id) {
+  if (!m_.mounted) return;
+  for (auto& g : m_.groups) {
+    Node* dir = m_.nodes.get(g->dir);
+    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     char name[32];
     std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
-    if (Node* c = nodes_.child(md, name)) nodes_.remove(c, inval_);
+    if (Node* c = m_.nodes.child(md, name)) m_.nodes.remove(c, m_.inval);
   }
 }
 
-void FsImpl::perf_pkg_domain_back(int package_id) {
+void HotplugEvents::perf_pkg_domain_back(int package_id) {
   // Telemetry needs no reset: the aggregators' counts are cumulative.
-  if (!mounted_) return;
-  for (auto& g : groups_) {
-    Node* dir = nodes_.get(g->dir);
-    Node* md = dir != nullptr ? nodes_.child(dir, "mon_data") : nullptr;
+  if (!m_.mounted) return;
+  for (auto& g : m_.groups) {
+    Node* dir = m_.nodes.get(g->dir);
+    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
-    Node* dd = build_perf_pkg_domain(md, package_id);
-    if (inval_ != nullptr) inval_->inval_entry(md->ino, dd->name);
+    Node* dd = p_.tree.build_perf_pkg_domain(md, package_id);
+    if (m_.inval != nullptr) m_.inval->inval_entry(md->ino, dd->name);
   }
 }
 

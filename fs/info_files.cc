@@ -1,4 +1,4 @@
-// Implements the info/ files of FsImpl: last_cmd_status, the per-schema
+// Implements the info/ files (the InfoFiles part): last_cmd_status, the per-schema
 // control info (bit_usage included) and the L3_MON files with their writes
 // (max_threshold_occupancy, the BMEC configs, mbm_assign_mode,
 // mbm_assign_on_mkdir, event_filter): the kernel's
@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "fs/events.h"
-#include "fs/impl.h"
 #include "fs/kstr.h"
+#include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -38,50 +38,50 @@ constexpr const char* kNotEnabled = "mbm_event counter assignment mode is not en
 
 }  // namespace
 
-bool FsImpl::cond_throttle_mode() const {
-  for (const hw::Resource& r : info_.resources) {
+bool InfoFiles::cond_throttle_mode() const {
+  for (const hw::Resource& r : m_.info.resources) {
     if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
       return true;
   }
   return false;
 }
 
-bool FsImpl::cond_bmec_total() const {
-  return info_.mon.bmec && event_enabled(EventId::MBM_TOTAL) && !mbm_event_mode_;
+bool InfoFiles::cond_bmec_total() const {
+  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_TOTAL) && !m_.mbm_event_mode;
 }
 
-bool FsImpl::cond_bmec_local() const {
-  return info_.mon.bmec && event_enabled(EventId::MBM_LOCAL) && !mbm_event_mode_;
+bool InfoFiles::cond_bmec_local() const {
+  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_LOCAL) && !m_.mbm_event_mode;
 }
 
-Result<std::string> FsImpl::show_last_cmd_status(const Node&) { return lcs_.show(); }
+Result<std::string> InfoFiles::show_last_cmd_status(const Node&) { return m_.lcs.show(); }
 
-Result<std::string> FsImpl::show_num_closids(const Node& n) {
-  return u(schemas_.schemas[n.schema].num_closid);
+Result<std::string> InfoFiles::show_num_closids(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].num_closid);
 }
 
-Result<std::string> FsImpl::show_cbm_mask(const Node& n) {
-  return hex(schemas_.schemas[n.schema].full_mask());
+Result<std::string> InfoFiles::show_cbm_mask(const Node& n) {
+  return hex(m_.schemas.schemas[n.schema].full_mask());
 }
 
-Result<std::string> FsImpl::show_min_cbm_bits(const Node& n) {
-  return u(schemas_.schemas[n.schema].min_cbm_bits);
+Result<std::string> InfoFiles::show_min_cbm_bits(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].min_cbm_bits);
 }
 
-Result<std::string> FsImpl::show_shareable_bits(const Node& n) {
-  return hex(schemas_.schemas[n.schema].shareable_bits);
+Result<std::string> InfoFiles::show_shareable_bits(const Node& n) {
+  return hex(m_.schemas.schemas[n.schema].shareable_bits);
 }
 
-Result<std::string> FsImpl::show_sparse_masks(const Node& n) {
-  return u(schemas_.schemas[n.schema].sparse_masks ? 1 : 0);
+Result<std::string> InfoFiles::show_sparse_masks(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].sparse_masks ? 1 : 0);
 }
 
-Result<std::string> FsImpl::show_bit_usage(const Node& n) {
-  const schemata::Schema& s = schemas_.schemas[n.schema];
+Result<std::string> InfoFiles::show_bit_usage(const Node& n) {
+  const schemata::Schema& s = m_.schemas.schemas[n.schema];
   const hw::ResourceId rid = rid_of(s);
   // The io_alloc CLOSID is not a group: its mask counts as hardware-shared.
-  const bool io_on = io_alloc_on(s);
-  const uint32_t io_closid = io_alloc_closid(s);
+  const bool io_on = p_.io_alloc.io_alloc_on(s);
+  const uint32_t io_closid = p_.io_alloc.io_alloc_closid(s);
   std::string out;
   bool sep = false;
   for (int d : s.domain_ids) {
@@ -89,16 +89,16 @@ Result<std::string> FsImpl::show_bit_usage(const Node& n) {
     sep = true;
     uint32_t sw_shareable = 0, exclusive = 0;
     uint32_t hw_shareable = s.shareable_bits;
-    if (io_on) hw_shareable |= arch_->get_ctrl(rid, hw_type(s.conf_type), d, io_closid);
-    for (uint32_t i = 0; i < closids_.size(); ++i) {
-      if (!closids_.allocated(i) || (io_on && i == io_closid)) continue;
-      const Group* g = ctrl_group_by_closid(i);
+    if (io_on) hw_shareable |= m_.arch->get_ctrl(rid, hw_type(s.conf_type), d, io_closid);
+    for (uint32_t i = 0; i < m_.closids.size(); ++i) {
+      if (!m_.closids.allocated(i) || (io_on && i == io_closid)) continue;
+      const Group* g = p_.ctrl.ctrl_group_by_closid(i);
       GroupMode mode = g != nullptr ? g->mode : GroupMode::SHAREABLE;
-      uint32_t val = arch_->get_ctrl(rid, hw_type(s.conf_type), d, i);
+      uint32_t val = m_.arch->get_ctrl(rid, hw_type(s.conf_type), d, i);
       if (mode == GroupMode::SHAREABLE) sw_shareable |= val;
       if (mode == GroupMode::EXCLUSIVE) exclusive |= val;
     }
-    const uint32_t locked = locked_cbm(s.resource_index, d);
+    const uint32_t locked = p_.plock.locked_cbm(s.resource_index, d);
     out += std::to_string(d) + "=";
     for (int b = static_cast<int>(s.cbm_len) - 1; b >= 0; --b) {
       bool hwb = (hw_shareable >> b) & 1U;
@@ -112,21 +112,21 @@ Result<std::string> FsImpl::show_bit_usage(const Node& n) {
   return out;
 }
 
-Result<std::string> FsImpl::show_min_bandwidth(const Node& n) {
-  return u(schemas_.schemas[n.schema].min_bw);
+Result<std::string> InfoFiles::show_min_bandwidth(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].min_bw);
 }
 
-Result<std::string> FsImpl::show_bandwidth_gran(const Node& n) {
-  return u(schemas_.schemas[n.schema].bw_gran);
+Result<std::string> InfoFiles::show_bandwidth_gran(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].bw_gran);
 }
 
-Result<std::string> FsImpl::show_delay_linear(const Node& n) {
-  return u(schemas_.schemas[n.schema].delay_linear ? 1 : 0);
+Result<std::string> InfoFiles::show_delay_linear(const Node& n) {
+  return u(m_.schemas.schemas[n.schema].delay_linear ? 1 : 0);
 }
 
-Result<std::string> FsImpl::show_thread_throttle_mode(const Node& n) {
-  const schemata::Schema& s = schemas_.schemas[n.schema];
-  const hw::Resource& r = info_.res(rid_of(s));
+Result<std::string> InfoFiles::show_thread_throttle_mode(const Node& n) {
+  const schemata::Schema& s = m_.schemas.schemas[n.schema];
+  const hw::Resource& r = m_.info.res(rid_of(s));
   switch (r.membw.throttle_mode) {
     case hw::ThrottleMode::MAX:
       return std::string("max\n");
@@ -137,24 +137,24 @@ Result<std::string> FsImpl::show_thread_throttle_mode(const Node& n) {
   }
 }
 
-Result<std::string> FsImpl::show_num_rmids(const Node& n) {
-  if (n.mon_rid == hw::ResourceId::PERF_PKG) return u(info_.perf_pkg.num_rmids);
-  return u(info_.mon.num_rmids);
+Result<std::string> InfoFiles::show_num_rmids(const Node& n) {
+  if (n.mon_rid == hw::ResourceId::PERF_PKG) return u(m_.info.perf_pkg.num_rmids);
+  return u(m_.info.mon.num_rmids);
 }
 
-Result<std::string> FsImpl::show_mon_features(const Node& n) {
+Result<std::string> InfoFiles::show_mon_features(const Node& n) {
   std::string out;
   if (n.mon_rid == hw::ResourceId::PERF_PKG) {
-    for (const hw::PerfPkgEvent& ev : info_.perf_pkg.events) {
+    for (const hw::PerfPkgEvent& ev : m_.info.perf_pkg.events) {
       out += event_name(ev.id);
       out += '\n';
     }
     return out;
   }
-  for (EventId ev : info_.mon.events) {
+  for (EventId ev : m_.info.mon.events) {
     out += event_name(ev);
     out += '\n';
-    if (info_.mon.bmec && is_mbm(ev) && !mbm_event_mode_) {
+    if (m_.info.mon.bmec && m_.is_mbm(ev) && !m_.mbm_event_mode) {
       out += event_name(ev);
       out += "_config\n";
     }
@@ -162,54 +162,54 @@ Result<std::string> FsImpl::show_mon_features(const Node& n) {
   return out;
 }
 
-Result<std::string> FsImpl::show_max_threshold_occupancy(const Node&) { return u(threshold_); }
+Result<std::string> InfoFiles::show_max_threshold_occupancy(const Node&) { return u(m_.threshold); }
 
-Result<void> FsImpl::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
+Result<void> InfoFiles::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
   uint32_t bytes = 0;
   if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
     return fail(-rc, "max_threshold_occupancy: Invalid input\n");
-  if (bytes > info_.mon.l3_cache_size_bytes)
+  if (bytes > m_.info.mon.l3_cache_size_bytes)
     return fail(EINVAL, "max_threshold_occupancy: Exceeds limit (before adjustment) of " +
-                            std::to_string(info_.mon.l3_cache_size_bytes) + " bytes\n");
-  const uint32_t scale = info_.mon.occupancy_scale == 0 ? 1 : info_.mon.occupancy_scale;
-  threshold_ = bytes / scale * scale;
+                            std::to_string(m_.info.mon.l3_cache_size_bytes) + " bytes\n");
+  const uint32_t scale = m_.info.mon.occupancy_scale == 0 ? 1 : m_.info.mon.occupancy_scale;
+  m_.threshold = bytes / scale * scale;
   return Ok();
 }
 
 // ---------------------------------------------------------------------------
 // BMEC: mbm_total_bytes_config, mbm_local_bytes_config
 
-Result<std::string> FsImpl::show_bmec(EventId ev) const {
+Result<std::string> InfoFiles::show_bmec(EventId ev) const {
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
     char b[32];
-    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id, arch_->event_config(d.id, ev));
+    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id, m_.arch->event_config(d.id, ev));
     out += b;
   }
   out += '\n';
   return out;
 }
 
-Result<std::string> FsImpl::show_mbm_total_config(const Node&) {
+Result<std::string> InfoFiles::show_mbm_total_config(const Node&) {
   return show_bmec(EventId::MBM_TOTAL);
 }
 
-Result<std::string> FsImpl::show_mbm_local_config(const Node&) {
+Result<std::string> InfoFiles::show_mbm_local_config(const Node&) {
   return show_bmec(EventId::MBM_LOCAL);
 }
 
-Result<void> FsImpl::write_mbm_total_config(Node& n, std::string_view data, const Caller&) {
+Result<void> InfoFiles::write_mbm_total_config(Node& n, std::string_view data, const Caller&) {
   return write_bmec(n, data, EventId::MBM_TOTAL);
 }
 
-Result<void> FsImpl::write_mbm_local_config(Node& n, std::string_view data, const Caller&) {
+Result<void> InfoFiles::write_mbm_local_config(Node& n, std::string_view data, const Caller&) {
   return write_bmec(n, data, EventId::MBM_LOCAL);
 }
 
-Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
+Result<void> InfoFiles::write_bmec(Node&, std::string_view data, EventId ev) {
   if (data.empty() || data.back() != '\n')
     return fail(EINVAL, std::string(event_name(ev)) + "_config: Invalid input\n");
   std::optional<std::string_view> tok = kstr_cut(data);
@@ -223,19 +223,19 @@ Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
       return fail(EINVAL, "Missing '=' or non-numeric domain id\n");
     if (!dom_str || kstr::kstrtoul(*dom_str, 16, val) != 0)
       return fail(EINVAL, "Non-numeric event configuration value\n");
-    const uint32_t mask = info_.mon.bmec_supported_mask;
+    const uint32_t mask = m_.info.mon.bmec_supported_mask;
     if ((val & mask) != val) {
       char b[96];
       std::snprintf(b, sizeof(b), "Invalid event configuration: max valid mask is 0x%02x\n", mask);
       return fail(EINVAL, b);
     }
     bool found = false;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       if (static_cast<uint64_t>(d.id) != dom_id) continue;
       found = true;
-      if (arch_->event_config(d.id, ev) != val) {
-        Result<void> r = arch_->set_event_config(d.id, ev, static_cast<uint32_t>(val));
-        if (!r.ok()) return fail(r.error().code, r.error().message);
+      if (m_.arch->event_config(d.id, ev) != val) {
+        Result<void> r = m_.arch->set_event_config(d.id, ev, static_cast<uint32_t>(val));
+        if (!r.ok()) return fail(r.error().code, std::string(r.error().user_text()));
       }
     }
     if (!found) return Error::make(EINVAL);
@@ -246,65 +246,65 @@ Result<void> FsImpl::write_bmec(Node&, std::string_view data, EventId ev) {
 // ABMC info files: mbm_assign_mode, num_mbm_cntrs, available_mbm_cntrs,
 // mbm_assign_on_mkdir, event_filter
 
-Result<std::string> FsImpl::show_mbm_assign_mode(const Node&) {
-  if (!info_.mon.abmc) return std::string("[default]\n");
-  return std::string(mbm_event_mode_ ? "[mbm_event]\ndefault\n" : "[default]\nmbm_event\n");
+Result<std::string> InfoFiles::show_mbm_assign_mode(const Node&) {
+  if (!m_.info.mon.abmc) return std::string("[default]\n");
+  return std::string(m_.mbm_event_mode ? "[mbm_event]\ndefault\n" : "[default]\nmbm_event\n");
 }
 
-Result<void> FsImpl::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
+Result<void> InfoFiles::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
   std::string_view buf = kstr_cut(data);
   bool enable = false;
   if (buf == "default") {
     enable = false;
   } else if (buf == "mbm_event") {
-    if (!info_.mon.abmc) return fail(EINVAL, "mbm_event mode is not supported\n");
+    if (!m_.info.mon.abmc) return fail(EINVAL, "mbm_event mode is not supported\n");
     enable = true;
   } else {
     return fail(EINVAL, "Unsupported assign mode\n");
   }
-  if (enable == mbm_event_mode_) return Ok();
-  return set_assign_mode(enable);
+  if (enable == m_.mbm_event_mode) return Ok();
+  return p_.mon.set_assign_mode(enable);
 }
 
-Result<std::string> FsImpl::show_num_mbm_cntrs(const Node&) {
+Result<std::string> InfoFiles::show_num_mbm_cntrs(const Node&) {
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(info_.mon.num_mbm_cntrs);
+    out += std::to_string(d.id) + "=" + std::to_string(m_.info.mon.num_mbm_cntrs);
   }
   return out + "\n";
 }
 
-Result<std::string> FsImpl::show_available_mbm_cntrs(const Node&) {
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
+Result<std::string> InfoFiles::show_available_mbm_cntrs(const Node&) {
+  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(free_cntrs(d.id));
+    out += std::to_string(d.id) + "=" + std::to_string(p_.mon.free_cntrs(d.id));
   }
   return out + "\n";
 }
 
-Result<std::string> FsImpl::show_mbm_assign_on_mkdir(const Node&) {
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
-  return u(assign_on_mkdir_ ? 1 : 0);
+Result<std::string> InfoFiles::show_mbm_assign_on_mkdir(const Node&) {
+  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
+  return u(m_.assign_on_mkdir ? 1 : 0);
 }
 
-Result<void> FsImpl::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
+Result<void> InfoFiles::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
   bool value = false;
   (void)kstr::kstrtobool(kstr::c_string(data), value);  // checked before the lock
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
-  assign_on_mkdir_ = value;
+  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
+  m_.assign_on_mkdir = value;
   return Ok();
 }
 
-Result<std::string> FsImpl::show_event_filter(const Node& n) {
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
-  uint32_t cfg = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
+Result<std::string> InfoFiles::show_event_filter(const Node& n) {
+  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
+  uint32_t cfg = n.event == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
   std::string out;
   for (unsigned b = 0; b < 7; ++b) {
     if (((cfg >> b) & 1U) == 0) continue;
@@ -314,11 +314,11 @@ Result<std::string> FsImpl::show_event_filter(const Node& n) {
   return out + "\n";
 }
 
-Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Caller&) {
-  if (!mbm_event_mode_) return fail(EINVAL, kNotEnabled);
+Result<void> InfoFiles::write_event_filter(Node& n, std::string_view data, const Caller&) {
+  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
   // A chmod'ed file of counters that cannot be configured (event_filter_write
   // in fs/resctrl/monitor.c refuses them the same way).
-  if (!info_.mon.mbm_cntr_configurable) return Error::make(EINVAL);
+  if (!m_.info.mon.mbm_cntr_configurable) return Error::make(EINVAL);
   std::optional<std::string_view> rest = kstr_cut(data);
   uint32_t cfg = 0;
   while (rest && !rest->empty()) {
@@ -332,15 +332,15 @@ Result<void> FsImpl::write_event_filter(Node& n, std::string_view data, const Ca
     }
     if (!found) return fail(EINVAL, "Invalid memory transaction type " + std::string(tok) + "\n");
   }
-  uint32_t& cur = n.event == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
+  uint32_t& cur = n.event == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
   if (cur == cfg) return Ok();
   cur = cfg;
   // Reprogram every assigned counter of this event.
-  for (auto& [dom, owners] : cntr_owner_) {
+  for (auto& [dom, owners] : m_.cntr_owner) {
     for (size_t id = 0; id < owners.size(); ++id) {
       if (!owners[id] || owners[id]->second != n.event) continue;
-      (void)arch_->config_cntr(dom, static_cast<unsigned>(id), owners[id]->first->rmid, n.event,
-                               cfg, true);
+      (void)m_.arch->config_cntr(dom, static_cast<unsigned>(id), owners[id]->first->rmid, n.event,
+                                 cfg, true);
     }
   }
   return Ok();

@@ -1,6 +1,7 @@
-// Implements group membership in FsImpl: the tasks, cpus and cpus_list
-// files, the per-thread tags they set (and fork/exit events),
-// and the per-CPU PQR_ASSOC programming derived from CPU ownership.
+// Implements group membership: the tasks file and the per-thread tags it
+// sets (Groups, and FsImpl's fork/exit events), and the cpus and cpus_list
+// files with the per-CPU association derived from CPU ownership
+// (CpuOwners).
 #include <algorithm>
 #include <cerrno>
 #include <string>
@@ -14,28 +15,71 @@ namespace resctrlfs::fs::internal {
 // ---------------------------------------------------------------------------
 // Tags
 
-std::pair<uint32_t, uint32_t> FsImpl::cpu_tags(unsigned cpu) const {
-  if (root_ == nullptr || cpu >= cpu_ctrl_.size()) return {0, 0};
+std::pair<uint32_t, uint32_t> CpuOwners::cpu_tags(unsigned cpu) const {
+  if (m_.root == nullptr || cpu >= cpu_ctrl_.size()) return {0, 0};
   const Group* ctrl = cpu_ctrl(cpu);
   const Group* mon = cpu_mon_[cpu];
   return {ctrl->closid, mon != nullptr ? mon->rmid : ctrl->rmid};
 }
 
-void FsImpl::rebuild_cpu_owners() {
-  cpu_ctrl_.assign(info_.nr_cpus, nullptr);
-  cpu_mon_.assign(info_.nr_cpus, nullptr);
-  if (root_ == nullptr) return;
-  std::vector<bool> claimed(info_.nr_cpus, false);
+void CpuOwners::reset() {
+  cpu_assoc_.assign(m_.info.nr_cpus, {0, 0});
+  cpu_assoc_valid_.assign(m_.info.nr_cpus, false);
+  cpu_assoc_failed_.clear();
+}
+
+void CpuOwners::forget_owner(const Group* g) {
+  for (unsigned cpu : g->cpus.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    if (cpu_ctrl_[cpu] == g) cpu_ctrl_[cpu] = nullptr;
+    if (cpu_mon_[cpu] == g) cpu_mon_[cpu] = nullptr;
+  }
+}
+
+void CpuOwners::to_default(const CpuMask& cpus) {
+  for (unsigned cpu : cpus.cpus()) {
+    if (cpu >= cpu_ctrl_.size()) continue;
+    cpu_ctrl_[cpu] = nullptr;
+    cpu_mon_[cpu] = nullptr;
+  }
+}
+
+void CpuOwners::cpu_gone(unsigned cpu) {
+  // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
+  // groups: the owner tables name them.
+  if (cpu < cpu_ctrl_.size()) {
+    cpu_ctrl(cpu)->cpus.reset(cpu);
+    m_.root->cpus.reset(cpu);
+    if (Group* m = cpu_mon_[cpu]) m->cpus.reset(cpu);
+    cpu_ctrl_[cpu] = nullptr;
+    cpu_mon_[cpu] = nullptr;
+  }
+  if (cpu < cpu_assoc_valid_.size()) cpu_assoc_valid_[cpu] = false;
+}
+
+void CpuOwners::cpu_back(unsigned cpu) {
+  // hw/ has written the default group's tags (0/0).
+  if (cpu < cpu_assoc_.size()) {
+    cpu_assoc_[cpu] = {0, 0};
+    cpu_assoc_valid_[cpu] = true;
+  }
+}
+
+void CpuOwners::rebuild_cpu_owners() {
+  cpu_ctrl_.assign(m_.info.nr_cpus, nullptr);
+  cpu_mon_.assign(m_.info.nr_cpus, nullptr);
+  if (m_.root == nullptr) return;
+  std::vector<bool> claimed(m_.info.nr_cpus, false);
   // The first holder in list order wins, as a search in that order finds.
-  for (auto& g : groups_) {
-    if (g->type != GroupType::kCtrlMon || g.get() == root_) continue;
+  for (auto& g : m_.groups) {
+    if (g->type != GroupType::kCtrlMon || g.get() == m_.root) continue;
     for (unsigned cpu : g->cpus.cpus()) {
       if (cpu >= claimed.size() || claimed[cpu]) continue;
       claimed[cpu] = true;
       cpu_ctrl_[cpu] = g.get();
     }
   }
-  for (auto& g : groups_) {
+  for (auto& g : m_.groups) {
     if (g->type != GroupType::kCtrlMon) continue;
     for (const Group* m : g->mon_children) {
       for (unsigned cpu : m->cpus.cpus()) {
@@ -47,12 +91,12 @@ void FsImpl::rebuild_cpu_owners() {
   }
 }
 
-void FsImpl::update_cpu_assoc() {
+void CpuOwners::update_cpu_assoc() {
   rebuild_cpu_owners();
-  update_cpu_assoc(info_.online);
+  update_cpu_assoc(m_.info.online);
 }
 
-void FsImpl::update_cpu_assoc(const CpuMask& which) {
+void CpuOwners::update_cpu_assoc(const CpuMask& which) {
   // A CPU whose last write failed is retried by the next change, whichever
   // CPUs that change moves (a cpus write does not fail for it).
   std::vector<unsigned> retry;
@@ -61,7 +105,7 @@ void FsImpl::update_cpu_assoc(const CpuMask& which) {
   std::vector<hw::Arch::CpuAssoc> batch;
   std::vector<bool> queued(cpu_assoc_.size());
   auto want = [&](unsigned cpu) {
-    if (cpu >= cpu_assoc_.size() || !info_.online.test(cpu) || queued[cpu]) return;
+    if (cpu >= cpu_assoc_.size() || !m_.info.online.test(cpu) || queued[cpu]) return;
     auto tags = cpu_tags(cpu);
     if (cpu_assoc_valid_[cpu] && cpu_assoc_[cpu] == tags) return;
     queued[cpu] = true;
@@ -70,7 +114,7 @@ void FsImpl::update_cpu_assoc(const CpuMask& which) {
   for (unsigned cpu : retry) want(cpu);
   for (unsigned cpu : which.cpus()) want(cpu);
   if (batch.empty()) return;
-  arch_->set_cpus_assoc(batch);
+  m_.arch->set_cpus_assoc(batch);
   for (const auto& b : batch) {
     if (b.ok) {
       cpu_assoc_[b.cpu] = {b.closid, b.rmid};
@@ -84,18 +128,18 @@ void FsImpl::update_cpu_assoc(const CpuMask& which) {
   }
 }
 
-void FsImpl::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
-  threads_.set(tid, {closid, rmid});
-  changes_.thread(tid);
-  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->set_thread_tags(tid, closid, rmid);
+void Groups::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {
+  m_.threads.set(tid, {closid, rmid});
+  m_.changes.thread(tid);
+  if (hw::ThreadTagger* t = m_.arch->thread_tagger()) t->set_thread_tags(tid, closid, rmid);
 }
 
-void FsImpl::move_group_tasks(const Group* from, const Group* to) {
+void Groups::move_group_tasks(const Group* from, const Group* to) {
   // The group's threads by the key they are matched on: no walk over every
   // tagged thread of the machine.
   const std::unordered_set<pid_t>* tids = from->type == GroupType::kCtrlMon
-                                              ? threads_.with_closid(from->closid)
-                                              : threads_.with_rmid(from->rmid);
+                                              ? m_.threads.with_closid(from->closid)
+                                              : m_.threads.with_rmid(from->rmid);
   if (tids == nullptr) return;
   std::vector<pid_t> moving(tids->begin(), tids->end());
   for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
@@ -103,31 +147,31 @@ void FsImpl::move_group_tasks(const Group* from, const Group* to) {
 
 void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!mounted_) return;
-  auto tags = threads_.get(parent_tid);
+  if (!m_.mounted) return;
+  auto tags = m_.threads.get(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
-    if (threads_.erase(child_tid)) changes_.thread(child_tid);
+    if (m_.threads.erase(child_tid)) m_.changes.thread(child_tid);
     return;
   }
-  set_thread(child_tid, tags.first, tags.second);
+  p_.groups.set_thread(child_tid, tags.first, tags.second);
 }
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (threads_.erase(tid)) changes_.thread(tid);
-  if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
+  if (m_.threads.erase(tid)) m_.changes.thread(tid);
+  if (hw::ThreadTagger* t = m_.arch->thread_tagger()) t->thread_exited(tid);
 }
 
 // ---------------------------------------------------------------------------
 // tasks
 
-Result<std::string> FsImpl::show_tasks(const Node& n) {
+Result<std::string> Groups::show_tasks(const Node& n) {
   const Group* g = n.group;
   std::string out;
-  std::vector<pid_t> all = tasks_ != nullptr ? tasks_->all_threads() : std::vector<pid_t>{};
+  std::vector<pid_t> all = m_.tasks != nullptr ? m_.tasks->all_threads() : std::vector<pid_t>{};
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
   for (pid_t tid : all) {
-    auto tags = threads_.get(tid);
+    auto tags = m_.threads.get(tid);
     if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
     bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
     if (match && tid != 0) {
@@ -136,32 +180,32 @@ Result<std::string> FsImpl::show_tasks(const Node& n) {
     }
   }
   // Threads that died without an exit event are forgotten here.
-  if (tasks_ != nullptr && !all.empty() && alive.size() != threads_.size()) {
-    for (auto& [tid, tags] : threads_.all()) {
+  if (m_.tasks != nullptr && !all.empty() && alive.size() != m_.threads.size()) {
+    for (auto& [tid, tags] : m_.threads.all()) {
       if (alive.count(tid) != 0) continue;
-      if (hw::ThreadTagger* t = arch_->thread_tagger()) t->thread_exited(tid);
-      changes_.thread(tid);
+      if (hw::ThreadTagger* t = m_.arch->thread_tagger()) t->thread_exited(tid);
+      m_.changes.thread(tid);
     }
-    threads_.replace(std::move(alive));
+    m_.threads.replace(std::move(alive));
   }
   return out;
 }
 
-Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
+Result<void> Groups::move_task(pid_t pid, Group* g, const Caller& c) {
   pid_t tid = pid;
   if (pid != 0) {
-    if (tasks_ == nullptr || !tasks_->exists(pid))
+    if (m_.tasks == nullptr || !m_.tasks->exists(pid))
       return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
   } else {
     tid = c.tid;
   }
   uid_t ruid = 0, suid = 0;
   if (c.uid != 0) {
-    bool known = tasks_ != nullptr && tasks_->uids(tid, ruid, suid);
+    bool known = m_.tasks != nullptr && m_.tasks->uids(tid, ruid, suid);
     if (!known || (c.uid != ruid && c.uid != suid))
       return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
   }
-  auto tags = threads_.get(tid);
+  auto tags = m_.threads.get(tid);
   if (g->type == GroupType::kCtrlMon) {
     if (tags.first == g->closid && tags.second == g->rmid) return Ok();
     set_thread(tid, g->closid, g->rmid);
@@ -174,7 +218,7 @@ Result<void> FsImpl::move_task(pid_t pid, Group* g, const Caller& c) {
   return Ok();
 }
 
-Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c) {
+Result<void> Groups::write_tasks(Node& n, std::string_view data, const Caller& c) {
   Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
@@ -188,8 +232,8 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
     if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
     Result<void> r = move_task(pid, g, c);
     if (!r.ok()) {
-      return fail(r.error().code,
-                  r.error().message + "Error while processing task " + std::to_string(pid) + "\n");
+      return fail(r.error().code, std::string(r.error().user_text()) +
+                                      "Error while processing task " + std::to_string(pid) + "\n");
     }
   }
   return Ok();
@@ -199,54 +243,54 @@ Result<void> FsImpl::write_tasks(Node& n, std::string_view data, const Caller& c
 // cpus, cpus_list
 
 // A pseudo-locked group shows the CPUs of the cache its region is on.
-Result<std::string> FsImpl::show_cpus(const Node& n) {
+Result<std::string> CpuOwners::show_cpus(const Node& n) {
   const Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
-    return format_cpu_mask(
-               ctrl_domain_cpus(schemas_.schemas[g->plr->schema].resource_index, g->plr->domain)) +
+    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    return format_cpu_mask(p_.plock.ctrl_domain_cpus(
+               m_.schemas.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
   }
   return format_cpu_mask(g->cpus) + "\n";
 }
 
-Result<std::string> FsImpl::show_cpus_list(const Node& n) {
+Result<std::string> CpuOwners::show_cpus_list(const Node& n) {
   const Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(check_locked_domain(*g));
-    return format_cpu_list(
-               ctrl_domain_cpus(schemas_.schemas[g->plr->schema].resource_index, g->plr->domain)) +
+    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    return format_cpu_list(p_.plock.ctrl_domain_cpus(
+               m_.schemas.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
   }
   return format_cpu_list(g->cpus) + "\n";
 }
 
-Result<void> FsImpl::write_cpus(Node& n, std::string_view data, const Caller&) {
+Result<void> CpuOwners::write_cpus(Node& n, std::string_view data, const Caller&) {
   return write_cpus_common(n, data, false);
 }
 
-Result<void> FsImpl::write_cpus_list(Node& n, std::string_view data, const Caller&) {
+Result<void> CpuOwners::write_cpus_list(Node& n, std::string_view data, const Caller&) {
   return write_cpus_common(n, data, true);
 }
 
-Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list) {
+Result<void> CpuOwners::write_cpus_common(Node& n, std::string_view data, bool list) {
   Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
   Result<CpuMask> parsed =
-      list ? parse_cpu_list(data, info_.nr_cpus) : parse_cpu_mask(data, info_.nr_cpus);
+      list ? parse_cpu_list(data, m_.info.nr_cpus) : parse_cpu_mask(data, m_.info.nr_cpus);
   if (!parsed.ok()) return fail(parsed.error().code, "Bad CPU list/mask\n");
   CpuMask newmask = *parsed;
   CpuMask offline = newmask;
-  offline.subtract(info_.online);
+  offline.subtract(m_.info.online);
   if (!offline.empty()) return fail(EINVAL, "Can only assign online CPUs\n");
 
   // Only the CPUs that change owner (and, for a CTRL_MON group, the CPUs of
   // its MON groups) are looked at: the owner tables name who held each one.
-  CpuMask touched(info_.nr_cpus);
+  CpuMask touched(m_.info.nr_cpus);
   // The journal records the groups whose CPUs changed (ChangeTracker::after_write).
-  changes_.group(g);
+  m_.changes.group(g);
   RESCTRLFS_RETURN_IF_ERROR(g->type == GroupType::kCtrlMon ? set_ctrl_cpus(g, newmask, touched)
                                                            : set_mon_cpus(g, newmask, touched));
   update_cpu_assoc(touched);
@@ -255,13 +299,13 @@ Result<void> FsImpl::write_cpus_common(Node& n, std::string_view data, bool list
 
 // A CTRL_MON group's new CPUs: taken from their owners, dropped ones back
 // to the default group; `touched` gets every CPU whose tags may change.
-Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+Result<void> CpuOwners::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
   CpuMask dropped = g->cpus;
   dropped.subtract(newmask);
   if (!dropped.empty()) {
-    if (is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
-    root_->cpus |= dropped;
-    changes_.group(root_);
+    if (m_.is_root(g)) return fail(EINVAL, "Can't drop CPUs from default group\n");
+    m_.root->cpus |= dropped;
+    m_.changes.group(m_.root);
   }
   CpuMask added = newmask;
   added.subtract(g->cpus);
@@ -270,7 +314,7 @@ Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& to
   // any are the owners of the parent's CPUs.
   for (unsigned cpu : g->cpus.cpus()) {
     if (Group* m = cpu_mon_[cpu]; m != nullptr && m->parent == g) {
-      changes_.group(m);
+      m_.changes.group(m);
       m->cpus.clear();
       cpu_mon_[cpu] = nullptr;
       touched.set(cpu);
@@ -285,14 +329,14 @@ Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& to
     Group* owner = cpu_ctrl(cpu);
     if (owner != g) {
       owner->cpus.reset(cpu);
-      changes_.group(owner);
+      m_.changes.group(owner);
     }
-    if (!is_root(g)) root_->cpus.reset(cpu);
+    if (!m_.is_root(g)) m_.root->cpus.reset(cpu);
     if (Group* m = cpu_mon_[cpu]) {
       m->cpus.reset(cpu);
-      changes_.group(m);
+      m_.changes.group(m);
     }
-    cpu_ctrl_[cpu] = is_root(g) ? nullptr : g;
+    cpu_ctrl_[cpu] = m_.is_root(g) ? nullptr : g;
     cpu_mon_[cpu] = nullptr;
     touched.set(cpu);
   }
@@ -302,7 +346,7 @@ Result<void> FsImpl::set_ctrl_cpus(Group* g, const CpuMask& newmask, CpuMask& to
 
 // A MON group's new CPUs, within its parent's: taken from the sibling
 // monitoring them.
-Result<void> FsImpl::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
+Result<void> CpuOwners::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& touched) {
   Group* parent = g->parent;
   if (!newmask.subset_of(parent->cpus))
     return fail(EINVAL, "Can only add CPUs to mongroup that belong to parent\n");
@@ -314,7 +358,7 @@ Result<void> FsImpl::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& tou
     // Taken from the sibling monitoring it.
     if (Group* sib = cpu_mon_[cpu]; sib != nullptr && sib != g) {
       sib->cpus.reset(cpu);
-      changes_.group(sib);
+      m_.changes.group(sib);
     }
     cpu_mon_[cpu] = g;
     touched.set(cpu);

@@ -78,7 +78,7 @@ struct Group {
     uint32_t cbm = 0;
   };
   std::optional<LockedRegion> plr;
-  // Where FsImpl::groups_ holds this group, so that removing it does not
+  // Where Model::groups holds this group, so that removing it does not
   // search the list.
   std::list<std::unique_ptr<Group>>::iterator pos;
 };
@@ -90,12 +90,14 @@ inline hw::ResourceId rid_of(const schemata::Schema& s) {
 }
 inline hw::ConfType hw_type(schemata::ConfType t) { return t; }  // one type (base/conf_type.h)
 
-class FsImpl;
 class TextOut;  // fs/state.cc
 struct Node;
-using ShowFn = Result<std::string> (FsImpl::*)(const Node&);
-using WriteFn = Result<void> (FsImpl::*)(Node&, std::string_view, const Caller&);
-using CondFn = bool (FsImpl::*)() const;
+struct Parts;  // fs/parts.h
+// A row's handlers: thunks to a member function of the part that owns the
+// file (show_fn, write_fn, cond_fn in fs/parts.h).
+using ShowFn = Result<std::string> (*)(Parts&, const Node&);
+using WriteFn = Result<void> (*)(Parts&, Node&, std::string_view, const Caller&);
+using CondFn = bool (*)(Parts&);
 // A check the kernel makes before it takes rdtgroup_mutex: true refuses the
 // write with EINVAL and leaves last_cmd_status as it was.
 using RefuseFn = bool (*)(std::string_view data);

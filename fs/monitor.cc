@@ -1,10 +1,8 @@
-// Implements monitoring in FsImpl: mon_data reads (CTRL_MON groups summing
-// their MON groups, Error/Unavailable/Unassigned), the RMID limbo worker and
-// the MBM overflow worker driven by tick() every 1000 ms, the mba_MBps
-// software controller, and ABMC counter assignment with mbm_L3_assignments
-// (the kernel's Documentation/filesystems/resctrl.rst, "Info directory",
-// "Resource monitoring rules" and "Memory bandwidth Allocation and
-// monitoring").
+// Implements monitoring (the Monitor part, and FsImpl::tick): mon_data reads (CTRL_MON groups
+// summing their MON groups, Error/Unavailable/Unassigned), the RMID limbo worker and the MBM
+// overflow worker driven by tick() every 1000 ms, the mba_MBps software controller, and ABMC
+// counter assignment with mbm_L3_assignments (the kernel's Documentation/filesystems/resctrl.rst,
+// "Info directory", "Resource monitoring rules" and "Memory bandwidth Allocation and monitoring").
 #include <cerrno>
 #include <cstdio>
 
@@ -20,14 +18,14 @@ namespace {
 constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
 }  // namespace
 
-void FsImpl::free_rmid(uint32_t rmid) {
-  if (rmid == 0 || !mon_capable()) return;
-  rmids_.free(rmid);
+void Monitor::free_rmid(uint32_t rmid) {
+  if (rmid == 0 || !m_.mon_capable()) return;
+  m_.rmids.free(rmid);
 }
 
-EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
+EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
   std::optional<unsigned> cntr;
-  if (is_mbm(ev) && mbm_event_mode_) {
+  if (m_.is_mbm(ev) && m_.mbm_event_mode) {
     auto it = g->cntrs.find({domain, ev});
     if (it == g->cntrs.end()) return {ReadState::kUnassigned, 0};
     cntr = it->second;
@@ -35,9 +33,9 @@ EventRead FsImpl::read_one(const Group* g, int domain, EventId ev) {
   // Real hardware counts only what the group's CPUs run (threads are not
   // retagged on context switch); a group without CPUs measures nothing. Its
   // counter assignment above is bookkeeping and still reads as the kernel's.
-  if (arch_->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
-  hw::CounterValue v = hw::is_perf_pkg_event(ev) ? arch_->read_perf_pkg_event(domain, g->rmid, ev)
-                                                 : arch_->read_event(domain, g->rmid, ev, cntr);
+  if (m_.arch->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
+  hw::CounterValue v = hw::is_perf_pkg_event(ev) ? m_.arch->read_perf_pkg_event(domain, g->rmid, ev)
+                                                 : m_.arch->read_event(domain, g->rmid, ev, cntr);
   switch (v.err) {
     case hw::ReadError::kError:
       return {ReadState::kError, 0};
@@ -74,7 +72,7 @@ class ReadSum {
 
 }  // namespace
 
-EventRead FsImpl::read_group(const Group* g, int domain, EventId ev) {
+EventRead Monitor::read_group(const Group* g, int domain, EventId ev) {
   EventRead own = read_one(g, domain, ev);
   if (g->type != GroupType::kCtrlMon) return own;
   ReadSum sum(own);
@@ -83,16 +81,16 @@ EventRead FsImpl::read_group(const Group* g, int domain, EventId ev) {
   return sum.result();
 }
 
-EventRead FsImpl::read_group_l3_sum(const Group* g, int l3_id, EventId ev) {
+EventRead Monitor::read_group_l3_sum(const Group* g, int l3_id, EventId ev) {
   // Success if any node's read succeeded; otherwise the last failure.
   ReadSum sum({ReadState::kUnavailable, 0});
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
     if (d.l3_id == l3_id) sum.add(read_group(g, d.id, ev));
   }
   return sum.result();
 }
 
-Result<std::string> FsImpl::show_event_file(const Node& n) {
+Result<std::string> Monitor::show_event_file(const Node& n) {
   EventRead r = n.mon_sum ? read_group_l3_sum(n.group, n.domain, n.event)
                           : read_group(n.group, n.domain, n.event);
   switch (r.state) {
@@ -107,18 +105,18 @@ Result<std::string> FsImpl::show_event_file(const Node& n) {
   }
   if (hw::event_is_floating_point(n.event)) {
     unsigned bits = 0;
-    for (const hw::PerfPkgEvent& e : info_.perf_pkg.events)
+    for (const hw::PerfPkgEvent& e : m_.info.perf_pkg.events)
       if (e.id == n.event) bits = e.binary_bits;
     return format_fixed_point(r.bytes, bits);
   }
   return std::to_string(r.bytes) + "\n";
 }
 
-void FsImpl::reset_group_mbm(const Group* g) {
-  if (!mon_capable()) return;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
-    for (EventId ev : info_.mon.events) {
-      if (is_mbm(ev)) arch_->reset_event(d.id, g->rmid, ev);
+void Monitor::reset_group_mbm(const Group* g) {
+  if (!m_.mon_capable()) return;
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    for (EventId ev : m_.info.mon.events) {
+      if (m_.is_mbm(ev)) m_.arch->reset_event(d.id, g->rmid, ev);
     }
   }
 }
@@ -126,22 +124,23 @@ void FsImpl::reset_group_mbm(const Group* g) {
 // ---------------------------------------------------------------------------
 // ABMC counters
 
-unsigned FsImpl::free_cntrs(int domain) const {
-  auto it = cntr_owner_.find(domain);
-  if (it == cntr_owner_.end()) return 0;
+unsigned Monitor::free_cntrs(int domain) const {
+  auto it = m_.cntr_owner.find(domain);
+  if (it == m_.cntr_owner.end()) return 0;
   unsigned n = 0;
   for (const auto& o : it->second)
     if (!o) ++n;
   return n;
 }
 
-Result<void> FsImpl::assign_cntr(Group* g, int domain, EventId ev) {
+Result<void> Monitor::assign_cntr(Group* g, int domain, EventId ev) {
   if (g->cntrs.count({domain, ev}) != 0) return Ok();
-  auto& owners = cntr_owner_[domain];
+  auto& owners = m_.cntr_owner[domain];
   for (size_t id = 0; id < owners.size(); ++id) {
     if (owners[id]) continue;
-    uint32_t cfg = ev == EventId::MBM_TOTAL ? event_filter_total_ : event_filter_local_;
-    Result<void> r = arch_->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
+    uint32_t cfg = ev == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
+    Result<void> r =
+        m_.arch->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
     if (!r.ok()) return r;
     owners[id] = std::make_pair(g, ev);
     g->cntrs[{domain, ev}] = static_cast<unsigned>(id);
@@ -151,62 +150,62 @@ Result<void> FsImpl::assign_cntr(Group* g, int domain, EventId ev) {
                           " in domain " + std::to_string(domain) + "\n");
 }
 
-void FsImpl::unassign_cntr(Group* g, int domain, EventId ev) {
+void Monitor::unassign_cntr(Group* g, int domain, EventId ev) {
   auto it = g->cntrs.find({domain, ev});
   if (it == g->cntrs.end()) return;
   unsigned id = it->second;
-  (void)arch_->config_cntr(domain, id, g->rmid, ev, 0, false);
-  auto& owners = cntr_owner_[domain];
+  (void)m_.arch->config_cntr(domain, id, g->rmid, ev, 0, false);
+  auto& owners = m_.cntr_owner[domain];
   if (id < owners.size()) owners[id].reset();
   g->cntrs.erase(it);
 }
 
-void FsImpl::unassign_all_cntrs(Group* g) {
+void Monitor::unassign_all_cntrs(Group* g) {
   auto copy = g->cntrs;
   for (auto& [key, id] : copy) unassign_cntr(g, key.first, key.second);
 }
 
-std::string FsImpl::assign_cntrs_on_mkdir(Group* g) {
+std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
   std::string status;
-  if (!mbm_event_mode_ || !assign_on_mkdir_) return status;
+  if (!m_.mbm_event_mode || !m_.assign_on_mkdir) return status;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
-    if (!event_enabled(ev)) continue;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    if (!m_.event_enabled(ev)) continue;
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       Result<void> r = assign_cntr(g, d.id, ev);
-      if (!r.ok()) status += r.error().message;
+      if (!r.ok()) status += r.error().user_text();
     }
   }
   return status;
 }
 
-Result<void> FsImpl::set_assign_mode(bool mbm_event) {
+Result<void> Monitor::set_assign_mode(bool mbm_event) {
   // Every counter is released, in every domain.
-  for (auto& g : groups_) unassign_all_cntrs(g.get());
-  RESCTRLFS_RETURN_IF_ERROR(arch_->set_abmc_enabled(mbm_event));
-  mbm_event_mode_ = mbm_event;
-  event_filter_total_ = info_.mon.bmec_supported_mask;
-  event_filter_local_ = info_.mon.bmec_supported_mask & 0x15U;
-  if (mbm_event) assign_on_mkdir_ = true;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) arch_->reset_domain_events(d.id);
-  mba_prev_bytes_.clear();
+  for (auto& g : m_.groups) unassign_all_cntrs(g.get());
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_abmc_enabled(mbm_event));
+  m_.mbm_event_mode = mbm_event;
+  m_.event_filter_total = m_.info.mon.bmec_supported_mask;
+  m_.event_filter_local = m_.info.mon.bmec_supported_mask & 0x15U;
+  if (mbm_event) m_.assign_on_mkdir = true;
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) m_.arch->reset_domain_events(d.id);
+  m_.mba_prev_bytes.clear();
   // The BMEC files appear or disappear with the mode.
-  if (mounted_) {
-    if (Node* m = nodes_.get(info_mon_ino_); m != nullptr && !m->removed)
-      sync_file_rows(m, kInfo | kMon | kResCache | (opts_.debug ? uint32_t{kDebug} : 0U));
+  if (m_.mounted) {
+    if (Node* m = m_.nodes.get(m_.info_mon_ino); m != nullptr && !m->removed)
+      p_.tree.sync_file_rows(m, kInfo | kMon | kResCache | (m_.opts.debug ? uint32_t{kDebug} : 0U));
   }
   return Ok();
 }
 
-Result<std::string> FsImpl::show_mbm_l3_assignments(const Node& n) {
-  if (!mbm_event_mode_) return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n");
+Result<std::string> Monitor::show_mbm_l3_assignments(const Node& n) {
+  if (!m_.mbm_event_mode) return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n");
   const Group* g = n.group;
   std::string out;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
-    if (!event_enabled(ev)) continue;
+    if (!m_.event_enabled(ev)) continue;
     out += event_name(ev);
     out += ':';
     bool sep = false;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       if (sep) out += ';';
       sep = true;
       out += std::to_string(d.id) + "=" + (g->cntrs.count({d.id, ev}) != 0 ? "e" : "_");
@@ -216,17 +215,17 @@ Result<std::string> FsImpl::show_mbm_l3_assignments(const Node& n) {
   return out;
 }
 
-Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, const Caller&) {
+Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  if (!mbm_event_mode_) return fail(EINVAL, "mbm_event mode is not enabled\n");
+  if (!m_.mbm_event_mode) return fail(EINVAL, "mbm_event mode is not enabled\n");
   std::optional<std::string_view> lines = kstr_cut(data);
   while (lines) {
     std::optional<std::string_view> line = kstr::strsep(lines, "\n");
     std::string_view event = kstr::strsep(line, ":");
     EventId ev = EventId::MBM_TOTAL;
-    if (event == "mbm_total_bytes" && event_enabled(EventId::MBM_TOTAL)) {
+    if (event == "mbm_total_bytes" && m_.event_enabled(EventId::MBM_TOTAL)) {
       ev = EventId::MBM_TOTAL;
-    } else if (event == "mbm_local_bytes" && event_enabled(EventId::MBM_LOCAL)) {
+    } else if (event == "mbm_local_bytes" && m_.event_enabled(EventId::MBM_LOCAL)) {
       ev = EventId::MBM_LOCAL;
     } else {
       return fail(ENOENT, "Invalid event " + std::string(event) + "\n");
@@ -242,12 +241,13 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
         if (state != "e" && state != "_") return fail(EINVAL, op_failed("*"));
         // Every domain is tried; each failure adds its text.
         std::optional<Error> failed;
-        for (const hw::MonDomain& d : info_.mon.mon_domains) {
+        for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
           if (state == "e") {
             Result<void> r = assign_cntr(g, d.id, ev);
             if (!r.ok()) {
               std::string text = failed ? failed->message : std::string();
-              failed = fail(r.error().code, text + r.error().message);
+              text += r.error().user_text();
+              failed = fail(r.error().code, std::move(text));
             }
           } else {
             unassign_cntr(g, d.id, ev);
@@ -259,13 +259,14 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
       uint64_t dom = 0;
       if (kstr::kstrtoul(id_str, 10, dom) != 0) return fail(EINVAL, "Missing domain id\n");
       bool found = false;
-      for (const hw::MonDomain& d : info_.mon.mon_domains)
+      for (const hw::MonDomain& d : m_.info.mon.mon_domains)
         found = found || static_cast<uint64_t>(d.id) == dom;
       if (!found) return fail(EINVAL, "Invalid domain id " + std::string(id_str) + "\n");
       if (state == "e") {
         Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
         if (!r.ok())
-          return fail(r.error().code, r.error().message + op_failed(std::to_string(dom)));
+          return fail(r.error().code,
+                      std::string(r.error().user_text()) + op_failed(std::to_string(dom)));
       } else if (state == "_") {
         unassign_cntr(g, static_cast<int>(dom), ev);
       } else {
@@ -279,49 +280,49 @@ Result<void> FsImpl::write_mbm_l3_assignments(Node& n, std::string_view data, co
 // ---------------------------------------------------------------------------
 // Workers
 
-void FsImpl::limbo_pass() {
-  if (!mon_capable()) return;
-  for (const hw::MonDomain& d : info_.mon.mon_domains) {
-    if (!rmids_.has_busy(d.id)) continue;
-    rmids_.check_limbo(d.id, [this](int dom, uint32_t rmid) {
-      hw::CounterValue v = arch_->read_event(dom, rmid, EventId::LLC_OCCUPANCY);
+void Monitor::limbo_pass() {
+  if (!m_.mon_capable()) return;
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    if (!m_.rmids.has_busy(d.id)) continue;
+    m_.rmids.check_limbo(d.id, [this](int dom, uint32_t rmid) {
+      hw::CounterValue v = m_.arch->read_event(dom, rmid, EventId::LLC_OCCUPANCY);
       if (v.err != hw::ReadError::kNone) return true;
-      return v.bytes >= threshold_;
+      return v.bytes >= m_.threshold;
     });
   }
 }
 
-void FsImpl::overflow_pass(double elapsed_ms) {
-  if (!mounted_ || !mon_capable()) return;
+void Monitor::overflow_pass(double elapsed_ms) {
+  if (!m_.mounted || !m_.mon_capable()) return;
   // Reading every MBM counter lets hw/ fold wrap-around into its totals.
-  for (auto& g : groups_) {
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
-      for (EventId ev : info_.mon.events) {
-        if (is_mbm(ev)) (void)read_one(g.get(), d.id, ev);
+  for (auto& g : m_.groups) {
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+      for (EventId ev : m_.info.mon.events) {
+        if (m_.is_mbm(ev)) (void)read_one(g.get(), d.id, ev);
       }
     }
   }
-  if (!opts_.mba_mbps) return;
+  if (!m_.opts.mba_mbps) return;
   // The software controller (mba_MBps), once per domain per interval.
-  const hw::Resource& mb = info_.res(hw::ResourceId::MB);
+  const hw::Resource& mb = m_.info.res(hw::ResourceId::MB);
   std::vector<hw::CtrlUpdate> updates;
-  for (auto& gp : groups_) {
+  for (auto& gp : m_.groups) {
     Group* g = gp.get();
     if (g->type != GroupType::kCtrlMon) continue;
-    for (const hw::MonDomain& d : info_.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       EventRead r = read_group(g, d.id, g->mba_event);
       if (r.state != ReadState::kValue) continue;
       auto key = std::make_pair(static_cast<const Group*>(g), d.id);
-      auto prev = mba_prev_bytes_.find(key);
-      const bool have_prev = prev != mba_prev_bytes_.end();
+      auto prev = m_.mba_prev_bytes.find(key);
+      const bool have_prev = prev != m_.mba_prev_bytes.end();
       const uint64_t prev_bytes = have_prev ? prev->second : 0;
-      mba_prev_bytes_[key] = r.bytes;
+      m_.mba_prev_bytes[key] = r.bytes;
       if (!have_prev || r.bytes < prev_bytes || elapsed_ms <= 0) continue;
       double per_s = static_cast<double>(r.bytes - prev_bytes) * 1000.0 / elapsed_ms;
       uint64_t cur_bw = static_cast<uint64_t>(per_s / (1024.0 * 1024.0));
-      auto t = mbps_target_.find({d.id, g->closid});
-      uint64_t user_bw = t == mbps_target_.end() ? UINT32_MAX : t->second;
-      uint32_t cur = arch_->get_ctrl(hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid);
+      auto t = m_.mbps_target.find({d.id, g->closid});
+      uint64_t user_bw = t == m_.mbps_target.end() ? UINT32_MAX : t->second;
+      uint32_t cur = m_.arch->get_ctrl(hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid);
       uint32_t next = cur;
       if (cur > mb.membw.min_bw && user_bw < cur_bw) {
         next = cur - mb.membw.bw_gran;
@@ -333,21 +334,21 @@ void FsImpl::overflow_pass(double elapsed_ms) {
         updates.push_back({hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid, next});
     }
   }
-  if (!updates.empty()) (void)arch_->update_ctrls(updates);
+  if (!updates.empty()) (void)m_.arch->update_ctrls(updates);
 }
 
 void FsImpl::tick(std::chrono::steady_clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   double elapsed_ms = 1000.0;
-  if (last_tick_) {
-    auto dt = now - *last_tick_;
+  if (m_.last_tick) {
+    auto dt = now - *m_.last_tick;
     // Tolerate a little timer jitter; the kernel's workers are 1000 ms apart.
     if (dt < kWorkerInterval - std::chrono::milliseconds(50)) return;
     elapsed_ms = std::chrono::duration<double, std::milli>(dt).count();
   }
-  last_tick_ = now;
-  limbo_pass();
-  overflow_pass(elapsed_ms);
+  m_.last_tick = now;
+  p_.mon.limbo_pass();
+  p_.mon.overflow_pass(elapsed_ms);
 }
 
 }  // namespace resctrlfs::fs::internal

@@ -1,5 +1,5 @@
 // Implements make_filesystem(), status_json() and the journal hooks
-// save_state_json()/restore_state_json() of FsImpl.
+// save_state_json()/take_state_*() of FsImpl, which StateWriter serves.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -32,14 +32,14 @@ std::string group_path(const Group& g) {
 std::string FsImpl::status_json() {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json j;
-  j["platform"] = {{"nr_cpus", info_.nr_cpus}};  // the daemon adds the CPU's identity
-  j["mounted"] = mounted_;
-  j["options"] = {{"cdp", opts_.cdp},
-                  {"cdpl2", opts_.cdpl2},
-                  {"mba_MBps", opts_.mba_mbps},
-                  {"debug", opts_.debug}};
+  j["platform"] = {{"nr_cpus", m_.info.nr_cpus}};  // the daemon adds the CPU's identity
+  j["mounted"] = m_.mounted;
+  j["options"] = {{"cdp", m_.opts.cdp},
+                  {"cdpl2", m_.opts.cdpl2},
+                  {"mba_MBps", m_.opts.mba_mbps},
+                  {"debug", m_.opts.debug}};
   nlohmann::json groups = nlohmann::json::array();
-  for (auto& g : groups_) {
+  for (auto& g : m_.groups) {
     groups.push_back({{"path", group_path(*g)},
                       {"type", g->type == GroupType::kCtrlMon ? "ctrl_mon" : "mon"},
                       {"closid", g->closid},
@@ -48,17 +48,17 @@ std::string FsImpl::status_json() {
                       {"cpus_list", format_cpu_list(g->cpus)}});
   }
   j["groups"] = groups;
-  j["closids"] = {{"usable", closids_.size()}, {"free", closids_.free_count()}};
+  j["closids"] = {{"usable", m_.closids.size()}, {"free", m_.closids.free_count()}};
   nlohmann::json limbo = nlohmann::json::object();
-  for (int d : rmids_.domains()) limbo[std::to_string(d)] = rmids_.busy_in(d);
-  j["rmids"] = {{"num_rmids", rmids_.num_rmids()},
-                {"free", rmids_.free_list().size()},
-                {"limbo", rmids_.limbo_count()},
+  for (int d : m_.rmids.domains()) limbo[std::to_string(d)] = m_.rmids.busy_in(d);
+  j["rmids"] = {{"num_rmids", m_.rmids.num_rmids()},
+                {"free", m_.rmids.free_list().size()},
+                {"limbo", m_.rmids.limbo_count()},
                 {"busy_per_domain", limbo}};
-  j["max_threshold_occupancy"] = threshold_;
-  j["mbm_assign_mode"] = mbm_event_mode_ ? "mbm_event" : "default";
-  j["tagged_threads"] = threads_.size();
-  j["nodes"] = nodes_.size();
+  j["max_threshold_occupancy"] = m_.threshold;
+  j["mbm_assign_mode"] = m_.mbm_event_mode ? "mbm_event" : "default";
+  j["tagged_threads"] = m_.threads.size();
+  j["nodes"] = m_.nodes.size();
   return j.dump();
 }
 
@@ -147,6 +147,22 @@ void write_assigned(const Group& g, TextOut& out) {
 
 }  // namespace
 
+// Writes the state document (or the parts of it a delta needs) from the
+// model: one per call, holding nothing of its own.
+class StateWriter final : public Part {
+ public:
+  using Part::Part;
+  std::string save_state_locked();
+  Group* group_by_key(const GroupKey& k);
+  // One group's object of the state document, appended to `out`; a
+  // CTRL_MON group with or without its "mon_groups".
+  void save_ctrl_state(const Group& g, bool with_mons, TextOut& out);
+  void save_mon_state(const Group& m, TextOut& out);
+
+ private:
+  void save_dir_fields(const Group& g, TextOut& out);
+};
+
 // The journal document (version 1; deltas to it: fs/state_replay.h):
 //   {"version": 1, "options": {...},
 //    "settings": {"max_threshold_occupancy", "mbm_assign_mode", "mbm_assign_on_mkdir",
@@ -160,8 +176,8 @@ void write_assigned(const Group& g, TextOut& out) {
 //                                "assigned"}]}],   (the default group first, name "")
 //    "threads": [[tid, closid, rmid]],
 //    "io_alloc": {"<resource>": {"<domain>": mask}}}   (only while enabled)
-void FsImpl::save_dir_fields(const Group& g, TextOut& out) {
-  if (const Node* d = nodes_.get(g.dir)) {
+void StateWriter::save_dir_fields(const Group& g, TextOut& out) {
+  if (const Node* d = m_.nodes.get(g.dir)) {
     out += ",\"dir_mode\":";
     out.num(d->mode & 07777);
     out += ",\"uid\":";
@@ -171,7 +187,7 @@ void FsImpl::save_dir_fields(const Group& g, TextOut& out) {
   }
 }
 
-void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
+void StateWriter::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   out += "{\"name\":";
   write_json_string(g.name, out);
   out += ",\"closid\":";
@@ -190,7 +206,7 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   if (g.mode == schemata::GroupMode::PSEUDO_LOCKED && g.plr) {
     // A locked group owns no CLOSID: its region is all there is to keep.
     out += ",\"region\":{\"schema\":";
-    write_json_string(schemas_.schemas[g.plr->schema].name, out);
+    write_json_string(m_.schemas.schemas[g.plr->schema].name, out);
     out += ",\"domain\":";
     out.num(g.plr->domain);
     out += ",\"cbm\":";
@@ -199,8 +215,8 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
     return;
   }
   out += ",\"schemata\":{";
-  for (size_t si = 0; si < schemas_.schemas.size(); ++si) {
-    const schemata::Schema& s = schemas_.schemas[si];
+  for (size_t si = 0; si < m_.schemas.schemas.size(); ++si) {
+    const schemata::Schema& s = m_.schemas.schemas[si];
     if (si != 0) out += ',';
     write_json_string(s.name, out);
     out += ":{";
@@ -211,7 +227,7 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
       out += '"';
       out.num(d);
       out += "\":";
-      out.num(ctrl_value(static_cast<int>(si), d, g.closid));
+      out.num(p_.ctrl.ctrl_value(static_cast<int>(si), d, g.closid));
     }
     out += '}';
   }
@@ -229,7 +245,7 @@ void FsImpl::save_ctrl_state(const Group& g, bool with_mons, TextOut& out) {
   out += '}';
 }
 
-void FsImpl::save_mon_state(const Group& m, TextOut& out) {
+void StateWriter::save_mon_state(const Group& m, TextOut& out) {
   out += "{\"name\":";
   write_json_string(m.name, out);
   out += ",\"rmid\":";
@@ -242,30 +258,30 @@ void FsImpl::save_mon_state(const Group& m, TextOut& out) {
   out += '}';
 }
 
-std::string FsImpl::save_state_locked() {
-  json options = {{"cdp", opts_.cdp},
-                  {"cdpl2", opts_.cdpl2},
-                  {"mba_MBps", opts_.mba_mbps},
-                  {"debug", opts_.debug}};
+std::string StateWriter::save_state_locked() {
+  json options = {{"cdp", m_.opts.cdp},
+                  {"cdpl2", m_.opts.cdpl2},
+                  {"mba_MBps", m_.opts.mba_mbps},
+                  {"debug", m_.opts.debug}};
   json settings = {
-      {"max_threshold_occupancy", threshold_},
-      {"mbm_assign_mode", mbm_event_mode_ ? "mbm_event" : "default"},
-      {"mbm_assign_on_mkdir", assign_on_mkdir_},
+      {"max_threshold_occupancy", m_.threshold},
+      {"mbm_assign_mode", m_.mbm_event_mode ? "mbm_event" : "default"},
+      {"mbm_assign_on_mkdir", m_.assign_on_mkdir},
       {"event_filter",
-       {{"mbm_total_bytes", event_filter_total_}, {"mbm_local_bytes", event_filter_local_}}}};
+       {{"mbm_total_bytes", m_.event_filter_total}, {"mbm_local_bytes", m_.event_filter_local}}}};
   std::string text;
   {
-    TextOut out(text, 1024 + 768 * groups_.size() + 24 * threads_.size());
+    TextOut out(text, 1024 + 768 * m_.groups.size() + 24 * m_.threads.size());
     out += "{\"version\":1,\"mounted\":";
-    out += mounted_ ? "true" : "false";
+    out += m_.mounted ? "true" : "false";
     out += ",\"options\":";
     out += options.dump();
     out += ",\"settings\":";
     out += settings.dump();
     out += ",\"groups\":[";
-    if (mounted_) {
+    if (m_.mounted) {
       bool first = true;
-      for (auto& gp : groups_) {
+      for (auto& gp : m_.groups) {
         if (gp->type != GroupType::kCtrlMon) continue;
         if (!first) out += ',';
         first = false;
@@ -273,8 +289,8 @@ std::string FsImpl::save_state_locked() {
       }
     }
     out += "],\"threads\":[";
-    std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(threads_.all().begin(),
-                                                          threads_.all().end());
+    std::map<pid_t, std::pair<uint32_t, uint32_t>> sorted(m_.threads.all().begin(),
+                                                          m_.threads.all().end());
     bool first = true;
     for (auto& [tid, tags] : sorted) {
       if (!first) out += ',';
@@ -288,9 +304,9 @@ std::string FsImpl::save_state_locked() {
       out += ']';
     }
     out += ']';
-    if (mounted_) {
+    if (m_.mounted) {
       json io = json::object();
-      for (const auto& [res, doms] : io_alloc_state()) {
+      for (const auto& [res, doms] : p_.io_alloc.io_alloc_state()) {
         json vals = json::object();
         for (auto [d, v] : doms) vals[std::to_string(d)] = v;
         io[res] = vals;
@@ -307,43 +323,44 @@ std::string FsImpl::save_state_locked() {
 
 std::string FsImpl::save_state_json() {
   std::lock_guard<std::mutex> lock(mu_);
-  return save_state_locked();
+  return StateWriter(m_, p_).save_state_locked();
 }
 
 // ---------------------------------------------------------------------------
 // Journal deltas
 
-Group* FsImpl::group_by_key(const GroupKey& k) {
-  Node* cd = k.first.empty() ? root_node_ : nodes_.child(root_node_, k.first);
+Group* StateWriter::group_by_key(const GroupKey& k) {
+  Node* cd = k.first.empty() ? m_.root_node : m_.nodes.child(m_.root_node, k.first);
   if (cd == nullptr || cd->kind != NodeKind::kGroupDir || cd->group == nullptr) return nullptr;
   Group* g = cd->group;
   if (k.second.empty()) return g;
-  Node* mg = nodes_.get(g->mon_groups_dir);
-  Node* md = mg != nullptr ? nodes_.child(mg, k.second) : nullptr;
+  Node* mg = m_.nodes.get(g->mon_groups_dir);
+  Node* md = mg != nullptr ? m_.nodes.child(mg, k.second) : nullptr;
   if (md == nullptr || md->kind != NodeKind::kGroupDir || md->group == nullptr) return nullptr;
   return md->group;
 }
 
 std::string FsImpl::take_state_snapshot_json() {
   std::lock_guard<std::mutex> lock(mu_);
-  changes_.reset();
-  return save_state_locked();
+  m_.changes.reset();
+  return StateWriter(m_, p_).save_state_locked();
 }
 
 std::optional<std::string> FsImpl::take_state_delta_json() {
+  StateWriter w(m_, p_);
   std::lock_guard<std::mutex> lock(mu_);
-  if (changes_.full() || !mounted_) return std::nullopt;
-  if (changes_.empty()) return std::string();
+  if (m_.changes.full() || !m_.mounted) return std::nullopt;
+  if (m_.changes.empty()) return std::string();
   std::string text;
   {
     // Room for all of it at once: a group is a few hundred bytes.
-    TextOut out(text, 64 + 512 * changes_.groups().size() + 64 * changes_.removed().size() +
-                          24 * changes_.threads().size());
+    TextOut out(text, 64 + 512 * m_.changes.groups().size() + 64 * m_.changes.removed().size() +
+                          24 * m_.changes.threads().size());
     out += "{\"version\":1";
-    if (!changes_.removed().empty()) {
+    if (!m_.changes.removed().empty()) {
       out += ",\"del\":[";
       bool first = true;
-      for (const GroupKey& k : changes_.removed()) {
+      for (const GroupKey& k : m_.changes.removed()) {
         if (!first) out += ',';
         first = false;
         out += '[';
@@ -355,8 +372,8 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
       out += ']';
     }
     bool first_set = true;
-    for (const GroupKey& k : changes_.groups()) {
-      const Group* g = group_by_key(k);
+    for (const GroupKey& k : m_.changes.groups()) {
+      const Group* g = w.group_by_key(k);
       if (g == nullptr) continue;  // made and removed again since the last take
       out += first_set ? ",\"set\":[" : ",";
       first_set = false;
@@ -366,15 +383,15 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
       write_json_string(k.second, out);
       out += ",\"group\":";
       if (k.second.empty()) {
-        save_ctrl_state(*g, /*with_mons=*/false, out);
+        w.save_ctrl_state(*g, /*with_mons=*/false, out);
       } else {
-        save_mon_state(*g, out);
+        w.save_mon_state(*g, out);
       }
       out += '}';
     }
     if (!first_set) out += ']';
-    if (!changes_.threads().empty()) {
-      std::vector<pid_t> tids(changes_.threads().begin(), changes_.threads().end());
+    if (!m_.changes.threads().empty()) {
+      std::vector<pid_t> tids(m_.changes.threads().begin(), m_.changes.threads().end());
       std::sort(tids.begin(), tids.end());
       out += ",\"threads\":[";
       bool first = true;
@@ -383,8 +400,8 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
         first = false;
         out += '[';
         out.num(tid);
-        auto it = threads_.all().find(tid);
-        if (it != threads_.all().end()) {
+        auto it = m_.threads.all().find(tid);
+        if (it != m_.threads.all().end()) {
           out += ',';
           out.num(it->second.first);
           out += ',';
@@ -396,7 +413,7 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
     }
     out += '}';
   }
-  changes_.reset();
+  m_.changes.reset();
   return text;
 }
 

@@ -29,7 +29,7 @@ Result<void> StateReplay::start(std::string_view snapshot) {
   try {
     return start_checked(snapshot);
   } catch (const std::exception& e) {
-    return Error::make(EINVAL, std::string("snapshot: ") + e.what());
+    return Error::log_only(EINVAL, std::string("snapshot: ") + e.what());
   }
 }
 
@@ -68,19 +68,20 @@ const std::string* name_of(const json& o) {
 
 Result<void> StateReplay::start_checked(std::string_view snapshot) {
   Result<json> parsed = parse_json(snapshot);
-  if (!parsed.ok()) return Error::make(EINVAL, "snapshot: not JSON: " + parsed.error().message);
+  if (!parsed.ok()) return Error::log_only(EINVAL, "snapshot: not JSON: " + parsed.error().message);
   json& j = *parsed;
-  if (!j.is_object()) return Error::make(EINVAL, "snapshot: not a JSON object");
+  if (!j.is_object()) return Error::log_only(EINVAL, "snapshot: not a JSON object");
   auto g = j.find("groups");
-  if (g != j.end() && !g->is_array()) return Error::make(EINVAL, "snapshot: groups not a list");
+  if (g != j.end() && !g->is_array()) return Error::log_only(EINVAL, "snapshot: groups not a list");
   if (g == j.end()) j["groups"] = json::array();
   impl_->threads.clear();
   if (auto t = j.find("threads"); t != j.end()) {
     Result<std::vector<JsonIn>> list = JsonIn(*t, "$.threads").elements();
-    if (!list.ok()) return Error::make(EINVAL, "snapshot: " + list.error().message);
+    if (!list.ok()) return Error::log_only(EINVAL, "snapshot: " + list.error().message);
     for (const JsonIn& e : *list) {
       Result<ThreadEntry> te = thread_entry(e, /*gone_ok=*/false);
-      if (!te.ok()) return Error::make(EINVAL, "snapshot: bad thread entry: " + te.error().message);
+      if (!te.ok())
+        return Error::log_only(EINVAL, "snapshot: bad thread entry: " + te.error().message);
       impl_->threads[te->tid] = *te->tags;
     }
     j.erase("threads");
@@ -112,91 +113,104 @@ Result<void> StateReplay::apply(std::string_view delta) {
   try {
     return apply_checked(delta);
   } catch (const std::exception& e) {
-    return Error::make(EINVAL, std::string("delta: ") + e.what());
+    return Error::log_only(EINVAL, std::string("delta: ") + e.what());
   }
 }
 
-Result<void> StateReplay::apply_checked(std::string_view delta) {
-  auto bad = [](const std::string& why) { return Error::make(EINVAL, "delta: " + why); };
-  if (!impl_->started) return bad("no snapshot");
-  Result<json> parsed = parse_json(delta);
-  if (!parsed.ok()) return bad("not JSON: " + parsed.error().message);
-  const json& d = *parsed;
-  if (!d.is_object()) return bad("not a JSON object");
-  for (auto& [key, v] : d.items()) {
-    // A key this version does not know would be silently lost: refuse.
-    if (key != "version" && key != "del" && key != "set" && key != "threads")
-      return bad("unknown key " + key);
-  }
-  if (Result<int> v = JsonIn(d).int_or<int>("version", 0); !v.ok() || *v != 1)
-    return bad("unknown version");
-  json& groups = impl_->doc["groups"];
-  if (auto del = d.find("del"); del != d.end()) {
-    if (!del->is_array()) return bad("del not a list");
-    for (const json& k : *del) {
-      if (!is_key(k)) return bad("bad group key");
-      const std::string ctrl = k[0].get<std::string>(), mon = k[1].get<std::string>();
-      if (mon.empty()) {
-        for (auto it = groups.begin(); it != groups.end(); ++it) {
-          if (const std::string* n = name_of(*it); n != nullptr && *n == ctrl) {
-            groups.erase(it);
-            break;
-          }
-        }
-        continue;
-      }
-      json* parent = find_named(groups, ctrl);
-      if (parent == nullptr || !parent->contains("mon_groups")) continue;
-      json& mons = (*parent)["mon_groups"];
-      if (!mons.is_array()) return bad("mon_groups not a list");
-      for (auto it = mons.begin(); it != mons.end(); ++it) {
-        if (const std::string* n = name_of(*it); n != nullptr && *n == mon) {
-          mons.erase(it);
+namespace {
+
+Error delta_bad(const std::string& why) { return Error::log_only(EINVAL, "delta: " + why); }
+
+// The delta's "del": group keys whose entries leave the document.
+Result<void> apply_del(const json& del, json& groups) {
+  if (!del.is_array()) return delta_bad("del not a list");
+  for (const json& k : del) {
+    if (!is_key(k)) return delta_bad("bad group key");
+    const std::string ctrl = k[0].get<std::string>(), mon = k[1].get<std::string>();
+    if (mon.empty()) {
+      for (auto it = groups.begin(); it != groups.end(); ++it) {
+        if (const std::string* n = name_of(*it); n != nullptr && *n == ctrl) {
+          groups.erase(it);
           break;
         }
       }
+      continue;
+    }
+    json* parent = find_named(groups, ctrl);
+    if (parent == nullptr || !parent->contains("mon_groups")) continue;
+    json& mons = (*parent)["mon_groups"];
+    if (!mons.is_array()) return delta_bad("mon_groups not a list");
+    for (auto it = mons.begin(); it != mons.end(); ++it) {
+      if (const std::string* n = name_of(*it); n != nullptr && *n == mon) {
+        mons.erase(it);
+        break;
+      }
     }
   }
-  if (auto set = d.find("set"); set != d.end()) {
-    if (!set->is_array()) return bad("set not a list");
-    for (const json& e : *set) {
-      if (!e.is_object() || !e.contains("ctrl") || !e["ctrl"].is_string() || !e.contains("mon") ||
-          !e["mon"].is_string() || !e.contains("group") || !e["group"].is_object())
-        return bad("bad group entry");
-      const std::string ctrl = e["ctrl"].get<std::string>(), mon = e["mon"].get<std::string>();
-      json g = e["group"];
-      if (const std::string* n = name_of(g); n == nullptr || *n != (mon.empty() ? ctrl : mon))
-        return bad("group entry names another group");
-      json* parent = find_named(groups, ctrl);
-      if (mon.empty()) {
-        json mons = json::array();
-        if (parent != nullptr && parent->contains("mon_groups")) mons = (*parent)["mon_groups"];
-        g["mon_groups"] = std::move(mons);
-        if (parent != nullptr) {
-          *parent = std::move(g);
-        } else {
-          groups.push_back(std::move(g));
-        }
-        continue;
-      }
-      if (parent == nullptr) return bad("MON group " + mon + " without its group " + ctrl);
-      json& mons = (*parent)["mon_groups"];
-      if (mons.is_null()) mons = json::array();
-      if (!mons.is_array()) return bad("mon_groups not a list");
-      json* old = find_named(mons, mon);
-      if (old != nullptr) {
-        *old = std::move(g);
+  return Ok();
+}
+
+// The delta's "set": group entries that replace (or join) the document's.
+Result<void> apply_set(const json& set, json& groups) {
+  if (!set.is_array()) return delta_bad("set not a list");
+  for (const json& e : set) {
+    if (!e.is_object() || !e.contains("ctrl") || !e["ctrl"].is_string() || !e.contains("mon") ||
+        !e["mon"].is_string() || !e.contains("group") || !e["group"].is_object())
+      return delta_bad("bad group entry");
+    const std::string ctrl = e["ctrl"].get<std::string>(), mon = e["mon"].get<std::string>();
+    json g = e["group"];
+    if (const std::string* n = name_of(g); n == nullptr || *n != (mon.empty() ? ctrl : mon))
+      return delta_bad("group entry names another group");
+    json* parent = find_named(groups, ctrl);
+    if (mon.empty()) {
+      json mons = json::array();
+      if (parent != nullptr && parent->contains("mon_groups")) mons = (*parent)["mon_groups"];
+      g["mon_groups"] = std::move(mons);
+      if (parent != nullptr) {
+        *parent = std::move(g);
       } else {
-        mons.push_back(std::move(g));
+        groups.push_back(std::move(g));
       }
+      continue;
+    }
+    if (parent == nullptr) return delta_bad("MON group " + mon + " without its group " + ctrl);
+    json& mons = (*parent)["mon_groups"];
+    if (mons.is_null()) mons = json::array();
+    if (!mons.is_array()) return delta_bad("mon_groups not a list");
+    json* old = find_named(mons, mon);
+    if (old != nullptr) {
+      *old = std::move(g);
+    } else {
+      mons.push_back(std::move(g));
     }
   }
+  return Ok();
+}
+
+}  // namespace
+
+Result<void> StateReplay::apply_checked(std::string_view delta) {
+  if (!impl_->started) return delta_bad("no snapshot");
+  Result<json> parsed = parse_json(delta);
+  if (!parsed.ok()) return delta_bad("not JSON: " + parsed.error().message);
+  const json& d = *parsed;
+  if (!d.is_object()) return delta_bad("not a JSON object");
+  for (auto& [key, v] : d.items()) {
+    // A key this version does not know would be silently lost: refuse.
+    if (key != "version" && key != "del" && key != "set" && key != "threads")
+      return delta_bad("unknown key " + key);
+  }
+  if (Result<int> v = JsonIn(d).int_or<int>("version", 0); !v.ok() || *v != 1)
+    return delta_bad("unknown version");
+  json& groups = impl_->doc["groups"];
+  if (auto del = d.find("del"); del != d.end()) RESCTRLFS_RETURN_IF_ERROR(apply_del(*del, groups));
+  if (auto set = d.find("set"); set != d.end()) RESCTRLFS_RETURN_IF_ERROR(apply_set(*set, groups));
   if (auto th = d.find("threads"); th != d.end()) {
     Result<std::vector<JsonIn>> list = JsonIn(*th, "$.threads").elements();
-    if (!list.ok()) return bad(list.error().message);
+    if (!list.ok()) return delta_bad(list.error().message);
     for (const JsonIn& e : *list) {
       Result<ThreadEntry> te = thread_entry(e, /*gone_ok=*/true);
-      if (!te.ok()) return bad("bad thread entry: " + te.error().message);
+      if (!te.ok()) return delta_bad("bad thread entry: " + te.error().message);
       if (te->tags) {
         impl_->threads[te->tid] = *te->tags;
       } else {

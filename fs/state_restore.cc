@@ -1,4 +1,4 @@
-// Implements restore_state_json() of FsImpl: a state document (see
+// Implements restore_state_json() of FsImpl (class StateRestore): a state document (see
 // state.cc) applied to a freshly mounted model, in steps — settings, the
 // groups with their MON groups, the controls, io_alloc, the threads. A
 // document that fails any step leaves the fresh model as it was.
@@ -11,6 +11,7 @@
 #include "base/json_input.h"
 #include "fs/cpus.h"
 #include "fs/impl.h"
+#include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -28,8 +29,8 @@ schemata::GroupMode mode_from(const std::string& s, bool& ok) {
   return schemata::GroupMode::SHAREABLE;
 }
 
-Error bad_state(const std::string& why) { return Error::make(EINVAL, "state: " + why); }
-Error bad(const std::string& why) { return Error::make(EINVAL, why); }
+Error bad_state(const std::string& why) { return Error::log_only(EINVAL, "state: " + why); }
+Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
 
 // A domain id used as a JSON object key: decimal digits that fit an int.
 Result<int> domain_key(const std::string& key) {
@@ -48,133 +49,186 @@ bool bad_dir_name(const std::string& name) {
 
 }  // namespace
 
+// Applies a state document to a freshly mounted model, one per restore.
+class StateRestore final : public Part {
+ public:
+  using Part::Part;
+  // The document `text`; on any fault the model is the fresh one again.
+  Result<void> restore_state_locked(const std::string& text);
+
+ private:
+  // What a failed restore puts back: the settings that survive an unmount,
+  // the RMID pool, last_cmd_status and the mount options.
+  struct KeptState {
+    uint32_t threshold;
+    RmidPool rmids;
+    bool mbm_event_mode;
+    bool assign_on_mkdir;
+    uint32_t event_filter_total;
+    uint32_t event_filter_local;
+    LastCmdStatus lcs;
+    MountOptions opts;
+  };
+  struct DirFields {
+    uint32_t mode;
+    uid_t uid;
+    gid_t gid;
+  };
+  // The counters a group had assigned, as (domain, event), checked.
+  using Assigned = std::vector<std::pair<int, hw::EventId>>;
+  KeptState keep_state() const;
+  // Undoes a restore that failed part way: unmounts, puts `kept` back and
+  // mounts afresh, so the model is the fresh one the restore started from.
+  void back_to_fresh(const KeptState& kept);
+  // The steps of a restore, in order; each returns the document's first
+  // fault.
+  Result<void> restore_steps(const JsonIn& j);
+  Result<void> restore_settings(const JsonIn& j);
+  Result<void> restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>& updates);
+  // A CTRL_MON group other than the default one, with its directory.
+  Result<Group*> restore_ctrl_group(const JsonIn& go, const std::string& name,
+                                    const std::string& mode_s, const DirFields& dir);
+  // A pseudo-locked group's region, checked.
+  Result<Group::LockedRegion> restore_region(const JsonIn& go, uint32_t closid) const;
+  Result<void> restore_schemata(const JsonIn& go, uint32_t closid,
+                                std::vector<hw::CtrlUpdate>& updates);
+  Result<void> restore_mon_group(Group* g, const JsonIn& mo);
+  Result<void> restore_io_alloc_doc(const JsonIn& j);
+  Result<void> restore_threads(const JsonIn& j);
+  Result<CpuMask> restore_cpus(const JsonIn& o) const;
+  Result<DirFields> restore_dir_fields(const JsonIn& o) const;
+  void restore_dir(Group* g, Node* parent, const DirFields& f);
+  static Result<Assigned> read_assigned(const JsonIn& o);
+  void restore_assigned(Group* g, const Assigned& assigned);
+};
+
 Result<void> FsImpl::restore_state_json(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
   // The document is outside input (a file, via the journal): typed access
   // only (base/json_input.h); the try is the last guard of that rule.
   Result<void> r = Ok();
   try {
-    r = restore_state_locked(text);
+    r = StateRestore(m_, p_).restore_state_locked(text);
   } catch (const std::exception& e) {
-    r = Error::make(EINVAL, e.what());
+    r = Error::log_only(EINVAL, e.what());
   }
   if (!r.ok()) return bad_state(r.error().message);
   return r;
 }
 
-Result<void> FsImpl::restore_state_locked(const std::string& text) {
+Result<void> StateRestore::restore_state_locked(const std::string& text) {
   Result<json> parsed = parse_json(text);
   if (!parsed.ok()) return bad("not JSON: " + parsed.error().message);
   const JsonIn j(*parsed);
   if (!j.json().is_object()) return bad("not a JSON object");
   Result<int> version = j.int_or<int>("version", 0);
   if (!version.ok() || *version != 1) return bad("unknown version");
-  if (!mounted_) return bad("not mounted");
-  if (groups_.size() != 1) return bad("the model is not fresh");
+  if (!m_.mounted) return bad("not mounted");
+  if (m_.groups.size() != 1) return bad("the model is not fresh");
   const KeptState kept = keep_state();
   Result<void> r = restore_steps(j);
   if (!r.ok()) back_to_fresh(kept);
   return r;
 }
 
-FsImpl::KeptState FsImpl::keep_state() const {
-  return KeptState{threshold_,
-                   rmids_,
-                   mbm_event_mode_,
-                   assign_on_mkdir_,
-                   event_filter_total_,
-                   event_filter_local_,
-                   lcs_,
-                   opts_};
+StateRestore::KeptState StateRestore::keep_state() const {
+  return KeptState{m_.threshold,
+                   m_.rmids,
+                   m_.mbm_event_mode,
+                   m_.assign_on_mkdir,
+                   m_.event_filter_total,
+                   m_.event_filter_local,
+                   m_.lcs,
+                   m_.opts};
 }
 
-void FsImpl::back_to_fresh(const KeptState& kept) {
+void StateRestore::back_to_fresh(const KeptState& kept) {
   // The steps done so far are undone the way an unmount undoes them (the
   // hardware reset, locks released, threads untagged); then the settings
   // that survive an unmount come back and the model is mounted afresh.
-  unmount_locked();
-  threshold_ = kept.threshold;
-  rmids_ = kept.rmids;
-  if (mbm_event_mode_ != kept.mbm_event_mode) (void)set_assign_mode(kept.mbm_event_mode);
-  assign_on_mkdir_ = kept.assign_on_mkdir;
-  event_filter_total_ = kept.event_filter_total;
-  event_filter_local_ = kept.event_filter_local;
-  (void)mount_locked(kept.opts);
-  lcs_ = kept.lcs;
+  p_.groups.unmount_locked();
+  m_.threshold = kept.threshold;
+  m_.rmids = kept.rmids;
+  if (m_.mbm_event_mode != kept.mbm_event_mode) (void)p_.mon.set_assign_mode(kept.mbm_event_mode);
+  m_.assign_on_mkdir = kept.assign_on_mkdir;
+  m_.event_filter_total = kept.event_filter_total;
+  m_.event_filter_local = kept.event_filter_local;
+  (void)p_.groups.mount_locked(kept.opts);
+  m_.lcs = kept.lcs;
 }
 
-Result<void> FsImpl::restore_steps(const JsonIn& j) {
+Result<void> StateRestore::restore_steps(const JsonIn& j) {
   // Global settings first: a mode switch releases every counter.
   RESCTRLFS_RETURN_IF_ERROR(restore_settings(j));
   std::vector<hw::CtrlUpdate> updates;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> group_list, j.elements_or_none("groups"));
   for (const JsonIn& go : group_list) RESCTRLFS_RETURN_IF_ERROR(restore_group(go, updates));
   // MON groups' CPUs must be within their parent's.
-  for (auto& gp : groups_) {
+  for (auto& gp : m_.groups) {
     if (gp->type == GroupType::kMon) gp->cpus &= gp->parent->cpus;
   }
-  RESCTRLFS_RETURN_IF_ERROR(arch_->update_ctrls(updates));
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->update_ctrls(updates));
   // io_alloc after the groups: none of them may hold its CLOSID.
   RESCTRLFS_RETURN_IF_ERROR(restore_io_alloc_doc(j));
   RESCTRLFS_RETURN_IF_ERROR(restore_threads(j));
-  update_cpu_assoc();
-  changes_.all();  // the journal takes a snapshot of what was restored
+  p_.cpus.update_cpu_assoc();
+  m_.changes.all();  // the journal takes a snapshot of what was restored
   return Ok();
 }
 
-Result<void> FsImpl::restore_settings(const JsonIn& j) {
+Result<void> StateRestore::restore_settings(const JsonIn& j) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> st, j.find("settings"));
   if (!st) return Ok();
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr,
-                             st->int_or<uint32_t>("max_threshold_occupancy", threshold_));
-  if (thr <= info_.mon.l3_cache_size_bytes || !mon_capable()) threshold_ = thr;
+                             st->int_or<uint32_t>("max_threshold_occupancy", m_.threshold));
+  if (thr <= m_.info.mon.l3_cache_size_bytes || !m_.mon_capable()) m_.threshold = thr;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, st->string_or("mbm_assign_mode", "default"));
   const bool want_event = mode == "mbm_event";
-  if (info_.mon.abmc && want_event != mbm_event_mode_)
-    RESCTRLFS_RETURN_IF_ERROR(set_assign_mode(want_event));
+  if (m_.info.mon.abmc && want_event != m_.mbm_event_mode)
+    RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, st->find("event_filter"));
   if (ef) {
-    const uint32_t mask = info_.mon.bmec_supported_mask;
+    const uint32_t mask = m_.info.mon.bmec_supported_mask;
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t total,
-                               ef->int_or<uint32_t>("mbm_total_bytes", event_filter_total_));
+                               ef->int_or<uint32_t>("mbm_total_bytes", m_.event_filter_total));
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t local,
-                               ef->int_or<uint32_t>("mbm_local_bytes", event_filter_local_));
-    event_filter_total_ = total & mask;
-    event_filter_local_ = local & mask;
+                               ef->int_or<uint32_t>("mbm_local_bytes", m_.event_filter_local));
+    m_.event_filter_total = total & mask;
+    m_.event_filter_local = local & mask;
   }
   RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             st->bool_or("mbm_assign_on_mkdir", assign_on_mkdir_));
-  if (mbm_event_mode_) assign_on_mkdir_ = on_mkdir;
+                             st->bool_or("mbm_assign_on_mkdir", m_.assign_on_mkdir));
+  if (m_.mbm_event_mode) m_.assign_on_mkdir = on_mkdir;
   return Ok();
 }
 
-Result<CpuMask> FsImpl::restore_cpus(const JsonIn& o) const {
+Result<CpuMask> StateRestore::restore_cpus(const JsonIn& o) const {
   Result<std::string> list = o.string_or("cpus", std::string());
   if (!list.ok()) return bad(list.error().message);
-  Result<CpuMask> m = parse_cpu_list(*list, info_.nr_cpus);
+  Result<CpuMask> m = parse_cpu_list(*list, m_.info.nr_cpus);
   if (!m.ok()) return bad(o.path() + ".cpus: bad cpu list");
   // A CPU that has gone offline since the state was saved has left
   // every group, as it would have if it had gone while we ran.
-  *m &= info_.online;
+  *m &= m_.info.online;
   return m;
 }
 
-Result<FsImpl::DirFields> FsImpl::restore_dir_fields(const JsonIn& o) const {
+Result<StateRestore::DirFields> StateRestore::restore_dir_fields(const JsonIn& o) const {
   DirFields f{};
   RESCTRLFS_ASSIGN_OR_RETURN(f.mode, o.int_or<uint32_t>("dir_mode", 0755U, 0, 07777));
-  RESCTRLFS_ASSIGN_OR_RETURN(f.uid, o.int_or<uid_t>("uid", mount_uid_));
-  RESCTRLFS_ASSIGN_OR_RETURN(f.gid, o.int_or<gid_t>("gid", mount_gid_));
+  RESCTRLFS_ASSIGN_OR_RETURN(f.uid, o.int_or<uid_t>("uid", m_.mount_uid));
+  RESCTRLFS_ASSIGN_OR_RETURN(f.gid, o.int_or<gid_t>("gid", m_.mount_gid));
   return f;
 }
 
-void FsImpl::restore_dir(Group* g, Node* parent, const DirFields& f) {
-  Node* dir = nodes_.add(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid,
-                         now_seconds());
-  build_group_dir(g, dir, f.mode, f.uid, f.gid);
-  reset_group_mbm(g);
+void StateRestore::restore_dir(Group* g, Node* parent, const DirFields& f) {
+  Node* dir = m_.nodes.add(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid,
+                           m_.now_seconds());
+  p_.tree.build_group_dir(g, dir, f.mode, f.uid, f.gid);
+  p_.mon.reset_group_mbm(g);
 }
 
-Result<FsImpl::Assigned> FsImpl::read_assigned(const JsonIn& o) {
+Result<StateRestore::Assigned> StateRestore::read_assigned(const JsonIn& o) {
   Assigned out;
   RESCTRLFS_ASSIGN_OR_RETURN(std::optional<JsonIn> list, o.find("assigned"));
   if (!list) return out;
@@ -191,20 +245,20 @@ Result<FsImpl::Assigned> FsImpl::read_assigned(const JsonIn& o) {
   return out;
 }
 
-void FsImpl::restore_assigned(Group* g, const Assigned& assigned) {
-  if (!mbm_event_mode_) return;
+void StateRestore::restore_assigned(Group* g, const Assigned& assigned) {
+  if (!m_.mbm_event_mode) return;
   for (const auto& [dom, e] : assigned) {
-    if (cntr_owner_.count(dom) == 0) continue;  // the domain is offline now
-    (void)assign_cntr(g, dom, e);
+    if (m_.cntr_owner.count(dom) == 0) continue;  // the domain is offline now
+    (void)p_.mon.assign_cntr(g, dom, e);
   }
 }
 
-Result<void> FsImpl::restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>& updates) {
+Result<void> StateRestore::restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>& updates) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string name, go.string_or("name", std::string()));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode_s, go.string_or("mode", "shareable"));
   RESCTRLFS_ASSIGN_OR_RETURN(const DirFields dir, restore_dir_fields(go));
   RESCTRLFS_ASSIGN_OR_RETURN(const Assigned assigned, read_assigned(go));
-  Group* g = root_;
+  Group* g = m_.root;
   if (!name.empty()) {
     RESCTRLFS_ASSIGN_OR_RETURN(g, restore_ctrl_group(go, name, mode_s, dir));
   }
@@ -214,14 +268,14 @@ Result<void> FsImpl::restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>
               g->mode != schemata::GroupMode::EXCLUSIVE))
     return bad("bad mode");
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string ev, go.string_or("mba_event", std::string()));
-  if (ev == "mbm_total_bytes" && event_enabled(hw::EventId::MBM_TOTAL))
+  if (ev == "mbm_total_bytes" && m_.event_enabled(hw::EventId::MBM_TOTAL))
     g->mba_event = hw::EventId::MBM_TOTAL;
-  if (ev == "mbm_local_bytes" && event_enabled(hw::EventId::MBM_LOCAL))
+  if (ev == "mbm_local_bytes" && m_.event_enabled(hw::EventId::MBM_LOCAL))
     g->mba_event = hw::EventId::MBM_LOCAL;
   RESCTRLFS_RETURN_IF_ERROR(restore_schemata(go, g->closid, updates));
   if (!name.empty()) {
     RESCTRLFS_ASSIGN_OR_RETURN(CpuMask cpus, restore_cpus(go));
-    for (auto& other : groups_)
+    for (auto& other : m_.groups)
       if (other.get() != g) other->cpus.subtract(cpus);
     g->cpus = cpus;
   }
@@ -231,9 +285,9 @@ Result<void> FsImpl::restore_group(const JsonIn& go, std::vector<hw::CtrlUpdate>
   return Ok();
 }
 
-Result<Group*> FsImpl::restore_ctrl_group(const JsonIn& go, const std::string& name,
-                                          const std::string& mode_s, const DirFields& dir) {
-  if (bad_dir_name(name) || nodes_.child(root_node_, name) != nullptr)
+Result<Group*> StateRestore::restore_ctrl_group(const JsonIn& go, const std::string& name,
+                                                const std::string& mode_s, const DirFields& dir) {
+  if (bad_dir_name(name) || m_.nodes.child(m_.root_node, name) != nullptr)
     return bad("bad group name " + name);
   bool mode_ok = true;
   const schemata::GroupMode gm = mode_from(mode_s, mode_ok);
@@ -243,7 +297,7 @@ Result<Group*> FsImpl::restore_ctrl_group(const JsonIn& go, const std::string& n
   const bool locked = gm == schemata::GroupMode::PSEUDO_LOCKED;
   const bool has_rmid = gm != schemata::GroupMode::PSEUDO_LOCKSETUP && !locked;
   if (gm != schemata::GroupMode::SHAREABLE && gm != schemata::GroupMode::EXCLUSIVE &&
-      (!info_.pseudo_lock_capable || opts_.cdp || opts_.cdpl2))
+      (!m_.info.pseudo_lock_capable || m_.opts.cdp || m_.opts.cdpl2))
     return bad("pseudo-locking is not available");
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, go.int_at<uint32_t>("closid"));
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, go.int_or<uint32_t>("rmid", 0U));
@@ -252,60 +306,61 @@ Result<Group*> FsImpl::restore_ctrl_group(const JsonIn& go, const std::string& n
   if (locked) {
     RESCTRLFS_ASSIGN_OR_RETURN(region, restore_region(go, closid));
   }
-  if (!locked && !closids_.claim(closid))
+  if (!locked && !m_.closids.claim(closid))
     return bad("CLOSID " + std::to_string(closid) + " unusable");
-  if (mon_capable() && has_rmid && !rmids_.claim(rmid)) {
-    if (!locked) closids_.free(closid);
+  if (m_.mon_capable() && has_rmid && !m_.rmids.claim(rmid)) {
+    if (!locked) m_.closids.free(closid);
     return bad("RMID " + std::to_string(rmid) + " unusable");
   }
-  Group* g = new_group();
+  Group* g = p_.groups.new_group();
   g->type = GroupType::kCtrlMon;
   g->name = name;
   g->closid = closid;
-  g->rmid = mon_capable() ? rmid : 0;
-  restore_dir(g, root_node_, dir);
-  if (!has_rmid) restrict_locksetup_files(g);
+  g->rmid = m_.mon_capable() ? rmid : 0;
+  restore_dir(g, m_.root_node, dir);
+  if (!has_rmid) p_.plock.restrict_locksetup_files(g);
   if (region) {
     // Lock the region again: its mask goes into the old CLOSID, as when
     // it was first locked; a group that took the CLOSID over later in
     // the document reprograms it.
-    const schemata::Schema& s = schemas_.schemas[region->schema];
+    const schemata::Schema& s = m_.schemas.schemas[region->schema];
     if (region->domain != kNoDomain)
-      RESCTRLFS_RETURN_IF_ERROR(arch_->pseudo_lock(rid_of(s), region->domain, closid, region->cbm));
+      RESCTRLFS_RETURN_IF_ERROR(
+          m_.arch->pseudo_lock(rid_of(s), region->domain, closid, region->cbm));
     g->plr = *region;
-    for (const char* f : {"cpus", "cpus_list"}) set_child_mode(g, f, 0444);
+    for (const char* f : {"cpus", "cpus_list"}) p_.plock.set_child_mode(g, f, 0444);
   }
   return g;
 }
 
-Result<Group::LockedRegion> FsImpl::restore_region(const JsonIn& go, uint32_t closid) const {
+Result<Group::LockedRegion> StateRestore::restore_region(const JsonIn& go, uint32_t closid) const {
   int dom = kNoDomain;
   uint32_t cbm = 0;
   RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn rg, go.get("region"));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string schema, rg.string_at("schema"));
   RESCTRLFS_ASSIGN_OR_RETURN(dom, rg.int_at<int>("domain", kNoDomain));
   RESCTRLFS_ASSIGN_OR_RETURN(cbm, rg.int_at<uint32_t>("cbm"));
-  const int si = schemas_.find(schema);
-  if (si < 0 || schemas_.schemas[si].kind != schemata::Kind::CACHE)
+  const int si = m_.schemas.find(schema);
+  if (si < 0 || m_.schemas.schemas[si].kind != schemata::Kind::CACHE)
     return bad("bad pseudo-locked region");
-  const schemata::Schema& s = schemas_.schemas[si];
+  const schemata::Schema& s = m_.schemas.schemas[si];
   bool dom_ok = dom == kNoDomain;  // lost with its cache: nothing to lock
   for (int d : s.domain_ids) dom_ok = dom_ok || d == dom;
   if (!dom_ok || cbm == 0 || (cbm & ~s.full_mask()) != 0 || closid >= s.num_closid ||
-      locked_in_hierarchy(s.resource_index, dom, {}))
+      p_.plock.locked_in_hierarchy(s.resource_index, dom, {}))
     return bad("bad pseudo-locked region");
   return Group::LockedRegion{si, dom, cbm};
 }
 
-Result<void> FsImpl::restore_schemata(const JsonIn& go, uint32_t closid,
-                                      std::vector<hw::CtrlUpdate>& updates) {
+Result<void> StateRestore::restore_schemata(const JsonIn& go, uint32_t closid,
+                                            std::vector<hw::CtrlUpdate>& updates) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sch, go.find("schemata"));
   if (!sch) return Ok();
   RESCTRLFS_ASSIGN_OR_RETURN(const auto schema_list, sch->members());
   for (const auto& [sname, vals] : schema_list) {
-    int si = schemas_.find(sname);
+    int si = m_.schemas.find(sname);
     if (si < 0) return bad("unknown schema " + sname);
-    const schemata::Schema& s = schemas_.schemas[si];
+    const schemata::Schema& s = m_.schemas.schemas[si];
     RESCTRLFS_ASSIGN_OR_RETURN(const auto dom_list, vals.members());
     for (const auto& [dom, v] : dom_list) {
       RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
@@ -314,7 +369,7 @@ Result<void> FsImpl::restore_schemata(const JsonIn& go, uint32_t closid,
       // whatever was saved for it.
       if (std::find(s.domain_ids.begin(), s.domain_ids.end(), d) == s.domain_ids.end()) continue;
       if (s.mba_sc) {
-        mbps_target_[{d, closid}] = value;
+        m_.mbps_target[{d, closid}] = value;
       } else {
         updates.push_back({rid_of(s), hw_type(s.conf_type), d, closid, value});
       }
@@ -323,19 +378,19 @@ Result<void> FsImpl::restore_schemata(const JsonIn& go, uint32_t closid,
   return Ok();
 }
 
-Result<void> FsImpl::restore_mon_group(Group* g, const JsonIn& mo) {
-  if (!mon_capable()) return bad("MON groups without monitoring");
+Result<void> StateRestore::restore_mon_group(Group* g, const JsonIn& mo) {
+  if (!m_.mon_capable()) return bad("MON groups without monitoring");
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mname, mo.string_or("name", std::string()));
-  Node* mg = nodes_.get(g->mon_groups_dir);
+  Node* mg = m_.nodes.get(g->mon_groups_dir);
   if (bad_dir_name(mname) || mname == "mon_groups" || mg == nullptr ||
-      nodes_.child(mg, mname) != nullptr)
+      m_.nodes.child(mg, mname) != nullptr)
     return bad("bad MON group name " + mname);
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, mo.int_at<uint32_t>("rmid"));
   RESCTRLFS_ASSIGN_OR_RETURN(const DirFields mdir, restore_dir_fields(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(const Assigned massigned, read_assigned(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, restore_cpus(mo));
-  if (!rmids_.claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
-  Group* m = new_group();
+  if (!m_.rmids.claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
+  Group* m = p_.groups.new_group();
   m->type = GroupType::kMon;
   m->name = mname;
   m->parent = g;
@@ -348,7 +403,7 @@ Result<void> FsImpl::restore_mon_group(Group* g, const JsonIn& mo) {
   return Ok();
 }
 
-Result<void> FsImpl::restore_io_alloc_doc(const JsonIn& j) {
+Result<void> StateRestore::restore_io_alloc_doc(const JsonIn& j) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io, j.find("io_alloc"));
   if (!io) return Ok();
   RESCTRLFS_ASSIGN_OR_RETURN(const auto res_list, io->members());
@@ -359,13 +414,13 @@ Result<void> FsImpl::restore_io_alloc_doc(const JsonIn& j) {
       RESCTRLFS_ASSIGN_OR_RETURN(const int d, domain_key(dom));
       RESCTRLFS_ASSIGN_OR_RETURN(cbm[d], v.as_int<uint32_t>());
     }
-    Result<void> r = restore_io_alloc(res, cbm);
+    Result<void> r = p_.io_alloc.restore_io_alloc(res, cbm);
     if (!r.ok()) return bad("io_alloc on " + res + ": " + r.error().message);
   }
   return Ok();
 }
 
-Result<void> FsImpl::restore_threads(const JsonIn& j) {
+Result<void> StateRestore::restore_threads(const JsonIn& j) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> thread_list, j.elements_or_none("threads"));
   for (const JsonIn& t : thread_list) {
     RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn t0, t.element(0));
@@ -374,10 +429,10 @@ Result<void> FsImpl::restore_threads(const JsonIn& j) {
     RESCTRLFS_ASSIGN_OR_RETURN(const pid_t tid, t0.as_int<pid_t>(1));
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, t1.as_int<uint32_t>());
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, t2.as_int<uint32_t>());
-    if (tasks_ != nullptr && !tasks_->exists(tid)) continue;
+    if (m_.tasks != nullptr && !m_.tasks->exists(tid)) continue;
     bool known = false;
-    for (auto& gp : groups_) known = known || (gp->closid == closid && gp->rmid == rmid);
-    if (known) set_thread(tid, closid, rmid);
+    for (auto& gp : m_.groups) known = known || (gp->closid == closid && gp->rmid == rmid);
+    if (known) p_.groups.set_thread(tid, closid, rmid);
   }
   return Ok();
 }
