@@ -3,7 +3,7 @@
 #
 #   fuzz  builds the libFuzzer targets of tests/reliability/fuzz (fs/ file
 #         parsers and state restore, control socket, state journal decoder,
-#         boot-state file, platform profiles) with clang-14 in
+#         boot-state file, platform profiles, the ACPI IRDT table) with clang-14 in
 #         $FUZZ_BUILD_DIR; for each, first replays every checked-in corpus
 #         file once (a regression fails every run), then fuzzes for
 #         FUZZ_SECONDS (default 20) on a scratch copy of the corpus (see
@@ -37,6 +37,7 @@ FUZZ_TARGETS=(
   "fuzz_journal:tests/reliability/fuzz/corpus/fuzz_journal"
   "fuzz_boot_state:tests/reliability/fuzz/corpus/fuzz_boot_state"
   "fuzz_profile:tests/reliability/fuzz/corpus/fuzz_profile"
+  "fuzz_irdt:tests/reliability/fuzz/corpus/fuzz_irdt"
 )
 # shellcheck source=tests/fuzz-lib.sh
 . tests/fuzz-lib.sh
