@@ -107,6 +107,7 @@ Result<IrdtTable> parse_irdt(std::span<const uint8_t> b, const IrdtParseOptions&
   for (uint8_t c : b) sum = static_cast<uint8_t>(sum + c);
   if (sum != 0) return bad(9, "checksum does not sum to 0 (off by " + std::to_string(sum) + ")");
   IrdtTable t;
+  t.wide_reg_bytes = opt.wide_reg_bytes;
   t.desc.revision = b[8];
   if (t.desc.revision != IRDT_REVISION)
     return bad(8, "revision " + std::to_string(t.desc.revision) + " is not supported (only 1)");
@@ -242,6 +243,18 @@ Result<IrdtTable> parse_irdt(std::span<const uint8_t> b, const IrdtParseOptions&
   for (auto& [id, ch] : channels) t.channels.push_back(std::move(ch));
   t.register_pages.assign(pages.begin(), pages.end());
   return t;
+}
+
+std::vector<IrdtRegisterBlock> IrdtTable::register_blocks() const {
+  std::vector<IrdtRegisterBlock> out;
+  for (const IrdtRmud& rmud : desc.rmuds) {
+    for (const IrdtRcs& r : rmud.rcs) {
+      const unsigned w = (r.flags & IRDT_RCS_REGW) ? 2 : wide_reg_bytes;
+      out.push_back(IrdtRegisterBlock{r.mmio + r.clos_block_offset, r.channel_count, w});
+      out.push_back(IrdtRegisterBlock{r.mmio + r.rmid_block_offset, r.channel_count, w});
+    }
+  }
+  return out;
 }
 
 std::vector<uint8_t> build_irdt(const IrdtDesc& desc) {

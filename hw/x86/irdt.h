@@ -133,8 +133,20 @@ struct IoChannel {
   bool operator==(const IoChannel&) const = default;
 };
 
+// One RCS's CLOS or RMID register block.
+struct IrdtRegisterBlock {
+  uint64_t base = 0;  // physical address of register 0
+  unsigned count = 0;
+  unsigned reg_bytes = 0;
+  uint64_t end() const { return base + uint64_t{count} * reg_bytes; }
+  bool operator==(const IrdtRegisterBlock&) const = default;
+};
+
 struct IrdtTable {
   IrdtDesc desc;
+  unsigned wide_reg_bytes = 8;  // the width a clear REGW meant when parsing
+  // Every RCS's CLOS and RMID blocks (RCS order, CLOS first).
+  std::vector<IrdtRegisterBlock> register_blocks() const;
   std::vector<IoChannel> channels;  // ordered by id
   // The 4 KiB pages holding every RCS's CLOS and RMID blocks, ascending:
   // the only physical memory I/O RDT needs to touch.
