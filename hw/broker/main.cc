@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   };
 
   std::shared_ptr<MsrDevice> msr;
+  std::shared_ptr<MmioDevice> sim_mmio;
   std::unique_ptr<broker::Policy> policy;
   const std::string root = hw_root == "/" ? "" : hw_root;
   if (!root.empty()) dev_root = root + "/dev/cpu";
@@ -101,6 +102,15 @@ int main(int argc, char** argv) {
     auto machine = std::make_shared<sim::SimMachine>(std::move(profile).value());
     policy = std::make_unique<broker::Policy>(machine->info(), machine->limits());
     msr = machine;
+    // A simulated machine with I/O RDT serves its own tagging registers.
+    if (!machine->irdt_blob().empty()) {
+      auto t = x86::parse_irdt(machine->irdt_blob(),
+                               x86::IrdtParseOptions{machine->profile().io_rdt->wide_reg_bytes});
+      if (t.ok()) {
+        policy->set_mmio_blocks(t->register_blocks());
+        sim_mmio = machine;
+      }
+    }
   }
 #endif
   if (!msr) {
@@ -124,7 +134,7 @@ int main(int argc, char** argv) {
     msr = std::make_shared<broker::DevMsrDevice>(dev_root);
   }
 
-  std::shared_ptr<MmioDevice> mmio;
+  std::shared_ptr<MmioDevice> mmio = sim_mmio;
   if (auto blocks = irdt_path.empty() ? std::vector<x86::IrdtRegisterBlock>{}
                                       : irdt_blocks(root + irdt_path, irdt_wide, log);
       !blocks.empty()) {

@@ -393,3 +393,18 @@ TEST_CASE("resctrl-msrd without an IRDT table, or with a malformed one, serves n
   CHECK(b.log().find("checksum") != std::string::npos);
   CHECK(files.bytes(0x20004, 2) == std::vector<uint8_t>{0xaa, 0xaa});
 }
+
+TEST_CASE("resctrl-msrd --sim serves a simulated machine's I/O RDT registers", "[irdt]") {
+  BrokerProcess b("intel-gnr-io", ::getuid());
+  broker::BrokerMsrDevice dev(b.socket());
+  REQUIRE(dev.mmio_write(0xfed10002, 2, 4).ok());
+  auto v = dev.mmio_read(0xfed10002, 2);
+  REQUIRE(v.ok());
+  CHECK(*v == 4);
+  REQUIRE(dev.mmio_write(0xfed20100, 8, 9).ok());
+  // The reserved offsets the simulated page ignores are refused before.
+  auto w = dev.mmio_write(0xfed10800, 8, 1);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == EPERM);
+  CHECK(dev.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
+}
