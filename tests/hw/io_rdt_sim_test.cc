@@ -150,3 +150,61 @@ TEST_CASE(
   m.advance_ms(5000);
   CHECK(mbm_total(m, 0, 7) == c2);
 }
+
+TEST_CASE("an io_rdt profile key that makes a bad table or lacks its prerequisites is refused",
+          "[iordt]") {
+  auto with = [](const std::string& io, const std::string& extra = "") {
+    return R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}], "l3_size_bytes": 1048576,
+               "l3_cat": {"cbm_len": 8, "num_closid": 8},
+               "l3_mon": {"num_rmids": 16, "events": ["llc_occupancy"]})" +
+           extra + R"(, "io_rdt": )" + io + "}";
+  };
+  const std::string link =
+      R"("links": [{"id": 1, "channels": 4, "regw": true, "mmio": "0x10000"}])";
+  auto ok = sim::parse_profile(
+      with(R"({"cat": true, "cmt": true, "blocks": [{)" + link +
+           R"(, "devices": [{"bdf": "0000:16:00.0", "chms": [{"link": 1, "vcs": [-1, 3]}]}]}]})"),
+      "t");
+  REQUIRE(ok.ok());
+  sim::SimMachine m(std::move(ok).value());
+  auto t = parse_irdt(m.irdt_blob());
+  REQUIRE(t.ok());
+  REQUIRE(t->channels.size() == 1);
+  CHECK(t->channels[0].id == 0x103);
+  CHECK(t->channels[0].devices[0].vc == 1);
+  CHECK(m.limits().io_rdt_alloc);
+  CHECK(m.limits().io_rdt_mon);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"blocks": [{)" + link + R"(, "devices": [{"bdf": "16:00.0", "chms": [{"link": 1,
+          "vcs": [4]}]}]}]})",
+       "channel 4 of RCS 1"},
+      {R"({"blocks": [{)" + link + R"(, "devices": [{"bdf": "16:00.0", "chms": [{"link": 2,
+          "vcs": [0]}]}]}]})",
+       "names RCS 2"},
+      {R"({"blocks": [{)" + link + R"(, "devices": [{"bdf": "16:0.9"}]}]})", "is not a"},
+      {R"({"blocks": [{"links": [{"id": 1, "type": "nvlink"}]}]})", "type must be"},
+      {R"({"blocks": [{"links": [{"id": 1, "channels": 2, "mmio": 0}]}]})", "no MMIO location"},
+      {R"({"wide_reg_bytes": 2})", "wide_reg_bytes"},
+  };
+  for (const auto& [io, why] : bad) {
+    INFO(io);
+    auto p = sim::parse_profile(with(io), "t");
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().code == EINVAL);
+    CHECK_THAT(p.error().message, Catch::Contains(why));
+  }
+  // The CPU-agent feature is a prerequisite.
+  auto no_cat = sim::parse_profile(
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}], "io_rdt": {"cat": true}})", "t");
+  REQUIRE_FALSE(no_cat.ok());
+  CHECK_THAT(no_cat.error().message, Catch::Contains("needs \"l3_cat\""));
+  auto no_mon = sim::parse_profile(
+      R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}], "io_rdt": {"mbm": true}})", "t");
+  REQUIRE_FALSE(no_mon.ok());
+  CHECK_THAT(no_mon.error().message, Catch::Contains("need \"l3_mon\""));
+  auto amd =
+      sim::parse_profile(R"({"vendor": "AuthenticAMD", "cpus": [{"cpu": 0}], "io_rdt": {}})", "t");
+  REQUIRE_FALSE(amd.ok());
+  CHECK_THAT(amd.error().message, Catch::Contains("Intel I/O RDT"));
+}
