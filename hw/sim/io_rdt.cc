@@ -72,7 +72,9 @@ Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t valu
 }
 
 void SimMachine::io_entities_of(size_t dom, std::vector<Entity>& out) const {
-  for (const auto& [id, w] : chan_work_) {
+  for (const auto& entry : chan_work_) {
+    const uint32_t id = entry.first;
+    const Workload& w = entry.second;
     auto c = std::find_if(io_chans_.begin(), io_chans_.end(),
                           [&](const IoChan& x) { return x.ch.id == id; });
     if (c == io_chans_.end() || c->l3 != static_cast<int>(dom)) continue;
