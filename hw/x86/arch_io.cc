@@ -4,7 +4,8 @@
 // then RMID, one batch), and IA32_L3_IO_QOS_CFG (0xC83, IRAE/IRME) written
 // on one CPU of every L3 domain (its scope is the die; every L3 of a die
 // must hold the same value), restoring the domains already written when
-// one fails.
+// one fails. After the MsrDevice reconnected (a restarted broker), resync()
+// writes the enable bits and every channel's tags again.
 #include <algorithm>
 
 #include "hw/x86/arch_x86.h"
@@ -67,6 +68,7 @@ Result<void> X86Arch::set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t
     if (r.alloc_capable) num_closid = std::max(num_closid, r.num_closid);
   if (c->clos_tagging && closid >= std::max(num_closid, 1u)) return Error::make(EINVAL);
   if (c->rmid_tagging && rmid >= std::max(info_.mon.num_rmids, 1u)) return Error::make(EINVAL);
+  RESCTRLFS_RETURN_IF_ERROR(resync());
   std::vector<MmioOp> ops;
   if (c->clos_tagging) ops.push_back(MmioOp{c->clos_addr, c->reg_bytes, closid, true});
   if (c->rmid_tagging) ops.push_back(MmioOp{c->rmid_addr, c->reg_bytes, rmid, true});
@@ -78,6 +80,36 @@ Result<void> X86Arch::set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t
     }
   }
   io_tags_[id] = {closid, rmid};
+  return Ok();
+}
+
+std::vector<unsigned> X86Arch::io_cfg_cpus() const {
+  // From the L3 controls, or the monitoring domains when L3 has no
+  // allocation (under SNC several of one L3: the same value again).
+  std::vector<unsigned> cpus;
+  const Resource& l3 = info_.res(ResourceId::L3);
+  if (l3.alloc_capable) {
+    for (const auto& d : l3.ctrl_domains)
+      if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
+  } else {
+    for (const auto& d : info_.mon.mon_domains)
+      if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
+  }
+  return cpus;
+}
+
+Result<void> X86Arch::rewrite_io_tags() {
+  if (!irdt_ || io_tags_.empty()) return Ok();
+  std::vector<MmioOp> ops;
+  for (const auto& [id, tags] : io_tags_) {
+    const IoChannel* c = io_channel(id);
+    if (c == nullptr) continue;
+    if (c->clos_tagging) ops.push_back(MmioOp{c->clos_addr, c->reg_bytes, tags.first, true});
+    if (c->rmid_tagging) ops.push_back(MmioOp{c->rmid_addr, c->reg_bytes, tags.second, true});
+  }
+  mmio_->run(ops);
+  for (const MmioOp& op : ops)
+    if (op.err != 0) return io_write_failed();
   return Ok();
 }
 
@@ -95,17 +127,7 @@ Result<void> X86Arch::set_io_tagging(bool alloc, bool mon) {
   const uint64_t v = (alloc ? L3_IO_RDT_CFG_IRAE : 0) | (mon ? L3_IO_RDT_CFG_IRME : 0);
   const uint64_t old =
       (io_tagging_.alloc ? L3_IO_RDT_CFG_IRAE : 0) | (io_tagging_.mon ? L3_IO_RDT_CFG_IRME : 0);
-  // One online CPU of every L3 domain (from the controls, or the monitoring
-  // domains when L3 has no allocation; under SNC several of one L3).
-  std::vector<unsigned> cpus;
-  const Resource& l3 = info_.res(ResourceId::L3);
-  if (l3.alloc_capable) {
-    for (const auto& d : l3.ctrl_domains)
-      if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
-  } else {
-    for (const auto& d : info_.mon.mon_domains)
-      if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
-  }
+  const std::vector<unsigned> cpus = io_cfg_cpus();
   RESCTRLFS_RETURN_IF_ERROR(write_on(cpus, IA32_L3_IO_RDT_CFG, v, old));
   io_tagging_ = IoTagCaps{alloc, mon};
   return Ok();

@@ -129,6 +129,10 @@ class X86Arch final : public Arch {
 
   // I/O RDT.
   const IoChannel* io_channel(uint32_t id) const;
+  // One online CPU of every L3 domain (IA32_L3_IO_QOS_CFG's writes).
+  std::vector<unsigned> io_cfg_cpus() const;
+  // Writes every channel's tags again from io_tags_ (resync()).
+  Result<void> rewrite_io_tags();
   std::optional<IrdtTable> irdt_;
   std::shared_ptr<MmioDevice> mmio_;
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> io_tags_;  // channel -> (closid, rmid)

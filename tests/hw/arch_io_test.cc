@@ -53,6 +53,8 @@ struct CfgRecorder final : MsrDevice {
   std::shared_ptr<sim::SimMachine> m;
   std::vector<std::pair<unsigned, uint64_t>> cfg;
   int fail_in = -1;
+  uint64_t gen = 0;  // reconnects()
+  uint64_t reconnects() const override { return gen; }
   Result<uint64_t> read(unsigned cpu, uint32_t msr) override { return m->read(cpu, msr); }
   Result<void> write(unsigned cpu, uint32_t msr, uint64_t v) override {
     if (msr == IA32_L3_IO_RDT_CFG) {
@@ -181,4 +183,27 @@ TEST_CASE(
   auto bw = r.arch->read_event(0, 5, EventId::MBM_TOTAL);
   REQUIRE(bw.err == ReadError::kNone);
   CHECK(static_cast<double>(bw.bytes) == Approx(2000e6 * 20).epsilon(0.02));
+}
+
+TEST_CASE(
+    "after the broker reconnected, the enable bits and every channel's tags are written "
+    "again",
+    "[iordt]") {
+  Rig r;
+  REQUIRE(r.arch->set_io_channel_tags(0x101, 3, 7).ok());
+  REQUIRE(r.arch->set_io_tagging(true, true).ok());
+  r.mmio->writes.clear();
+  r.msr->cfg.clear();
+  r.msr->gen = 1;
+  REQUIRE(r.arch->set_io_channel_tags(0x100, 1, 2).ok());
+  CHECK(r.msr->cfg == std::vector<std::pair<unsigned, uint64_t>>{{0, 3}, {4, 3}});
+  CHECK(r.mmio->writes ==
+        std::vector<MmioWrite>{
+            {0xfed10002, 2, 3}, {0xfed10102, 2, 7}, {0xfed10000, 2, 1}, {0xfed10100, 2, 2}});
+  // Once in step, nothing is written again.
+  r.mmio->writes.clear();
+  r.msr->cfg.clear();
+  REQUIRE(r.arch->set_io_channel_tags(0x100, 1, 3).ok());
+  CHECK(r.msr->cfg.empty());
+  CHECK(r.mmio->writes == std::vector<MmioWrite>{{0xfed10000, 2, 1}, {0xfed10100, 2, 3}});
 }
