@@ -74,14 +74,20 @@ Result<ControlRequest> parse_clock(const json& obj) {
 
 Result<ControlRequest> parse_workload(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(
-      only_fields(obj, {"tid", "cpu", "footprint_bytes", "bandwidth_mbps", "local_fraction",
-                        "instructions_per_sec", "branch_share"}));
+      only_fields(obj, {"tid", "cpu", "channel", "footprint_bytes", "bandwidth_mbps",
+                        "local_fraction", "instructions_per_sec", "branch_share"}));
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
+  // 'channel': a device workload on an I/O RDT channel, alone.
+  if (obj.contains("channel")) {
+    if (has_tid || has_cpu) return bad("'channel' goes without 'tid' and 'cpu'");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t ch, get_uint(obj, "channel", UINT32_MAX));
+    req.channel = static_cast<uint32_t>(ch);
+  }
   // 'cpu' alone: a CPU workload; 'tid' alone: the thread's; both: the
   // thread's, pinned to that CPU.
-  if (!has_tid && !has_cpu) return bad("workload needs 'tid' or 'cpu'");
+  if (!has_tid && !has_cpu && !req.channel) return bad("workload needs 'tid', 'cpu' or 'channel'");
   if (has_tid) {
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
     if (tid == 0) return bad("'tid' must be positive");

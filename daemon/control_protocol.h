@@ -56,6 +56,7 @@ struct ClockAdvanceRequest {
 struct WorkloadRequest {
   std::optional<int> tid;
   std::optional<unsigned> cpu;
+  std::optional<uint32_t> channel;  // an I/O RDT device channel (ours)
   hw::Workload workload;
 };
 struct FaultRequest {

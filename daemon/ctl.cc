@@ -50,6 +50,13 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   double bandwidth = 0, local = 1.0;
   auto* wl_tid = workload->add_option("--tid", tid, "thread id (with --cpu: pinned to that CPU)");
   auto* wl_cpu = workload->add_option("--cpu", cpu, "CPU");
+  uint32_t channel = 0;
+  auto* wl_channel =
+      workload
+          ->add_option("--channel", channel,
+                       "I/O RDT device channel (ours), e.g. 0x100: a device's traffic on it")
+          ->excludes(wl_tid)
+          ->excludes(wl_cpu);
   workload->add_option("--footprint", footprint, "cache footprint in bytes");
   workload->add_option("--bandwidth", bandwidth, "memory bandwidth in MB/s");
   workload->add_option("--local", local, "fraction of traffic to local memory (0..1)");
@@ -124,9 +131,9 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   } else if (mode_cmd->parsed()) {
     out.request = json{{"cmd", "clock"}, {"mode", mode}};
   } else if (workload->parsed()) {
-    if (wl_tid->count() == 0 && wl_cpu->count() == 0) {
+    if (wl_tid->count() == 0 && wl_cpu->count() == 0 && wl_channel->count() == 0) {
       out.exit_code = 2;
-      out.output = "workload: give --tid or --cpu\n";
+      out.output = "workload: give --tid, --cpu or --channel\n";
       return out;
     }
     json r = {{"cmd", "workload"},
@@ -137,6 +144,7 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
     if (branch_share) r["branch_share"] = *branch_share;
     if (wl_tid->count() != 0) r["tid"] = tid;
     if (wl_cpu->count() != 0) r["cpu"] = cpu;
+    if (wl_channel->count() != 0) r["channel"] = channel;
     out.request = std::move(r);
   } else if (fault->parsed()) {
     json r = {{"cmd", "fault"}, {"fail_writes", fail_writes}};

@@ -507,7 +507,9 @@ Result<std::vector<unsigned>> thread_affinity(int tid) {
 
 Result<json> Daemon::attach_workload(const WorkloadRequest& req) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
-  if (req.tid) {
+  if (req.channel) {
+    RESCTRLFS_RETURN_IF_ERROR(s->attach_channel_workload(*req.channel, req.workload));
+  } else if (req.tid) {
     // The thread must exist (its group decides what it is counted in), as
     // a tasks write would insist.
     RESCTRLFS_ASSIGN_OR_RETURN(std::vector<unsigned> allowed, thread_affinity(*req.tid));

@@ -65,7 +65,7 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
       ->type_name("OPTIONS");
   app.add_option("--platform", opts.platform,
                  "simulated platform: a built-in name (intel-2s, intel-bdx, intel-l2, intel-cmt, "
-                 "amd-2s, amd-io, intel-snc, intel-aet, host) or a JSON profile file")
+                 "amd-2s, amd-io, intel-snc, intel-aet, intel-gnr-io, host) or a JSON profile file")
       ->type_name("NAME|FILE.json")
       ->capture_default_str();
   app.add_option("--backend", backend, "hardware backend")

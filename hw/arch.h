@@ -39,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/conf_type.h"
@@ -280,6 +281,33 @@ struct CounterValue {
   uint64_t bytes = 0;  // bytes for L3 events; the raw telemetry value for PERF_PKG
 };
 
+// A device channel (ours): a path by which non-CPU agents (PCIe functions,
+// integrated accelerators, coherent accelerators) fill the L3 and use
+// memory bandwidth. Its traffic carries one CLOSID and one RMID, the same
+// numbers threads use, so a group's cache mask confines it and a group's
+// counters count it.
+struct IoChannelDevice {
+  std::string bdf;      // "SSSS:BB:DD.F" of the device or of the root port above it
+  unsigned vc = 0;      // the device's virtual channel mapped to this channel
+  bool shared = false;  // the channel is shared with another device
+  bool operator==(const IoChannelDevice&) const = default;
+};
+
+struct IoChannelInfo {
+  uint32_t id = 0;            // stable; as the platform's firmware numbers it
+  std::string link;           // "pcie" (also CXL.io) or "cxl.cache"
+  bool clos_tagging = false;  // its traffic can carry a CLOSID
+  bool rmid_tagging = false;  // its traffic can carry an RMID
+  std::vector<IoChannelDevice> devices;
+  bool operator==(const IoChannelInfo&) const = default;
+};
+
+// Whether the machine can apply channel tags to allocation / monitoring.
+struct IoTagCaps {
+  bool alloc = false;
+  bool mon = false;
+};
+
 class ArchEvents;
 
 // Per-thread tags: the (closid, rmid) each thread runs with, for a backend
@@ -459,6 +487,40 @@ class Arch {
   virtual void pseudo_unlock(ResourceId rid, int domain_id) = 0;
   // The recorded region's mask on (rid, domain_id), or 0.
   virtual uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const = 0;
+
+  // ---- Device channels (ours; see IoChannelInfo). A machine without them
+  // lists none and refuses the rest with ENODEV.
+  virtual IoTagCaps io_tag_caps() const { return {}; }
+  virtual std::vector<IoChannelInfo> io_channels() const { return {}; }
+  // From now on channel `id`'s traffic carries `closid` (if the channel can
+  // carry a CLOSID) and `rmid` (if it can carry an RMID); the CLOSID is
+  // applied before the RMID. EINVAL for an unknown channel or an id beyond
+  // the machine's CLOSIDs / RMIDs; EIO (kernel-style message) when the
+  // hardware write fails, the channel's tags then unknown until the next
+  // successful call.
+  virtual Result<void> set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t rmid) {
+    (void)id;
+    (void)closid;
+    (void)rmid;
+    return Error::make(ENODEV);
+  }
+  // The tags the last successful set_io_channel_tags gave channel `id`
+  // (closid, rmid); EINVAL for an unknown channel or one never set.
+  virtual Result<std::pair<uint32_t, uint32_t>> io_channel_tags(uint32_t id) const {
+    (void)id;
+    return Error::make(ENODEV);
+  }
+  // Whether channel tags take effect, on every L3 domain: `alloc` for cache
+  // allocation (off: devices fill as CLOSID 0 would), `mon` for monitoring
+  // (off: device traffic is counted in no RMID). Power-on: both off. EINVAL
+  // for a kind io_tag_caps() lacks; EIO when a domain's write fails (the
+  // domains already written are restored).
+  virtual Result<void> set_io_tagging(bool alloc, bool mon) {
+    (void)alloc;
+    (void)mon;
+    return Error::make(ENODEV);
+  }
+  virtual IoTagCaps io_tagging() const { return {}; }
 };
 
 // Up-calls hw/ makes into its user during CPU hotplug (the kernel's

@@ -77,6 +77,16 @@ class SimControl {
   virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
   virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
 
+  // I/O RDT (ours): attaches (or with a zero workload, detaches) a device
+  // workload to I/O RDT channel `channel` (its id as the IRDT table numbers
+  // it). EINVAL for a channel the machine does not have; ENODEV on a machine
+  // without I/O RDT.
+  virtual Result<void> attach_channel_workload(uint32_t channel, const Workload& w) {
+    (void)channel;
+    (void)w;
+    return Error::make(ENODEV, "this machine has no I/O RDT channels");
+  }
+
   // Fault injection: the next `count` MSR writes fail (as a #GP would), on
   // any CPU or only on `cpu`.
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
@@ -134,7 +144,7 @@ struct Backend {
 };
 
 // Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
-// amd-2s, intel-snc, intel-aet, host.
+// amd-2s, intel-snc, intel-aet, intel-gnr-io, host.
 std::vector<std::string> builtin_platforms();
 
 // Builds the simulated backend from a built-in profile name or a JSON file.

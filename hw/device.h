@@ -1,6 +1,8 @@
 // Defines the hardware seams of hw/: CpuidSource (CPUID leaves of a
 // logical CPU), MsrDevice (64-bit model-specific registers of a logical
-// CPU) and PmtTelemetryDevice (Intel PMT telemetry aggregators, MMIO
+// CPU), MmioDevice (physical-memory registers: the I/O RDT tagging
+// registers IO_PQR_CLOSn / IO_PQR_RMIDn of the channels an ACPI IRDT table
+// names) and PmtTelemetryDevice (Intel PMT telemetry aggregators, MMIO
 // regions of per-RMID counters). Everything above them (decoding, register
 // programming, counter folding, telemetry layouts) is the same code on the
 // real machine and on the simulator.
@@ -77,6 +79,50 @@ class MsrDevice {
   // WRMSR on `cpu`. Fails (EIO) as a #GP would: unknown register, reserved
   // bits set, index beyond the enumerated maximum.
   virtual Result<void> write(unsigned cpu, uint32_t msr, uint64_t value) = 0;
+};
+
+// One access of a batch (MmioDevice::run): `width` bytes (2, 4 or 8,
+// naturally aligned) at physical address `addr`, little-endian.
+struct MmioOp {
+  uint64_t addr = 0;
+  unsigned width = 0;
+  uint64_t value = 0;  // the value to write; the value read after a read
+  bool write = false;
+  int err = 0;  // after run: 0, EIO, EPERM (refused), ECANCELED (not run)
+};
+
+// Memory-mapped registers. Writes to reserved offsets of a register page,
+// or of values beyond a field's width, are ignored by the hardware (Intel
+// RDT architecture specification, chapter 6), so a write never faults on
+// the device's side; EIO is a transport or mapping failure, EPERM an
+// address the device (the broker) does not serve.
+class MmioDevice {
+ public:
+  virtual ~MmioDevice() = default;
+  // Runs `ops` in order and stops at the first that fails, as
+  // MsrDevice::run.
+  virtual void run(std::vector<MmioOp>& ops) {
+    bool failed = false;
+    for (MmioOp& op : ops) {
+      if (failed) {
+        op.err = ECANCELED;
+        continue;
+      }
+      if (op.write) {
+        auto r = mmio_write(op.addr, op.width, op.value);
+        op.err = r.ok() ? 0 : r.error().code;
+      } else {
+        auto r = mmio_read(op.addr, op.width);
+        op.err = r.ok() ? 0 : r.error().code;
+        if (r.ok()) op.value = *r;
+      }
+      if (op.err == 0) continue;
+      if (op.err != EPERM) op.err = EIO;
+      failed = true;
+    }
+  }
+  virtual Result<uint64_t> mmio_read(uint64_t addr, unsigned width) = 0;
+  virtual Result<void> mmio_write(uint64_t addr, unsigned width, uint64_t value) = 0;
 };
 
 // The kind of per-RMID telemetry an aggregator carries (the PMT "feature"

@@ -93,6 +93,7 @@ Result<std::vector<OpResult>> BrokerClient::transact_locked(const std::vector<Op
     wire[i].msr = ops[i].msr;
     wire[i].value = ops[i].value;
     wire[i].kind = static_cast<uint32_t>(ops[i].kind);
+    wire[i].reserved = ops[i].width;
   }
   WireHeader h{kRequestMagic, static_cast<uint32_t>(ops.size())};
   if (!write_all(fd_, &h, sizeof(h)) ||
@@ -129,6 +130,42 @@ Result<void> BrokerMsrDevice::write(unsigned cpu, uint32_t msr, uint64_t value) 
   if (res[0].err != 0)
     return Error::make(res[0].err == EPERM ? EPERM : EIO, "MSR write refused or failed");
   return Ok();
+}
+
+Result<uint64_t> BrokerMsrDevice::mmio_read(uint64_t addr, unsigned width) {
+  RESCTRLFS_ASSIGN_OR_RETURN(auto res, client_.transact({Op::mmio(addr, width, 0, false)}));
+  if (res[0].err != 0)
+    return Error::make(res[0].err == EPERM ? EPERM : EIO, "MMIO read refused or failed");
+  return res[0].value;
+}
+
+Result<void> BrokerMsrDevice::mmio_write(uint64_t addr, unsigned width, uint64_t value) {
+  RESCTRLFS_ASSIGN_OR_RETURN(auto res, client_.transact({Op::mmio(addr, width, value, true)}));
+  if (res[0].err != 0)
+    return Error::make(res[0].err == EPERM ? EPERM : EIO, "MMIO write refused or failed");
+  return Ok();
+}
+
+void BrokerMsrDevice::run(std::vector<MmioOp>& ops) {
+  if (ops.empty()) return;
+  if (ops.size() > kMaxBatch) {
+    for (MmioOp& op : ops) op.err = EIO;
+    return;
+  }
+  std::vector<Op> req;
+  req.reserve(ops.size());
+  for (const MmioOp& op : ops)
+    req.push_back(Op::mmio(op.addr, op.width, op.write ? op.value : 0, op.write));
+  auto res = client_.transact(req);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!res.ok()) {
+      ops[i].err = EIO;
+      continue;
+    }
+    const OpResult& r = (*res)[i];
+    ops[i].err = r.err == 0 ? 0 : r.err == EPERM ? EPERM : r.err == ECANCELED ? ECANCELED : EIO;
+    if (r.err == 0 && !ops[i].write) ops[i].value = r.value;
+  }
 }
 
 void BrokerMsrDevice::run(std::vector<MsrOp>& ops) {

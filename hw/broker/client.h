@@ -1,6 +1,7 @@
 // Defines the client side of the MSR broker: BrokerClient sends batches of
 // register operations over the broker's Unix socket, and BrokerMsrDevice is
-// the MsrDevice the real backend programs hardware through.
+// the MsrDevice (and the MmioDevice, for the I/O RDT tagging registers) the
+// real backend programs hardware through.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,12 @@ struct Op {
   uint32_t msr = 0;
   uint64_t value = 0;
   OpKind kind = OpKind::kRead;
+  uint32_t width = 0;  // MMIO: bytes; the address is (msr << 32) | cpu
+
+  static Op mmio(uint64_t addr, unsigned width, uint64_t value, bool write) {
+    return Op{static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), value,
+              write ? OpKind::kMmioWrite : OpKind::kMmioRead, width};
+  }
 };
 
 struct OpResult {
@@ -62,7 +69,7 @@ class BrokerClient {
   std::atomic<uint64_t> ops_sent_{0};
 };
 
-class BrokerMsrDevice final : public MsrDevice {
+class BrokerMsrDevice final : public MsrDevice, public MmioDevice {
  public:
   explicit BrokerMsrDevice(std::string socket_path) : client_(std::move(socket_path)) {}
   BrokerClient& client() { return client_; }
@@ -71,6 +78,10 @@ class BrokerMsrDevice final : public MsrDevice {
   // The whole batch in one request (split only beyond kMaxBatch).
   void run(std::vector<MsrOp>& ops) override;
   uint64_t reconnects() const override { return client_.reconnects(); }
+  Result<uint64_t> mmio_read(uint64_t addr, unsigned width) override;
+  Result<void> mmio_write(uint64_t addr, unsigned width, uint64_t value) override;
+  // The whole batch in one request (at most kMaxBatch operations).
+  void run(std::vector<MmioOp>& ops) override;
 
  private:
   BrokerClient client_;

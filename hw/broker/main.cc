@@ -1,6 +1,8 @@
 // resctrl-msrd: the privileged MSR broker. The only resctrlfs process that
 // opens /dev/cpu/*/msr; it serves batches of RDT register reads and writes
-// to the daemon over a Unix socket (see server.h).
+// to the daemon over a Unix socket (see server.h). With an ACPI IRDT table
+// (Intel I/O RDT) it also serves the channels' tagging registers through
+// /dev/mem, and no other physical address.
 //
 // The same source, built with RESCTRL_MSRD_SIM as resctrl-msrd-sim (a test
 // program, never installed), also takes --sim and serves a simulated machine
@@ -13,9 +15,12 @@
 
 #include <boost/asio.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
+#include "hw/broker/dev_mem.h"
 #include "hw/broker/dev_msr.h"
 #include "hw/broker/server.h"
 #include "hw/real/dev_cpuid.h"
@@ -28,6 +33,25 @@
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
+
+namespace {
+
+// The IRDT register blocks MMIO may touch: none without a table (logged
+// when the table is there but malformed).
+std::vector<x86::IrdtRegisterBlock> irdt_blocks(const std::string& path, unsigned wide,
+                                                const std::function<void(std::string)>& log) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto t = x86::parse_irdt(blob, x86::IrdtParseOptions{wide});
+  if (!t.ok()) {
+    log(path + ": " + t.error().message + "; I/O RDT registers are not served");
+    return {};
+  }
+  return t->register_blocks();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"resctrl-msrd: privileged MSR broker for resctrlfs"};
@@ -45,7 +69,18 @@ int main(int argc, char** argv) {
   app.add_option("--hw-root", hw_root,
                  "read ROOT/dev/cpu and ROOT/sys/devices/system/cpu (tests: an emulation of the "
                  "CPU drivers); overrides --dev-root");
+  std::string irdt_path;  // default below: the firmware's, but not for a simulated machine
+  std::string mem_path = "/dev/mem";
+  unsigned irdt_wide = 8;
+  app.add_option("--irdt", irdt_path,
+                 "ACPI IRDT table naming the I/O RDT registers MMIO may touch (under --hw-root)");
+  app.add_option("--mem", mem_path, "physical memory file for those registers (under --hw-root)");
+  app.add_option("--irdt-wide-bytes", irdt_wide,
+                 "width of an I/O RDT register whose RCS has REGW clear (the specification "
+                 "contradicts itself: 8 in the RCS table, 4 in the register chapter)")
+      ->check(CLI::IsMember({4u, 8u}));
   CLI11_PARSE(app, argc, argv);
+  if (irdt_path.empty() && sim_platform.empty()) irdt_path = "/sys/firmware/acpi/tables/IRDT";
 
   auto log = [](const std::string& line) {
     std::fprintf(stderr, "resctrl-msrd: %s\n", line.c_str());
@@ -53,6 +88,7 @@ int main(int argc, char** argv) {
   };
 
   std::shared_ptr<MsrDevice> msr;
+  std::shared_ptr<MmioDevice> sim_mmio;
   std::unique_ptr<broker::Policy> policy;
   const std::string root = hw_root == "/" ? "" : hw_root;
   if (!root.empty()) dev_root = root + "/dev/cpu";
@@ -66,6 +102,15 @@ int main(int argc, char** argv) {
     auto machine = std::make_shared<sim::SimMachine>(std::move(profile).value());
     policy = std::make_unique<broker::Policy>(machine->info(), machine->limits());
     msr = machine;
+    // A simulated machine with I/O RDT serves its own tagging registers.
+    if (!machine->irdt_blob().empty()) {
+      auto t = x86::parse_irdt(machine->irdt_blob(),
+                               x86::IrdtParseOptions{machine->profile().io_rdt->wide_reg_bytes});
+      if (t.ok()) {
+        policy->set_mmio_blocks(t->register_blocks());
+        sim_mmio = machine;
+      }
+    }
   }
 #endif
   if (!msr) {
@@ -89,9 +134,19 @@ int main(int argc, char** argv) {
     msr = std::make_shared<broker::DevMsrDevice>(dev_root);
   }
 
+  std::shared_ptr<MmioDevice> mmio = sim_mmio;
+  if (auto blocks = irdt_path.empty() ? std::vector<x86::IrdtRegisterBlock>{}
+                                      : irdt_blocks(root + irdt_path, irdt_wide, log);
+      !blocks.empty()) {
+    log("serving " + std::to_string(blocks.size()) + " I/O RDT register blocks through " + root +
+        mem_path);
+    policy->set_mmio_blocks(std::move(blocks));
+    mmio = std::make_shared<broker::DevMemDevice>(root + mem_path);
+  }
+
   boost::asio::io_context io;
   broker::BrokerServer server(io, socket_path, static_cast<uid_t>(allow_uid), std::move(*policy),
-                              msr, log);
+                              msr, log, mmio);
   ::umask(0077);  // the socket is for the allowed uid; SO_PEERCRED is checked anyway
   if (auto r = server.start(); !r.ok()) {
     log(r.error().message);

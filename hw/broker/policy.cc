@@ -30,6 +30,17 @@ Policy::Policy(X86Platform info, HwLimits limits) : info_(std::move(info)), limi
   prefetch_bits_ = prefetch_disable_bits(info_.vendor, info_.family, info_.model);
 }
 
+Result<void> Policy::check_mmio(uint64_t addr, unsigned width) const {
+  for (const IrdtRegisterBlock& b : mmio_blocks_) {
+    if (addr < b.base || addr >= b.end()) continue;
+    if (width != b.reg_bytes || (addr - b.base) % b.reg_bytes != 0)
+      return refuse("MMIO access of %llu bytes at 0x%llx is not one whole I/O RDT register", width,
+                    addr);
+    return Ok();
+  }
+  return refuse("MMIO address 0x%llx is not an I/O RDT register the IRDT table names", addr);
+}
+
 Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const {
   if (cpu >= info_.nr_cpus || !info_.online.test(cpu)) return refuse("CPU %llu is not online", cpu);
   // Named for the log: AMD Lightweight Profiling is per-thread state that

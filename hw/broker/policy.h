@@ -3,15 +3,19 @@
 // enumerates are allowed, with indices below the enumerated CLOSID / RMID /
 // counter limits and reserved bits clear, plus the prefetcher bits of
 // MSR_MISC_FEATURE_CONTROL on models that offer cache pseudo-locking.
-// Everything else is refused.
+// Everything else is refused. MMIO is allowed only inside the I/O RDT
+// register blocks (IO_PQR_CLOSn / IO_PQR_RMIDn) of the machine's IRDT
+// table, at the block's register width and alignment.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "hw/arch.h"
 #include "hw/broker/protocol.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::broker {
 
@@ -20,6 +24,13 @@ class Policy {
   Policy(x86::X86Platform info, x86::HwLimits limits);
   // Ok, or EPERM with the reason (for the broker's log).
   Result<void> check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const;
+  // Ok, or EPERM with the reason: an MMIO access of `width` bytes at `addr`.
+  Result<void> check_mmio(uint64_t addr, unsigned width) const;
+  // The register blocks MMIO may touch (none until set: every MMIO access
+  // is refused on a machine without an IRDT table).
+  void set_mmio_blocks(std::vector<x86::IrdtRegisterBlock> blocks) {
+    mmio_blocks_ = std::move(blocks);
+  }
   const x86::X86Platform& info() const { return info_; }
 
  private:
@@ -29,7 +40,9 @@ class Policy {
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;
   unsigned num_rmid_any_ = 1;
-  uint64_t prefetch_bits_ = 0;  // pseudo-locking: MSR_MISC_FEATURE_CONTROL bits allowed
+  uint64_t prefetch_bits_ = 0;
+  std::vector<x86::IrdtRegisterBlock>
+      mmio_blocks_;  // pseudo-locking: MSR_MISC_FEATURE_CONTROL bits allowed
 };
 
 }  // namespace resctrlfs::hw::broker

@@ -17,7 +17,12 @@ inline constexpr uint32_t kRequestMagic = 0x52534D31;  // "RSM1"
 inline constexpr uint32_t kReplyMagic = 0x52534D32;    // "RSM2"
 inline constexpr uint32_t kMaxBatch = 4096;
 
-enum class OpKind : uint32_t { kRead = 0, kWrite = 1 };
+// MMIO operations (the I/O RDT tagging registers an ACPI IRDT table names)
+// reuse the record: the physical address is (msr << 32) | cpu and the
+// access width in bytes is in `reserved`.
+enum class OpKind : uint32_t { kRead = 0, kWrite = 1, kMmioRead = 2, kMmioWrite = 3 };
+
+inline bool is_mmio(OpKind k) { return k == OpKind::kMmioRead || k == OpKind::kMmioWrite; }
 
 struct WireHeader {
   uint32_t magic = 0;
@@ -27,9 +32,11 @@ struct WireHeader {
 struct WireOp {
   uint32_t cpu = 0;
   uint32_t msr = 0;
-  uint64_t value = 0;  // value to write; ignored for reads
-  uint32_t kind = 0;   // OpKind
-  uint32_t reserved = 0;
+  uint64_t value = 0;     // value to write; ignored for reads
+  uint32_t kind = 0;      // OpKind
+  uint32_t reserved = 0;  // MMIO: access width in bytes; otherwise 0
+
+  uint64_t mmio_addr() const { return (uint64_t{msr} << 32) | cpu; }
 };
 
 struct WireResult {

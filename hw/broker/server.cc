@@ -60,11 +60,13 @@ class BrokerServer::Session : public std::enable_shared_from_this<Session> {
 };
 
 BrokerServer::BrokerServer(asio::io_context& io, std::string socket_path, uid_t allowed_uid,
-                           Policy policy, std::shared_ptr<MsrDevice> msr, Logger log)
+                           Policy policy, std::shared_ptr<MsrDevice> msr, Logger log,
+                           std::shared_ptr<MmioDevice> mmio)
     : path_(std::move(socket_path)),
       allowed_uid_(allowed_uid),
       policy_(std::move(policy)),
       msr_(std::move(msr)),
+      mmio_(std::move(mmio)),
       log_(std::move(log)),
       acceptor_(io) {}
 
@@ -120,13 +122,24 @@ std::vector<WireResult> BrokerServer::execute(const std::vector<WireOp>& ops,
                                               const std::string& peer) {
   std::vector<WireResult> out(ops.size());
   for (const auto& op : ops) {
-    auto ok = policy_.check(op.cpu, op.msr, op.value, static_cast<OpKind>(op.kind));
-    if (!ok.ok()) {
-      char buf[160];
+    const OpKind kind = static_cast<OpKind>(op.kind);
+    Result<void> ok = Ok();
+    char buf[160];
+    if (is_mmio(kind)) {
+      ok = mmio_ ? policy_.check_mmio(op.mmio_addr(), op.reserved)
+                 : Result<void>(Error::make(EPERM, "this broker serves no MMIO"));
+      std::snprintf(buf, sizeof(buf),
+                    "refused batch from %s: MMIO %s of %u bytes at 0x%llx: ", peer.c_str(),
+                    kind == OpKind::kMmioWrite ? "write" : "read", op.reserved,
+                    static_cast<unsigned long long>(op.mmio_addr()));
+    } else {
+      ok = policy_.check(op.cpu, op.msr, op.value, kind);
       std::snprintf(buf, sizeof(buf),
                     "refused batch from %s: %s cpu %u msr 0x%x value 0x%llx: ", peer.c_str(),
                     op.kind == 1 ? "write" : "read", op.cpu, op.msr,
                     static_cast<unsigned long long>(op.value));
+    }
+    if (!ok.ok()) {
       log_(buf + ok.error().message);
       for (auto& r : out) r.err = EPERM;
       return out;
@@ -139,7 +152,16 @@ std::vector<WireResult> BrokerServer::execute(const std::vector<WireOp>& ops,
       continue;
     }
     const WireOp& op = ops[i];
-    if (op.kind == static_cast<uint32_t>(OpKind::kRead)) {
+    if (op.kind == static_cast<uint32_t>(OpKind::kMmioRead)) {
+      auto v = mmio_->mmio_read(op.mmio_addr(), op.reserved);
+      if (v.ok()) {
+        out[i].value = *v;
+      } else {
+        out[i].err = EIO;
+      }
+    } else if (op.kind == static_cast<uint32_t>(OpKind::kMmioWrite)) {
+      if (!mmio_->mmio_write(op.mmio_addr(), op.reserved, op.value).ok()) out[i].err = EIO;
+    } else if (op.kind == static_cast<uint32_t>(OpKind::kRead)) {
       auto v = msr_->read(op.cpu, op.msr);
       if (v.ok()) {
         out[i].value = *v;

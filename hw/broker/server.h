@@ -1,7 +1,9 @@
 // Defines BrokerServer: the resctrl-msrd Unix-socket server (Boost.Asio).
 // It accepts connections only from the configured uid (SO_PEERCRED), reads
 // batches of register operations, checks each batch against the Policy and
-// executes it on the MsrDevice (/dev/cpu/N/msr, or a simulated machine).
+// executes it on the MsrDevice (/dev/cpu/N/msr, or a simulated machine) and,
+// for the I/O RDT tagging registers, on the MmioDevice (/dev/mem, a file
+// standing in for it, or a simulated machine; none: MMIO is refused).
 // Refusals are logged with the peer's pid and uid.
 #pragma once
 
@@ -24,7 +26,8 @@ class BrokerServer {
   using Logger = std::function<void(const std::string&)>;
 
   BrokerServer(boost::asio::io_context& io, std::string socket_path, uid_t allowed_uid,
-               Policy policy, std::shared_ptr<MsrDevice> msr, Logger log);
+               Policy policy, std::shared_ptr<MsrDevice> msr, Logger log,
+               std::shared_ptr<MmioDevice> mmio = nullptr);
   ~BrokerServer();
   // Binds the socket (replacing a stale one) and starts accepting.
   Result<void> start();
@@ -41,6 +44,7 @@ class BrokerServer {
   uid_t allowed_uid_;
   Policy policy_;
   std::shared_ptr<MsrDevice> msr_;
+  std::shared_ptr<MmioDevice> mmio_;
   Logger log_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
 };

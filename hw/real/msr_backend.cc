@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -80,7 +82,23 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
                              x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
   real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
-  return real::make_msr_backend_with(cpuid, topo, broker_socket, x86::RdtOptions::parse(rdt));
+  RESCTRLFS_ASSIGN_OR_RETURN(Backend b, real::make_msr_backend_with(cpuid, topo, broker_socket,
+                                                                    x86::RdtOptions::parse(rdt)));
+  // I/O RDT: the firmware's IRDT table, its registers written through the
+  // broker (which serves exactly those). A clear REGW means 8-byte
+  // registers, the broker's default too. Without a table, or with one the
+  // parser refuses (the broker logs why), the Arch lists no channels.
+  std::ifstream f(root + "/sys/firmware/acpi/tables/IRDT", std::ios::binary);
+  if (f) {
+    std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
+    auto t = x86::parse_irdt(blob);
+    auto* arch = dynamic_cast<x86::X86Arch*>(b.arch.get());
+    if (t.ok() && arch != nullptr)
+      (void)arch->attach_io_rdt(std::move(t).value(),
+                                std::static_pointer_cast<broker::BrokerMsrDevice>(b.keepalive));
+  }
+  return b;
 }
 
 Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root) {

@@ -119,6 +119,7 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   for (auto& d : l3_) power_on_l3(d);
   for (auto& d : l2_) power_on_l2(d);
   init_telemetry();
+  init_io_rdt();
   start_ = std::chrono::steady_clock::now();
 }
 
@@ -392,7 +393,9 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
                     (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
       if ((v & ~ok) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
+      advance_all_locked(now);  // device traffic changes tags from now on
       d->io_rdt_cfg = v;
+      tracking_dirty_ = true;
       return Ok();
     }
     if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) {

@@ -111,6 +111,23 @@
 //     the package; RMIDs beyond an aggregator's num_rmids never do;
 //     several aggregators of one GUID on a package split the counts evenly.
 //
+// I/O RDT (profile "io_rdt", io_rdt.cc; ours): the machine has the IRDT
+// table its profile describes (irdt_blob()) and is an MmioDevice holding the
+// tagging registers IO_PQR_CLOSn / IO_PQR_RMIDn of every link (power-on 0).
+// As the specification says, an access inside a register page that is not
+// one whole register (reserved offsets, a wrong width), or a value beyond
+// the CLOSIDs / RMIDs the CPU enumerates, is ignored (a read there gives
+// 0); an address outside every register page fails (EIO). A device
+// workload on a channel (attach_channel_workload) fills the L3 of its I/O
+// block's package and uses its memory bandwidth, like a CPU workload:
+//   - with IRAE set in that L3's IA32_L3_IO_QOS_CFG (0xC83) and CLOS
+//     tagging on the link, under the channel's CLOS (its cache mask confines
+//     the fill); otherwise under CLOS 0;
+//   - with IRME set and RMID tagging on the link, counted in the channel's
+//     RMID (occupancy and both MBM events); otherwise counted nowhere;
+//   - on the L3's first SNC node (the seed's advice on SNC is the OS's: tag
+//     with an RMID of the node the DMA targets).
+//
 // Thread-safe: one mutex guards the machine. A counter read is O(1) unless
 // simulated time moved by a millisecond or more since the domain was last
 // advanced (then O(entities + RMIDs) once).
@@ -137,7 +154,8 @@ class SimMachine final : public CpuidSource,
                          public MsrDevice,
                          public ThreadTagger,
                          public SimControl,
-                         public PmtTelemetryDevice {
+                         public PmtTelemetryDevice,
+                         public MmioDevice {
  public:
   explicit SimMachine(Profile profile);
 
@@ -180,6 +198,13 @@ class SimMachine final : public CpuidSource,
   std::vector<PmtRegion> pmt_regions() const override;
   Result<uint64_t> pmt_read64(size_t region, uint64_t offset) override;
 
+  // I/O RDT (io_rdt.cc): the firmware's IRDT table (empty without one),
+  // the tagging registers, device workloads.
+  const std::vector<uint8_t>& irdt_blob() const { return irdt_blob_; }
+  Result<uint64_t> mmio_read(uint64_t addr, unsigned width) override;
+  Result<void> mmio_write(uint64_t addr, unsigned width, uint64_t value) override;
+  Result<void> attach_channel_workload(uint32_t channel, const Workload& w) override;
+
   // For tests of the model: the exact (unquantised) occupancy in bytes of
   // physical RMID `rmid` on L3 domain `domain_id` after advancing to now.
   double occupancy_bytes(int domain_id, uint32_t rmid);
@@ -202,7 +227,7 @@ class SimMachine final : public CpuidSource,
     std::vector<uint64_t> smba_bw;
     uint64_t evt_cfg[2] = {0, 0};
     uint64_t ext_cfg = 0;     // L3_QOS_EXT_CFG (ABMC, SDCIAE; SDCIAE stored, not modelled)
-    uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (stored, not modelled)
+    uint64_t io_rdt_cfg = 0;  // IA32_L3_IO_RDT_CFG (IRAE/IRME, io_rdt.cc)
     uint64_t abmc_cfg_last = 0;
     uint64_t rmid_snc_cfg = 0;  // MSR_RMID_SNC_CONFIG (power-on value set at construction)
     uint64_t rambae = 0;        // MBA_CFG bit 2, die scope (stored; see mba_cfg_bits_)
@@ -296,6 +321,9 @@ class SimMachine final : public CpuidSource,
   // (`throttle`, 0..1).
   void lwp_step_locked(const Entity& e, double fit, double throttle, double dt_us);
   LwpThreadStatus lwp_status_locked(int tid);
+  // I/O RDT (io_rdt.cc).
+  void init_io_rdt();
+  void io_entities_of(size_t dom_index, std::vector<Entity>& out) const;
   // Telemetry (telemetry.cc).
   void init_telemetry();
   void advance_telemetry_locked(uint64_t now);
@@ -343,6 +371,22 @@ class SimMachine final : public CpuidSource,
   };
   std::map<int, LwpUnit> lwp_;  // per thread (the unit's state moves with it)
   std::vector<TelemetryPkg> telem_pkgs_;
+
+  // I/O RDT state.
+  struct IoReg {
+    bool rmid = false;  // IO_PQR_RMIDn (else IO_PQR_CLOSn)
+    unsigned bytes = 0;
+    uint64_t value = 0;
+  };
+  struct IoChan {
+    x86::IoChannel ch;
+    int l3 = -1;  // index into l3_ of the L3 its devices fill
+  };
+  std::vector<uint8_t> irdt_blob_;
+  std::map<uint64_t, IoReg> io_regs_;  // by physical address
+  std::vector<uint64_t> io_pages_;     // sorted
+  std::vector<IoChan> io_chans_;
+  std::map<uint32_t, Workload> chan_work_;
   std::vector<PmtRegion> telem_regions_;
   uint64_t telem_last_us_ = 0;
 };

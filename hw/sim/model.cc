@@ -128,6 +128,23 @@ Result<void> SimMachine::attach_cpu_workload(unsigned cpu, const Workload& w) {
   return Ok();
 }
 
+Result<void> SimMachine::attach_channel_workload(uint32_t channel, const Workload& w) {
+  RESCTRLFS_RETURN_IF_ERROR(check_workload(w));
+  std::lock_guard lock(mu_);
+  if (io_chans_.empty()) return Error::make(ENODEV, "this machine has no I/O RDT channels");
+  if (std::none_of(io_chans_.begin(), io_chans_.end(),
+                   [&](const IoChan& c) { return c.ch.id == channel; }))
+    return Error::make(EINVAL, "no I/O RDT channel " + std::to_string(channel));
+  advance_all_locked(now_us_locked());
+  if (is_zero(w)) {
+    chan_work_.erase(channel);
+  } else {
+    chan_work_[channel] = w;
+  }
+  tracking_dirty_ = true;
+  return Ok();
+}
+
 // ---- The model.
 
 void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
@@ -176,6 +193,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
                            w.bandwidth_mbps * weight, w.local_fraction, k, -1, tid, weight});
     }
   }
+  io_entities_of(dom, out);
 }
 
 long SimMachine::physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -145,10 +146,45 @@ constexpr const char* kIntelAet = R"({
   "sim": {"mem_bandwidth_mbps": 30000}
 })";
 
+// A two-socket Granite Rapids-class Xeon (family 6 model 173) with Intel I/O
+// RDT (ours: the I/O devices and their tagging registers). Socket 0's I/O
+// block has a PCIe link of 8 channels with 2-byte registers serving a NIC
+// root port (VC0 -> channel 0, VC1 -> channel 1) and an NVMe root port
+// (VC0 -> channel 2); socket 1's has a CXL.Cache link (one channel, wide
+// registers) for an accelerator. The CPU-agent features are intel-2s-like,
+// so the default tree is what a kernel shows on such a part (Linux has no
+// I/O RDT interface).
+constexpr const char* kIntelGnrIo = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 173, "stepping": 1,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0},
+    {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
+    {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}],
+  "l3_size_bytes": 301989888, "l2_size_bytes": 2097152,
+  "l3_cat": {"cbm_len": 15, "num_closid": 15, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 15, "max_delay": 90, "linear": true, "per_thread": true},
+  "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "io_rdt": {"cat": true, "cmt": true, "mbm": true, "wide_reg_bytes": 8,
+    "blocks": [
+      {"segment": 0, "package": 0,
+       "links": [{"id": 1, "type": "pcie", "channels": 8, "regw": true,
+                  "mmio": "0xfed10000", "clos_offset": 0, "rmid_offset": 256}],
+       "devices": [{"bdf": "16:00.0", "type": "root-port", "chms": [{"link": 1, "vcs": [0, 1]}]},
+                   {"bdf": "30:01.0", "type": "root-port", "chms": [{"link": 1, "vcs": [2]}]}]},
+      {"segment": 0, "package": 1,
+       "links": [{"id": 2, "type": "cxl.cache", "channels": 1, "regw": false,
+                  "mmio": "0xfed20000", "clos_offset": 0, "rmid_offset": 256}],
+       "devices": [{"bdf": "80:00.0", "type": "rceip", "chms": [{"link": 2, "vcs": [0]}]}]}]},
+  "sim": {"mem_bandwidth_mbps": 40000}
+})";
+
 const std::map<std::string, const char*>& builtins() {
   static const std::map<std::string, const char*> m = {
-      {"intel-2s", kIntel2s}, {"intel-l2", kIntelL2},   {"intel-cmt", kIntelCmt},
-      {"amd-2s", kAmd2s},     {"intel-snc", kIntelSnc}, {"intel-aet", kIntelAet}};
+      {"intel-2s", kIntel2s},       {"intel-l2", kIntelL2},   {"intel-cmt", kIntelCmt},
+      {"amd-2s", kAmd2s},           {"intel-snc", kIntelSnc}, {"intel-aet", kIntelAet},
+      {"intel-gnr-io", kIntelGnrIo}};
   return m;
 }
 
@@ -346,6 +382,113 @@ Result<void> parse_telemetry(Profile& p, const JsonIn& j) {
   return Ok();
 }
 
+// "16:00.0" or "0000:16:00.0" (the segment must then be the block's).
+Result<uint16_t> parse_bdf(const std::string& t, uint16_t segment, const std::string& where) {
+  unsigned seg = segment, bus = 0, dev = 0, fn = 0;
+  char tail = 0;
+  const bool full = std::count(t.begin(), t.end(), ':') == 2;
+  const int n = full ? std::sscanf(t.c_str(), "%4x:%2x:%2x.%1x%c", &seg, &bus, &dev, &fn, &tail)
+                     : std::sscanf(t.c_str(), "%2x:%2x.%1x%c", &bus, &dev, &fn, &tail);
+  if (n != (full ? 4 : 3) || dev > 31 || fn > 7 || seg != segment)
+    return bad(where + ": \"" + t + "\" is not a [SSSS:]BB:DD.F of the block's segment");
+  return static_cast<uint16_t>(bus << 8 | dev << 3 | fn);
+}
+
+Result<void> parse_io_rdt(Profile& p, const JsonIn& j) {
+  if (p.amd()) return bad("\"io_rdt\" is Intel I/O RDT");
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
+  IoRdtProfile io;
+  RESCTRLFS_ASSIGN_OR_RETURN(io.cat, get_bool(j, "cat", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(io.cmt, get_bool(j, "cmt", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(io.mbm, get_bool(j, "mbm", false));
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t wide, get_u64(j, "wide_reg_bytes", 8, 8));
+  if (wide != 4 && wide != 8) return bad("io_rdt.wide_reg_bytes must be 4 or 8");
+  io.wide_reg_bytes = static_cast<unsigned>(wide);
+  CpuidRegs& l3cat = leaf(p, CPUID_LEAF_PQE, 1);
+  CpuidRegs& mon = leaf(p, CPUID_LEAF_PQM, 1);
+  if (io.cat && l3cat.eax == 0 && l3cat.edx == 0) return bad("io_rdt.cat needs \"l3_cat\"");
+  if ((io.cmt || io.mbm) && mon.edx == 0) return bad("io_rdt.cmt/mbm need \"l3_mon\"");
+  if (io.cat) l3cat.ecx |= CPUID_10_CACHE_ECX_IO;
+  if (io.cmt) mon.eax |= CPUID_F_1_EAX_IO_CMT;
+  if (io.mbm) mon.eax |= CPUID_F_1_EAX_IO_MBM;
+  io.irdt.io_flags = static_cast<uint16_t>((io.cat ? x86::IRDT_PROTO_CTL : 0) |
+                                           (io.cmt || io.mbm ? x86::IRDT_PROTO_MON : 0));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> blocks,
+                             checked(j.elements_or_none("blocks", 64)));
+  for (const JsonIn& b : blocks) {
+    RESCTRLFS_RETURN_IF_ERROR(checked(b.object()));
+    x86::IrdtRmud rmud;
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t seg, get_u64(b, "segment", 0, 0xffff));
+    rmud.segment = static_cast<uint16_t>(seg);
+    RESCTRLFS_ASSIGN_OR_RETURN(int pkg, checked(b.int_or<int>("package", 0, 0, 4095)));
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> links,
+                               checked(b.elements_or_none("links", 255)));
+    for (const JsonIn& l : links) {
+      RESCTRLFS_RETURN_IF_ERROR(checked(l.object()));
+      x86::IrdtRcs r;
+      RESCTRLFS_ASSIGN_OR_RETURN(uint64_t id, get_u64(l, "id", 0, 255));
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string type, checked(l.string_or("type", "pcie", 16)));
+      if (type != "pcie" && type != "cxl.cache")
+        return bad(l.path() + ".type must be \"pcie\" or \"cxl.cache\"");
+      r.id = static_cast<uint8_t>(id);
+      r.link = type == "pcie" ? x86::IoLinkType::kPcie : x86::IoLinkType::kCxlCache;
+      RESCTRLFS_ASSIGN_OR_RETURN(uint64_t n, get_u64(l, "channels", 1, 64));
+      r.channel_count = static_cast<uint8_t>(n);
+      RESCTRLFS_ASSIGN_OR_RETURN(bool regw, get_bool(l, "regw", false));
+      RESCTRLFS_ASSIGN_OR_RETURN(bool rts, get_bool(l, "rmid_tagging", true));
+      RESCTRLFS_ASSIGN_OR_RETURN(bool cts, get_bool(l, "clos_tagging", true));
+      r.flags =
+          static_cast<uint16_t>((regw ? x86::IRDT_RCS_REGW : 0) | (rts ? x86::IRDT_RCS_RTS : 0) |
+                                (cts ? x86::IRDT_RCS_CTS : 0));
+      RESCTRLFS_ASSIGN_OR_RETURN(r.mmio, get_u64(l, "mmio", 0, (1ULL << 52) - 1));
+      RESCTRLFS_ASSIGN_OR_RETURN(uint64_t co, get_u64(l, "clos_offset", 0, 0xffff));
+      RESCTRLFS_ASSIGN_OR_RETURN(uint64_t ro, get_u64(l, "rmid_offset", 0x100, 0xffff));
+      r.clos_block_offset = static_cast<uint16_t>(co);
+      r.rmid_block_offset = static_cast<uint16_t>(ro);
+      if (r.link == x86::IoLinkType::kCxlCache) io.irdt.cache_flags = io.irdt.io_flags;
+      rmud.rcs.push_back(r);
+    }
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> devices,
+                               checked(b.elements_or_none("devices", 4096)));
+    for (const JsonIn& d : devices) {
+      RESCTRLFS_RETURN_IF_ERROR(checked(d.object()));
+      x86::IrdtDss dss;
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string bdf, checked(d.string_at("bdf", 32)));
+      RESCTRLFS_ASSIGN_OR_RETURN(dss.bdf, parse_bdf(bdf, rmud.segment, d.path() + ".bdf"));
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string type, checked(d.string_or("type", "root-port", 16)));
+      if (type != "root-port" && type != "rceip")
+        return bad(d.path() + ".type must be \"root-port\" or \"rceip\"");
+      dss.type = type == "rceip" ? x86::IoDeviceType::kRceip : x86::IoDeviceType::kRootPort;
+      RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> chms,
+                                 checked(d.elements_or_none("chms", 64)));
+      for (const JsonIn& c : chms) {
+        RESCTRLFS_RETURN_IF_ERROR(checked(c.object()));
+        x86::IrdtChms e;
+        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t link, get_u64(c, "link", 0, 255));
+        e.rcs_id = static_cast<uint8_t>(link);
+        RESCTRLFS_ASSIGN_OR_RETURN(bool shared, get_bool(c, "shared", false));
+        RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> vcs,
+                                   checked(c.elements_or_none("vcs", 8)));
+        for (size_t v = 0; v < vcs.size(); ++v) {
+          RESCTRLFS_ASSIGN_OR_RETURN(int ch, checked(vcs[v].as_int<int>(-1, 63)));
+          if (ch >= 0)
+            e.vc[v] = static_cast<uint8_t>(x86::IRDT_CHMS_VALID |
+                                           (shared ? x86::IRDT_CHMS_SHARED : 0) | ch);
+        }
+        dss.chms.push_back(e);
+      }
+      rmud.dss.push_back(std::move(dss));
+    }
+    io.irdt.rmuds.push_back(std::move(rmud));
+    io.block_package.push_back(pkg);
+  }
+  // The firmware table must be one the parser accepts.
+  auto t = x86::parse_irdt(x86::build_irdt(io.irdt), x86::IrdtParseOptions{io.wide_reg_bytes});
+  if (!t.ok()) return bad("io_rdt: " + t.error().message);
+  p.io_rdt = std::move(io);
+  return Ok();
+}
+
 void synth_base_leaves(Profile& p) {
   CpuidRegs v;
   v.eax = 0x1F;  // highest standard leaf
@@ -482,6 +625,8 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   if (l3_mon) RESCTRLFS_RETURN_IF_ERROR(synth_mon(p, *l3_mon));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> telemetry, checked(j.find("telemetry")));
   if (telemetry) RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *telemetry));
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io_rdt, checked(j.find("io_rdt")));
+  if (io_rdt) RESCTRLFS_RETURN_IF_ERROR(parse_io_rdt(p, *io_rdt));
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cpuid, checked(j.find("cpuid")));
   if (cpuid) {
@@ -584,8 +729,8 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s", "intel-bdx", "intel-l2",  "intel-cmt", "amd-2s",
-          "amd-io",   "intel-snc", "intel-aet", "host"};
+  return {"intel-2s", "intel-bdx", "intel-l2",  "intel-cmt",    "amd-2s",
+          "amd-io",   "intel-snc", "intel-aet", "intel-gnr-io", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {

@@ -41,6 +41,24 @@
 //     // defaults to the layout's; size to the layout's MMIO size.
 //     "telemetry": [{"guid": "0x26696143", "package": 0, "num_rmids": 576,
 //                    "size": 9240}, ...],
+//     // Intel I/O RDT (ours; RDT for non-CPU agents): the CPUID bits, the
+//     // ACPI IRDT table and the MMIO tagging registers of the machine's
+//     // I/O blocks. "cat" needs "l3_cat", "cmt"/"mbm" need "l3_mon" (the
+//     // CPU-agent features are prerequisites). wide_reg_bytes: the width of
+//     // a register whose link has "regw" false (the specification says 8 in
+//     // one place and 4 in another; the platform decides). Each block is an
+//     // RMUD; its I/O fills go to the L3 of "package". A device lists, per
+//     // link it uses, the channel of each of its virtual channels (VC0
+//     // first; -1: not mapped).
+//     "io_rdt": {"cat": true, "cmt": true, "mbm": true, "wide_reg_bytes": 8,
+//                "blocks": [{"segment": 0, "package": 0,
+//                  "links": [{"id": 1, "type": "pcie" | "cxl.cache",
+//                             "channels": 8, "regw": true, "rmid_tagging": true,
+//                             "clos_tagging": true, "mmio": "0xfed10000",
+//                             "clos_offset": 0, "rmid_offset": 256}],
+//                  "devices": [{"bdf": "16:00.0", "type": "root-port" | "rceip",
+//                               "chms": [{"link": 1, "vcs": [2, 3],
+//                                         "shared": false}]}]}]},
 //     // Workload model.
 //     "sim": {"mem_bandwidth_mbps": 20000, "mbm_hw_counters": 0,
 //             "occupancy_fill_ms": 50, "occupancy_decay_ms": 1000}
@@ -49,6 +67,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +75,7 @@
 #include "base/result.h"
 #include "hw/device.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::sim {
 
@@ -88,6 +108,15 @@ struct TelemetryAggregator {
   uint64_t size = 0;
 };
 
+// The machine's I/O RDT: its IRDT table (description) and, per RMUD, the
+// package whose L3 its devices fill.
+struct IoRdtProfile {
+  x86::IrdtDesc irdt;
+  std::vector<int> block_package;  // parallel to irdt.rmuds
+  unsigned wide_reg_bytes = 8;
+  bool cat = false, cmt = false, mbm = false;
+};
+
 struct Profile {
   std::string name;
   std::string vendor;
@@ -99,6 +128,7 @@ struct Profile {
   std::map<CpuidKey, CpuidRegs> cpuid;  // the complete CPUID table
   x86::RdtOptions rdt;                  // the rdt= boot parameter
   std::vector<TelemetryAggregator> telemetry;
+  std::optional<IoRdtProfile> io_rdt;
   SimParams sim;
 
   bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }

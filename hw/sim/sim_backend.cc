@@ -22,6 +22,12 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
       x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine,
                            machine->profile().telemetry.empty() ? nullptr : machine,
                            machine->profile().rdt));
+  // I/O RDT: the machine's own IRDT table and tagging registers.
+  if (!machine->irdt_blob().empty()) {
+    auto t = x86::parse_irdt(machine->irdt_blob(),
+                             x86::IrdtParseOptions{machine->profile().io_rdt->wide_reg_bytes});
+    if (t.ok()) (void)arch->attach_io_rdt(std::move(t).value(), machine);
+  }
   Backend b;
   b.x86 = &arch->platform();
   b.arch = std::move(arch);

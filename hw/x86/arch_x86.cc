@@ -267,9 +267,17 @@ Result<void> X86Arch::resync() {
   }
   for (unsigned cpu : info_.online.cpus())
     if (pqr_want_[cpu]) ops.push_back(MsrOp{cpu, IA32_PQR_ASSOC, *pqr_want_[cpu], true});
+  // I/O RDT: the enable bits, then (below) the channels' tags.
+  if (irdt_ && (io_tagging_.alloc || io_tagging_.mon))
+    for (unsigned cpu : io_cfg_cpus())
+      ops.push_back(MsrOp{
+          cpu, IA32_L3_IO_RDT_CFG,
+          (io_tagging_.alloc ? L3_IO_RDT_CFG_IRAE : 0) | (io_tagging_.mon ? L3_IO_RDT_CFG_IRME : 0),
+          true});
   msr_->run(ops);
   for (const MsrOp& op : ops)
     if (op.err != 0) return write_failed();
+  RESCTRLFS_RETURN_IF_ERROR(rewrite_io_tags());
   for (unsigned cpu : info_.online.cpus()) pqr_cache_[cpu] = pqr_want_[cpu];
   synced_reconnects_ = gen;
   stale_ = false;

@@ -20,6 +20,7 @@
 #include "hw/device.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::x86 {
 
@@ -73,6 +74,17 @@ class X86Arch final : public Arch {
   void pseudo_unlock(ResourceId rid, int domain_id) override;
   uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const override;
 
+  // Device channels (I/O RDT): the machine's IRDT table and the device its
+  // tagging registers are written through. Writes nothing (the channels'
+  // tags are unknown until set). ENODEV when CPUID enumerates no I/O RDT.
+  Result<void> attach_io_rdt(IrdtTable table, std::shared_ptr<MmioDevice> mmio);
+  IoTagCaps io_tag_caps() const override;
+  std::vector<IoChannelInfo> io_channels() const override;
+  Result<void> set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t rmid) override;
+  Result<std::pair<uint32_t, uint32_t>> io_channel_tags(uint32_t id) const override;
+  Result<void> set_io_tagging(bool alloc, bool mon) override;
+  IoTagCaps io_tagging() const override { return io_tagging_; }
+
   // The register and value a control value becomes (exposed for tests and
   // for the broker's policy).
   uint32_t ctrl_msr(ResourceId rid, uint32_t hw_index) const;
@@ -115,6 +127,17 @@ class X86Arch final : public Arch {
     uint32_t evt_cfg[2] = {0, 0};
   };
   MonDomState fresh_mon_state() const;
+
+  // I/O RDT.
+  const IoChannel* io_channel(uint32_t id) const;
+  // One online CPU of every L3 domain (IA32_L3_IO_QOS_CFG's writes).
+  std::vector<unsigned> io_cfg_cpus() const;
+  // Writes every channel's tags again from io_tags_ (resync()).
+  Result<void> rewrite_io_tags();
+  std::optional<IrdtTable> irdt_;
+  std::shared_ptr<MmioDevice> mmio_;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> io_tags_;  // channel -> (closid, rmid)
+  IoTagCaps io_tagging_;
 
   X86Platform info_;
   HwLimits limits_;

@@ -39,6 +39,7 @@ class FakeTarget : public ControlTarget {
     if (r.tid) who = "tid " + std::to_string(*r.tid);
     if (r.tid && r.cpu) who += " ";
     if (r.cpu) who += "cpu " + std::to_string(*r.cpu);
+    if (r.channel) who = "channel " + std::to_string(*r.channel);
     return answer("workload " + who + " " + std::to_string(r.workload.cache_footprint_bytes) + " " +
                   std::to_string(static_cast<int>(r.workload.bandwidth_mbps)) + " " +
                   std::to_string(static_cast<int>(r.workload.local_fraction * 100)));
@@ -85,6 +86,9 @@ TEST_CASE("every request form reaches the target") {
       // A thread's workload pinned to a CPU.
       {R"({"cmd":"workload","tid":7,"cpu":1,"bandwidth_mbps":10})",
        "workload tid 7 cpu 1 0 10 100"},
+      // A device's workload on an I/O RDT channel.
+      {R"({"cmd":"workload","channel":256,"footprint_bytes":4096,"bandwidth_mbps":300})",
+       "workload channel 256 4096 300 100"},
       {R"({"cmd":"fault","fail_writes":2})", "fault 2"},
       {R"({"cmd":"fault","fail_writes":1,"cpu":5})", "fault 1 cpu 5"},
       {R"({"cmd":"registers"})", "registers"},
@@ -147,6 +151,11 @@ TEST_CASE("malformed and hostile requests are refused without reaching the targe
       R"({"cmd":"clock","advance":10})",
       R"({"cmd":"workload"})",
       R"({"cmd":"workload","tid":0})",
+      R"({"cmd":"workload","channel":256,"cpu":1})",
+      R"({"cmd":"workload","channel":256,"tid":5})",
+      R"({"cmd":"workload","channel":-1})",
+      R"({"cmd":"workload","channel":4294967296})",
+      R"({"cmd":"workload","channel":"0x100"})",
       R"({"cmd":"workload","tid":-5})",
       R"({"cmd":"workload","tid":4294967296})",
       R"({"cmd":"workload","cpu":70000})",

@@ -20,6 +20,7 @@
 #include "hw/real/msr_backend.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
+#include "hw/x86/irdt.h"
 #include "hw/x86/registers.h"
 
 using namespace resctrlfs;
@@ -39,7 +40,8 @@ sim::SimMachine machine(const std::string& name) {
 // A resctrl-msrd process serving a simulated machine, stopped at scope end.
 class BrokerProcess {
  public:
-  BrokerProcess(const std::string& platform, uid_t allow_uid) {
+  BrokerProcess(const std::string& platform, uid_t allow_uid,
+                const std::vector<std::string>& extra = {}) {
     char dir[] = "/tmp/resctrl-msrd-test.XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     dir_ = dir;
@@ -51,8 +53,13 @@ class BrokerProcess {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
       std::string uid = std::to_string(allow_uid);
-      ::execl(RESCTRL_MSRD_PATH, "resctrl-msrd", "--sim", platform.c_str(), "--socket",
-              socket_.c_str(), "--allow-uid", uid.c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {"resctrl-msrd", "--sim",       platform, "--socket",
+                                       socket_,        "--allow-uid", uid};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(RESCTRL_MSRD_PATH, argv.data());
       ::_exit(127);
     }
     struct stat st;
@@ -276,4 +283,136 @@ TEST_CASE("resctrl-msrd drops a malformed request and keeps serving others") {
   REQUIRE(r.ok());
   CHECK((*r)[0].err == 0);
   CHECK(b.log().find("malformed") != std::string::npos);
+}
+
+namespace {
+
+// A scratch directory with an IRDT table and a file standing in for
+// physical memory (0x30000 bytes of 0xaa), removed at scope end.
+struct MmioFiles {
+  std::string dir, irdt, mem;
+  MmioFiles() {
+    char d[] = "/tmp/resctrl-msrd-mmio.XXXXXX";
+    REQUIRE(::mkdtemp(d) != nullptr);
+    dir = d;
+    irdt = dir + "/IRDT";
+    mem = dir + "/mem";
+    IrdtDesc desc;
+    IrdtRmud r;
+    // A PCIe link, 8 channels of 2-byte registers (CLOS at 0x20000, RMID at
+    // 0x20100), and a CXL.Cache link with 8-byte registers at 0x21000.
+    r.rcs.push_back(IrdtRcs{1, IoLinkType::kPcie, 8, IRDT_RCS_RTS | IRDT_RCS_CTS | IRDT_RCS_REGW,
+                            0x100, 0x0, 0x20000});
+    r.rcs.push_back(
+        IrdtRcs{2, IoLinkType::kCxlCache, 1, IRDT_RCS_RTS | IRDT_RCS_CTS, 0x8, 0x0, 0x21000});
+    r.dss.push_back(IrdtDss{IoDeviceType::kRootPort, 0x1600, {IrdtChms{1, {0x82}}}});
+    r.dss.push_back(IrdtDss{IoDeviceType::kRceip, 0x8000, {IrdtChms{2, {0x80}}}});
+    desc.rmuds.push_back(r);
+    write(irdt, build_irdt(desc));
+    write(mem, std::vector<uint8_t>(0x30000, 0xaa));
+  }
+  ~MmioFiles() {
+    ::unlink(irdt.c_str());
+    ::unlink(mem.c_str());
+    ::rmdir(dir.c_str());
+  }
+  static void write(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(f.good());
+  }
+  std::vector<uint8_t> bytes(uint64_t addr, size_t n) const {
+    std::ifstream f(mem, std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(addr));
+    std::vector<uint8_t> out(n);
+    f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resctrl-msrd serves the IRDT's I/O RDT registers through physical memory, nothing else",
+          "[irdt]") {
+  MmioFiles files;
+  BrokerProcess b("intel-2s", ::getuid(), {"--irdt", files.irdt, "--mem", files.mem});
+  broker::BrokerMsrDevice dev(b.socket());
+
+  // IO_PQR_CLOS2 of the PCIe link: exactly two bytes change.
+  REQUIRE(dev.mmio_write(0x20004, 2, 5).ok());
+  CHECK(files.bytes(0x20002, 6) == std::vector<uint8_t>{0xaa, 0xaa, 5, 0, 0xaa, 0xaa});
+  auto v = dev.mmio_read(0x20004, 2);
+  REQUIRE(v.ok());
+  CHECK(*v == 5);
+  // IO_PQR_RMID0 of the CXL.Cache link: eight bytes.
+  REQUIRE(dev.mmio_write(0x21008, 8, 0x1234).ok());
+  CHECK(files.bytes(0x21008, 8) == std::vector<uint8_t>{0x34, 0x12, 0, 0, 0, 0, 0, 0});
+
+  // Refused: past a block, unaligned, the wrong width, any other page.
+  for (auto [addr, width] : std::vector<std::pair<uint64_t, unsigned>>{{0x20010, 2},
+                                                                       {0x20003, 2},
+                                                                       {0x20004, 4},
+                                                                       {0x20004, 8},
+                                                                       {0x1000, 8},
+                                                                       {0x21010, 8},
+                                                                       {0x200ff, 1},
+                                                                       {0x20110, 2}}) {
+    INFO("addr " << std::hex << addr << " width " << width);
+    auto w = dev.mmio_write(addr, width, 1);
+    REQUIRE_FALSE(w.ok());
+    CHECK(w.error().code == EPERM);
+  }
+  // A batch with one refused access runs none of it.
+  std::vector<MmioOp> batch = {{0x20100, 2, 7, true}, {0x3000, 8, 7, true}};
+  dev.run(batch);
+  CHECK(batch[0].err == EPERM);
+  CHECK(batch[1].err == EPERM);
+  CHECK(files.bytes(0x20100, 2) == std::vector<uint8_t>{0xaa, 0xaa});
+  batch = {{0x20100, 2, 7, true}, {0x20102, 2, 8, true}, {0x20100, 2, 0, false}};
+  dev.run(batch);
+  CHECK(batch[2].err == 0);
+  CHECK(batch[2].value == 7);
+  CHECK(files.bytes(0x20100, 4) == std::vector<uint8_t>{7, 0, 8, 0});
+  // MSRs are served as before.
+  CHECK(dev.read(0, IA32_PQR_ASSOC).ok());
+  CHECK(b.log().find("is not an I/O RDT register the IRDT table names") != std::string::npos);
+}
+
+TEST_CASE("resctrl-msrd without an IRDT table, or with a malformed one, serves no MMIO", "[irdt]") {
+  MmioFiles files;
+  {
+    BrokerProcess b("intel-2s", ::getuid(), {"--mem", files.mem});
+    broker::BrokerMsrDevice dev(b.socket());
+    auto w = dev.mmio_write(0x20004, 2, 5);
+    REQUIRE_FALSE(w.ok());
+    CHECK(w.error().code == EPERM);
+    CHECK(b.log().find("serves no MMIO") != std::string::npos);
+  }
+  std::ifstream in(files.irdt, std::ios::binary);
+  std::vector<uint8_t> blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  blob[9] ^= 1;  // checksum
+  MmioFiles::write(files.irdt, blob);
+  BrokerProcess b("intel-2s", ::getuid(), {"--irdt", files.irdt, "--mem", files.mem});
+  broker::BrokerMsrDevice dev(b.socket());
+  auto w = dev.mmio_write(0x20004, 2, 5);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == EPERM);
+  CHECK(b.log().find("checksum") != std::string::npos);
+  CHECK(files.bytes(0x20004, 2) == std::vector<uint8_t>{0xaa, 0xaa});
+}
+
+TEST_CASE("resctrl-msrd --sim serves a simulated machine's I/O RDT registers", "[irdt]") {
+  BrokerProcess b("intel-gnr-io", ::getuid());
+  broker::BrokerMsrDevice dev(b.socket());
+  REQUIRE(dev.mmio_write(0xfed10002, 2, 4).ok());
+  auto v = dev.mmio_read(0xfed10002, 2);
+  REQUIRE(v.ok());
+  CHECK(*v == 4);
+  REQUIRE(dev.mmio_write(0xfed20100, 8, 9).ok());
+  // The reserved offsets the simulated page ignores are refused before.
+  auto w = dev.mmio_write(0xfed10800, 8, 1);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == EPERM);
+  CHECK(dev.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
 }

@@ -3,9 +3,10 @@
 #
 #   fuzz  builds the libFuzzer targets of tests/reliability/fuzz (fs/ file
 #         parsers and state restore, control socket, state journal decoder,
-#         boot-state file, platform profiles, LWP records and LWPCB) with
-#         clang-14 in $FUZZ_BUILD_DIR (build-fuzz, the tree the schemata
-#         fuzz stage uses too); for each, first replays every checked-in corpus
+#         boot-state file, platform profiles, LWP records and LWPCB, the
+#         ACPI IRDT table) with clang-14 in $FUZZ_BUILD_DIR (build-fuzz, the
+#         tree the schemata fuzz stage uses too); for each, first replays
+#         every checked-in corpus
 #         file once (a regression fails every run), then fuzzes for
 #         FUZZ_SECONDS (default 20) on a scratch copy of the corpus (see
 #         tests/fuzz-lib.sh). Any crash, sanitizer report, leak or timeout
@@ -39,6 +40,7 @@ FUZZ_TARGETS=(
   "fuzz_boot_state:tests/reliability/fuzz/corpus/fuzz_boot_state"
   "fuzz_profile:tests/reliability/fuzz/corpus/fuzz_profile"
   "fuzz_lwp:tests/reliability/fuzz/corpus/fuzz_lwp"
+  "fuzz_irdt:tests/reliability/fuzz/corpus/fuzz_irdt"
 )
 # shellcheck source=tests/fuzz-lib.sh
 . tests/fuzz-lib.sh

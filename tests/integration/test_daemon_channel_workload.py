@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""`resctrlfsctl workload --channel N` (ours): a device workload on an I/O
+RDT channel of the intel-gnr-io platform. An unknown channel and a platform
+without I/O RDT are refused with an error. Until the channels are tagged and
+I/O tagging is enabled (nothing does that yet: the tree is the kernel's), a
+device's traffic is counted in no group, while a CPU's is."""
+
+import subprocess
+
+import resctrlfs_test as rt
+
+ROOT_L3_0 = "mon_data/mon_L3_00/mbm_total_bytes"
+
+
+class ChannelWorkloads(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-gnr-io"
+    MANUAL_CLOCK = True
+
+    def run_ctl(self, *args):
+        return subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "workload"] +
+                              list(args), capture_output=True, text=True)
+
+    def test_channel_workload_is_accepted_and_unknown_refused(self):
+        out = self.run_ctl("--channel", "0x100", "--footprint", "1048576", "--bandwidth", "500")
+        if rt.MSR:
+            self.assertNotEqual(out.returncode, 0, out.stdout)
+            self.assertIn("the backend is not simulated", out.stdout + out.stderr)
+            self.skipTest("msr label: inherent: device workloads exist only on the simulated "
+                          "machine (the refusal above is what the msr backend answers)")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        out = self.run_ctl("--channel", "0x103", "--bandwidth", "500")
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+        self.assertIn("no I/O RDT channel 259", out.stdout + out.stderr)
+        out = self.run_ctl("--channel", "1", "--cpu", "0")
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+
+    def test_device_traffic_counts_nowhere_until_tagging_is_enabled(self):
+        rt.msr_skip("a device workload")
+        self.assertEqual(self.run_ctl("--channel", "0x100", "--bandwidth", "1000").returncode, 0)
+        self.advance(2000)
+        self.assertEqual(int(self.read(ROOT_L3_0)), 0)
+        # A CPU workload on the same L3 is counted in the default group.
+        self.assertEqual(self.run_ctl("--cpu", "1", "--bandwidth", "1000").returncode, 0)
+        self.advance(2000)
+        self.assertAlmostEqual(int(self.read(ROOT_L3_0)), 2e9, delta=2e9 * 0.02)
+
+
+class NoChannels(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-2s"
+
+    def test_platform_without_io_rdt_refuses(self):
+        rt.msr_skip("a device workload")
+        r = self.ctl({"cmd": "workload", "channel": 256, "bandwidth_mbps": 100})
+        self.assertFalse(r.get("ok"), r)
+        self.assertIn("no I/O RDT channels", r.get("error", ""))
+
+
+if __name__ == "__main__":
+    rt.main()
