@@ -14,6 +14,7 @@ bool* resctrl_flag(fs::MountOptions& m, std::string_view name) {
   if (name == "cdpl2") return &m.cdpl2;
   if (name == "mba_MBps") return &m.mba_mbps;
   if (name == "debug") return &m.debug;
+  if (name == "iordt") return &m.iordt;  // ours
   return nullptr;
 }
 

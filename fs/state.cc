@@ -38,6 +38,7 @@ std::string FsImpl::status_json() {
                   {"cdpl2", m_.opts.cdpl2},
                   {"mba_MBps", m_.opts.mba_mbps},
                   {"debug", m_.opts.debug}};
+  if (m_.opts.iordt) j["options"]["iordt"] = true;  // ours; absent otherwise
   nlohmann::json groups = nlohmann::json::array();
   for (auto& g : m_.groups) {
     groups.push_back({{"path", group_path(*g)},
@@ -263,6 +264,7 @@ std::string StateWriter::save_state_locked() {
                   {"cdpl2", m_.opts.cdpl2},
                   {"mba_MBps", m_.opts.mba_mbps},
                   {"debug", m_.opts.debug}};
+  if (m_.opts.iordt) options["iordt"] = true;  // ours; absent otherwise
   json settings = {
       {"max_threshold_occupancy", m_.threshold},
       {"mbm_assign_mode", m_.mbm_event_mode ? "mbm_event" : "default"},
