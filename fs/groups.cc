@@ -526,6 +526,7 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);
     p_.cpus.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
+    p_.io_ch.retag(g);
   }
   m_.changes.group(g);
   return Ok();

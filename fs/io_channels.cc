@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <optional>
 
 #include "fs/kstr.h"
 
@@ -91,6 +92,13 @@ void IoChannels::group_gone(const Group* g) {
   }
 }
 
+void IoChannels::retag(Group* g) {
+  for (const hw::IoChannelInfo& ch : chans_) {
+    auto it = owner_.find(ch.id);
+    if (it != owner_.end() && it->second == g) (void)move(ch, g);
+  }
+}
+
 Result<std::string> IoChannels::show_channel_devices(const Node& n) {
   const hw::IoChannelInfo* ch = find(static_cast<uint32_t>(n.domain));
   std::string out;
@@ -115,25 +123,28 @@ Result<std::string> IoChannels::show_channels(const Node& n) {
 Result<void> IoChannels::write_channels(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
   if (g == nullptr) return fail(ENOENT, "");
-  data = kstr::c_string(data);
-  // Whitespace-separated channel numbers (0x-prefixed hex, octal or
-  // decimal), moved one after the other; the first failure stops the write
-  // and the channels moved before it stay moved, as with the tasks file.
-  size_t pos = 0;
-  while (pos < data.size()) {
-    while (pos < data.size() && kstr::is_space(data[pos])) ++pos;
-    size_t end = pos;
-    while (end < data.size() && !kstr::is_space(data[end])) ++end;
-    if (end == pos) break;
-    const std::string tok(data.substr(pos, end - pos));
-    pos = end;
+  // As for tasks: a group whose CLOSID is (being) given to a region takes
+  // no new members.
+  if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
+      g->mode == schemata::GroupMode::PSEUDO_LOCKED)
+    return fail(EINVAL, "Pseudo-locking in progress\n");
+  // Channel numbers (0x-prefixed hex, octal or decimal) separated by
+  // commas, as the tasks file takes pids, moved one after the other; the
+  // first failure stops the write and the channels moved before it stay
+  // moved.
+  const hw::IoTagCaps caps = m_.arch->io_tag_caps();
+  std::optional<std::string_view> buf = kstr::c_string(data);
+  while (buf && !buf->empty() && (*buf)[0] != '\n') {
+    const std::string item(kstr::strim(kstr::strsep(buf, ",")));
     uint32_t id = 0;
-    if (kstr::kstrtouint(tok, 0, id) != 0) return fail(EINVAL, "Invalid channel " + tok + "\n");
+    if (kstr::kstrtouint(item, 0, id) != 0) return fail(EINVAL, "Invalid channel " + item + "\n");
     const hw::IoChannelInfo* ch = find(id);
-    if (ch == nullptr) return fail(EINVAL, "Unknown channel " + tok + "\n");
-    if (g->closid != 0 && !ch->clos_tagging)
+    if (ch == nullptr) return fail(EINVAL, "Unknown channel " + item + "\n");
+    // A tag the channel cannot carry, or the machine does not apply, would
+    // leave the channel counted or confined where the group says it is not.
+    if (g->closid != 0 && !(ch->clos_tagging && caps.alloc))
       return fail(EINVAL, "Channel " + channel_name(id) + " has no CLOS tagging\n");
-    if (g->rmid != 0 && !ch->rmid_tagging)
+    if (g->rmid != 0 && !(ch->rmid_tagging && caps.mon))
       return fail(EINVAL, "Channel " + channel_name(id) + " has no RMID tagging\n");
     RESCTRLFS_RETURN_IF_ERROR(move(*ch, g));
   }

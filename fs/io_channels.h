@@ -33,6 +33,8 @@ class IoChannels final : public Part {
   // Group `g` goes away: its channels go to its parent (a MON group's
   // CTRL_MON group, else the default group).
   void group_gone(const Group* g);
+  // Group `g`'s CLOSID changed (a MON group moved to another parent).
+  void retag(Group* g);
   Result<std::string> show_channel_devices(const Node& n);
   Result<std::string> show_channels(const Node& n);
   Result<void> write_channels(Node& n, std::string_view data, const Caller& c);
