@@ -89,13 +89,31 @@ void IoChannels::group_gone(const Group* g) {
     // the surviving group, and the next move writes them again.
     (void)move(ch, to);
     it->second = to;
+    m_.changes.all();  // the journal's channel list is in no group's record
   }
+}
+
+std::vector<std::pair<uint32_t, const Group*>> IoChannels::assignments() const {
+  std::vector<std::pair<uint32_t, const Group*>> out;
+  for (const hw::IoChannelInfo& ch : chans_) {
+    auto it = owner_.find(ch.id);
+    if (it != owner_.end() && it->second != m_.root) out.emplace_back(ch.id, it->second);
+  }
+  return out;
+}
+
+Result<void> IoChannels::restore(uint32_t id, Group* g) {
+  const hw::IoChannelInfo* ch = find(id);
+  if (ch == nullptr) return Error::make(EINVAL, "no channel " + channel_name(id));
+  return move(*ch, g);
 }
 
 void IoChannels::retag(Group* g) {
   for (const hw::IoChannelInfo& ch : chans_) {
     auto it = owner_.find(ch.id);
-    if (it != owner_.end() && it->second == g) (void)move(ch, g);
+    if (it == owner_.end() || it->second != g) continue;
+    (void)move(ch, g);
+    m_.changes.all();  // the group's name in the channel list changed too
   }
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fs/parts.h"
@@ -35,6 +36,11 @@ class IoChannels final : public Part {
   void group_gone(const Group* g);
   // Group `g`'s CLOSID changed (a MON group moved to another parent).
   void retag(Group* g);
+  // The journal: the channels outside the default group, by id, each with
+  // its group; and one channel put back into group `g` at a restore (EINVAL
+  // for a channel this mount does not list).
+  std::vector<std::pair<uint32_t, const Group*>> assignments() const;
+  Result<void> restore(uint32_t id, Group* g);
   Result<std::string> show_channel_devices(const Node& n);
   Result<std::string> show_channels(const Node& n);
   Result<void> write_channels(Node& n, std::string_view data, const Caller& c);

@@ -184,6 +184,33 @@ class DeviceTraffic(IoRdtCase):
         self.assertAlmostEqual(self.mbm("") - before, 2e9, delta=2e9 * 0.02)
 
 
+class Journal(IoRdtCase):
+    def test_kill_9_keeps_the_channel_assignments(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/schemata", "L3:0=3\n"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.write("g/mon_groups/m/channels", "0x100\n"), 0)
+        self.assertEqual(self.write("h/channels", "0x102,0x10200\n"), 0)
+        self.assertEqual(self.write("g/channels", "0x101\n"), 0)
+        self.assertEqual(self.rmdir("h"), 0)  # 0x102 and 0x10200 back in the default group
+        self.assertEqual(self.mkdir("k"), 0)
+        self.assertEqual(self.write("k/channels", "0x10200\n"), 0)
+        self.fs.kill()
+        self.fs.start()
+        self.fs.set_manual_clock(True)
+        self.assertEqual(self.read("channels"), "0x102\n")
+        self.assertEqual(self.read("g/channels"), "0x101\n")
+        self.assertEqual(self.read("g/mon_groups/m/channels"), "0x100\n")
+        self.assertEqual(self.read("k/channels"), "0x10200\n")
+        # The hardware has the tags again: the NIC is confined and counted in m.
+        self.channel_workload("0x100", footprint=200 << 20, mbps=1000)
+        self.advance(2000)
+        self.assertLessEqual(self.occupancy("g/mon_groups/m"), 2 * WAY_BYTES)
+        self.assertAlmostEqual(self.mbm("g/mon_groups/m"), 2e9, delta=2e9 * 0.02)
+        self.assertEqual(self.mbm(""), 0)
+
+
 class ChannelsWithoutClos(IoRdtCase):
     def setUp(self):
         msr_skip_iordt()
