@@ -36,7 +36,12 @@ void IoChannels::mount() {
   owner_.clear();
   if (!m_.opts.iordt) return;
   chans_ = m_.arch->io_channels();
-  for (const hw::IoChannelInfo& ch : chans_) (void)move(ch, m_.root);
+  for (const hw::IoChannelInfo& ch : chans_) {
+    // A failed write leaves the channel's tags unknown (logged by hw/), but
+    // it is in the default group all the same: the next move writes them.
+    owner_[ch.id] = m_.root;
+    (void)move(ch, m_.root);
+  }
   const hw::IoTagCaps caps = m_.arch->io_tag_caps();
   (void)m_.arch->set_io_tagging(caps.alloc, caps.mon);
 }
