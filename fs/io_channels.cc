@@ -37,7 +37,7 @@ void IoChannels::mount() {
   if (!m_.opts.iordt) return;
   chans_ = m_.arch->io_channels();
   for (const hw::IoChannelInfo& ch : chans_) {
-    // A failed write leaves the channel's tags unknown (logged by hw/), but
+    // A failed write leaves the channel's tags unknown, but
     // it is in the default group all the same: the next move writes them.
     owner_[ch.id] = m_.root;
     (void)move(ch, m_.root);
