@@ -544,6 +544,7 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     opts.cdpl2 = o.bool_or("cdpl2", false).value_or(false);
     opts.mba_mbps = o.bool_or("mba_MBps", false).value_or(false);
     opts.debug = o.bool_or("debug", false).value_or(false);
+    opts.iordt = o.bool_or("iordt", false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {

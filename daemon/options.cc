@@ -14,6 +14,7 @@ bool* resctrl_flag(fs::MountOptions& m, std::string_view name) {
   if (name == "cdpl2") return &m.cdpl2;
   if (name == "mba_MBps") return &m.mba_mbps;
   if (name == "debug") return &m.debug;
+  if (name == "iordt") return &m.iordt;  // ours
   return nullptr;
 }
 
@@ -58,9 +59,11 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
       "resctrlfsd"};
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");
-  app.add_option("-o", o_args,
-                 "mount options: resctrl's cdp, cdpl2, mba_MBps, debug mixed with FUSE options "
-                 "(comma separated; may be repeated)")
+  app.add_option(
+         "-o", o_args,
+         "mount options: resctrl's cdp, cdpl2, mba_MBps, debug (and ours: iordt) mixed with FUSE "
+         "options "
+         "(comma separated; may be repeated)")
       ->allow_extra_args(false)
       ->type_name("OPTIONS");
   app.add_option("--platform", opts.platform,

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "fs/io_channels.h"
 #include "fs/kstr.h"
 #include "fs/parts.h"
 #include "schemata/schemata.h"
@@ -270,6 +271,14 @@ struct FileTableRows {
          .mode = 0444,
          .flags = kBase | kMon | kDebug,
          .show = show_fn<&CtrlFiles::show_mon_hw_id>,
+         .read_status = true},
+        // ours: Intel I/O RDT, with the iordt mount option
+        {.name = "channels",
+         .mode = 0644,
+         .flags = kBase,
+         .show = show_fn<&IoChannels::show_channels>,
+         .write = write_fn<&IoChannels::write_channels>,
+         .cond = cond_fn<&IoChannels::cond_iordt>,
          .read_status = true},
     };
     rows.insert(rows.end(), std::begin(kRows), std::end(kRows));

@@ -75,6 +75,7 @@ struct MountOptions {
   bool cdpl2 = false;
   bool mba_mbps = false;
   bool debug = false;
+  bool iordt = false;  // ours: Intel I/O RDT channels in the tree
 };
 
 // An open file: its identity and access mode. Nothing is rendered at open:

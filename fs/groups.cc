@@ -68,7 +68,7 @@ EventId Model::default_mba_event() const {
 // before all are built.
 FsImpl::FsImpl(const FilesystemConfig& cfg)
     : m_(cfg),
-      p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_},
+      p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_, io_ch_},
       tree_(m_, p_),
       groups_(m_, p_),
       cpus_(m_, p_),
@@ -76,7 +76,8 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
       info_files_(m_, p_),
       mon_(m_, p_),
       io_alloc_(m_, p_),
-      plock_(m_, p_) {}
+      plock_(m_, p_),
+      io_ch_(m_, p_) {}
 
 FsImpl::~FsImpl() = default;
 
@@ -125,7 +126,7 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
   }
-  return Ok();
+  return p_.io_ch.check_mount(opts);
 }
 
 // The schema list for `opts` and the CLOSID pool (the smallest
@@ -200,6 +201,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.root_node->removed = false;
   m_.root_node->mode = S_IFDIR | 0755;
   p_.tree.build_group_dir(m_.root, m_.root_node, 0755, m_.mount_uid, m_.mount_gid);
+  p_.io_ch.mount();
   p_.tree.build_info_tree();
   p_.cpus.update_cpu_assoc();
   m_.mounted = true;
@@ -221,6 +223,7 @@ void Groups::unmount_locked() {
     if (m_.arch->cdp_enabled(rid)) (void)m_.arch->set_cdp_enabled(rid, false);
   }
   p_.io_alloc.reset_io_alloc();
+  p_.io_ch.unmount();
   (void)m_.arch->reset_all_ctrls();
   if (hw::ThreadTagger* t = m_.arch->thread_tagger()) {
     for (auto& [tid, tags] : m_.threads.all()) t->set_thread_tags(tid, 0, 0);
@@ -351,6 +354,7 @@ Result<Attr> Groups::add_group_dir(Group* g, Node* parent, std::string_view name
 
 void Groups::destroy_group(Group* g) {
   p_.mon.unassign_all_cntrs(g);
+  p_.io_ch.group_gone(g);
   if (g->type == GroupType::kMon) {
     auto& kids = g->parent->mon_children;
     std::erase(kids, g);
@@ -522,6 +526,7 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);
     p_.cpus.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
+    p_.io_ch.retag(g);
   }
   m_.changes.group(g);
   return Ok();

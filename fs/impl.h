@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fs/filesystem.h"
+#include "fs/io_channels.h"
 #include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
@@ -70,6 +71,7 @@ class FsImpl final : public Filesystem {
   Monitor mon_;
   IoAlloc io_alloc_;
   PseudoLock plock_;
+  IoChannels io_ch_;
 };
 
 }  // namespace resctrlfs::fs::internal

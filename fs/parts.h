@@ -126,6 +126,7 @@ class InfoFiles;
 class Monitor;
 class IoAlloc;
 class PseudoLock;
+class IoChannels;  // fs/io_channels.h
 
 // The parts, as every part sees the others.
 struct Parts {
@@ -137,6 +138,7 @@ struct Parts {
   Monitor& mon;
   IoAlloc& io_alloc;
   PseudoLock& plock;
+  IoChannels& io_ch;
 };
 
 // What every part holds: the model and the other parts.
@@ -422,6 +424,7 @@ inline InfoFiles& pick(Parts& p, const InfoFiles*) { return p.info_files; }
 inline Monitor& pick(Parts& p, const Monitor*) { return p.mon; }
 inline IoAlloc& pick(Parts& p, const IoAlloc*) { return p.io_alloc; }
 inline PseudoLock& pick(Parts& p, const PseudoLock*) { return p.plock; }
+inline IoChannels& pick(Parts& p, const IoChannels*) { return p.io_ch; }
 template <typename C, typename R, typename... A>
 constexpr const C* class_of(R (C::*)(A...)) {
   return nullptr;

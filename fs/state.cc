@@ -11,6 +11,7 @@
 #include "fs/cpus.h"
 #include "fs/events.h"
 #include "fs/impl.h"
+#include "fs/io_channels.h"
 #include "fs/state_replay.h"
 
 namespace resctrlfs::fs {
@@ -38,6 +39,7 @@ std::string FsImpl::status_json() {
                   {"cdpl2", m_.opts.cdpl2},
                   {"mba_MBps", m_.opts.mba_mbps},
                   {"debug", m_.opts.debug}};
+  if (m_.opts.iordt) j["options"]["iordt"] = true;  // ours; absent otherwise
   nlohmann::json groups = nlohmann::json::array();
   for (auto& g : m_.groups) {
     groups.push_back({{"path", group_path(*g)},
@@ -175,7 +177,9 @@ class StateWriter final : public Part {
 //                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
 //                                "assigned"}]}],   (the default group first, name "")
 //    "threads": [[tid, closid, rmid]],
-//    "io_alloc": {"<resource>": {"<domain>": mask}}}   (only while enabled)
+//    "io_alloc": {"<resource>": {"<domain>": mask}},   (only while enabled)
+//    "io_channels": [[channel, "<CTRL_MON name>", "<MON name>"]]}   (ours: the
+//                   I/O RDT channels outside the default group; only with them)
 void StateWriter::save_dir_fields(const Group& g, TextOut& out) {
   if (const Node* d = m_.nodes.get(g.dir)) {
     out += ",\"dir_mode\":";
@@ -263,6 +267,7 @@ std::string StateWriter::save_state_locked() {
                   {"cdpl2", m_.opts.cdpl2},
                   {"mba_MBps", m_.opts.mba_mbps},
                   {"debug", m_.opts.debug}};
+  if (m_.opts.iordt) options["iordt"] = true;  // ours; absent otherwise
   json settings = {
       {"max_threshold_occupancy", m_.threshold},
       {"mbm_assign_mode", m_.mbm_event_mode ? "mbm_event" : "default"},
@@ -314,6 +319,15 @@ std::string StateWriter::save_state_locked() {
       if (!io.empty()) {
         out += ",\"io_alloc\":";
         out += io.dump();
+      }
+      json chans = json::array();
+      for (const auto& [id, g] : p_.io_ch.assignments()) {
+        const GroupKey k = group_key(*g);
+        chans.push_back(json::array({id, k.first, k.second}));
+      }
+      if (!chans.empty()) {
+        out += ",\"io_channels\":";
+        out += chans.dump();
       }
     }
     out += '}';

@@ -11,6 +11,7 @@
 #include "base/json_input.h"
 #include "fs/cpus.h"
 #include "fs/impl.h"
+#include "fs/io_channels.h"
 #include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
@@ -95,6 +96,7 @@ class StateRestore final : public Part {
   Result<void> restore_mon_group(Group* g, const JsonIn& mo);
   Result<void> restore_io_alloc_doc(const JsonIn& j);
   Result<void> restore_threads(const JsonIn& j);
+  Result<void> restore_io_channels(const JsonIn& j);
   Result<CpuMask> restore_cpus(const JsonIn& o) const;
   Result<DirFields> restore_dir_fields(const JsonIn& o) const;
   void restore_dir(Group* g, Node* parent, const DirFields& f);
@@ -171,6 +173,7 @@ Result<void> StateRestore::restore_steps(const JsonIn& j) {
   // io_alloc after the groups: none of them may hold its CLOSID.
   RESCTRLFS_RETURN_IF_ERROR(restore_io_alloc_doc(j));
   RESCTRLFS_RETURN_IF_ERROR(restore_threads(j));
+  RESCTRLFS_RETURN_IF_ERROR(restore_io_channels(j));
   p_.cpus.update_cpu_assoc();
   m_.changes.all();  // the journal takes a snapshot of what was restored
   return Ok();
@@ -416,6 +419,28 @@ Result<void> StateRestore::restore_io_alloc_doc(const JsonIn& j) {
     }
     Result<void> r = p_.io_alloc.restore_io_alloc(res, cbm);
     if (!r.ok()) return bad("io_alloc on " + res + ": " + r.error().message);
+  }
+  return Ok();
+}
+
+Result<void> StateRestore::restore_io_channels(const JsonIn& j) {
+  // Mounted without `iordt` the channels are in no group: nothing to do.
+  if (!m_.opts.iordt) return Ok();
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> list, j.elements_or_none("io_channels"));
+  for (const JsonIn& c : list) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn c0, c.element(0));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn c1, c.element(1));
+    RESCTRLFS_ASSIGN_OR_RETURN(const JsonIn c2, c.element(2));
+    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t id, c0.as_int<uint32_t>());
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string ctrl, c1.as_string());
+    RESCTRLFS_ASSIGN_OR_RETURN(const std::string mon, c2.as_string());
+    const GroupKey key{ctrl, mon};
+    Group* g = nullptr;
+    for (auto& gp : m_.groups)
+      if (group_key(*gp) == key) g = gp.get();
+    if (g == nullptr) return bad("io_channels: no group \"" + ctrl + "\" \"" + mon + "\"");
+    Result<void> r = p_.io_ch.restore(id, g);
+    if (!r.ok()) return bad("io_channels: " + r.error().message);
   }
   return Ok();
 }

@@ -9,6 +9,7 @@
 
 #include "fs/events.h"
 #include "fs/impl.h"
+#include "fs/io_channels.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -177,6 +178,7 @@ void Tree::build_info_tree() {
       }
     }
   }
+  p_.io_ch.build_info(info);
 }
 
 Group* Tree::group_of(const Node& n) const {

@@ -5,8 +5,11 @@
 // tags, failing control writes).
 #pragma once
 
+#include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "hw/arch.h"
 
@@ -142,6 +145,30 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
     auto it = locked.find({rid, domain_id});
     return it == locked.end() ? 0 : it->second;
   }
+
+  // I/O RDT channels: what the machine lists, and every tagging call in
+  // order ("tags 0x100 1 5": channel, CLOSID, RMID; "tagging 1 0": alloc,
+  // mon). fail_io_tags makes the next set_io_channel_tags calls fail.
+  hw::IoTagCaps io_tag_caps() const override { return io_caps; }
+  std::vector<hw::IoChannelInfo> io_channels() const override { return io_chans; }
+  Result<void> set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t rmid) override {
+    if (fail_io_tags != 0) {
+      --fail_io_tags;
+      return Error::make(EIO, "Hardware write failed\n");
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "tags %#x %u %u", id, closid, rmid);
+    io_log.emplace_back(buf);
+    return Ok();
+  }
+  Result<void> set_io_tagging(bool alloc, bool mon) override {
+    io_log.push_back(std::string("tagging ") + (alloc ? "1 " : "0 ") + (mon ? "1" : "0"));
+    return Ok();
+  }
+  std::vector<hw::IoChannelInfo> io_chans;
+  hw::IoTagCaps io_caps;
+  std::vector<std::string> io_log;
+  unsigned fail_io_tags = 0;
 
   bool models_tags = true;
   bool fail_io_alloc = false;

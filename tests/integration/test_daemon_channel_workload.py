@@ -2,7 +2,7 @@
 """`resctrlfsctl workload --channel N` (ours): a device workload on an I/O
 RDT channel of the intel-gnr-io platform. An unknown channel and a platform
 without I/O RDT are refused with an error. Until the channels are tagged and
-I/O tagging is enabled (nothing does that yet: the tree is the kernel's), a
+I/O tagging is enabled (only the `iordt` mount option does that), a
 device's traffic is counted in no group, while a CPU's is."""
 
 import subprocess
