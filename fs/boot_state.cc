@@ -88,12 +88,12 @@ std::string FsImpl::save_boot_state_json() {
   std::lock_guard<std::mutex> lock(mu_);
   json j;
   j["version"] = 1;
-  j["max_threshold_occupancy"] = m_.threshold;
+  j["max_threshold_occupancy"] = p_.mon.settings().threshold;
   j["max_name_width"] = m_.max_name_width;
-  j["mbm_assign_mode"] = m_.mbm_event_mode ? "mbm_event" : "default";
-  j["mbm_assign_on_mkdir"] = m_.assign_on_mkdir;
-  j["event_filter"] = {{"mbm_total_bytes", m_.event_filter_total},
-                       {"mbm_local_bytes", m_.event_filter_local}};
+  j["mbm_assign_mode"] = p_.mon.mbm_event_mode() ? "mbm_event" : "default";
+  j["mbm_assign_on_mkdir"] = p_.mon.settings().assign_on_mkdir;
+  j["event_filter"] = {{"mbm_total_bytes", p_.mon.settings().event_filter_total},
+                       {"mbm_local_bytes", p_.mon.settings().event_filter_local}};
   if (m_.info.mon.bmec) {
     json b = json::object();
     for (const hw::MonDomain& d : m_.info.mon.mon_domains)
@@ -101,10 +101,10 @@ std::string FsImpl::save_boot_state_json() {
                                  m_.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
     j["bmec"] = b;
   }
-  if (m_.rmids.initialised()) {
+  if (p_.mon.rmids().initialised()) {
     // The pool as an unmount now would leave it: every group's RMID freed
     // in the order unmount frees them (locksetup/locked groups hold none).
-    RmidPool pool = m_.rmids;
+    RmidPool pool = p_.mon.rmids();
     if (m_.mounted) {
       for (auto& g : m_.groups) {
         if (g.get() == m_.root || g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
@@ -148,8 +148,8 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
     return bad("unknown version");
 
   // Read and check everything first: nothing is applied from a bad document.
-  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr,
-                             j.int_or<uint32_t>("max_threshold_occupancy", m_.threshold));
+  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, j.int_or<uint32_t>("max_threshold_occupancy",
+                                                                    p_.mon.settings().threshold));
   if (m_.mon_capable() && thr > m_.info.mon.l3_cache_size_bytes)
     return bad("max_threshold_occupancy beyond the cache size");
   RESCTRLFS_ASSIGN_OR_RETURN(const unsigned width,
@@ -159,36 +159,39 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
   if (mode != "default" && mode != "mbm_event") return bad("bad mbm_assign_mode");
   const bool want_event = mode == "mbm_event";
   RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             j.bool_or("mbm_assign_on_mkdir", m_.assign_on_mkdir));
-  uint32_t filter_total = m_.event_filter_total, filter_local = m_.event_filter_local;
+                             j.bool_or("mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir));
+  uint32_t filter_total = p_.mon.settings().event_filter_total,
+           filter_local = p_.mon.settings().event_filter_local;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, j.find("event_filter"));
   if (ef) {
-    RESCTRLFS_ASSIGN_OR_RETURN(filter_total,
-                               ef->int_or<uint32_t>("mbm_total_bytes", m_.event_filter_total));
-    RESCTRLFS_ASSIGN_OR_RETURN(filter_local,
-                               ef->int_or<uint32_t>("mbm_local_bytes", m_.event_filter_local));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        filter_total,
+        ef->int_or<uint32_t>("mbm_total_bytes", p_.mon.settings().event_filter_total));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        filter_local,
+        ef->int_or<uint32_t>("mbm_local_bytes", p_.mon.settings().event_filter_local));
   }
   RESCTRLFS_ASSIGN_OR_RETURN(const BmecConfigs bmec, read_bmec(j, m_.info));
   std::vector<uint32_t> free_order;
   std::map<int, std::set<uint32_t>> busy;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> rm, j.find("rmids"));
-  const bool has_rmids = rm.has_value() && m_.rmids.initialised();
+  const bool has_rmids = rm.has_value() && p_.mon.rmids().initialised();
   if (has_rmids) {
     RESCTRLFS_RETURN_IF_ERROR(read_rmid_lists(*rm, free_order, busy));
-    RmidPool probe = m_.rmids;
+    RmidPool probe = p_.mon.rmids();
     if (!probe.restore(free_order, busy)) return bad("RMID lists do not fit");
   }
 
-  if (has_rmids) (void)m_.rmids.restore(free_order, busy);
+  if (has_rmids) (void)p_.mon.rmids().restore(free_order, busy);
   if (m_.mon_capable())
-    m_.threshold = thr / m_.info.mon.occupancy_scale * m_.info.mon.occupancy_scale;
+    p_.mon.settings().threshold = thr / m_.info.mon.occupancy_scale * m_.info.mon.occupancy_scale;
   m_.max_name_width = std::max(m_.max_name_width, width);
-  if (m_.info.mon.abmc && want_event != m_.mbm_event_mode)
+  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
     RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
-  if (m_.mbm_event_mode) m_.assign_on_mkdir = on_mkdir;
+  if (p_.mon.mbm_event_mode()) p_.mon.settings().assign_on_mkdir = on_mkdir;
   const uint32_t mask = m_.info.mon.bmec_supported_mask;
-  m_.event_filter_total = filter_total & mask;
-  m_.event_filter_local = filter_local & mask;
+  p_.mon.settings().event_filter_total = filter_total & mask;
+  p_.mon.settings().event_filter_local = filter_local & mask;
   for (const auto& [dom, ev, cfg] : bmec) {
     if (cfg != 0 && cfg != m_.arch->event_config(dom, ev))
       RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_event_config(dom, ev, cfg));

@@ -69,8 +69,7 @@ const Group* CtrlFiles::ctrl_group_by_closid(uint32_t closid) const {
 uint32_t CtrlFiles::ctrl_value(int schema, int domain, uint32_t closid) const {
   const schemata::Schema& s = m_.schemas.schemas[schema];
   if (s.mba_sc) {
-    auto it = m_.mbps_target.find({domain, closid});
-    return it == m_.mbps_target.end() ? UINT32_MAX : it->second;
+    return p_.mon.mbps_target(domain, closid);
   }
   return m_.arch->get_ctrl(rid_of(s), hw_type(s.conf_type), domain, closid);
 }
@@ -136,7 +135,7 @@ Result<void> CtrlFiles::init_alloc(Group* g) {
     const hw::ResourceId rid = rid_of(s);
     if (s.kind == schemata::Kind::BANDWIDTH) {
       for (int d : s.domain_ids) {
-        if (s.mba_sc) m_.mbps_target[{d, g->closid}] = UINT32_MAX;
+        if (s.mba_sc) p_.mon.set_mbps_target(d, g->closid, UINT32_MAX);
         updates.push_back({rid, hw::ConfType::NONE, d, g->closid, m_.arch->default_ctrl(rid)});
       }
       continue;
@@ -176,7 +175,7 @@ Result<void> CtrlFiles::apply_staged(const std::vector<schemata::StagedValue>& s
   for (const schemata::StagedValue& v : staged) {
     const schemata::Schema& s = m_.schemas.schemas[v.schema];
     if (s.mba_sc) {
-      m_.mbps_target[{v.domain_id, closid}] = v.value;
+      p_.mon.set_mbps_target(v.domain_id, closid, v.value);
       continue;
     }
     updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, closid, v.value});
@@ -190,7 +189,7 @@ Result<void> CtrlFiles::write_schemata(Node& n, std::string_view data, const Cal
   schemata::ParseResult pr = schemata::parse_schemata(data, m_.schemas, g->mode, policy);
   // MBps targets are stored while parsing, even when a later item fails.
   for (const schemata::StagedValue& v : pr.mba_sc_applied)
-    m_.mbps_target[{v.domain_id, g->closid}] = v.value;
+    p_.mon.set_mbps_target(v.domain_id, g->closid, v.value);
   if (!pr.status.ok()) return pr.status.error();
   RESCTRLFS_RETURN_IF_ERROR(apply_staged(pr.staged, g->closid));
   // The mask is programmed for the group's CLOSID on the requested domain;

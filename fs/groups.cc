@@ -22,25 +22,6 @@ Model::Model(const FilesystemConfig& cfg)
       mount_gid(cfg.mount_gid),
       info(cfg.arch->info()) {
   root_node = nodes.make_root(mount_uid, mount_gid, now_seconds());
-
-  // Global monitoring state lives as long as the machine: the kernel keeps
-  // it from one mount to the next.
-  threshold = info.mon.default_threshold;
-  if (mon_capable()) {
-    std::vector<int> doms;
-    for (const hw::MonDomain& d : info.mon.mon_domains) doms.push_back(d.id);
-    // An RMID must be valid in every monitor resource (L3 and telemetry).
-    rmids.init(hw::num_rmid_idx(info), doms, event_enabled(EventId::LLC_OCCUPANCY));
-  }
-  event_filter_total = info.mon.bmec_supported_mask;
-  event_filter_local = info.mon.bmec_supported_mask & 0x15U;
-  if (info.mon.abmc) {
-    // ABMC-capable systems boot in mbm_event mode with auto-assignment.
-    if (arch->set_abmc_enabled(true).ok()) {
-      mbm_event_mode = true;
-      assign_on_mkdir = true;
-    }
-  }
 }
 
 int64_t Model::now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -184,8 +165,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   // and thread in the default group.
   p_.io_alloc.reset_io_alloc();
   RESCTRLFS_RETURN_IF_ERROR(m_.arch->reset_all_ctrls());
-  m_.mbps_target.clear();
-  m_.mba_prev_bytes.clear();
+  p_.mon.reset_mount_state(true);
   m_.threads.clear();
   p_.cpus.reset();
 
@@ -193,10 +173,6 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.root = new_group();
   m_.root->cpus = m_.info.online;
   m_.root->mba_event = m_.default_mba_event();
-  for (auto& [dom, owners] : m_.cntr_owner) owners.clear();
-  m_.cntr_owner.clear();
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains)
-    m_.cntr_owner[d.id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
 
   m_.root_node->removed = false;
   m_.root_node->mode = S_IFDIR | 0755;
@@ -250,8 +226,7 @@ void Groups::unmount_locked() {
   m_.opts = MountOptions{};
   m_.mounted = false;
   m_.changes.all();
-  m_.mbps_target.clear();
-  m_.mba_prev_bytes.clear();
+  p_.mon.reset_mount_state(false);
 }
 
 // ---------------------------------------------------------------------------
@@ -291,7 +266,7 @@ Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
   if (m_.mon_capable()) {
-    auto r = m_.rmids.alloc();
+    auto r = p_.mon.rmids().alloc();
     if (!r.ok()) {
       m_.closids.free(*closid);
       return fail(r.error().code, "Out of RMIDs\n");
@@ -323,7 +298,7 @@ Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mod
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
-  auto r = m_.rmids.alloc();
+  auto r = p_.mon.rmids().alloc();
   if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
@@ -361,8 +336,7 @@ void Groups::destroy_group(Group* g) {
   }
   // No CPU may stay owned by the group.
   p_.cpus.forget_owner(g);
-  m_.mba_prev_bytes.erase(m_.mba_prev_bytes.lower_bound({g, INT_MIN}),
-                          m_.mba_prev_bytes.upper_bound({g, INT_MAX}));
+  p_.mon.forget_group(g);
   m_.groups.erase(g->pos);
 }
 
@@ -418,8 +392,7 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   g->mon_children.clear();
   p_.mon.free_rmid(g->rmid);
   m_.closids.free(g->closid);
-  for (auto it = m_.mbps_target.begin(); it != m_.mbps_target.end();)
-    it = it->first.second == g->closid ? m_.mbps_target.erase(it) : std::next(it);
+  p_.mon.forget_closid(g->closid);
   destroy_group(g);
   p_.cpus.update_cpu_assoc(touched);
   return Ok();

@@ -74,8 +74,7 @@ void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
       g->plr->domain = kNoDomain;
   }
   if (rid == hw::ResourceId::MB) {
-    for (auto it = m_.mbps_target.begin(); it != m_.mbps_target.end();)
-      it = it->first.first == domain_id ? m_.mbps_target.erase(it) : std::next(it);
+    p_.mon.mb_domain_gone(domain_id);
   }
 }
 
@@ -92,7 +91,7 @@ void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
 
 void HotplugEvents::mon_domain_gone(int domain_id) {
   if (!m_.mon_capable()) return;
-  m_.rmids.remove_domain(domain_id);
+  p_.mon.rmids().remove_domain(domain_id);
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {
     // The domain's counters vanish with it.
@@ -127,17 +126,14 @@ void HotplugEvents::mon_domain_gone(int domain_id) {
     // Nobody named these entries: the kernel's dcache must be told.
     for (Node* c : gone) m_.nodes.remove(c, m_.inval);
   }
-  m_.cntr_owner.erase(domain_id);
-  for (auto it = m_.mba_prev_bytes.begin(); it != m_.mba_prev_bytes.end();)
-    it = it->first.second == domain_id ? m_.mba_prev_bytes.erase(it) : std::next(it);
+  p_.mon.mon_domain_gone(domain_id);
 }
 
 void HotplugEvents::mon_domain_back(int domain_id) {
   if (!m_.mon_capable()) return;
-  m_.rmids.add_domain(domain_id);
+  p_.mon.rmids().add_domain(domain_id);
   if (!m_.mounted) return;
-  // A new domain has every counter free; no group has one assigned there.
-  m_.cntr_owner[domain_id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+  p_.mon.mon_domain_back(domain_id);
   for (auto& g : m_.groups) {
     Node* dir = m_.nodes.get(g->dir);
     Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;

@@ -1,18 +1,15 @@
-// Implements the info/ files (the InfoFiles part): last_cmd_status, the per-schema
-// control info (bit_usage included) and the L3_MON files with their writes
-// (max_threshold_occupancy, the BMEC configs, mbm_assign_mode,
-// mbm_assign_on_mkdir, event_filter): the kernel's
-// Documentation/filesystems/resctrl.rst, "Info directory".
+// Implements the info/ files of allocation (the InfoFiles part):
+// last_cmd_status and the per-schema control info (bit_usage included): the
+// kernel's Documentation/filesystems/resctrl.rst, "Info directory". The
+// monitoring info files (info/L3_MON, info/PERF_PKG_MON) are the Monitor
+// part's (monitor_info.cc).
 #include <cerrno>
 #include <cstdio>
 
-#include "fs/events.h"
-#include "fs/kstr.h"
 #include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
 
-using hw::EventId;
 using schemata::GroupMode;
 
 namespace {
@@ -25,17 +22,6 @@ std::string hex(uint32_t v) {
   return b;
 }
 
-// event_filter transaction names, in bit order.
-constexpr const char* kTransactions[] = {"local_reads",
-                                         "remote_reads",
-                                         "local_non_temporal_writes",
-                                         "remote_non_temporal_writes",
-                                         "local_reads_slow_memory",
-                                         "remote_reads_slow_memory",
-                                         "dirty_victim_writes_all"};
-
-constexpr const char* kNotEnabled = "mbm_event counter assignment mode is not enabled\n";
-
 }  // namespace
 
 bool InfoFiles::cond_throttle_mode() const {
@@ -44,14 +30,6 @@ bool InfoFiles::cond_throttle_mode() const {
       return true;
   }
   return false;
-}
-
-bool InfoFiles::cond_bmec_total() const {
-  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_TOTAL) && !m_.mbm_event_mode;
-}
-
-bool InfoFiles::cond_bmec_local() const {
-  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_LOCAL) && !m_.mbm_event_mode;
 }
 
 Result<std::string> InfoFiles::show_last_cmd_status(const Node&) { return m_.lcs.show(); }
@@ -135,215 +113,6 @@ Result<std::string> InfoFiles::show_thread_throttle_mode(const Node& n) {
     default:
       return std::string("undefined\n");
   }
-}
-
-Result<std::string> InfoFiles::show_num_rmids(const Node& n) {
-  if (n.mon_rid == hw::ResourceId::PERF_PKG) return u(m_.info.perf_pkg.num_rmids);
-  return u(m_.info.mon.num_rmids);
-}
-
-Result<std::string> InfoFiles::show_mon_features(const Node& n) {
-  std::string out;
-  if (n.mon_rid == hw::ResourceId::PERF_PKG) {
-    for (const hw::PerfPkgEvent& ev : m_.info.perf_pkg.events) {
-      out += event_name(ev.id);
-      out += '\n';
-    }
-    return out;
-  }
-  for (EventId ev : m_.info.mon.events) {
-    out += event_name(ev);
-    out += '\n';
-    if (m_.info.mon.bmec && m_.is_mbm(ev) && !m_.mbm_event_mode) {
-      out += event_name(ev);
-      out += "_config\n";
-    }
-  }
-  return out;
-}
-
-Result<std::string> InfoFiles::show_max_threshold_occupancy(const Node&) { return u(m_.threshold); }
-
-Result<void> InfoFiles::write_max_threshold_occupancy(Node&, std::string_view data, const Caller&) {
-  uint32_t bytes = 0;
-  if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
-    return fail(-rc, "max_threshold_occupancy: Invalid input\n");
-  if (bytes > m_.info.mon.l3_cache_size_bytes)
-    return fail(EINVAL, "max_threshold_occupancy: Exceeds limit (before adjustment) of " +
-                            std::to_string(m_.info.mon.l3_cache_size_bytes) + " bytes\n");
-  const uint32_t scale = m_.info.mon.occupancy_scale == 0 ? 1 : m_.info.mon.occupancy_scale;
-  m_.threshold = bytes / scale * scale;
-  return Ok();
-}
-
-// ---------------------------------------------------------------------------
-// BMEC: mbm_total_bytes_config, mbm_local_bytes_config
-
-Result<std::string> InfoFiles::show_bmec(EventId ev) const {
-  std::string out;
-  bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-    if (sep) out += ';';
-    sep = true;
-    char b[32];
-    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id, m_.arch->event_config(d.id, ev));
-    out += b;
-  }
-  out += '\n';
-  return out;
-}
-
-Result<std::string> InfoFiles::show_mbm_total_config(const Node&) {
-  return show_bmec(EventId::MBM_TOTAL);
-}
-
-Result<std::string> InfoFiles::show_mbm_local_config(const Node&) {
-  return show_bmec(EventId::MBM_LOCAL);
-}
-
-Result<void> InfoFiles::write_mbm_total_config(Node& n, std::string_view data, const Caller&) {
-  return write_bmec(n, data, EventId::MBM_TOTAL);
-}
-
-Result<void> InfoFiles::write_mbm_local_config(Node& n, std::string_view data, const Caller&) {
-  return write_bmec(n, data, EventId::MBM_LOCAL);
-}
-
-Result<void> InfoFiles::write_bmec(Node&, std::string_view data, EventId ev) {
-  if (data.empty() || data.back() != '\n')
-    return fail(EINVAL, std::string(event_name(ev)) + "_config: Invalid input\n");
-  std::optional<std::string_view> tok = kstr_cut(data);
-  // Items are applied one by one as they are parsed (no rollback).
-  for (;;) {
-    if (!tok || tok->empty()) return Ok();
-    std::optional<std::string_view> dom_str = kstr::strim(kstr::strsep(tok, ";"));
-    std::string_view id_str = kstr::strsep(dom_str, "=");
-    uint64_t dom_id = 0, val = 0;
-    if (kstr::kstrtoul(id_str, 10, dom_id) != 0)
-      return fail(EINVAL, "Missing '=' or non-numeric domain id\n");
-    if (!dom_str || kstr::kstrtoul(*dom_str, 16, val) != 0)
-      return fail(EINVAL, "Non-numeric event configuration value\n");
-    const uint32_t mask = m_.info.mon.bmec_supported_mask;
-    if ((val & mask) != val) {
-      char b[96];
-      std::snprintf(b, sizeof(b), "Invalid event configuration: max valid mask is 0x%02x\n", mask);
-      return fail(EINVAL, b);
-    }
-    bool found = false;
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-      if (static_cast<uint64_t>(d.id) != dom_id) continue;
-      found = true;
-      if (m_.arch->event_config(d.id, ev) != val) {
-        Result<void> r = m_.arch->set_event_config(d.id, ev, static_cast<uint32_t>(val));
-        if (!r.ok()) return fail(r.error().code, std::string(r.error().user_text()));
-      }
-    }
-    if (!found) return Error::make(EINVAL);
-  }
-}
-
-// ---------------------------------------------------------------------------
-// ABMC info files: mbm_assign_mode, num_mbm_cntrs, available_mbm_cntrs,
-// mbm_assign_on_mkdir, event_filter
-
-Result<std::string> InfoFiles::show_mbm_assign_mode(const Node&) {
-  if (!m_.info.mon.abmc) return std::string("[default]\n");
-  return std::string(m_.mbm_event_mode ? "[mbm_event]\ndefault\n" : "[default]\nmbm_event\n");
-}
-
-Result<void> InfoFiles::write_mbm_assign_mode(Node&, std::string_view data, const Caller&) {
-  std::string_view buf = kstr_cut(data);
-  bool enable = false;
-  if (buf == "default") {
-    enable = false;
-  } else if (buf == "mbm_event") {
-    if (!m_.info.mon.abmc) return fail(EINVAL, "mbm_event mode is not supported\n");
-    enable = true;
-  } else {
-    return fail(EINVAL, "Unsupported assign mode\n");
-  }
-  if (enable == m_.mbm_event_mode) return Ok();
-  return p_.mon.set_assign_mode(enable);
-}
-
-Result<std::string> InfoFiles::show_num_mbm_cntrs(const Node&) {
-  std::string out;
-  bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-    if (sep) out += ';';
-    sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(m_.info.mon.num_mbm_cntrs);
-  }
-  return out + "\n";
-}
-
-Result<std::string> InfoFiles::show_available_mbm_cntrs(const Node&) {
-  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
-  std::string out;
-  bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-    if (sep) out += ';';
-    sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(p_.mon.free_cntrs(d.id));
-  }
-  return out + "\n";
-}
-
-Result<std::string> InfoFiles::show_mbm_assign_on_mkdir(const Node&) {
-  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
-  return u(m_.assign_on_mkdir ? 1 : 0);
-}
-
-Result<void> InfoFiles::write_mbm_assign_on_mkdir(Node&, std::string_view data, const Caller&) {
-  bool value = false;
-  (void)kstr::kstrtobool(kstr::c_string(data), value);  // checked before the lock
-  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
-  m_.assign_on_mkdir = value;
-  return Ok();
-}
-
-Result<std::string> InfoFiles::show_event_filter(const Node& n) {
-  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
-  uint32_t cfg = n.event == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
-  std::string out;
-  for (unsigned b = 0; b < 7; ++b) {
-    if (((cfg >> b) & 1U) == 0) continue;
-    if (!out.empty()) out += ',';
-    out += kTransactions[b];
-  }
-  return out + "\n";
-}
-
-Result<void> InfoFiles::write_event_filter(Node& n, std::string_view data, const Caller&) {
-  if (!m_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
-  // A chmod'ed file of counters that cannot be configured (event_filter_write
-  // in fs/resctrl/monitor.c refuses them the same way).
-  if (!m_.info.mon.mbm_cntr_configurable) return Error::make(EINVAL);
-  std::optional<std::string_view> rest = kstr_cut(data);
-  uint32_t cfg = 0;
-  while (rest && !rest->empty()) {
-    std::string_view tok = kstr::strim(kstr::strsep(rest, ","));
-    bool found = false;
-    for (unsigned b = 0; b < 7; ++b) {
-      if (tok == kTransactions[b]) {
-        cfg |= 1U << b;
-        found = true;
-      }
-    }
-    if (!found) return fail(EINVAL, "Invalid memory transaction type " + std::string(tok) + "\n");
-  }
-  uint32_t& cur = n.event == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
-  if (cur == cfg) return Ok();
-  cur = cfg;
-  // Reprogram every assigned counter of this event.
-  for (auto& [dom, owners] : m_.cntr_owner) {
-    for (size_t id = 0; id < owners.size(); ++id) {
-      if (!owners[id] || owners[id]->second != n.event) continue;
-      (void)m_.arch->config_cntr(dom, static_cast<unsigned>(id), owners[id]->first->rmid, n.event,
-                                 cfg, true);
-    }
-  }
-  return Ok();
 }
 
 }  // namespace resctrlfs::fs::internal

@@ -4,6 +4,7 @@
 // counter assignment with mbm_L3_assignments (the kernel's Documentation/filesystems/resctrl.rst,
 // "Info directory", "Resource monitoring rules" and "Memory bandwidth Allocation and monitoring").
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 
 #include "fs/events.h"
@@ -18,14 +19,80 @@ namespace {
 constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
 }  // namespace
 
+Monitor::Monitor(Model& m, Parts& p) : Part(m, p) {
+  // Global monitoring state lives as long as the machine: the kernel keeps
+  // it from one mount to the next.
+  const hw::PlatformInfo& info = m_.info;
+  set_.threshold = info.mon.default_threshold;
+  if (m_.mon_capable()) {
+    std::vector<int> doms;
+    for (const hw::MonDomain& d : info.mon.mon_domains) doms.push_back(d.id);
+    // An RMID must be valid in every monitor resource (L3 and telemetry).
+    set_.rmids.init(hw::num_rmid_idx(info), doms, m_.event_enabled(EventId::LLC_OCCUPANCY));
+  }
+  set_.event_filter_total = info.mon.bmec_supported_mask;
+  set_.event_filter_local = info.mon.bmec_supported_mask & 0x15U;
+  if (info.mon.abmc) {
+    // ABMC-capable systems boot in mbm_event mode with auto-assignment.
+    if (m_.arch->set_abmc_enabled(true).ok()) {
+      set_.mbm_event_mode = true;
+      set_.assign_on_mkdir = true;
+    }
+  }
+}
+
+uint32_t Monitor::mbps_target(int domain, uint32_t closid) const {
+  auto it = mbps_target_.find({domain, closid});
+  return it == mbps_target_.end() ? UINT32_MAX : it->second;
+}
+
+void Monitor::set_mbps_target(int domain, uint32_t closid, uint32_t mbps) {
+  mbps_target_[{domain, closid}] = mbps;
+}
+
+void Monitor::forget_closid(uint32_t closid) {
+  for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
+    it = it->first.second == closid ? mbps_target_.erase(it) : std::next(it);
+}
+
+void Monitor::forget_group(const Group* g) {
+  mba_prev_bytes_.erase(mba_prev_bytes_.lower_bound({g, INT_MIN}),
+                        mba_prev_bytes_.upper_bound({g, INT_MAX}));
+}
+
+void Monitor::reset_mount_state(bool mounting) {
+  mbps_target_.clear();
+  mba_prev_bytes_.clear();
+  if (!mounting) return;
+  cntr_owner_.clear();
+  for (const hw::MonDomain& d : m_.info.mon.mon_domains)
+    cntr_owner_[d.id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+}
+
+void Monitor::mon_domain_gone(int domain_id) {
+  cntr_owner_.erase(domain_id);
+  for (auto it = mba_prev_bytes_.begin(); it != mba_prev_bytes_.end();)
+    it = it->first.second == domain_id ? mba_prev_bytes_.erase(it) : std::next(it);
+}
+
+void Monitor::mon_domain_back(int domain_id) {
+  // A new domain has every counter free; no group has one assigned there.
+  cntr_owner_[domain_id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+}
+
+void Monitor::mb_domain_gone(int domain_id) {
+  for (auto it = mbps_target_.begin(); it != mbps_target_.end();)
+    it = it->first.first == domain_id ? mbps_target_.erase(it) : std::next(it);
+}
+
 void Monitor::free_rmid(uint32_t rmid) {
   if (rmid == 0 || !m_.mon_capable()) return;
-  m_.rmids.free(rmid);
+  set_.rmids.free(rmid);
 }
 
 EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
   std::optional<unsigned> cntr;
-  if (m_.is_mbm(ev) && m_.mbm_event_mode) {
+  if (m_.is_mbm(ev) && set_.mbm_event_mode) {
     auto it = g->cntrs.find({domain, ev});
     if (it == g->cntrs.end()) return {ReadState::kUnassigned, 0};
     cntr = it->second;
@@ -125,8 +192,8 @@ void Monitor::reset_group_mbm(const Group* g) {
 // ABMC counters
 
 unsigned Monitor::free_cntrs(int domain) const {
-  auto it = m_.cntr_owner.find(domain);
-  if (it == m_.cntr_owner.end()) return 0;
+  auto it = cntr_owner_.find(domain);
+  if (it == cntr_owner_.end()) return 0;
   unsigned n = 0;
   for (const auto& o : it->second)
     if (!o) ++n;
@@ -135,10 +202,10 @@ unsigned Monitor::free_cntrs(int domain) const {
 
 Result<void> Monitor::assign_cntr(Group* g, int domain, EventId ev) {
   if (g->cntrs.count({domain, ev}) != 0) return Ok();
-  auto& owners = m_.cntr_owner[domain];
+  auto& owners = cntr_owner_[domain];
   for (size_t id = 0; id < owners.size(); ++id) {
     if (owners[id]) continue;
-    uint32_t cfg = ev == EventId::MBM_TOTAL ? m_.event_filter_total : m_.event_filter_local;
+    uint32_t cfg = ev == EventId::MBM_TOTAL ? set_.event_filter_total : set_.event_filter_local;
     Result<void> r =
         m_.arch->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
     if (!r.ok()) return r;
@@ -155,7 +222,7 @@ void Monitor::unassign_cntr(Group* g, int domain, EventId ev) {
   if (it == g->cntrs.end()) return;
   unsigned id = it->second;
   (void)m_.arch->config_cntr(domain, id, g->rmid, ev, 0, false);
-  auto& owners = m_.cntr_owner[domain];
+  auto& owners = cntr_owner_[domain];
   if (id < owners.size()) owners[id].reset();
   g->cntrs.erase(it);
 }
@@ -167,7 +234,7 @@ void Monitor::unassign_all_cntrs(Group* g) {
 
 std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
   std::string status;
-  if (!m_.mbm_event_mode || !m_.assign_on_mkdir) return status;
+  if (!set_.mbm_event_mode || !set_.assign_on_mkdir) return status;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
     if (!m_.event_enabled(ev)) continue;
     for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
@@ -182,12 +249,12 @@ Result<void> Monitor::set_assign_mode(bool mbm_event) {
   // Every counter is released, in every domain.
   for (auto& g : m_.groups) unassign_all_cntrs(g.get());
   RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_abmc_enabled(mbm_event));
-  m_.mbm_event_mode = mbm_event;
-  m_.event_filter_total = m_.info.mon.bmec_supported_mask;
-  m_.event_filter_local = m_.info.mon.bmec_supported_mask & 0x15U;
-  if (mbm_event) m_.assign_on_mkdir = true;
+  set_.mbm_event_mode = mbm_event;
+  set_.event_filter_total = m_.info.mon.bmec_supported_mask;
+  set_.event_filter_local = m_.info.mon.bmec_supported_mask & 0x15U;
+  if (mbm_event) set_.assign_on_mkdir = true;
   for (const hw::MonDomain& d : m_.info.mon.mon_domains) m_.arch->reset_domain_events(d.id);
-  m_.mba_prev_bytes.clear();
+  mba_prev_bytes_.clear();
   // The BMEC files appear or disappear with the mode.
   if (m_.mounted) {
     if (Node* m = m_.nodes.get(m_.info_mon_ino); m != nullptr && !m->removed)
@@ -197,7 +264,8 @@ Result<void> Monitor::set_assign_mode(bool mbm_event) {
 }
 
 Result<std::string> Monitor::show_mbm_l3_assignments(const Node& n) {
-  if (!m_.mbm_event_mode) return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n");
+  if (!set_.mbm_event_mode)
+    return fail(EINVAL, "mbm_event counter assignment mode is not enabled\n");
   const Group* g = n.group;
   std::string out;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
@@ -217,7 +285,7 @@ Result<std::string> Monitor::show_mbm_l3_assignments(const Node& n) {
 
 Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  if (!m_.mbm_event_mode) return fail(EINVAL, "mbm_event mode is not enabled\n");
+  if (!set_.mbm_event_mode) return fail(EINVAL, "mbm_event mode is not enabled\n");
   std::optional<std::string_view> lines = kstr_cut(data);
   while (lines) {
     std::optional<std::string_view> line = kstr::strsep(lines, "\n");
@@ -283,11 +351,11 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
 void Monitor::limbo_pass() {
   if (!m_.mon_capable()) return;
   for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-    if (!m_.rmids.has_busy(d.id)) continue;
-    m_.rmids.check_limbo(d.id, [this](int dom, uint32_t rmid) {
+    if (!set_.rmids.has_busy(d.id)) continue;
+    set_.rmids.check_limbo(d.id, [this](int dom, uint32_t rmid) {
       hw::CounterValue v = m_.arch->read_event(dom, rmid, EventId::LLC_OCCUPANCY);
       if (v.err != hw::ReadError::kNone) return true;
-      return v.bytes >= m_.threshold;
+      return v.bytes >= set_.threshold;
     });
   }
 }
@@ -313,15 +381,15 @@ void Monitor::overflow_pass(double elapsed_ms) {
       EventRead r = read_group(g, d.id, g->mba_event);
       if (r.state != ReadState::kValue) continue;
       auto key = std::make_pair(static_cast<const Group*>(g), d.id);
-      auto prev = m_.mba_prev_bytes.find(key);
-      const bool have_prev = prev != m_.mba_prev_bytes.end();
+      auto prev = mba_prev_bytes_.find(key);
+      const bool have_prev = prev != mba_prev_bytes_.end();
       const uint64_t prev_bytes = have_prev ? prev->second : 0;
-      m_.mba_prev_bytes[key] = r.bytes;
+      mba_prev_bytes_[key] = r.bytes;
       if (!have_prev || r.bytes < prev_bytes || elapsed_ms <= 0) continue;
       double per_s = static_cast<double>(r.bytes - prev_bytes) * 1000.0 / elapsed_ms;
       uint64_t cur_bw = static_cast<uint64_t>(per_s / (1024.0 * 1024.0));
-      auto t = m_.mbps_target.find({d.id, g->closid});
-      uint64_t user_bw = t == m_.mbps_target.end() ? UINT32_MAX : t->second;
+      auto t = mbps_target_.find({d.id, g->closid});
+      uint64_t user_bw = t == mbps_target_.end() ? UINT32_MAX : t->second;
       uint32_t cur = m_.arch->get_ctrl(hw::ResourceId::MB, hw::ConfType::NONE, d.id, g->closid);
       uint32_t next = cur;
       if (cur > mb.membw.min_bw && user_bw < cur_bw) {

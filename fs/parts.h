@@ -47,14 +47,9 @@ struct Model {
   gid_t mount_gid;
   const hw::PlatformInfo& info;
 
-  // Survives unmount (the kernel keeps it until reboot).
+  // Survives unmount (the kernel keeps it until reboot). The monitoring
+  // settings that do are the Monitor part's (MonSettings).
   unsigned max_name_width = 0;
-  uint32_t threshold = 0;
-  RmidPool rmids;
-  bool mbm_event_mode = false;
-  bool assign_on_mkdir = false;
-  uint32_t event_filter_total = 0;
-  uint32_t event_filter_local = 0;
   LastCmdStatus lcs;
   std::optional<std::chrono::steady_clock::time_point> last_tick;
 
@@ -65,11 +60,7 @@ struct Model {
   ClosidPool closids;
   std::list<std::unique_ptr<Group>> groups;  // root first
   Group* root = nullptr;
-  ThreadTags threads;                                        // per-thread tags
-  std::map<std::pair<int, uint32_t>, uint32_t> mbps_target;  // (domain, closid)
-  std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes;
-  // ABMC: owner of each counter per monitoring domain (index = counter id).
-  std::map<int, std::vector<std::optional<std::pair<Group*, hw::EventId>>>> cntr_owner;
+  ThreadTags threads;  // per-thread tags
 
   // Nodes.
   NodeTable nodes;
@@ -312,37 +303,50 @@ class InfoFiles final : public Part {
   Result<std::string> show_bandwidth_gran(const Node& n);
   Result<std::string> show_delay_linear(const Node& n);
   Result<std::string> show_thread_throttle_mode(const Node& n);
-  Result<std::string> show_num_rmids(const Node& n);
-  Result<std::string> show_mon_features(const Node& n);
-  Result<std::string> show_max_threshold_occupancy(const Node& n);
-  Result<void> write_max_threshold_occupancy(Node& n, std::string_view data, const Caller& c);
-  Result<std::string> show_mbm_total_config(const Node& n);
-  Result<std::string> show_mbm_local_config(const Node& n);
-  Result<void> write_mbm_total_config(Node& n, std::string_view data, const Caller& c);
-  Result<void> write_mbm_local_config(Node& n, std::string_view data, const Caller& c);
-  Result<std::string> show_mbm_assign_mode(const Node& n);
-  Result<void> write_mbm_assign_mode(Node& n, std::string_view data, const Caller& c);
-  Result<std::string> show_num_mbm_cntrs(const Node& n);
-  Result<std::string> show_available_mbm_cntrs(const Node& n);
-  Result<std::string> show_mbm_assign_on_mkdir(const Node& n);
-  Result<void> write_mbm_assign_on_mkdir(Node& n, std::string_view data, const Caller& c);
-  Result<std::string> show_event_filter(const Node& n);
-  Result<void> write_event_filter(Node& n, std::string_view data, const Caller& c);
   // Row conditions.
   bool cond_throttle_mode() const;
   bool cond_mba_sc() const { return m_.opts.mba_mbps; }
-  bool cond_abmc() const { return m_.info.mon.abmc; }
-  bool cond_bmec_total() const;
-  bool cond_bmec_local() const;
-  Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
-  Result<std::string> show_bmec(hw::EventId ev) const;
 };
 
-// Monitoring: event reads, the RMID life cycle (limbo, overflow, mba_sc)
-// and ABMC counters (monitor.cc).
+// Monitoring: event reads, the RMID life cycle (limbo, overflow, mba_sc),
+// ABMC counters (monitor.cc) and the monitoring info files
+// (monitor_info.cc).
+// The monitoring settings that survive an unmount (the kernel keeps them
+// until reboot): what state save/restore and the boot state read and write.
+struct MonSettings {
+  uint32_t threshold = 0;  // max_threshold_occupancy, in bytes
+  RmidPool rmids;
+  bool mbm_event_mode = false;  // mbm_assign_mode
+  bool assign_on_mkdir = false;
+  uint32_t event_filter_total = 0;  // event_configs/<event>/event_filter
+  uint32_t event_filter_local = 0;
+};
+
 class Monitor final : public Part {
  public:
-  using Part::Part;
+  // Sets the boot values of the settings (and ABMC's mode in the hardware).
+  Monitor(Model& m, Parts& p);
+  MonSettings& settings() { return set_; }
+  const MonSettings& settings() const { return set_; }
+  RmidPool& rmids() { return set_.rmids; }
+  bool mbm_event_mode() const { return set_.mbm_event_mode; }
+  // mba_sc: the MBps target of `closid` on MB domain `domain` (UINT32_MAX:
+  // none set).
+  uint32_t mbps_target(int domain, uint32_t closid) const;
+  void set_mbps_target(int domain, uint32_t closid, uint32_t mbps);
+  void forget_closid(uint32_t closid);  // its mba_sc targets
+  void forget_group(const Group* g);    // its mba_sc byte counts
+  // Mount (`mounting`) and unmount: no mba_sc state; on mount every
+  // monitoring domain's counters free.
+  void reset_mount_state(bool mounting);
+  // Hotplug, while mounted: a monitoring domain went (its counters and
+  // byte counts with it) or came back (every counter free); an MB control
+  // domain went (its mba_sc targets).
+  void mon_domain_gone(int domain_id);
+  void mon_domain_back(int domain_id);
+  void mb_domain_gone(int domain_id);
+  // Whether ABMC counters of monitoring domain `domain` exist (online).
+  bool cntr_domain_online(int domain) const { return cntr_owner_.count(domain) != 0; }
   EventRead read_one(const Group* g, int domain, hw::EventId ev);
   EventRead read_group(const Group* g, int domain, hw::EventId ev);
   // SNC: read_group summed over the node domains sharing L3 cache `l3_id`.
@@ -362,6 +366,35 @@ class Monitor final : public Part {
   void free_rmid(uint32_t rmid);
   Result<std::string> show_mbm_l3_assignments(const Node& n);
   Result<void> write_mbm_l3_assignments(Node& n, std::string_view data, const Caller& c);
+  // The monitoring info files (monitor_info.cc).
+  Result<std::string> show_num_rmids(const Node& n);
+  Result<std::string> show_mon_features(const Node& n);
+  Result<std::string> show_max_threshold_occupancy(const Node& n);
+  Result<void> write_max_threshold_occupancy(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_mbm_total_config(const Node& n);
+  Result<std::string> show_mbm_local_config(const Node& n);
+  Result<void> write_mbm_total_config(Node& n, std::string_view data, const Caller& c);
+  Result<void> write_mbm_local_config(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_mbm_assign_mode(const Node& n);
+  Result<void> write_mbm_assign_mode(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_num_mbm_cntrs(const Node& n);
+  Result<std::string> show_available_mbm_cntrs(const Node& n);
+  Result<std::string> show_mbm_assign_on_mkdir(const Node& n);
+  Result<void> write_mbm_assign_on_mkdir(Node& n, std::string_view data, const Caller& c);
+  Result<std::string> show_event_filter(const Node& n);
+  Result<void> write_event_filter(Node& n, std::string_view data, const Caller& c);
+  bool cond_abmc() const { return m_.info.mon.abmc; }
+  bool cond_bmec_total() const;
+  bool cond_bmec_local() const;
+
+ private:
+  Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
+  Result<std::string> show_bmec(hw::EventId ev) const;
+  MonSettings set_;
+  std::map<std::pair<int, uint32_t>, uint32_t> mbps_target_;  // (domain, closid)
+  std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes_;
+  // ABMC: owner of each counter per monitoring domain (index = counter id).
+  std::map<int, std::vector<std::optional<std::pair<Group*, hw::EventId>>>> cntr_owner_;
 };
 
 // io_alloc (io_alloc.cc).

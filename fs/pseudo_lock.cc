@@ -112,7 +112,7 @@ Result<void> PseudoLock::locksetup_enter(Group* g) {
 
 Result<void> PseudoLock::locksetup_exit(Group* g) {
   if (m_.mon_capable()) {
-    auto r = m_.rmids.alloc();
+    auto r = p_.mon.rmids().alloc();
     if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
     g->rmid = *r;
   }

@@ -52,13 +52,13 @@ std::string FsImpl::status_json() {
   j["groups"] = groups;
   j["closids"] = {{"usable", m_.closids.size()}, {"free", m_.closids.free_count()}};
   nlohmann::json limbo = nlohmann::json::object();
-  for (int d : m_.rmids.domains()) limbo[std::to_string(d)] = m_.rmids.busy_in(d);
-  j["rmids"] = {{"num_rmids", m_.rmids.num_rmids()},
-                {"free", m_.rmids.free_list().size()},
-                {"limbo", m_.rmids.limbo_count()},
+  for (int d : p_.mon.rmids().domains()) limbo[std::to_string(d)] = p_.mon.rmids().busy_in(d);
+  j["rmids"] = {{"num_rmids", p_.mon.rmids().num_rmids()},
+                {"free", p_.mon.rmids().free_list().size()},
+                {"limbo", p_.mon.rmids().limbo_count()},
                 {"busy_per_domain", limbo}};
-  j["max_threshold_occupancy"] = m_.threshold;
-  j["mbm_assign_mode"] = m_.mbm_event_mode ? "mbm_event" : "default";
+  j["max_threshold_occupancy"] = p_.mon.settings().threshold;
+  j["mbm_assign_mode"] = p_.mon.mbm_event_mode() ? "mbm_event" : "default";
   j["tagged_threads"] = m_.threads.size();
   j["nodes"] = m_.nodes.size();
   return j.dump();
@@ -268,12 +268,12 @@ std::string StateWriter::save_state_locked() {
                   {"mba_MBps", m_.opts.mba_mbps},
                   {"debug", m_.opts.debug}};
   if (m_.opts.iordt) options["iordt"] = true;  // ours; absent otherwise
-  json settings = {
-      {"max_threshold_occupancy", m_.threshold},
-      {"mbm_assign_mode", m_.mbm_event_mode ? "mbm_event" : "default"},
-      {"mbm_assign_on_mkdir", m_.assign_on_mkdir},
-      {"event_filter",
-       {{"mbm_total_bytes", m_.event_filter_total}, {"mbm_local_bytes", m_.event_filter_local}}}};
+  json settings = {{"max_threshold_occupancy", p_.mon.settings().threshold},
+                   {"mbm_assign_mode", p_.mon.mbm_event_mode() ? "mbm_event" : "default"},
+                   {"mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir},
+                   {"event_filter",
+                    {{"mbm_total_bytes", p_.mon.settings().event_filter_total},
+                     {"mbm_local_bytes", p_.mon.settings().event_filter_local}}}};
   std::string text;
   {
     TextOut out(text, 1024 + 768 * m_.groups.size() + 24 * m_.threads.size());

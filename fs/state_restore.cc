@@ -134,12 +134,12 @@ Result<void> StateRestore::restore_state_locked(const std::string& text) {
 }
 
 StateRestore::KeptState StateRestore::keep_state() const {
-  return KeptState{m_.threshold,
-                   m_.rmids,
-                   m_.mbm_event_mode,
-                   m_.assign_on_mkdir,
-                   m_.event_filter_total,
-                   m_.event_filter_local,
+  return KeptState{p_.mon.settings().threshold,
+                   p_.mon.rmids(),
+                   p_.mon.mbm_event_mode(),
+                   p_.mon.settings().assign_on_mkdir,
+                   p_.mon.settings().event_filter_total,
+                   p_.mon.settings().event_filter_local,
                    m_.lcs,
                    m_.opts};
 }
@@ -149,12 +149,13 @@ void StateRestore::back_to_fresh(const KeptState& kept) {
   // hardware reset, locks released, threads untagged); then the settings
   // that survive an unmount come back and the model is mounted afresh.
   p_.groups.unmount_locked();
-  m_.threshold = kept.threshold;
-  m_.rmids = kept.rmids;
-  if (m_.mbm_event_mode != kept.mbm_event_mode) (void)p_.mon.set_assign_mode(kept.mbm_event_mode);
-  m_.assign_on_mkdir = kept.assign_on_mkdir;
-  m_.event_filter_total = kept.event_filter_total;
-  m_.event_filter_local = kept.event_filter_local;
+  p_.mon.settings().threshold = kept.threshold;
+  p_.mon.rmids() = kept.rmids;
+  if (p_.mon.mbm_event_mode() != kept.mbm_event_mode)
+    (void)p_.mon.set_assign_mode(kept.mbm_event_mode);
+  p_.mon.settings().assign_on_mkdir = kept.assign_on_mkdir;
+  p_.mon.settings().event_filter_total = kept.event_filter_total;
+  p_.mon.settings().event_filter_local = kept.event_filter_local;
   (void)p_.groups.mount_locked(kept.opts);
   m_.lcs = kept.lcs;
 }
@@ -182,26 +183,29 @@ Result<void> StateRestore::restore_steps(const JsonIn& j) {
 Result<void> StateRestore::restore_settings(const JsonIn& j) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> st, j.find("settings"));
   if (!st) return Ok();
-  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr,
-                             st->int_or<uint32_t>("max_threshold_occupancy", m_.threshold));
-  if (thr <= m_.info.mon.l3_cache_size_bytes || !m_.mon_capable()) m_.threshold = thr;
+  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, st->int_or<uint32_t>("max_threshold_occupancy",
+                                                                      p_.mon.settings().threshold));
+  if (thr <= m_.info.mon.l3_cache_size_bytes || !m_.mon_capable())
+    p_.mon.settings().threshold = thr;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, st->string_or("mbm_assign_mode", "default"));
   const bool want_event = mode == "mbm_event";
-  if (m_.info.mon.abmc && want_event != m_.mbm_event_mode)
+  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
     RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, st->find("event_filter"));
   if (ef) {
     const uint32_t mask = m_.info.mon.bmec_supported_mask;
-    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t total,
-                               ef->int_or<uint32_t>("mbm_total_bytes", m_.event_filter_total));
-    RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t local,
-                               ef->int_or<uint32_t>("mbm_local_bytes", m_.event_filter_local));
-    m_.event_filter_total = total & mask;
-    m_.event_filter_local = local & mask;
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        const uint32_t total,
+        ef->int_or<uint32_t>("mbm_total_bytes", p_.mon.settings().event_filter_total));
+    RESCTRLFS_ASSIGN_OR_RETURN(
+        const uint32_t local,
+        ef->int_or<uint32_t>("mbm_local_bytes", p_.mon.settings().event_filter_local));
+    p_.mon.settings().event_filter_total = total & mask;
+    p_.mon.settings().event_filter_local = local & mask;
   }
   RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             st->bool_or("mbm_assign_on_mkdir", m_.assign_on_mkdir));
-  if (m_.mbm_event_mode) m_.assign_on_mkdir = on_mkdir;
+                             st->bool_or("mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir));
+  if (p_.mon.mbm_event_mode()) p_.mon.settings().assign_on_mkdir = on_mkdir;
   return Ok();
 }
 
@@ -249,9 +253,9 @@ Result<StateRestore::Assigned> StateRestore::read_assigned(const JsonIn& o) {
 }
 
 void StateRestore::restore_assigned(Group* g, const Assigned& assigned) {
-  if (!m_.mbm_event_mode) return;
+  if (!p_.mon.mbm_event_mode()) return;
   for (const auto& [dom, e] : assigned) {
-    if (m_.cntr_owner.count(dom) == 0) continue;  // the domain is offline now
+    if (!p_.mon.cntr_domain_online(dom)) continue;  // the domain is offline now
     (void)p_.mon.assign_cntr(g, dom, e);
   }
 }
@@ -311,7 +315,7 @@ Result<Group*> StateRestore::restore_ctrl_group(const JsonIn& go, const std::str
   }
   if (!locked && !m_.closids.claim(closid))
     return bad("CLOSID " + std::to_string(closid) + " unusable");
-  if (m_.mon_capable() && has_rmid && !m_.rmids.claim(rmid)) {
+  if (m_.mon_capable() && has_rmid && !p_.mon.rmids().claim(rmid)) {
     if (!locked) m_.closids.free(closid);
     return bad("RMID " + std::to_string(rmid) + " unusable");
   }
@@ -372,7 +376,7 @@ Result<void> StateRestore::restore_schemata(const JsonIn& go, uint32_t closid,
       // whatever was saved for it.
       if (std::find(s.domain_ids.begin(), s.domain_ids.end(), d) == s.domain_ids.end()) continue;
       if (s.mba_sc) {
-        m_.mbps_target[{d, closid}] = value;
+        p_.mon.set_mbps_target(d, closid, value);
       } else {
         updates.push_back({rid_of(s), hw_type(s.conf_type), d, closid, value});
       }
@@ -392,7 +396,7 @@ Result<void> StateRestore::restore_mon_group(Group* g, const JsonIn& mo) {
   RESCTRLFS_ASSIGN_OR_RETURN(const DirFields mdir, restore_dir_fields(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(const Assigned massigned, read_assigned(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, restore_cpus(mo));
-  if (!m_.rmids.claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
+  if (!p_.mon.rmids().claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
   Group* m = p_.groups.new_group();
   m->type = GroupType::kMon;
   m->name = mname;

@@ -85,8 +85,10 @@ Result<std::vector<OpResult>> BrokerClient::transact(const std::vector<Op>& ops)
   return transact_locked(ops);
 }
 
+// Transport failures carry log text only (Error::log_only): no user may
+// read about the broker in last_cmd_status.
 Result<std::vector<OpResult>> BrokerClient::transact_locked(const std::vector<Op>& ops) {
-  if (fd_ < 0) return Error::make(EIO, "broker connection closed");
+  if (fd_ < 0) return Error::log_only(EIO, "broker connection closed");
   std::vector<WireOp> wire(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     wire[i].cpu = ops[i].cpu;
@@ -99,17 +101,17 @@ Result<std::vector<OpResult>> BrokerClient::transact_locked(const std::vector<Op
   if (!write_all(fd_, &h, sizeof(h)) ||
       !write_all(fd_, wire.data(), wire.size() * sizeof(WireOp))) {
     close_locked();
-    return Error::make(EIO, "broker connection lost");
+    return Error::log_only(EIO, "broker connection lost");
   }
   WireHeader rh;
   if (!read_all(fd_, &rh, sizeof(rh)) || rh.magic != kReplyMagic || rh.count != ops.size()) {
     close_locked();
-    return Error::make(EIO, "broker closed the connection or replied garbage");
+    return Error::log_only(EIO, "broker closed the connection or replied garbage");
   }
   std::vector<WireResult> res(rh.count);
   if (!read_all(fd_, res.data(), res.size() * sizeof(WireResult))) {
     close_locked();
-    return Error::make(EIO, "broker connection lost");
+    return Error::log_only(EIO, "broker connection lost");
   }
   round_trips_.fetch_add(1);
   ops_sent_.fetch_add(ops.size());

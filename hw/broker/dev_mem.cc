@@ -22,7 +22,7 @@ DevMemDevice::~DevMemDevice() {
 
 Result<volatile unsigned char*> DevMemDevice::at(uint64_t addr, unsigned width) {
   if ((width != 1 && width != 2 && width != 4 && width != 8) || addr % width != 0)
-    return Error::make(EIO, "unaligned MMIO access");
+    return Error::log_only(EIO, "unaligned MMIO access");
   const uint64_t page = addr & ~(kPage - 1);
   std::lock_guard lock(mu_);
   if (auto it = pages_.find(page); it != pages_.end())
@@ -37,7 +37,7 @@ Result<volatile unsigned char*> DevMemDevice::at(uint64_t addr, unsigned width) 
   // would be SIGBUS.
   if (S_ISREG(st.st_mode) && page + kPage > static_cast<uint64_t>(st.st_size))
     return Error::make(EIO, path_ + ": address beyond the file");
-  if (page > static_cast<uint64_t>(INT64_MAX)) return Error::make(EIO, "address out of range");
+  if (page > static_cast<uint64_t>(INT64_MAX)) return Error::log_only(EIO, "address out of range");
   void* p =
       ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(page));
   if (p == MAP_FAILED) return Error::make(EIO, path_ + ": mmap: " + std::strerror(errno));

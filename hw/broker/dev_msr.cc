@@ -27,14 +27,14 @@ Result<uint64_t> DevMsrDevice::read(unsigned cpu, uint32_t msr) {
   RESCTRLFS_ASSIGN_OR_RETURN(int fd, fd_for(cpu));
   uint64_t v = 0;
   if (::pread(fd, &v, sizeof(v), msr) != static_cast<ssize_t>(sizeof(v)))
-    return Error::make(EIO, "rdmsr failed");
+    return Error::log_only(EIO, "rdmsr failed");
   return v;
 }
 
 Result<void> DevMsrDevice::write(unsigned cpu, uint32_t msr, uint64_t value) {
   RESCTRLFS_ASSIGN_OR_RETURN(int fd, fd_for(cpu));
   if (::pwrite(fd, &value, sizeof(value), msr) != static_cast<ssize_t>(sizeof(value)))
-    return Error::make(EIO, "wrmsr failed");
+    return Error::log_only(EIO, "wrmsr failed");
   return Ok();
 }
 

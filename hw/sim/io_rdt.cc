@@ -49,7 +49,7 @@ void SimMachine::init_io_rdt() {
 Result<uint64_t> SimMachine::mmio_read(uint64_t addr, unsigned width) {
   std::lock_guard lock(mu_);
   if (!std::binary_search(io_pages_.begin(), io_pages_.end(), addr & ~(IRDT_PAGE_SIZE - 1)))
-    return Error::make(EIO, "no MMIO register page there");
+    return Error::log_only(EIO, "no MMIO register page there");
   auto it = io_regs_.find(addr);
   if (it == io_regs_.end() || it->second.bytes != width) return uint64_t{0};  // reserved
   return it->second.value;
@@ -58,7 +58,7 @@ Result<uint64_t> SimMachine::mmio_read(uint64_t addr, unsigned width) {
 Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t value) {
   std::lock_guard lock(mu_);
   if (!std::binary_search(io_pages_.begin(), io_pages_.end(), addr & ~(IRDT_PAGE_SIZE - 1)))
-    return Error::make(EIO, "no MMIO register page there");
+    return Error::log_only(EIO, "no MMIO register page there");
   auto it = io_regs_.find(addr);
   if (it == io_regs_.end() || it->second.bytes != width) return Ok();  // reserved: ignored
   // Valid values are those of the CPU agents' CLOS / RMID fields; others

@@ -231,10 +231,13 @@ bool SimMachine::cdp_on(const L3Dom& d, int cpu) const {
   return cpu >= 0 && (cpus_[cpu].l3_qos_cfg & QOS_CFG_CDP_ENABLE) != 0;
 }
 
+// The texts of a failed access are for the log (Error::log_only): the
+// kernel's resctrl has no text of its own for a faulting MSR access, and
+// X86Arch answers fs/ with its own.
 Result<void> SimMachine::gp(unsigned cpu, uint32_t msr, const char* why) const {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "simulated #GP on CPU %u, MSR 0x%x: %s", cpu, msr, why);
-  return Error::make(EIO, buf);
+  return Error::log_only(EIO, buf);
 }
 
 uint64_t SimMachine::ext_cfg_bits() const {
@@ -255,7 +258,7 @@ bool SimMachine::mask_ok(const Resource& r, uint64_t v) const {
 
 Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
   std::lock_guard lock(mu_);
-  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EIO, "CPU is offline");
+  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::log_only(EIO, "CPU is offline");
   Cpu& c = cpus_[cpu];
   const Resource& l3r = info_.res(ResourceId::L3);
   const Resource& l2r = info_.res(ResourceId::L2);
@@ -303,7 +306,7 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
 
 Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
   std::lock_guard lock(mu_);
-  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EIO, "CPU is offline");
+  if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::log_only(EIO, "CPU is offline");
   if (fail_writes_ > 0 && (!fail_cpu_ || *fail_cpu_ == cpu)) {
     --fail_writes_;
     return gp(cpu, msr, "injected fault");
