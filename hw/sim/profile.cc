@@ -781,9 +781,13 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                    std::to_string(n) + " CPUs: it needs at least " +
                                    std::to_string(covered.size()) + ", one per domain");
   std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
+  // A host CPU answers CPUID as the profile CPU whose place it takes.
+  std::map<unsigned, std::map<CpuidKey, CpuidRegs>> per_cpu;
   for (size_t i = 0; i < n; ++i) {
     CpuPlacement c = mine[i * m / n];
     covered[domain(c)] = true;
+    if (auto o = p.cpuid_per_cpu.find(static_cast<unsigned>(c.cpu)); o != p.cpuid_per_cpu.end())
+      per_cpu[theirs[i]] = o->second;
     c.cpu = static_cast<int>(theirs[i]);
     fitted[theirs[i]] = c;
   }
@@ -794,6 +798,7 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                      std::to_string(std::get<0>(d)) + " L3 " +
                                      std::to_string(std::get<1>(d)) + " without a CPU");
   p.cpus = std::move(fitted);
+  p.cpuid_per_cpu = std::move(per_cpu);
   p.nr_cpus = host.nr_cpus;
   return Ok();
 }
