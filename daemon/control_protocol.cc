@@ -73,9 +73,9 @@ Result<ControlRequest> parse_clock(const json& obj) {
 }
 
 Result<ControlRequest> parse_workload(const json& obj) {
-  RESCTRLFS_RETURN_IF_ERROR(
-      only_fields(obj, {"tid", "cpu", "channel", "footprint_bytes", "bandwidth_mbps",
-                        "local_fraction", "instructions_per_sec", "branch_share"}));
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(
+      obj, {"tid", "cpu", "channel", "footprint_bytes", "bandwidth_mbps", "local_fraction",
+            "write_fraction", "instructions_per_sec", "branch_share"}));
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
@@ -109,6 +109,10 @@ Result<ControlRequest> parse_workload(const json& obj) {
   if (obj.contains("local_fraction")) {
     RESCTRLFS_ASSIGN_OR_RETURN(req.workload.local_fraction,
                                get_double(obj, "local_fraction", 0.0, 1.0));
+  }
+  if (obj.contains("write_fraction")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.write_fraction,
+                               get_double(obj, "write_fraction", 0.0, 1.0));
   }
   if (obj.contains("instructions_per_sec")) {
     RESCTRLFS_ASSIGN_OR_RETURN(req.workload.instructions_per_sec,

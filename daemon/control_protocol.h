@@ -9,7 +9,8 @@
 //   {"cmd":"clock","mode":"manual"|"real"}
 //   {"cmd":"clock","advance_ms":N}
 //   {"cmd":"workload","tid":T | "cpu":C, "footprint_bytes":B,
-//    "bandwidth_mbps":M, "local_fraction":F}
+//    "bandwidth_mbps":M, "local_fraction":F[, "write_fraction":W]}
+//     (W: the share of M that is writes, 0..1, default 0)
 //   {"cmd":"fault","fail_writes":N[,"cpu":C]}
 //   {"cmd":"registers"}
 //   {"cmd":"cpu","cpu":N,"online":true|false}   (CPU hotplug, simulated only)

@@ -60,7 +60,9 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   workload->add_option("--footprint", footprint, "cache footprint in bytes");
   workload->add_option("--bandwidth", bandwidth, "memory bandwidth in MB/s");
   workload->add_option("--local", local, "fraction of traffic to local memory (0..1)");
-  std::optional<double> ips, branch_share;
+  std::optional<double> ips, branch_share, write_share;
+  workload->add_option("--write-share", write_share,
+                       "share of the traffic that is writes (0..1, default 0)");
   workload->add_option("--instructions-per-sec", ips, "instructions retired per second (LWP)");
   workload->add_option("--branch-share", branch_share, "share of branches (LWP, 0..1)");
 
@@ -140,6 +142,7 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
               {"footprint_bytes", footprint},
               {"bandwidth_mbps", bandwidth},
               {"local_fraction", local}};
+    if (write_share) r["write_fraction"] = *write_share;
     if (ips) r["instructions_per_sec"] = *ips;
     if (branch_share) r["branch_share"] = *branch_share;
     if (wl_tid->count() != 0) r["tid"] = tid;

@@ -5,6 +5,7 @@
 //   resctrlfsctl [--socket PATH] status
 //   resctrlfsctl clock advance MS | clock mode manual|real
 //   resctrlfsctl workload (--tid T | --cpu C) --footprint B --bandwidth MBPS --local F
+//                [--write-share W]
 //                [--instructions-per-sec I] [--branch-share S]
 //   resctrlfsctl fault --fail-writes N [--cpu C]
 //   resctrlfsctl registers | stats [reset] | send JSON

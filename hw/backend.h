@@ -40,6 +40,11 @@ struct Workload {
   // only LWPINS/LWPVAL) and the share of them that are branches.
   double instructions_per_sec = 0;
   double branch_share = 0.2;
+  // Share of the traffic that is writes (the rest is reads), 0..1;
+  // bandwidth_mbps is reads plus writes. The simulator takes the writes as
+  // non-temporal stores to memory (see hw/sim/machine.h). Last, so that
+  // positional initialisers of the fields above keep their meaning.
+  double write_fraction = 0.0;
 };
 
 // The simulated LWP unit of one thread as the control interface shows it.

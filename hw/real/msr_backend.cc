@@ -32,6 +32,7 @@ bool any_resource(const PlatformInfo& info) {
 Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
                                       const std::string& broker_socket,
                                       const x86::RdtOptions& rdt) {
+  RESCTRLFS_RETURN_IF_ERROR(x86::check_rdt_cpuid_uniform(cpuid, topo));
   x86::X86Platform info = x86::decode_platform(cpuid, topo, nullptr, rdt);
   if (!any_resource(info)) {
     if (any_resource(x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all()))) {

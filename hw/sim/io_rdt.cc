@@ -93,6 +93,7 @@ void SimMachine::io_entities_of(size_t dom, std::vector<Entity>& out) const {
     }
     out.push_back(Entity{closid, rmid, static_cast<double>(w.cache_footprint_bytes),
                          w.bandwidth_mbps, w.local_fraction, 0});
+    out.back().write_fraction = w.write_fraction;
   }
 }
 

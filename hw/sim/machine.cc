@@ -216,6 +216,10 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
 }
 
 CpuidRegs SimMachine::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const {
+  if (auto c = profile_.cpuid_per_cpu.find(cpu); c != profile_.cpuid_per_cpu.end()) {
+    auto o = c->second.find({leaf, subleaf});
+    if (o != c->second.end()) return o->second;
+  }
   auto it = profile_.cpuid.find({leaf, subleaf});
   return it == profile_.cpuid.end() ? CpuidRegs{} : it->second;
 }

@@ -41,15 +41,29 @@
 //     workload or no pinned thread (an idle thread still holds its CLOS);
 //     an unpinned thread workload is on no one core and takes its own
 //     CLOSID's delay;
-//     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's bandwidth at
+//     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's reads at
 //     value/8 GB/s unless the U bit is set; the domain never exceeds
 //     mem_bandwidth_mbps: on Intel every entity is scaled alike; on AMD the
 //     peak is shared by demand, each entity held to its COS's limit, and
 //     what a limited one leaves goes to the others (no sharing in
-//     proportion to the limits, AMD64 PQoS). Traffic is reads, local_fraction of it local; an
-//     MBM event counts local reads and/or remote reads according to its BMEC
-//     configuration (Intel: total = all, local = local). SMBA limits are
-//     stored and checked but do not throttle (no slow memory is modelled);
+//     proportion to the limits, AMD64 PQoS). Traffic is
+//     bandwidth_mbps of reads plus writes, write_fraction of it writes and
+//     local_fraction of each local. Intel's MBA delay scales reads and
+//     writes alike (it delays the core's requests to memory whatever their
+//     kind). An AMD L3QOS_BW_CONTROL limit holds the COS's reads only (the
+//     AMD64 PQoS specification: a limit on "the cacheable read bandwidth");
+//     its writes pass unlimited but count against mem_bandwidth_mbps with
+//     the reads, so heavy write traffic can keep a COS below its limit (the
+//     specification's fifth case of a limit not reached). Intel's mbm_total
+//     counts reads and writes, mbm_local the local part of both. Under BMEC
+//     an event counts the classes its QOS_EVT_CFG bits select: reads to
+//     local / remote memory (bits 0, 1) and writes, which the model takes
+//     as non-temporal writes to local / remote memory (bits 2, 3). Our
+//     choice: the model keeps no dirty lines, so a workload's writes reach
+//     memory as it issues them, the class bits 2/3 describe; bit 6 (dirty
+//     victims) and the slow-memory read bits 4/5 match no modelled traffic.
+//     SMBA limits are stored and checked but do not throttle (no slow
+//     memory is modelled);
 //   - counters are bytes / upscaling factor, modulo 2^counter_width. QM_CTR
 //     reads Error for an unknown event or an RMID beyond CPUID.0xF.0:EBX,
 //     and for an RMID within it but beyond the L3's own count (CPUID.0xF.1:
@@ -278,10 +292,11 @@ class SimMachine final : public CpuidSource,
   struct Entity {
     uint32_t closid, rmid;
     double footprint, bw_mbps, local_fraction;
-    int snc;            // the node (index within the L3) the activity belongs to
-    int cpu;            // the CPU it runs on, -1: spread over several
-    int tid = -1;       // the thread of a thread workload, else -1
-    double weight = 1;  // the share of the thread's activity this entity holds
+    int snc;                    // the node (index within the L3) the activity belongs to
+    int cpu;                    // the CPU it runs on, -1: spread over several
+    int tid = -1;               // the thread of a thread workload, else -1
+    double weight = 1;          // the share of the thread's activity this entity holds
+    double write_fraction = 0;  // share of bw_mbps that is writes
   };
 
   // All private helpers expect mu_ held.

@@ -23,14 +23,33 @@ Result<void> check_workload(const Workload& w) {
     return Error::make(EINVAL, "bandwidth_mbps must be a non-negative number");
   if (!(w.local_fraction >= 0 && w.local_fraction <= 1))
     return Error::make(EINVAL, "local_fraction must be within 0..1");
+  if (!(w.write_fraction >= 0 && w.write_fraction <= 1))
+    return Error::make(EINVAL, "write_fraction must be within 0..1");
   return Ok();
 }
 
-// Weights of local and remote read traffic in an event with BMEC
-// configuration `cfg` (the model's traffic is all reads).
-void bmec_weights(uint64_t cfg, double& wl, double& wr) {
-  wl = (cfg & BMEC_READS_TO_LOCAL_MEM) ? 1.0 : 0.0;
-  wr = (cfg & BMEC_READS_TO_REMOTE_MEM) ? 1.0 : 0.0;
+// How much of each traffic class an MBM event or ABMC counter with BMEC
+// transaction mask `cfg` counts (1 or 0): reads and (non-temporal) writes,
+// to local and to remote memory. See machine.h for why writes are the
+// non-temporal class.
+struct ClassWeights {
+  double read_local = 0, read_remote = 0, write_local = 0, write_remote = 0;
+};
+
+ClassWeights bmec_weights(uint64_t cfg) {
+  ClassWeights w;
+  w.read_local = (cfg & BMEC_READS_TO_LOCAL_MEM) ? 1.0 : 0.0;
+  w.read_remote = (cfg & BMEC_READS_TO_REMOTE_MEM) ? 1.0 : 0.0;
+  w.write_local = (cfg & BMEC_NON_TEMP_WRITE_TO_LOCAL_MEM) ? 1.0 : 0.0;
+  w.write_remote = (cfg & BMEC_NON_TEMP_WRITE_TO_REMOTE_MEM) ? 1.0 : 0.0;
+  return w;
+}
+
+// The bytes of one entity's step in each class, weighted.
+double counted(const ClassWeights& w, double bytes, double local_fraction, double write_fraction) {
+  const double writes = bytes * write_fraction, reads = bytes - writes;
+  return reads * (local_fraction * w.read_local + (1 - local_fraction) * w.read_remote) +
+         writes * (local_fraction * w.write_local + (1 - local_fraction) * w.write_remote);
 }
 
 }  // namespace
@@ -156,6 +175,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
                          static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK),
                          static_cast<double>(w.cache_footprint_bytes), w.bandwidth_mbps,
                          w.local_fraction, cpus_[cpu].snc, static_cast<int>(cpu)});
+    out.back().write_fraction = w.write_fraction;
   }
   // An unpinned thread spreads over the domains that have a running CPU it
   // may use, and within one over its nodes that have such a CPU; a pinned
@@ -169,6 +189,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
       if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
                            w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, w.cpu, tid, 1.0});
+      out.back().write_fraction = w.write_fraction;
       continue;
     }
     dom_up.assign(l3_.size(), 0);
@@ -191,6 +212,7 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
                            w.bandwidth_mbps * weight, w.local_fraction, k, -1, tid, weight});
+      out.back().write_fraction = w.write_fraction;
     }
   }
   io_entities_of(dom, out);
@@ -307,8 +329,12 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   if (ents.empty()) return;
   const bool amd = profile_.amd();
   std::vector<double> ach(ents.size());
-  std::map<uint32_t, double> demand_by_clos;
-  for (const auto& e : ents) demand_by_clos[e.closid] += e.bw_mbps;
+  // AMD limits hold a COS's reads only: the AMD64 PQoS specification
+  // defines L3QOS_BW_CONTROL as a limit on "the cacheable read bandwidth" of
+  // the COS, and lists large amounts of write traffic among what may keep a
+  // COS below its limit (the writes share the memory with the reads, below).
+  std::map<uint32_t, double> reads_by_clos;
+  for (const auto& e : ents) reads_by_clos[e.closid] += e.bw_mbps * (1.0 - e.write_fraction);
   // CLOSIDs of the thread workloads pinned to each CPU (for the per-core
   // MBA resolution).
   std::map<unsigned, std::vector<uint32_t>> pinned;
@@ -320,18 +346,27 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
                                                                              : t->second.closid);
     }
   }
+  // The share of each entity's delivered traffic that is writes (an AMD
+  // limit lowers the reads only).
+  std::vector<double> wshare(ents.size());
   double total_bw = 0;
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     double a = e.bw_mbps;
+    wshare[i] = e.write_fraction;
     if (!amd && !d.mba_thrtl.empty()) {
+      // Intel MBA delays the core's requests to memory, reads and writes
+      // alike.
       a *= (100.0 - mba_delay(d, e, pinned)) / 100.0;
     } else if (amd && e.closid < d.amd_bw.size()) {
       uint64_t v = d.amd_bw[e.closid];
       if ((v & (uint64_t{1} << limits_.amd_bw_len)) == 0) {
         double cap = static_cast<double>(v) * 125.0;  // 1/8 GB/s = 125 MB/s
-        double dem = demand_by_clos[e.closid];
-        if (dem > cap) a = dem > 0 ? a * cap / dem : 0;
+        double dem = reads_by_clos[e.closid];
+        double writes = a * e.write_fraction, reads = a - writes;
+        if (dem > cap) reads = dem > 0 ? reads * cap / dem : 0;
+        a = reads + writes;
+        wshare[i] = a > 0 ? writes / a : e.write_fraction;
       }
     }
     ach[i] = a;
@@ -368,31 +403,30 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
       if (!fixed[i]) ach[i] = demand > 0 ? std::max(0.0, remaining) * ents[i].bw_mbps / demand : 0;
   }
   const bool limited = profile_.sim.mbm_hw_counters > 0;
-  double w_local[2], w_remote[2];
+  // Without BMEC: total counts every class, local the local reads and
+  // writes (Intel's mbm_total and mbm_local, AMD's fixed events).
+  ClassWeights ew[2];
   for (int ev = 0; ev < 2; ++ev) {
     if (info_.mon.bmec) {
-      bmec_weights(d.evt_cfg[ev], w_local[ev], w_remote[ev]);
+      ew[ev] = bmec_weights(d.evt_cfg[ev]);
     } else {
-      w_local[ev] = 1.0;
-      w_remote[ev] = ev == 0 ? 1.0 : 0.0;
+      ew[ev] = ClassWeights{1.0, ev == 0 ? 1.0 : 0.0, 1.0, ev == 0 ? 1.0 : 0.0};
     }
   }
   const bool abmc_on = (d.ext_cfg & L3_QOS_EXT_CFG_ABMC_EN) != 0;
   for (size_t i = 0; i < ents.size(); ++i) {
     const Entity& e = ents[i];
     // MB/s x microseconds = bytes.
-    double bytes = ach[i] * (amd ? 1.0 : squeeze) * dt_us;
-    double local = bytes * e.local_fraction, remote = bytes - local;
+    const double bytes = ach[i] * (amd ? 1.0 : squeeze) * dt_us;
     const long p = physical_rmid(d, e.snc, e.rmid);
     if (p >= 0 && static_cast<size_t>(p) < nrmid && (!limited || d.tracked[p])) {
-      for (int ev = 0; ev < 2; ++ev) d.mbm[ev][p] += local * w_local[ev] + remote * w_remote[ev];
+      for (int ev = 0; ev < 2; ++ev)
+        d.mbm[ev][p] += counted(ew[ev], bytes, e.local_fraction, wshare[i]);
     }
     if (abmc_on) {
       for (auto& k : d.cntrs) {
         if (!k.enabled || (k.is_clos ? e.closid : e.rmid) != k.rmid) continue;
-        double wl, wr;
-        bmec_weights(k.bw_type, wl, wr);
-        k.bytes += local * wl + remote * wr;
+        k.bytes += counted(bmec_weights(k.bw_type), bytes, e.local_fraction, wshare[i]);
       }
     }
     if (e.tid >= 0 && !lwp_.empty()) {

@@ -248,6 +248,44 @@ Result<bool> get_bool(const JsonIn& obj, const std::string& key, bool dflt) {
 // Cache sizes beyond this are typing errors (the largest L3s are ~1 GiB).
 constexpr uint64_t kMaxCacheBytes = 1ULL << 40;
 
+// A 32-bit number in `base`, digits only (strtoul would take blanks and a
+// minus sign); hex may start with 0x.
+bool parse_u32(const std::string& t, int base, uint32_t& out) {
+  uint64_t v = 0;
+  const char* b = t.data();
+  if (base == 16 && t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) b += 2;
+  const auto [end, ec] = std::from_chars(b, t.data() + t.size(), v, base);
+  if (b == t.data() + t.size() || ec != std::errc() || end != t.data() + t.size() || v > UINT32_MAX)
+    return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// Raw CPUID leaves: {"0xLEAF[.SUBLEAF]": [eax, ebx, ecx, edx], ...}.
+Result<std::map<CpuidKey, CpuidRegs>> parse_cpuid_leaves(const JsonIn& obj, const char* what) {
+  if (!obj.json().is_object()) return bad(std::string("\"") + what + "\" must be an object");
+  RESCTRLFS_ASSIGN_OR_RETURN(const auto leaves, checked(obj.members()));
+  std::map<CpuidKey, CpuidRegs> out;
+  for (const auto& [key, regs] : leaves) {
+    auto dot = key.find('.');
+    std::string leaf_s = key.substr(0, dot);
+    std::string sub_s = dot == std::string::npos ? "0" : key.substr(dot + 1);
+    uint32_t lf = 0, sb = 0;
+    if (!parse_u32(leaf_s, 16, lf) || !parse_u32(sub_s, 10, sb))
+      return bad("bad cpuid key \"" + key + "\"");
+    Result<std::vector<JsonIn>> values = regs.elements(4);
+    if (!values.ok() || values->size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
+    CpuidRegs r;
+    uint32_t* dst[4] = {&r.eax, &r.ebx, &r.ecx, &r.edx};
+    for (int i = 0; i < 4; ++i) {
+      RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64((*values)[i], UINT32_MAX));
+      *dst[i] = static_cast<uint32_t>(v);
+    }
+    out[{lf, sb}] = r;
+  }
+  return out;
+}
+
 void set_leaf(Profile& p, uint32_t leaf, uint32_t sub, CpuidRegs r) { p.cpuid[{leaf, sub}] = r; }
 CpuidRegs& leaf(Profile& p, uint32_t l, uint32_t sub) { return p.cpuid[{l, sub}]; }
 
@@ -630,39 +668,23 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cpuid, checked(j.find("cpuid")));
   if (cpuid) {
-    if (!cpuid->json().is_object()) return bad("\"cpuid\" must be an object");
-    RESCTRLFS_ASSIGN_OR_RETURN(const auto leaves, checked(cpuid->members()));
-    // A 32-bit number in `base`, digits only (strtoul would take blanks and
-    // a minus sign).
-    auto u32 = [](const std::string& t, int base, uint32_t& out) {
-      uint64_t v = 0;
-      const char* b = t.data();
-      if (base == 16 && t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) b += 2;
-      const auto [end, ec] = std::from_chars(b, t.data() + t.size(), v, base);
-      if (b == t.data() + t.size() || ec != std::errc() || end != t.data() + t.size() ||
-          v > UINT32_MAX)
-        return false;
-      out = static_cast<uint32_t>(v);
-      return true;
-    };
-    for (const auto& [key, regs] : leaves) {
-      auto dot = key.find('.');
-      std::string leaf_s = key.substr(0, dot);
-      std::string sub_s = dot == std::string::npos ? "0" : key.substr(dot + 1);
-      uint32_t lf = 0, sb = 0;
-      if (!u32(leaf_s, 16, lf) || !u32(sub_s, 10, sb)) return bad("bad cpuid key \"" + key + "\"");
-      Result<std::vector<JsonIn>> values = regs.elements(4);
-      if (!values.ok() || values->size() != 4) return bad("cpuid \"" + key + "\" needs 4 values");
-      CpuidRegs r;
-      uint32_t* out[4] = {&r.eax, &r.ebx, &r.ecx, &r.edx};
-      for (int i = 0; i < 4; ++i) {
-        RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, as_u64((*values)[i], UINT32_MAX));
-        *out[i] = static_cast<uint32_t>(v);
-      }
-      set_leaf(p, lf, sb, r);
-    }
+    RESCTRLFS_ASSIGN_OR_RETURN(auto leaves, parse_cpuid_leaves(*cpuid, "cpuid"));
+    for (const auto& [key, r] : leaves) set_leaf(p, key.first, key.second, r);
     // Raw leaves may carry their own vendor and signature.
     p.vendor = x86::cpuid_vendor(ProfileCpuid(p), 0);
+  }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> per_cpu, checked(j.find("cpuid_per_cpu")));
+  if (per_cpu) {
+    if (!per_cpu->json().is_object()) return bad("\"cpuid_per_cpu\" must be an object");
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto cpus, checked(per_cpu->members()));
+    for (const auto& [cpu_s, leaves_j] : cpus) {
+      uint32_t cpu = 0;
+      if (!parse_u32(cpu_s, 10, cpu) || cpu >= p.cpus.size())
+        return bad("\"cpuid_per_cpu\": \"" + cpu_s + "\" is not a CPU of the profile");
+      const std::string what = "cpuid_per_cpu \"" + cpu_s + "\"";
+      RESCTRLFS_ASSIGN_OR_RETURN(auto leaves, parse_cpuid_leaves(leaves_j, what.c_str()));
+      p.cpuid_per_cpu[cpu] = std::move(leaves);
+    }
   }
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> sim, checked(j.find("sim")));
@@ -759,9 +781,13 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                    std::to_string(n) + " CPUs: it needs at least " +
                                    std::to_string(covered.size()) + ", one per domain");
   std::vector<CpuPlacement> fitted(host.nr_cpus, CpuPlacement{-1, -1, -1, -1, -1, -1});
+  // A host CPU answers CPUID as the profile CPU whose place it takes.
+  std::map<unsigned, std::map<CpuidKey, CpuidRegs>> per_cpu;
   for (size_t i = 0; i < n; ++i) {
     CpuPlacement c = mine[i * m / n];
     covered[domain(c)] = true;
+    if (auto o = p.cpuid_per_cpu.find(static_cast<unsigned>(c.cpu)); o != p.cpuid_per_cpu.end())
+      per_cpu[theirs[i]] = o->second;
     c.cpu = static_cast<int>(theirs[i]);
     fitted[theirs[i]] = c;
   }
@@ -772,6 +798,7 @@ Result<void> fit_profile_to_topology(Profile& p, const x86::Topology& host) {
                                      std::to_string(std::get<0>(d)) + " L3 " +
                                      std::to_string(std::get<1>(d)) + " without a CPU");
   p.cpus = std::move(fitted);
+  p.cpuid_per_cpu = std::move(per_cpu);
   p.nr_cpus = host.nr_cpus;
   return Ok();
 }

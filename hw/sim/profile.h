@@ -36,6 +36,10 @@
 //     // was synthesised for the same (leaf, subleaf); absent leaves read 0.
 //     "cpuid": {"0x10.1": ["0x0000000a", "0x00000600", "0x00000004",
 //                          "0x0000000f"], ...},
+//     // Per logical processor: leaves CPU N answers differently, over the
+//     // table above (the same syntax). resctrlfsd refuses a machine whose
+//     // CPUs differ in an RDT/PQoS leaf (x86::check_rdt_cpuid_uniform).
+//     "cpuid_per_cpu": {"3": {"0x10.1": [...]}},
 //     // Intel telemetry (AET): the per-RMID PMT aggregators, by GUID (the
 //     // layouts in hw/x86/aet.h), one entry per aggregator. num_rmids
 //     // defaults to the layout's; size to the layout's MMIO size.
@@ -126,7 +130,10 @@ struct Profile {
   uint64_t l2_size_bytes = 0;
   uint64_t l3_size_bytes = 0;
   std::map<CpuidKey, CpuidRegs> cpuid;  // the complete CPUID table
-  x86::RdtOptions rdt;                  // the rdt= boot parameter
+  // Leaves that one logical processor answers differently (CPUID is per
+  // logical processor): CPU -> (leaf, subleaf) -> registers, over `cpuid`.
+  std::map<unsigned, std::map<CpuidKey, CpuidRegs>> cpuid_per_cpu;
+  x86::RdtOptions rdt;  // the rdt= boot parameter
   std::vector<TelemetryAggregator> telemetry;
   std::optional<IoRdtProfile> io_rdt;
   SimParams sim;

@@ -17,6 +17,8 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
   for (auto& f : extra.force_on) profile.rdt.force_on.push_back(std::move(f));
   for (auto& f : extra.force_off) profile.rdt.force_off.push_back(std::move(f));
   auto machine = std::make_shared<sim::SimMachine>(std::move(profile));
+  // CPUID is per logical processor (cpuid_per_cpu): the RDT leaves must agree.
+  RESCTRLFS_RETURN_IF_ERROR(x86::check_rdt_cpuid_uniform(*machine, machine->profile().topology()));
   RESCTRLFS_ASSIGN_OR_RETURN(
       std::unique_ptr<x86::X86Arch> arch,
       x86::X86Arch::create(machine->os_info(), machine->limits(), machine, machine,

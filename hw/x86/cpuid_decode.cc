@@ -4,6 +4,7 @@
 #include "hw/x86/cpuid_decode.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -488,6 +489,83 @@ std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info) {
     if (has(EventId::MBM_LOCAL)) out.push_back("cqm_mbm_local");
   }
   return out;
+}
+
+namespace {
+
+// The RDT/PQoS leaves compared across CPUs, with the bits that matter.
+struct RdtLeaf {
+  uint32_t leaf, subleaf;
+  CpuidRegs mask;
+};
+constexpr uint32_t kAllBits = 0xffffffffU;
+constexpr RdtLeaf kRdtLeaves[] = {
+    {CPUID_LEAF_VENDOR, 0, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_FMS, 0, {0x0fff3ff0U, 0, 0, 0}},  // family and model (not the stepping)
+    {CPUID_LEAF_EXT_FEATURES, 0, {0, (1U << 12) | (1U << 15), 0, 0}},  // PQM, PQE
+    {CPUID_LEAF_PQM, 0, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQM, 1, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQE, 0, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQE, 1, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQE, 2, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQE, 3, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_AMD_EXT_IDS, 0, {0, kAllBits, 0, 0}},
+    {CPUID_LEAF_AMD_PQE_EXT, 0, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_AMD_PQE_EXT, 1, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_AMD_PQE_EXT, 2, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_AMD_PQE_EXT, 3, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_AMD_PQE_EXT, 5, {kAllBits, kAllBits, kAllBits, kAllBits}},
+};
+
+CpuidRegs masked_regs(CpuidRegs r, const CpuidRegs& m) {
+  r.eax &= m.eax;
+  r.ebx &= m.ebx;
+  r.ecx &= m.ecx;
+  r.edx &= m.edx;
+  return r;
+}
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "0x%x", v);
+  return b;
+}
+
+std::string regs_text(const CpuidRegs& r) {
+  return "eax=" + hex32(r.eax) + " ebx=" + hex32(r.ebx) + " ecx=" + hex32(r.ecx) +
+         " edx=" + hex32(r.edx);
+}
+
+}  // namespace
+
+std::vector<std::string> rdt_cpuid_differences(const CpuidSource& src, const Topology& topo) {
+  std::vector<std::string> out;
+  const unsigned first = topo.online.first();
+  if (first >= topo.online.size()) return out;
+  std::vector<CpuidRegs> ref;
+  for (const RdtLeaf& l : kRdtLeaves)
+    ref.push_back(masked_regs(src.cpuid(first, l.leaf, l.subleaf), l.mask));
+  for (unsigned cpu = first + 1; cpu < topo.nr_cpus; ++cpu) {
+    if (!topo.online.test(cpu)) continue;
+    for (size_t i = 0; i < std::size(kRdtLeaves); ++i) {
+      const RdtLeaf& l = kRdtLeaves[i];
+      const CpuidRegs r = masked_regs(src.cpuid(cpu, l.leaf, l.subleaf), l.mask);
+      if (r == ref[i]) continue;
+      out.push_back("CPU " + std::to_string(cpu) + " leaf " + hex32(l.leaf) + "." +
+                    std::to_string(l.subleaf) + ": " + regs_text(r) + ", CPU " +
+                    std::to_string(first) + ": " + regs_text(ref[i]));
+    }
+  }
+  return out;
+}
+
+Result<void> check_rdt_cpuid_uniform(const CpuidSource& src, const Topology& topo) {
+  const std::vector<std::string> d = rdt_cpuid_differences(src, topo);
+  if (d.empty()) return Ok();
+  std::string msg = "the CPUs do not enumerate the same RDT/PQoS features in CPUID (" + d[0];
+  if (d.size() > 1) msg += "; " + std::to_string(d.size() - 1) + " more difference(s)";
+  msg += "); resctrl needs one set for the whole machine";
+  return Error::make(EINVAL, msg);
 }
 
 }  // namespace resctrlfs::hw::x86

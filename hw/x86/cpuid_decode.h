@@ -103,4 +103,22 @@ struct HwLimits {
 };
 HwLimits decode_limits(const CpuidSource& src, unsigned cpu);
 
+// CPUID is per logical processor. decode_platform() reads the first online
+// CPU; this reads the RDT/PQoS leaves (vendor, family/model, the PQM/PQE
+// bits of leaf 7, leaves 0xF and 0x10, AMD's 0x80000008 EBX and 0x80000020)
+// on every online CPU and lists each register that differs from the first
+// CPU's ("CPU 3 leaf 0x10.1: ..., CPU 0: ..."); empty when all agree.
+std::vector<std::string> rdt_cpuid_differences(const CpuidSource& src, const Topology& topo);
+
+// EINVAL naming the first difference (and how many there are) when the
+// online CPUs do not enumerate the same RDT/PQoS leaves. We refuse rather
+// than combine: resctrl has one set of CLOSIDs, RMIDs, mask lengths and
+// events for the whole machine and programs the same values on every CPU,
+// while the SDM and the AMD64 PQoS specification describe these leaves per
+// logical processor and give no rule to merge differing ones (a mask or
+// CLOSID valid on one CPU would #GP on another; taking the smallest of each
+// field would still pair, say, one CPU's mask length with another's
+// shareable bits). Linux itself reads them on the boot CPU only.
+Result<void> check_rdt_cpuid_uniform(const CpuidSource& src, const Topology& topo);
+
 }  // namespace resctrlfs::hw::x86

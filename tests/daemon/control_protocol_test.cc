@@ -235,6 +235,20 @@ TEST_CASE("parse_control_request gives typed values") {
   CHECK(*w->cpu == 2);
   CHECK(w->workload.local_fraction == 0.0);
   CHECK(w->workload.bandwidth_mbps == 0.0);
+  CHECK(w->workload.write_fraction == 0.0);  // all reads unless told
+
+  auto ws = parse_control_request(R"({"cmd":"workload","cpu":2,"write_fraction":0.75})");
+  REQUIRE(ws.ok());
+  CHECK(std::get<WorkloadRequest>(*ws).workload.write_fraction == 0.75);
+  for (const char* bad : {R"({"cmd":"workload","cpu":2,"write_fraction":1.01})",
+                          R"({"cmd":"workload","cpu":2,"write_fraction":-0.5})",
+                          R"({"cmd":"workload","cpu":2,"write_fraction":"half"})",
+                          R"({"cmd":"workload","cpu":2,"write_fraction":null})"}) {
+    INFO(bad);
+    auto e = parse_control_request(bad);
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.error().message.find("'write_fraction'") != std::string::npos);
+  }
 
   auto a = parse_control_request(R"({"cmd":"clock","advance_ms":604800000})");
   REQUIRE(a.ok());

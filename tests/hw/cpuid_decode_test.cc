@@ -648,3 +648,105 @@ TEST_CASE("profiles enumerating more CLOSIDs or RMIDs than the architecture can 
   REQUIRE_FALSE(raw_rmid.ok());
   CHECK(raw_rmid.error().message.find("more than 65536 RMIDs") != std::string::npos);
 }
+
+// ---- CPUID per logical processor.
+
+namespace {
+
+// intel-2s with CPU `cpu` answering `leaf`.`sub` with `r`.
+sim::Profile intel_with_cpu_leaf(unsigned cpu, uint32_t leaf, uint32_t sub, CpuidRegs r) {
+  auto p = sim::load_profile("intel-2s");
+  REQUIRE(p.ok());
+  p->cpuid_per_cpu[cpu][{leaf, sub}] = r;
+  return std::move(p).value();
+}
+
+}  // namespace
+
+TEST_CASE("cpuid_per_cpu: one CPU answers its own leaves, the others the profile's") {
+  auto p = sim::parse_profile(R"({"vendor": "GenuineIntel", "family": 6, "model": 106,
+    "cpus": [{"cpu": 0}, {"cpu": 1}, {"cpu": 2}, {"cpu": 3}],
+    "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+    "l3_cat": {"cbm_len": 11, "num_closid": 16},
+    "cpuid_per_cpu": {"2": {"0x10.1": ["0xa", "0x600", "0x4", "0xf"], "0xb": ["1", "2", "3", "4"]}}})",
+                              "test");
+  REQUIRE(p.ok());
+  sim::SimMachine m(*p);
+  CHECK(m.cpuid(2, CPUID_LEAF_PQE, 1) == CpuidRegs{0xa, 0x600, 0x4, 0xf});
+  CHECK(m.cpuid(2, 0xb, 0) == CpuidRegs{1, 2, 3, 4});
+  CHECK(m.cpuid(0, CPUID_LEAF_PQE, 1) == p->cpuid.at({CPUID_LEAF_PQE, 1}));
+  CHECK(m.cpuid(1, 0xb, 0) == CpuidRegs{});
+  // The decoder compares every online CPU's RDT leaves with the first's.
+  const auto d = rdt_cpuid_differences(m, p->topology());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].rfind("CPU 2 leaf 0x10.1: eax=0xa ebx=0x600 ecx=0x4 edx=0xf, CPU 0: ", 0) == 0);
+}
+
+TEST_CASE("CPUs that differ in an RDT leaf are refused, other leaves are not compared") {
+  SECTION("a different L3 CAT mask length on one CPU") {
+    sim::Profile p = intel_with_cpu_leaf(5, CPUID_LEAF_PQE, 1, CpuidRegs{0x9, 0, 0x4, 0xf});
+    sim::SimMachine m(p);
+    auto r = check_rdt_cpuid_uniform(m, p.topology());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK(r.error().message.find("CPU 5 leaf 0x10.1") != std::string::npos);
+    CHECK(r.error().message.find("do not enumerate the same RDT/PQoS features") !=
+          std::string::npos);
+    // Offline, it does not count (the decoder reads online CPUs only).
+    Topology t = p.topology();
+    t.online.reset(5);
+    CHECK(check_rdt_cpuid_uniform(m, t).ok());
+    // The real-hardware path refuses before it talks to any broker.
+    auto b = hw::real::make_msr_backend_with(m, p.topology(), "/nonexistent/broker.sock",
+                                             RdtOptions::all());
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().message.find("CPU 5 leaf 0x10.1") != std::string::npos);
+  }
+  SECTION("leaf 7 without PQM/PQE differs only in bits the decoder ignores") {
+    const auto base = sim::load_profile("intel-2s");
+    REQUIRE(base.ok());
+    CpuidRegs l7 = sim::SimMachine(*base).cpuid(0, CPUID_LEAF_EXT_FEATURES, 0);
+    l7.ebx ^= 1U;  // FSGSBASE: not an RDT bit
+    l7.edx ^= 1U << 4;
+    sim::Profile p = intel_with_cpu_leaf(3, CPUID_LEAF_EXT_FEATURES, 0, l7);
+    sim::SimMachine m(p);
+    CHECK(check_rdt_cpuid_uniform(m, p.topology()).ok());
+    l7.ebx ^= 1U << 15;  // PQE
+    p = intel_with_cpu_leaf(3, CPUID_LEAF_EXT_FEATURES, 0, l7);
+    sim::SimMachine m2(p);
+    CHECK_FALSE(check_rdt_cpuid_uniform(m2, p.topology()).ok());
+  }
+  SECTION("every built-in platform agrees with itself") {
+    for (const auto& name : sim::builtin_profile_names()) {
+      INFO(name);
+      auto p = sim::load_profile(name);
+      REQUIRE(p.ok());
+      sim::SimMachine m(*p);
+      CHECK(check_rdt_cpuid_uniform(m, p->topology()).ok());
+    }
+  }
+}
+
+TEST_CASE("cpuid_per_cpu: bad entries are refused with a message") {
+  const std::string head = R"({"vendor": "GenuineIntel", "family": 6, "model": 106,
+    "cpus": [{"cpu": 0}, {"cpu": 1}], "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+    "cpuid_per_cpu": )";
+  struct Case {
+    const char* json;
+    const char* msg;
+  };
+  for (const Case& c : {
+           Case{R"({"2": {"0x10.1": ["0", "0", "0", "0"]}})", "is not a CPU of the profile"},
+           Case{R"({"-1": {}})", "is not a CPU of the profile"},
+           Case{R"({"one": {}})", "is not a CPU of the profile"},
+           Case{R"({"1": {"0x10.1": ["0", "0", "0"]}})", "needs 4 values"},
+           Case{R"({"1": {"leaf": ["0", "0", "0", "0"]}})", "bad cpuid key"},
+           Case{R"({"1": ["0x10.1"]})", "must be an object"},
+           Case{R"(["1"])", "must be an object"},
+       }) {
+    INFO(c.json);
+    auto p = sim::parse_profile(head + c.json + "}", "test");
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().message.find(c.msg) != std::string::npos);
+  }
+}

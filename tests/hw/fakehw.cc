@@ -17,7 +17,7 @@
 // backend, since on this path the daemon has no simulated machine):
 //   {"cmd":"clock","mode":"manual"|"real"}  {"cmd":"clock","advance_ms":N}
 //   {"cmd":"workload","cpu":C,"footprint_bytes":B,"bandwidth_mbps":M,
-//    "local_fraction":F}
+//    "local_fraction":F[,"write_fraction":W]}
 //   {"cmd":"fault","fail_writes":N[,"cpu":C]}
 //   {"cmd":"registers"}
 //   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine);
@@ -245,6 +245,7 @@ json handle(const json& req) {
     w.cache_footprint_bytes = req.value("footprint_bytes", uint64_t{0});
     w.bandwidth_mbps = req.value("bandwidth_mbps", 0.0);
     w.local_fraction = req.value("local_fraction", 1.0);
+    w.write_fraction = req.value("write_fraction", 0.0);
     auto r = g_machine->attach_cpu_workload(req["cpu"].get<unsigned>(), w);
     if (!r.ok()) return {{"ok", false}, {"error", r.error().message}};
     return {{"ok", true}};

@@ -177,3 +177,14 @@ TEST_CASE("cache sizes come from the profile's CPUID") {
   CHECK(sim::cache_size_bytes(*a, 3) == 33554432);
   CHECK(sim::cache_size_bytes(*a, 2) == 524288);
 }
+
+TEST_CASE("fit: a host CPU answers CPUID as the profile CPU whose place it takes") {
+  auto p = sim::load_profile("intel-2s");
+  REQUIRE(p.ok());
+  p->cpuid_per_cpu[4][{0xb, 0}] = CpuidRegs{4, 4, 4, 4};
+  p->cpuid_per_cpu[5][{0xb, 0}] = CpuidRegs{5, 5, 5, 5};
+  REQUIRE(sim::fit_profile_to_topology(*p, host(2)).ok());
+  // Host CPU 1 takes intel-2s's CPU 4; CPU 5 has no host CPU.
+  REQUIRE(p->cpuid_per_cpu.size() == 1);
+  CHECK(p->cpuid_per_cpu.at(1).at({0xb, 0}) == CpuidRegs{4, 4, 4, 4});
+}

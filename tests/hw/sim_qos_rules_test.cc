@@ -4,8 +4,10 @@
 // count (Intel: Unavailable; AMD: Error), Intel's optional Overflow bit,
 // AMD's QM_EVTSEL shared by the QoS domain, AMD's L3_QOS_CFG (CDP) per
 // logical processor, AMD clearing an RMID's count when it starts tracking
-// it, AMD's minimum of tracked RMIDs (one per processor), and AMD sharing a
-// saturated domain without regard to the COS limits' ratio.
+// it, AMD's minimum of tracked RMIDs (one per processor), AMD sharing a
+// saturated domain without regard to the COS limits' ratio, and write
+// traffic: AMD limits hold reads only, BMEC's write bits count the writes,
+// Intel's MBA and mbm_total take reads and writes alike.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -237,4 +239,102 @@ TEST_CASE("AMD shares a saturated domain by demand, not in proportion to the lim
         Approx(1e9 + 2000e6 * 500 / 4500).epsilon(0.001));
   CHECK(read_ctr(*m, 0, 2, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 ==
         Approx(1e9 + 2000e6 * 4000 / 4500).epsilon(0.001));
+}
+
+namespace {
+
+Workload writes(double mbps, double write_fraction, double local_fraction = 1.0) {
+  Workload w;
+  w.bandwidth_mbps = mbps;
+  w.write_fraction = write_fraction;
+  w.local_fraction = local_fraction;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("AMD limits hold a COS's reads; its writes pass and BMEC's write bits count them") {
+  auto m = machine("amd-2s");                            // BMEC, 40000 MB/s per domain, scale 64
+  REQUIRE(m->write(0, L3QOS_BW_CONTROL_0 + 1, 8).ok());  // 1000 MB/s
+  assoc(*m, 1, 1, 3);
+  // 4000 MB/s, half of it writes: 2000 of reads held to 1000, 2000 of writes.
+  REQUIRE(m->attach_cpu_workload(1, writes(4000, 0.5)).ok());
+  m->advance_ms(1000);
+  // Power-on configuration: total = every class, local = local reads and
+  // local non-temporal writes.
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(3e9).epsilon(0.001));
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_LOCAL_EVENT_ID) * 64.0 == Approx(3e9).epsilon(0.001));
+  // Reads only on event 0, writes only on event 1 (both restart).
+  REQUIRE(m->write(1, QOS_EVT_CFG_0, BMEC_READS_TO_LOCAL_MEM | BMEC_READS_TO_REMOTE_MEM).ok());
+  REQUIRE(m->write(1, QOS_EVT_CFG_0 + 1,
+                   BMEC_NON_TEMP_WRITE_TO_LOCAL_MEM | BMEC_NON_TEMP_WRITE_TO_REMOTE_MEM)
+              .ok());
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) == QM_CTR_UNAVAILABLE);
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_LOCAL_EVENT_ID) == QM_CTR_UNAVAILABLE);
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(1e9).epsilon(0.001));
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_LOCAL_EVENT_ID) * 64.0 == Approx(2e9).epsilon(0.001));
+  // Dirty victims (bit 6) and slow-memory reads (bits 4, 5) match none of
+  // the modelled traffic.
+  REQUIRE(m->write(1, QOS_EVT_CFG_0,
+                   BMEC_DIRTY_VICTIMS_TO_ALL_MEM | BMEC_READS_TO_LOCAL_S_MEM |
+                       BMEC_READS_TO_REMOTE_S_MEM)
+              .ok());
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) == QM_CTR_UNAVAILABLE);
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) == 0);
+  // Local and remote classes split by local_fraction: a quarter local.
+  REQUIRE(m->write(1, QOS_EVT_CFG_0, BMEC_NON_TEMP_WRITE_TO_REMOTE_MEM).ok());
+  REQUIRE(m->attach_cpu_workload(1, writes(4000, 0.5, 0.25)).ok());
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) == QM_CTR_UNAVAILABLE);
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(1.5e9).epsilon(0.001));
+}
+
+TEST_CASE("AMD: another COS's writes can keep a COS below its read limit") {
+  // The AMD64 PQoS specification's fifth case of a limit not reached:
+  // writes share the memory with the reads.
+  auto m = machine(R"({"vendor": "AuthenticAMD", "family": 25, "model": 1,
+    "cpus": [{"cpu": 0}, {"cpu": 1}], "l3_size_bytes": 33554432, "l2_size_bytes": 524288,
+    "mb": {"num_closid": 4, "bw_len": 11},
+    "l3_mon": {"num_rmids": 16, "scale": 64, "counter_width": 44,
+               "events": ["mbm_total_bytes"]},
+    "sim": {"mem_bandwidth_mbps": 2000}})");
+  REQUIRE(m->write(0, L3QOS_BW_CONTROL_0 + 1, 8).ok());  // 1000 MB/s
+  assoc(*m, 0, 1, 1);
+  assoc(*m, 1, 2, 2);
+  REQUIRE(m->attach_cpu_workload(0, writes(1000, 0)).ok());
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 0, 1, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(1e9).epsilon(0.001));
+  // COS 2 (unlimited) writes 3000 MB/s: the 2000 MB/s domain is shared by
+  // demand, COS 1 gets 500 of its 1000.
+  REQUIRE(m->attach_cpu_workload(1, writes(3000, 1.0)).ok());
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 0, 1, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(1.5e9).epsilon(0.001));
+  CHECK(read_ctr(*m, 0, 2, QOS_L3_MBM_TOTAL_EVENT_ID) * 64.0 == Approx(1.5e9).epsilon(0.001));
+}
+
+TEST_CASE("Intel: MBA delays reads and writes alike, mbm_total and mbm_local count both") {
+  auto m = machine("intel-2s");
+  const double unit = 65536;  // intel-2s upscaling factor
+  REQUIRE(m->write(0, IA32_L2_QOS_EXT_BW_THRTL_0 + 1, 50).ok());
+  assoc(*m, 1, 1, 3);
+  assoc(*m, 2, 0, 4);
+  REQUIRE(m->attach_cpu_workload(1, writes(1000, 0.75, 0.5)).ok());
+  REQUIRE(m->attach_cpu_workload(2, writes(1000, 0.0, 0.5)).ok());
+  m->advance_ms(1000);
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_TOTAL_EVENT_ID) * unit == Approx(5e8).epsilon(0.01));
+  CHECK(read_ctr(*m, 1, 3, QOS_L3_MBM_LOCAL_EVENT_ID) * unit == Approx(2.5e8).epsilon(0.01));
+  CHECK(read_ctr(*m, 2, 4, QOS_L3_MBM_TOTAL_EVENT_ID) * unit == Approx(1e9).epsilon(0.01));
+  CHECK(read_ctr(*m, 2, 4, QOS_L3_MBM_LOCAL_EVENT_ID) * unit == Approx(5e8).epsilon(0.01));
+}
+
+TEST_CASE("a write share outside 0..1 is refused") {
+  auto m = machine("amd-2s");
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    auto r = m->attach_cpu_workload(1, writes(100, bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINVAL);
+    CHECK(r.error().message == "write_fraction must be within 0..1");
+  }
 }

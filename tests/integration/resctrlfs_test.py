@@ -42,7 +42,8 @@ daemons or start them differently):
     stats() -> {OPCODE: n}    FUSE request counts; reset_stats()
     set_manual_clock(True) / advance(ms)    the simulated clock
     registers() -> [{"cpu","msr","value",...}]  the simulated RDT registers
-    workload(tid=|cpu=, footprint_bytes=, bandwidth_mbps=, local_fraction=)
+    workload(tid=|cpu=, footprint_bytes=, bandwidth_mbps=, local_fraction=,
+             write_fraction=)
     fail_writes(n, cpu=None)  make the next n MSR writes fail
     daemon_log() -> str
 
@@ -592,9 +593,11 @@ class Mount:
         return self.ctl_ok({"cmd": "registers"})["registers"]
 
     def workload(self, tid=None, cpu=None, footprint_bytes=0, bandwidth_mbps=0.0,
-                 local_fraction=1.0):
+                 local_fraction=1.0, write_fraction=None):
         req = {"cmd": "workload", "footprint_bytes": int(footprint_bytes),
                "bandwidth_mbps": float(bandwidth_mbps), "local_fraction": float(local_fraction)}
+        if write_fraction is not None:
+            req["write_fraction"] = float(write_fraction)
         if tid is not None:
             req["tid"] = int(tid)
         if cpu is not None:

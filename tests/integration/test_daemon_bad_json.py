@@ -227,6 +227,37 @@ class BadJson(unittest.TestCase):
         m.start()
         self.assertEqual(m.read("schemata"), "L3:0=ff\n")
 
+    def test_cpus_differing_in_an_rdt_cpuid_leaf_are_refused(self):
+        if rt.MSR:
+            self.skipTest("msr label: inherent: with --backend msr the daemon reads no platform "
+                          "profile (hw_tests covers the msr path's refusal)")
+        base = ('{"vendor":"GenuineIntel","family":6,"model":106,'
+                '"cpus":[{"cpu":0,"package":0,"l2":0,"l3":0},'
+                '{"cpu":1,"package":0,"l2":1,"l3":0}],'
+                '"l3_size_bytes":8388608,"l3_cat":{"cbm_len":8,"num_closid":4},'
+                '"cpuid_per_cpu":{"1":%s}}')
+        m = self.mount()
+        profile = os.path.join(m.dir, "profile.json")
+        # CPU 1 enumerates a 16-bit L3 mask, CPU 0 an 8-bit one.
+        with open(profile, "w") as f:
+            f.write(base % '{"0x10.1":["0xf","0","0","3"]}')
+        m.platform = profile
+        p = subprocess.run(m.argv(), stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        err = p.stderr.decode(errors="replace")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("CPU 1 leaf 0x10.1: eax=0xf", err)
+        self.assertIn("do not enumerate the same RDT/PQoS features", err)
+        self.assertFalse(rt.is_mounted(m.mnt))
+        m.cleanup()
+        # A leaf outside RDT may differ: the machine mounts.
+        m = self.mount()
+        profile = os.path.join(m.dir, "profile.json")
+        with open(profile, "w") as f:
+            f.write(base % '{"0xb":["1","2","0x100","1"]}')
+        m.platform = profile
+        m.start()
+        self.assertEqual(m.read("schemata"), "L3:0=ff\n")
+
 
 if __name__ == "__main__":
     rt.main()
