@@ -63,7 +63,7 @@ class BrokerProcess {
       ::_exit(127);
     }
     struct stat st;
-    for (int i = 0; i < 500 && ::stat(socket_.c_str(), &st) != 0; ++i)
+    for (int i = 0; i < 6000 && ::stat(socket_.c_str(), &st) != 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE(::stat(socket_.c_str(), &st) == 0);
   }
@@ -223,7 +223,7 @@ TEST_CASE("resctrl-msrd refuses a peer with the wrong uid") {
   auto r = client.transact({Op{0, IA32_PQR_ASSOC, 0, OpKind::kRead}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == EIO);
-  for (int i = 0; i < 100 && b.log().find("refused connection") == std::string::npos; ++i)
+  for (int i = 0; i < 3000 && b.log().find("refused connection") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(b.log().find("refused connection") != std::string::npos);
 }

@@ -87,7 +87,11 @@ class LimboCycles(rt.unittest.TestCase):
                 else:
                     time.sleep(1)
             os.rmdir(path)
-        if mon and manual:
+        # On the msr path the daemon's limbo worker runs every real second
+        # whatever the emulated clock says, so whether the pool runs dry
+        # depends on how fast this machine is: asserted on the sim backend,
+        # whose clock is the manual one throughout.
+        if mon and manual and not rt.MSR:
             self.assertGreater(waits, 0, "%s: the pool never ran dry" % platform)
         return waits
 
