@@ -22,7 +22,9 @@ uint64_t le64(std::span<const uint8_t> b, size_t off) {
 }
 
 void put(std::vector<uint8_t>& out, uint64_t v, unsigned bytes) {
-  for (unsigned i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  // Fields wider than 8 bytes (reserved ones) get zeros past v's bytes.
+  for (unsigned i = 0; i < bytes; ++i)
+    out.push_back(i < 8 ? static_cast<uint8_t>(v >> (8 * i)) : uint8_t{0});
 }
 
 Error bad(size_t off, const std::string& what) {
