@@ -253,7 +253,7 @@ Workload writes(double mbps, double write_fraction, double local_fraction = 1.0)
 
 }  // namespace
 
-TEST_CASE("AMD limits hold a COS's reads; its writes pass and BMEC's write bits count them") {
+TEST_CASE("AMD limits hold a COS's reads, its writes pass and BMEC's write bits count them") {
   auto m = machine("amd-2s");                            // BMEC, 40000 MB/s per domain, scale 64
   REQUIRE(m->write(0, L3QOS_BW_CONTROL_0 + 1, 8).ok());  // 1000 MB/s
   assoc(*m, 1, 1, 3);
