@@ -102,25 +102,21 @@ Result<ControlRequest> parse_workload(const json& obj) {
         req.workload.cache_footprint_bytes,
         get_uint(obj, "footprint_bytes", std::numeric_limits<int64_t>::max()));
   }
-  if (obj.contains("bandwidth_mbps")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.bandwidth_mbps,
-                               get_double(obj, "bandwidth_mbps", 0.0, 1e9));
-  }
-  if (obj.contains("local_fraction")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.local_fraction,
-                               get_double(obj, "local_fraction", 0.0, 1.0));
-  }
-  if (obj.contains("write_fraction")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.write_fraction,
-                               get_double(obj, "write_fraction", 0.0, 1.0));
-  }
-  if (obj.contains("instructions_per_sec")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.instructions_per_sec,
-                               get_double(obj, "instructions_per_sec", 0.0, 1e12));
-  }
-  if (obj.contains("branch_share")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.branch_share,
-                               get_double(obj, "branch_share", 0.0, 1.0));
+  // The optional rates and shares, each with its range.
+  struct DoubleField {
+    const char* key;
+    double hw::Workload::*field;
+    double lo, hi;
+  };
+  static constexpr DoubleField kDoubles[] = {
+      {"bandwidth_mbps", &hw::Workload::bandwidth_mbps, 0.0, 1e9},
+      {"local_fraction", &hw::Workload::local_fraction, 0.0, 1.0},
+      {"write_fraction", &hw::Workload::write_fraction, 0.0, 1.0},
+      {"instructions_per_sec", &hw::Workload::instructions_per_sec, 0.0, 1e12},
+      {"branch_share", &hw::Workload::branch_share, 0.0, 1.0}};
+  for (const DoubleField& f : kDoubles) {
+    if (!obj.contains(f.key)) continue;
+    RESCTRLFS_ASSIGN_OR_RETURN(req.workload.*f.field, get_double(obj, f.key, f.lo, f.hi));
   }
   return ControlRequest{req};
 }
