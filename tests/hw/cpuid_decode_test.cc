@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "cpuid_dump.h"
 #include "hw/backend.h"
 #include "hw/broker/policy.h"
 #include "hw/real/msr_backend.h"
@@ -21,33 +22,6 @@ using namespace resctrlfs::hw;
 using namespace resctrlfs::hw::x86;
 
 namespace {
-
-// A CPUID source answering from a dump file; absent leaves read as zero.
-class DumpSource final : public CpuidSource {
- public:
-  explicit DumpSource(const std::string& name) {
-    std::ifstream f(std::string(RESCTRLFS_HW_TEST_DATA) + "/" + name);
-    REQUIRE(f.good());
-    std::string line;
-    while (std::getline(f, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      uint32_t leaf, sub;
-      CpuidRegs r;
-      ss >> std::hex >> leaf >> sub >> r.eax >> r.ebx >> r.ecx >> r.edx;
-      REQUIRE(!ss.fail());
-      leaves_[{leaf, sub}] = r;
-    }
-    REQUIRE(!leaves_.empty());
-  }
-  CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t sub) const override {
-    auto it = leaves_.find({leaf, sub});
-    return it == leaves_.end() ? CpuidRegs{} : it->second;
-  }
-
- private:
-  std::map<std::pair<uint32_t, uint32_t>, CpuidRegs> leaves_;
-};
 
 // Four CPUs sharing one L3 (id 0), one L2 each.
 Topology four_cpus() {

@@ -24,6 +24,7 @@
 #include <map>
 #include <sstream>
 
+#include "cpuid_dump.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/lwp_cpuid.h"
 #include "hw/x86/registers.h"
@@ -33,33 +34,6 @@ using namespace resctrlfs::hw;
 using namespace resctrlfs::hw::x86;
 
 namespace {
-
-// A CPUID source answering from a dump file; absent leaves read as zero.
-class Dump final : public CpuidSource {
- public:
-  explicit Dump(const std::string& name) {
-    std::ifstream f(std::string(RESCTRLFS_HW_TEST_DATA) + "/" + name);
-    REQUIRE(f.good());
-    std::string line;
-    while (std::getline(f, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      uint32_t leaf, sub;
-      CpuidRegs r;
-      ss >> std::hex >> leaf >> sub >> r.eax >> r.ebx >> r.ecx >> r.edx;
-      REQUIRE(!ss.fail());
-      leaves_[{leaf, sub}] = r;
-    }
-  }
-  CpuidRegs cpuid(unsigned, uint32_t leaf, uint32_t sub) const override {
-    auto it = leaves_.find({leaf, sub});
-    return it == leaves_.end() ? CpuidRegs{} : it->second;
-  }
-  void set(uint32_t leaf, uint32_t sub, CpuidRegs r) { leaves_[{leaf, sub}] = r; }
-
- private:
-  std::map<std::pair<uint32_t, uint32_t>, CpuidRegs> leaves_;
-};
 
 Topology one_cpu() {
   Topology t;
@@ -75,7 +49,7 @@ Topology one_cpu() {
 }  // namespace
 
 TEST_CASE("FX-8150 (Bulldozer) LWP enumeration decodes field by field") {
-  Dump src("amd-fx-8150-bulldozer.cpuid");
+  DumpSource src("amd-fx-8150-bulldozer.cpuid");
   LwpCaps c = decode_lwp(src, 0);
   REQUIRE(c.present);  // 8000_0001h ECX = 0x01c9bfff, bit 15 set
   // EAX: nothing enabled (LWP_CFG reads 0 on that machine).
@@ -115,7 +89,7 @@ TEST_CASE("FX-8150 (Bulldozer) LWP enumeration decodes field by field") {
 }
 
 TEST_CASE("FX-8150 shows the lwp cpuinfo flag and no RDT") {
-  Dump src("amd-fx-8150-bulldozer.cpuid");
+  DumpSource src("amd-fx-8150-bulldozer.cpuid");
   X86Platform i = decode_platform(src, one_cpu());
   CHECK(i.vendor == "AuthenticAMD");
   CHECK(i.family == 0x15);
@@ -127,24 +101,24 @@ TEST_CASE("FX-8150 shows the lwp cpuinfo flag and no RDT") {
 
 TEST_CASE("LWP is absent without 8000_0001h ECX[15], below leaf 8000_001Ch, or off AMD") {
   SECTION("Zen (EPYC 7551) has no LWP") {
-    Dump src("amd-epyc-7551-naples.cpuid");
+    DumpSource src("amd-epyc-7551-naples.cpuid");
     CHECK_FALSE(decode_lwp(src, 0).present);
     CHECK(cpuinfo_rdt_flags(decode_platform(src, one_cpu())).empty());
   }
   SECTION("the presence bit alone decides, whatever leaf 8000_001Ch holds") {
-    Dump src("amd-fx-8150-bulldozer.cpuid");
+    DumpSource src("amd-fx-8150-bulldozer.cpuid");
     src.set(0x80000001, 0, CpuidRegs{0x00600f12, 0x10000000, 0x01c93fff, 0x2fd3fbff});
     LwpCaps c = decode_lwp(src, 0);
     CHECK_FALSE(c.present);
     CHECK(c.max_events == 0);
   }
   SECTION("extended leaves ending below 8000_001Ch") {
-    Dump src("amd-fx-8150-bulldozer.cpuid");
+    DumpSource src("amd-fx-8150-bulldozer.cpuid");
     src.set(0x80000000, 0, CpuidRegs{0x8000001b, 0x68747541, 0x444d4163, 0x69746e65});
     CHECK_FALSE(decode_lwp(src, 0).present);
   }
   SECTION("an Intel part never has LWP") {
-    Dump src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
+    DumpSource src("intel-xeon-gold-6252-cascadelake-sp.cpuid");
     src.set(0x80000001, 0, CpuidRegs{0, 0, 1U << 15, 0});
     CHECK_FALSE(decode_lwp(src, 0).present);
   }
