@@ -53,43 +53,6 @@ class MemoryMsrDevice final : public MsrDevice {
   std::map<std::pair<unsigned, uint32_t>, uint64_t> regs_;
 };
 
-// The CPUID leaves that decide what resctrl shows, as (leaf, subleaf, mask
-// per register); leaf 7's EBX only for its RDT-M and RDT-A bits.
-struct Leaf {
-  uint32_t leaf, subleaf;
-  CpuidRegs mask;
-};
-constexpr uint32_t kAll = 0xffffffffU;
-const Leaf kRdtLeaves[] = {
-    {0x0, 0, {kAll, kAll, kAll, kAll}},
-    {0x1, 0, {0x0fff3ff0U, 0, 0, 0}},  // family and model (not the stepping)
-    {0x7, 0, {0, (1U << 12) | (1U << 15), 0, 0}},
-    {0xF, 0, {kAll, kAll, kAll, kAll}},
-    {0xF, 1, {kAll, kAll, kAll, kAll}},
-    {0x10, 0, {kAll, kAll, kAll, kAll}},
-    {0x10, 1, {kAll, kAll, kAll, kAll}},
-    {0x10, 2, {kAll, kAll, kAll, kAll}},
-    {0x10, 3, {kAll, kAll, kAll, kAll}},
-    {0x80000008, 0, {0, kAll, 0, 0}},
-    {0x80000020, 0, {kAll, kAll, kAll, kAll}},
-    {0x80000020, 1, {kAll, kAll, kAll, kAll}},
-    {0x80000020, 2, {kAll, kAll, kAll, kAll}},
-    {0x80000020, 3, {kAll, kAll, kAll, kAll}},
-    {0x80000020, 5, {kAll, kAll, kAll, kAll}},
-};
-
-CpuidRegs masked(CpuidRegs r, const CpuidRegs& m) {
-  r.eax &= m.eax;
-  r.ebx &= m.ebx;
-  r.ecx &= m.ecx;
-  r.edx &= m.edx;
-  return r;
-}
-
-std::string regs_text(const CpuidRegs& r) {
-  return "eax=" + hex(r.eax) + " ebx=" + hex(r.ebx) + " ecx=" + hex(r.ecx) + " edx=" + hex(r.edx);
-}
-
 class Probe final : public HwProbe {
  public:
   std::string cpu_identity() const override { return identity_; }
@@ -177,21 +140,10 @@ class Probe final : public HwProbe {
                              "/cpuid is missing (load the cpuid module: modprobe cpuid)");
       return;
     }
-    std::vector<CpuidRegs> ref;
-    for (const Leaf& l : kRdtLeaves)
-      ref.push_back(masked(src.cpuid(first, l.leaf, l.subleaf), l.mask));
-    for (unsigned cpu = 0; cpu < topo.nr_cpus; ++cpu) {
-      if (!topo.online.test(cpu)) continue;
-      ++cpus_checked_;
-      for (size_t i = 0; i < std::size(kRdtLeaves); ++i) {
-        const Leaf& l = kRdtLeaves[i];
-        CpuidRegs r = masked(src.cpuid(cpu, l.leaf, l.subleaf), l.mask);
-        if (r == ref[i]) continue;
-        cpuid_diffs_.push_back("CPU " + std::to_string(cpu) + " leaf " + hex(l.leaf) + "." +
-                               std::to_string(l.subleaf) + ": " + regs_text(r) + ", CPU " +
-                               std::to_string(first) + ": " + regs_text(ref[i]));
-      }
-    }
+    // The daemon's own check at start-up (the same leaves, the same text).
+    cpus_checked_ = topo.online.count();
+    for (std::string& d : x86::rdt_cpuid_differences(src, topo))
+      cpuid_diffs_.push_back(std::move(d));
   }
 
   void build_model(const CpuidSource& src, const x86::Topology& topo, const std::string& rdt) {
