@@ -49,9 +49,10 @@
 //   40 + 8i  event slot i: bits 25:0 EventInterval, bits 31:26 EventId (0:
 //       slot unused), bits 57:32 EventCounter (26-bit counters), bits 63:58
 //       reserved
-// The shipped processors put the event slots at the offset CPUID 8000_001Ch
-// EBX[31:24] gives (128 on the FX-8150) rather than at 40: both codecs take
-// the slot offset as a parameter.
+// The shipped processors lay the LWPCB out differently (see "LWPCB as
+// shipped" below); the proposal codec takes the slot offset as a parameter
+// so that it can also place its slots where CPUID 8000_001Ch EBX[31:24]
+// says (128 on the FX-8150).
 #pragma once
 
 #include <cstddef>
@@ -397,6 +398,120 @@ inline Result<Lwpcb> decode_lwpcb(const uint8_t* data, size_t size, size_t n_eve
     e.interval = static_cast<uint32_t>(v & kCounterMask);
     e.event_id = static_cast<uint8_t>((v >> 26) & 0x3F);
     e.counter = static_cast<uint32_t>((v >> 32) & kCounterMask);
+    cb.events.push_back(e);
+  }
+  return cb;
+}
+
+// ---------------------------------------------------------------------------
+// LWPCB as shipped on family 15h
+//
+// The shipped processors do not use the proposal's packing above. Their
+// LWPCB, as software that drove LWP on Bulldozer and Piledriver parts laid
+// it out (rr's LWP tick source, written against the LWP specification, AMD
+// pub. 43724, and run on a Piledriver; the Linux kernel's xsave image of the
+// LWP state names the same 32-bit Flags, BufferSize and Filters fields):
+//   0   Flags (32 bits: bit i event id i, bit 31 threshold interrupt)
+//   4   BufferSize (32 bits, bytes)
+//   8   BufferBase (64)
+//   16  BufferHeadOffset (32), 20 reserved (32)
+//   24  MissedEvents (64)
+//   32  Threshold (32), 36 Filters (32)
+//   40  BaseIP (64), 48 LimitIP (64), 56 reserved (64)
+//   64  BufferTailOffset (32), 68 reserved (32), 72..EventOffset reserved
+//   EventOffset + 8i: EventInterval i (32), EventCounter i (32)
+// CPUID 8000_001Ch EBX gives EventOffset ([31:24]) and the LWPCB size in
+// quadwords ([7:0]); on the FX-8150 they are 128 and 19 (152 bytes = 128 +
+// 3 slots of 8, its LwpMaxEvents being 3), the same offset and slot count
+// rr's structure has. The Filters bits are kept as one raw word: no public
+// source this project found gives all of them.
+inline constexpr size_t kShippedHeaderSize = 72;
+inline constexpr size_t kShippedEventOffset = 128;  // the FX-8150's 8000_001Ch EBX[31:24]
+
+struct ShippedEventSlot {
+  uint32_t interval = 0;
+  uint32_t counter = 0;
+  bool operator==(const ShippedEventSlot&) const = default;
+};
+
+struct ShippedLwpcb {
+  uint32_t flags = 0;
+  uint32_t buffer_size = 0;
+  uint64_t buffer_base = 0;
+  uint32_t head = 0;
+  uint64_t missed = 0;
+  uint32_t threshold = 0;
+  uint32_t filters = 0;
+  uint64_t base_ip = 0;
+  uint64_t limit_ip = 0;
+  uint32_t tail = 0;
+  std::vector<ShippedEventSlot> events;  // slot i counts event id i + 1
+  bool operator==(const ShippedLwpcb&) const = default;
+};
+
+namespace detail {
+inline Result<void> check_shipped_offset(size_t event_offset) {
+  if (event_offset < kShippedHeaderSize || event_offset % 8 != 0)
+    return bad("event slot offset must be a multiple of 8, at least 72");
+  return {};
+}
+}  // namespace detail
+
+inline Result<std::string> encode_shipped_lwpcb(const ShippedLwpcb& cb,
+                                                size_t event_offset = kShippedEventOffset) {
+  RESCTRLFS_RETURN_IF_ERROR(detail::check_shipped_offset(event_offset));
+  std::string out(event_offset + 8 * cb.events.size(), '\0');
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  detail::put(p, cb.flags, 4);
+  detail::put(p + 4, cb.buffer_size, 4);
+  detail::put(p + 8, cb.buffer_base, 8);
+  detail::put(p + 16, cb.head, 4);
+  detail::put(p + 24, cb.missed, 8);
+  detail::put(p + 32, cb.threshold, 4);
+  detail::put(p + 36, cb.filters, 4);
+  detail::put(p + 40, cb.base_ip, 8);
+  detail::put(p + 48, cb.limit_ip, 8);
+  detail::put(p + 64, cb.tail, 4);
+  for (size_t i = 0; i < cb.events.size(); ++i) {
+    detail::put(p + event_offset + 8 * i, cb.events[i].interval, 4);
+    detail::put(p + event_offset + 8 * i + 4, cb.events[i].counter, 4);
+  }
+  return out;
+}
+
+// Decodes a shipped-layout LWPCB of `n_events` slots; a reserved field that
+// is not zero is an error (software must leave them 0).
+inline Result<ShippedLwpcb> decode_shipped_lwpcb(const uint8_t* data, size_t size, size_t n_events,
+                                                 size_t event_offset = kShippedEventOffset) {
+  RESCTRLFS_RETURN_IF_ERROR(detail::check_shipped_offset(event_offset));
+  if (n_events > 32) return detail::bad("more than 32 event slots");
+  const size_t need = event_offset + 8 * n_events;
+  if (size < need)
+    return detail::bad("LWPCB of " + std::to_string(size) + " bytes, " + std::to_string(need) +
+                       " needed");
+  auto reserved = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      if (data[i] != 0) return true;
+    return false;
+  };
+  if (reserved(20, 24) || reserved(56, 64) || reserved(68, event_offset))
+    return detail::bad("LWPCB has a reserved field set (bytes 20-23, 56-63 or 68-" +
+                       std::to_string(event_offset - 1) + ")");
+  ShippedLwpcb cb;
+  cb.flags = static_cast<uint32_t>(detail::get(data, 4));
+  cb.buffer_size = static_cast<uint32_t>(detail::get(data + 4, 4));
+  cb.buffer_base = detail::get(data + 8, 8);
+  cb.head = static_cast<uint32_t>(detail::get(data + 16, 4));
+  cb.missed = detail::get(data + 24, 8);
+  cb.threshold = static_cast<uint32_t>(detail::get(data + 32, 4));
+  cb.filters = static_cast<uint32_t>(detail::get(data + 36, 4));
+  cb.base_ip = detail::get(data + 40, 8);
+  cb.limit_ip = detail::get(data + 48, 8);
+  cb.tail = static_cast<uint32_t>(detail::get(data + 64, 4));
+  for (size_t i = 0; i < n_events; ++i) {
+    ShippedEventSlot e;
+    e.interval = static_cast<uint32_t>(detail::get(data + event_offset + 8 * i, 4));
+    e.counter = static_cast<uint32_t>(detail::get(data + event_offset + 8 * i + 4, 4));
     cb.events.push_back(e);
   }
   return cb;

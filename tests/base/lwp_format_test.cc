@@ -195,6 +195,69 @@ TEST_CASE("LWPCB with the shipped event-slot offset, and its refusals") {
   CHECK_FALSE(decode_lwpcb(raw.data(), raw.size(), 2).ok());
 }
 
+TEST_CASE("shipped-layout LWPCB matches its hand-built bytes") {
+  // A buffer of 32 records at 0x70002000, branches retired (id 3, slot 2)
+  // every 0x1ffffff, threshold interrupt on, no filters beyond the two
+  // branch-kind bits 29 and 27; the head 0x40 and tail 0x20 show where the
+  // hardware and the software are; 5 missed events.
+  ShippedLwpcb cb;
+  cb.flags = 0x80000008;
+  cb.buffer_size = 1024;
+  cb.buffer_base = 0x70002000;
+  cb.head = 0x40;
+  cb.missed = 5;
+  cb.threshold = 512;
+  cb.filters = 0x28000000;
+  cb.base_ip = 0x400000;
+  cb.limit_ip = 0x500000;
+  cb.tail = 0x20;
+  cb.events = {{0, 0}, {0, 0}, {0x1ffffff, 0x1234}};
+  Bytes want(152, 0);
+  const Bytes head = {0x08, 0x00, 0x00, 0x80, 0x00, 0x04, 0x00, 0x00,  // Flags, BufferSize
+                      0x00, 0x20, 0x00, 0x70, 0,    0,    0,    0,     // BufferBase
+                      0x40, 0,    0,    0,    0,    0,    0,    0,     // head, reserved
+                      0x05, 0,    0,    0,    0,    0,    0,    0,     // MissedEvents
+                      0x00, 0x02, 0,    0,    0x00, 0x00, 0x00, 0x28,  // Threshold, Filters
+                      0x00, 0x00, 0x40, 0,    0,    0,    0,    0,     // BaseIP
+                      0x00, 0x00, 0x50, 0,    0,    0,    0,    0,     // LimitIP
+                      0,    0,    0,    0,    0,    0,    0,    0,     // reserved
+                      0x20, 0,    0,    0};                            // tail
+  std::copy(head.begin(), head.end(), want.begin());
+  const Bytes slot2 = {0xff, 0xff, 0xff, 0x01, 0x34, 0x12, 0x00, 0x00};
+  std::copy(slot2.begin(), slot2.end(), want.begin() + 128 + 16);
+  auto b = encode_shipped_lwpcb(cb);
+  REQUIRE(b.ok());
+  CHECK(Bytes(b->begin(), b->end()) == want);
+  auto back = decode_shipped_lwpcb(want.data(), want.size(), 3);
+  REQUIRE(back.ok());
+  CHECK(*back == cb);
+}
+
+TEST_CASE("shipped-layout LWPCB decoder refuses short blocks and reserved bytes") {
+  Bytes raw(152, 0);
+  CHECK(decode_shipped_lwpcb(raw.data(), raw.size(), 3).ok());
+  CHECK_FALSE(decode_shipped_lwpcb(raw.data(), 151, 3).ok());
+  CHECK_FALSE(decode_shipped_lwpcb(raw.data(), raw.size(), 3, 64).ok());   // inside the header
+  CHECK_FALSE(decode_shipped_lwpcb(raw.data(), raw.size(), 3, 132).ok());  // not 8-aligned
+  CHECK_FALSE(decode_shipped_lwpcb(raw.data(), raw.size(), 33).ok());
+  CHECK_FALSE(encode_shipped_lwpcb(ShippedLwpcb{}, 40).ok());
+  for (size_t at : {20, 23, 56, 63, 68, 72, 127}) {
+    Bytes r = raw;
+    r[at] = 1;
+    auto d = decode_shipped_lwpcb(r.data(), r.size(), 3);
+    CHECK_FALSE(d.ok());
+    if (!d.ok()) CHECK(d.error().message.find("reserved") != std::string::npos);
+  }
+  // The slot offset a part reports is honoured: slots right after the header.
+  ShippedLwpcb cb;
+  cb.events = {{7, 8}};
+  auto b = encode_shipped_lwpcb(cb, 72);
+  REQUIRE(b.ok());
+  CHECK(b->size() == 80);
+  CHECK(static_cast<uint8_t>((*b)[72]) == 7);
+  CHECK(static_cast<uint8_t>((*b)[76]) == 8);
+}
+
 TEST_CASE("records print as JSON lines with every field") {
   Record r = Record::dcache_miss(1, 0x401000, 432, kSrcDram, true, 0x7f0012345640);
   CHECK(record_json(r) ==

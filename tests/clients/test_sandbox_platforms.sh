@@ -139,6 +139,26 @@ check_eq "the first kept its own tree and boot state" "$(cat "$WORK/a.out")" \
   "$(printf 'ga yes gb \nthreshold 131072 mask 7ff')"
 check_nomatch "no lock error or clash in either" "$(cat "$WORK/a.err" "$WORK/b.err")" "$CLASH"
 
+echo "== a profile whose CPUID has LWP shows the lwp cpuinfo flag (recognised, never used)"
+# The FX-8150's LWP leaf (8000_001Ch) and 8000_0001h ECX[15] over an AMD
+# profile: the sandbox's /proc/cpuinfo gains "lwp", as Linux shows it.
+{
+  printf '{"vendor": "AuthenticAMD", "family": 23, "model": 49, "cpus": ['
+  for c in $(seq 0 $((NCPU - 1))); do
+    [ "$c" -gt 0 ] && printf ', '
+    printf '{"cpu": %d, "package": 0, "l2": %d, "l3": 0}' "$c" "$c"
+  done
+  printf '], "l3_size_bytes": 16777216, "l2_size_bytes": 524288,\n'
+  printf ' "l3_cat": {"cbm_len": 16, "num_closid": 16},\n'
+  printf ' "cpuid": {"0x80000001.0": ["0x00830f10", "0x00000000", "0x00008000", "0x00000000"],\n'
+  printf '           "0x8000001c.0": ["0x00000000", "0x80032013", "0x00010200", "0x8000000f"]}}\n'
+} >"$WORK/lwp.json"
+flags=$(sb --platform "$WORK/lwp.json" -- sh -c "grep -m1 '^flags' /proc/cpuinfo" 2>"$WORK/err")
+check_match "an LWP profile's cpuinfo flags include lwp ($(head -c 300 "$WORK/err"))" "$flags" ' lwp( |$)'
+flags=$(sb --platform amd-2s -- sh -c "grep -m1 '^flags' /proc/cpuinfo" 2>/dev/null)
+check_match "amd-2s's cpuinfo has flags" "$flags" '^flags'
+check_eq "amd-2s's cpuinfo has no lwp flag" "$(grep -c ' lwp\( \|$\)' <<<"$flags")" 0
+
 echo "== 20 sandboxes back to back"
 default=$(sb --platform intel-2s -- cat /sys/fs/resctrl/info/L3_MON/max_threshold_occupancy 2>/dev/null)
 check_match "a fresh sandbox's max_threshold_occupancy" "$default" '^[0-9]+$'

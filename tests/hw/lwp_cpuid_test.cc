@@ -18,12 +18,16 @@
 // cross-checked against each other (the LWPCB size equals the first event
 // slot's offset plus one 8-byte slot per event) and against the same
 // part's MSR table (LWP_CFG reads 0, which is why EAX, the copy of its
-// enable mask, is 0).
+// enable mask, is 0). A second public source for the decoded values: the
+// shipped LWPCB as rr's LWP tick source lays it out (run on a Piledriver)
+// has 3 event slots starting at byte 128, which is what this part's EBX
+// says (LwpMaxEvents 3, LwpEventOffset 128, LwpCbSize 19 quadwords).
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "base/lwp_format.h"
 #include "cpuid_dump.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/lwp_cpuid.h"
@@ -73,6 +77,11 @@ TEST_CASE("FX-8150 (Bulldozer) LWP enumeration decodes field by field") {
   CHECK(c.max_events == 3);
   CHECK(c.event_offset == 0x80);
   CHECK(c.cb_size_bytes == c.event_offset + 8 * c.max_events);  // cross-check
+  // The second source: the shipped LWPCB as software that ran LWP on these
+  // parts lays it out (base/lwp_format.h) puts 3 slots at offset 128.
+  CHECK(c.event_offset == lwp::kShippedEventOffset);
+  CHECK(lwp::encode_shipped_lwpcb(lwp::ShippedLwpcb{.events = {{}, {}, {}}}, c.event_offset)
+            ->size() == c.cb_size_bytes);
   // ECX = 0x00010200.
   CHECK(c.latency_max_bits == 0);
   CHECK_FALSE(c.data_address);
