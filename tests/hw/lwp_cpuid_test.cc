@@ -3,13 +3,11 @@
 // "lwp" /proc/cpuinfo flag, and that processors without LWP decode as
 // absent.
 //
-// Test vectors: one real dump was found in public collections, the AMD
-// FX-8150 (Bulldozer) of the VirtualBox CPU database (see the source note in
-// tests/hw/data/amd-fx-8150-bulldozer.cpuid). No public raw dump of leaf
-// 8000_001Ch was found for Piledriver, Steamroller or Excavator (Bochs'
-// family-15h models return zeros for that leaf, and the dump collections
-// searched did not hold one), so those parts are not covered here rather
-// than covered by invented values. The field layout is the LWP
+// Test vectors: real dumps of every family-15h generation: the AMD FX-8150
+// (Bulldozer) of the VirtualBox CPU database, and the FX-8350 (Piledriver),
+// A10-7850K (Steamroller), A12-9800 (Excavator) and an Opteron 6344 of
+// libcpuid's test corpus (see the source notes in tests/hw/data/). The
+// field layout is the LWP
 // specification's (AMD pub. 43724) as also tabulated by a second public
 // source (the CPUID field table of the ccpuid.h header: LwpAvail..LwpInt in
 // EAX/EDX, LwpCbSize/EventSize/MaxEvents/EventOffset in EBX, LwpLatencyMax,
@@ -106,6 +104,63 @@ TEST_CASE("FX-8150 shows the lwp cpuinfo flag and no RDT") {
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"lwp"});
   CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
   CHECK_FALSE(i.mon.capable);
+}
+
+// Piledriver, Steamroller and Excavator, from libcpuid's test corpus (see
+// each file's source note). The same leaf on the FX-8150 in that corpus is
+// byte for byte the VirtualBox database's, a second source for the
+// Bulldozer vector above.
+TEST_CASE("LWP enumeration of Piledriver, Steamroller and Excavator decodes field by field") {
+  struct Part {
+    const char* file;
+    unsigned model;
+    bool cont_ptsc;  // continuous mode and PTSC: EDX bits 29 and 30
+  };
+  const Part parts[] = {{"amd-fx-8350-piledriver.cpuid", 0x02, false},
+                        {"amd-a10-7850k-steamroller.cpuid", 0x30, true},
+                        {"amd-a12-9800-excavator.cpuid", 0x65, true}};
+  for (const Part& p : parts) {
+    CAPTURE(p.file);
+    DumpSource src(p.file);
+    X86Platform i = decode_platform(src, one_cpu());
+    CHECK(i.family == 0x15);
+    CHECK(i.model == p.model);
+    CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"lwp"});
+    LwpCaps c = decode_lwp(src, 0);
+    REQUIRE(c.present);
+    CHECK(c.enabled.raw == 0);  // the OS has not enabled it (Linux never does)
+    CHECK(c.supported.avail);
+    CHECK(c.supported.val);
+    CHECK(c.supported.ire);
+    CHECK(c.supported.bre);
+    CHECK_FALSE(c.supported.dme);  // no shipped part counts DCache misses
+    CHECK_FALSE(c.supported.cnh);
+    CHECK_FALSE(c.supported.rnh);
+    CHECK(c.supported.cont == p.cont_ptsc);
+    CHECK(c.supported.ptsc == p.cont_ptsc);
+    CHECK(c.supported.interrupt);
+    // EBX and ECX are the same on every family-15h part: 3 slots at byte
+    // 128 of a 152-byte LWPCB, 32-byte records, version 1, 32 records
+    // minimum, no filtering or latency capabilities.
+    CHECK(c.cb_size_bytes == 152);
+    CHECK(c.event_size == 32);
+    CHECK(c.max_events == 3);
+    CHECK(c.event_offset == lwp::kShippedEventOffset);
+    CHECK(c.version == 1);
+    CHECK(c.min_buffer_records == 32);
+    CHECK(c.latency_max_bits == 0);
+    CHECK_FALSE(c.data_address);
+    CHECK_FALSE(c.ip_filtering);
+    CHECK(c.encode() == c.raw);
+  }
+}
+
+TEST_CASE(
+    "an Opteron 6344 whose 8000_0001h ECX[15] is clear has no LWP, whatever 8000_001Ch says") {
+  DumpSource src("amd-opteron-6344-piledriver.cpuid");
+  LwpCaps c = decode_lwp(src, 0);
+  CHECK_FALSE(c.present);
+  CHECK(cpuinfo_rdt_flags(decode_platform(src, one_cpu())).empty());
 }
 
 TEST_CASE("LWP is absent without 8000_0001h ECX[15], below leaf 8000_001Ch, or off AMD") {
