@@ -19,7 +19,9 @@
 // enable mask, is 0). A second public source for the decoded values: the
 // shipped LWPCB as rr's LWP tick source lays it out (run on a Piledriver)
 // has 3 event slots starting at byte 128, which is what this part's EBX
-// says (LwpMaxEvents 3, LwpEventOffset 128, LwpCbSize 19 quadwords).
+// says (LwpMaxEvents 3, LwpEventOffset 128, LwpCbSize 19 quadwords); it
+// counted branches retired (event 3) with the threshold interrupt there,
+// the EDX bits 3 and 31 these dumps show.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
