@@ -74,8 +74,8 @@ Result<ControlRequest> parse_clock(const json& obj) {
 
 Result<ControlRequest> parse_workload(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(only_fields(
-      obj, {"tid", "cpu", "channel", "footprint_bytes", "bandwidth_mbps", "local_fraction",
-            "write_fraction", "instructions_per_sec", "branch_share"}));
+      obj, {"tid", "cpu", "channel", "node", "footprint_bytes", "bandwidth_mbps",
+            "local_fraction", "write_fraction", "instructions_per_sec", "branch_share"}));
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
@@ -84,6 +84,12 @@ Result<ControlRequest> parse_workload(const json& obj) {
     if (has_tid || has_cpu) return bad("'channel' goes without 'tid' and 'cpu'");
     RESCTRLFS_ASSIGN_OR_RETURN(uint64_t ch, get_uint(obj, "channel", UINT32_MAX));
     req.channel = static_cast<uint32_t>(ch);
+  }
+  // 'node': the NUMA node a device's DMA targets (channel workloads only).
+  if (obj.contains("node")) {
+    if (!req.channel) return bad("'node' goes with 'channel' only");
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t node, get_uint(obj, "node", 65535));
+    req.workload.node = static_cast<int>(node);
   }
   // 'cpu' alone: a CPU workload; 'tid' alone: the thread's; both: the
   // thread's, pinned to that CPU.

@@ -57,6 +57,11 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
                        "I/O RDT device channel (ours), e.g. 0x100: a device's traffic on it")
           ->excludes(wl_tid)
           ->excludes(wl_cpu);
+  std::optional<unsigned> dma_node;
+  workload
+      ->add_option("--node", dma_node,
+                   "with --channel: the NUMA node the device's DMA targets (SNC; ours)")
+      ->needs(wl_channel);
   workload->add_option("--footprint", footprint, "cache footprint in bytes");
   workload->add_option("--bandwidth", bandwidth, "memory bandwidth in MB/s");
   workload->add_option("--local", local, "fraction of traffic to local memory (0..1)");
@@ -148,6 +153,7 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
     if (wl_tid->count() != 0) r["tid"] = tid;
     if (wl_cpu->count() != 0) r["cpu"] = cpu;
     if (wl_channel->count() != 0) r["channel"] = channel;
+    if (dma_node) r["node"] = *dma_node;
     out.request = std::move(r);
   } else if (fault->parsed()) {
     json r = {{"cmd", "fault"}, {"fail_writes", fail_writes}};

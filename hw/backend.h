@@ -45,6 +45,10 @@ struct Workload {
   // non-temporal stores to memory (see hw/sim/machine.h). Last, so that
   // positional initialisers of the fields above keep their meaning.
   double write_fraction = 0.0;
+  // Device (I/O RDT channel) workloads only: the NUMA node the device's DMA
+  // targets, which under Sub-NUMA Clustering decides the node whose counters
+  // see the traffic; -1: the first node of the channel's L3.
+  int node = -1;
 };
 
 // The simulated LWP unit of one thread as the control interface shows it.

@@ -71,6 +71,13 @@ Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t valu
   return Ok();
 }
 
+int SimMachine::io_node_index(const IoChan& c, int node) const {
+  if (c.l3 < 0) return -1;
+  for (unsigned cpu : l3_[static_cast<size_t>(c.l3)].cpus)
+    if (cpu < cpu_node_.size() && cpu_node_[cpu] == node) return cpus_[cpu].snc;
+  return -1;
+}
+
 void SimMachine::io_entities_of(size_t dom, std::vector<Entity>& out) const {
   for (const auto& entry : chan_work_) {
     const uint32_t id = entry.first;
@@ -91,8 +98,12 @@ void SimMachine::io_entities_of(size_t dom, std::vector<Entity>& out) const {
       auto r = io_regs_.find(c->ch.rmid_addr);
       if (r != io_regs_.end()) rmid = static_cast<uint32_t>(r->second.value);
     }
+    // Under SNC the traffic belongs to the node its DMA targets (the
+    // specification's advice, B.1.2.7, is to tag with an RMID of that node;
+    // in the sharing mode Linux selects, any RMID counts there).
+    const int snc = w.node >= 0 ? std::max(0, io_node_index(*c, w.node)) : 0;
     out.push_back(Entity{closid, rmid, static_cast<double>(w.cache_footprint_bytes),
-                         w.bandwidth_mbps, w.local_fraction, 0});
+                         w.bandwidth_mbps, w.local_fraction, snc, -1});
     out.back().write_fraction = w.write_fraction;
   }
 }

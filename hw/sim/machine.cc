@@ -93,6 +93,8 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
   const bool intel = info_.vendor == "GenuineIntel";
   auto node_of = [&](unsigned c) { return intel && c < topo.node.size() ? topo.node[c] : -1; };
+  cpu_node_.assign(cpus_.size(), -1);
+  for (unsigned c = 0; c < cpus_.size(); ++c) cpu_node_[c] = node_of(c);
   for (auto& d : l3_) {
     std::vector<int> nodes;
     for (unsigned c : d.cpus) {

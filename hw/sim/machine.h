@@ -402,6 +402,10 @@ class SimMachine final : public CpuidSource,
   std::vector<uint64_t> io_pages_;     // sorted
   std::vector<IoChan> io_chans_;
   std::map<uint32_t, Workload> chan_work_;
+  // The index among its L3's nodes of NUMA node `node`, -1 when no CPU of
+  // the channel's L3 is on that node.
+  int io_node_index(const IoChan& c, int node) const;
+  std::vector<int> cpu_node_;  // each CPU's NUMA node (Intel SNC), -1 elsewhere
   std::vector<PmtRegion> telem_regions_;
   uint64_t telem_last_us_ = 0;
 };

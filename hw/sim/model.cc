@@ -151,9 +151,13 @@ Result<void> SimMachine::attach_channel_workload(uint32_t channel, const Workloa
   RESCTRLFS_RETURN_IF_ERROR(check_workload(w));
   std::lock_guard lock(mu_);
   if (io_chans_.empty()) return Error::make(ENODEV, "this machine has no I/O RDT channels");
-  if (std::none_of(io_chans_.begin(), io_chans_.end(),
-                   [&](const IoChan& c) { return c.ch.id == channel; }))
+  auto chan = std::find_if(io_chans_.begin(), io_chans_.end(),
+                           [&](const IoChan& c) { return c.ch.id == channel; });
+  if (chan == io_chans_.end())
     return Error::make(EINVAL, "no I/O RDT channel " + std::to_string(channel));
+  if (w.node >= 0 && io_node_index(*chan, w.node) < 0)
+    return Error::make(EINVAL, "node " + std::to_string(w.node) + " is not a NUMA node of the L3 of " +
+                                   "I/O RDT channel " + std::to_string(channel));
   advance_all_locked(now_us_locked());
   if (is_zero(w)) {
     chan_work_.erase(channel);

@@ -232,6 +232,82 @@ class ChannelsWithoutClos(IoRdtCase):
         self.assertEqual(self.read("mon_groups/m/channels"), "0x100\n")
 
 
+# intel-snc (a Sapphire Rapids-class part, two SNC nodes per L3) with one
+# I/O block on package 0, whose L3 nodes 0 and 1 share.
+SNC_IO = {
+    "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8,
+    "cpus": [{"cpu": c, "package": c // 4, "l2": c, "l3": c // 4, "node": c // 2}
+             for c in range(8)],
+    "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
+    "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": False,
+               "cdp": True},
+    "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+               "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+    "io_rdt": {"cat": True, "cmt": True, "mbm": True, "wide_reg_bytes": 8,
+               "blocks": [
+                   {"segment": 0, "package": 0,
+                    "links": [{"id": 1, "type": "pcie", "channels": 8, "regw": True,
+                               "mmio": "0xfed10000", "clos_offset": 0, "rmid_offset": 256}],
+                    "devices": [{"bdf": "16:00.0", "type": "root-port",
+                                 "chms": [{"link": 1, "vcs": [0, 1]}]}]}]},
+    "sim": {"mem_bandwidth_mbps": 40000},
+}
+
+
+class SubNumaClustering(IoRdtCase):
+    """Under SNC a device's traffic belongs to the node its DMA targets
+    (`workload --channel C --node N`, ours): that node's mon_sub_L3_YY counts
+    it, and mon_L3_XX, the sum of its nodes, does too, whichever node it
+    is. The specification (appendix B.1.2.7) advises tagging with an RMID of
+    the target's node; in the RMID sharing mode Linux selects, a group's
+    RMID counts on every node, so the group sees it either way."""
+
+    def setUp(self):
+        msr_skip_iordt()
+        d = tempfile.TemporaryDirectory(prefix="resctrlfs-iordt-")
+        self.addCleanup(d.cleanup)
+        self.PLATFORM = os.path.join(d.name, "snc-io.json")
+        with open(self.PLATFORM, "w") as f:
+            json.dump(SNC_IO, f)
+        super().setUp()
+
+    def sub_mbm(self, group, node):
+        return int(self.read(os.path.join(
+            group, "mon_data/mon_L3_00/mon_sub_L3_%02d/mbm_total_bytes" % node)))
+
+    def run_workload(self, *extra, ok=True):
+        out = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "workload",
+                              "--channel", "0x100", "--bandwidth", "1000"] + list(extra),
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode == 0, ok, out.stdout + out.stderr)
+        return out
+
+    def test_dma_to_the_second_node_counts_there_and_in_the_l3_sum(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/channels", "0x100\n"), 0)
+        self.run_workload("--node", "1")
+        self.advance(2000)
+        self.assertEqual(self.sub_mbm("g", 0), 0)
+        self.assertAlmostEqual(self.sub_mbm("g", 1), 2e9, delta=2e9 * 0.02)
+        self.assertAlmostEqual(self.mbm("g"), 2e9, delta=2e9 * 0.02)
+        self.assertEqual(self.mbm(""), 0)
+
+    def test_without_a_node_the_first_node_of_the_l3_counts_it(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/channels", "0x100\n"), 0)
+        self.run_workload()
+        self.advance(2000)
+        self.assertAlmostEqual(self.sub_mbm("g", 0), 2e9, delta=2e9 * 0.02)
+        self.assertEqual(self.sub_mbm("g", 1), 0)
+
+    def test_a_node_of_another_l3_is_refused(self):
+        out = self.run_workload("--node", "2", ok=False)
+        self.assertIn("node 2 is not a NUMA node of the L3 of I/O RDT channel 256", out.stdout + out.stderr)
+        out = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "workload", "--cpu", "0",
+                              "--node", "1"], capture_output=True, text=True)
+        self.assertNotEqual(out.returncode, 0)
+
+
 class WithoutTheOption(rt.ResctrlfsTestCase):
     PLATFORM = "intel-gnr-io"
 
