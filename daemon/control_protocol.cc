@@ -74,8 +74,8 @@ Result<ControlRequest> parse_clock(const json& obj) {
 
 Result<ControlRequest> parse_workload(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(only_fields(
-      obj, {"tid", "cpu", "channel", "node", "footprint_bytes", "bandwidth_mbps",
-            "local_fraction", "write_fraction", "instructions_per_sec", "branch_share"}));
+      obj, {"tid", "cpu", "channel", "node", "footprint_bytes", "bandwidth_mbps", "local_fraction",
+            "write_fraction", "instructions_per_sec", "branch_share"}));
   WorkloadRequest req;
   const bool has_tid = obj.contains("tid");
   const bool has_cpu = obj.contains("cpu");
