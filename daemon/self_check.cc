@@ -274,6 +274,12 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
   PrivateTree t(*f);
   for (auto rid : {hw::ResourceId::L3, hw::ResourceId::L2}) {
     auto cdp = probe.machine_cdp(rid);
+    const hw::Resource& res = probe.model()->info().res(rid);
+    if (!cdp && probe.machine_error().empty() && res.alloc_capable && res.is_cache() &&
+        res.cache.cdp_capable && !res.ctrl_domains.empty()) {
+      r.add("registers", std::string(hw::resource_name(rid)) + " CDP (QOS_CFG)",
+            Verdict::kNotChecked, "the QOS_CFG register could not be read");
+    }
     if (!cdp) continue;
     const bool want = rid == hw::ResourceId::L3 ? mo.cdp : mo.cdpl2;
     const std::string item = std::string(hw::resource_name(rid)) + " CDP (QOS_CFG)";
@@ -366,7 +372,16 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
       continue;
     }
     auto like = probe.machine_closids_like(mc);
-    if (like.empty()) {
+    auto unsure = probe.machine_closids_unsure(mc);
+    if (like.empty() && !unsure.empty()) {
+      // A refused or failed read must not turn into "no CLOSID holds it".
+      std::string list;
+      for (uint32_t c : unsure) list += (list.empty() ? "" : ",") + std::to_string(c);
+      r.add("registers", item, Verdict::kNotChecked,
+            "CLOSID(s) " + list +
+                " may hold the registers resctrlfs would program for this schemata, but some of "
+                "their registers could not be read");
+    } else if (like.empty()) {
       r.add("registers", item, Verdict::kDiffer,
             "no CLOSID on the machine holds the registers resctrlfs would program for this "
             "schemata (mount the kernel's resctrl with -o debug to compare by CLOSID)");

@@ -24,6 +24,13 @@
 //                                setting 0 releases the accesses waiting
 //   {"cmd":"counts"}             MSR reads/writes served so far, and how
 //                                many accesses "delay" holds back now
+//   {"cmd":"fail_reads","msr":M[,"cpu":C]}  every read of register M (on CPU
+//                                C, or on every CPU) fails with EIO from now
+//                                on, as a register the CPU does not implement;
+//                                {"cmd":"fail_reads","clear":true} ends it
+//   {"cmd":"write","cpu":C,"msr":M,"value":V}  writes a register behind the
+//                                broker's back (another tool on the machine);
+//                                not counted in "counts"
 // ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
 #define FUSE_USE_VERSION 35
@@ -44,6 +51,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +68,15 @@ std::shared_ptr<hw::sim::SimMachine> g_machine;
 std::atomic<uint64_t> g_delay_us{0};
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0};
 std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
+
+// "fail_reads": (cpu or -1 for every CPU, register) whose reads fail.
+std::mutex g_fail_mu;
+std::set<std::pair<long, uint32_t>> g_fail_reads;
+
+bool read_fails(unsigned cpu, uint32_t msr) {
+  std::lock_guard lock(g_fail_mu);
+  return g_fail_reads.count({-1L, msr}) != 0 || g_fail_reads.count({long{cpu}, msr}) != 0;
+}
 
 void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
@@ -203,8 +220,9 @@ int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*
   if (size % 8 != 0) return -EINVAL;
   slow_down();
   for (size_t i = 0; i < size; i += 8) {
-    auto v = g_machine->read(p.cpu, static_cast<uint32_t>(off));
     ++g_reads;
+    if (read_fails(p.cpu, static_cast<uint32_t>(off))) return -EIO;
+    auto v = g_machine->read(p.cpu, static_cast<uint32_t>(off));
     if (!v.ok()) return -EIO;
     uint64_t value = *v;
     std::memcpy(buf + i, &value, 8);
@@ -254,6 +272,22 @@ json handle(const json& req) {
     std::optional<unsigned> cpu;
     if (req.contains("cpu")) cpu = req["cpu"].get<unsigned>();
     g_machine->fail_next_writes(req.value("fail_writes", 0U), cpu);
+    return {{"ok", true}};
+  }
+  if (cmd == "fail_reads") {
+    std::lock_guard lock(g_fail_mu);
+    if (req.value("clear", false)) {
+      g_fail_reads.clear();
+      return {{"ok", true}};
+    }
+    const long cpu = req.contains("cpu") ? req["cpu"].get<long>() : -1L;
+    g_fail_reads.insert({cpu, req.at("msr").get<uint32_t>()});
+    return {{"ok", true}};
+  }
+  if (cmd == "write") {
+    auto r = g_machine->write(req.at("cpu").get<unsigned>(), req.at("msr").get<uint32_t>(),
+                              req.at("value").get<uint64_t>());
+    if (!r.ok()) return {{"ok", false}, {"error", "#GP: " + r.error().message}};
     return {{"ok", true}};
   }
   if (cmd == "registers") {

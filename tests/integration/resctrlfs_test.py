@@ -265,7 +265,8 @@ class Broker:
 
 # Control requests that drive the simulated machine; under the msr label they
 # go to resctrl-fakehw, which holds it.
-HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts")
+HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts", "fail_reads",
+               "write")
 
 
 def control_request(sock_path, request, timeout=30):

@@ -12,7 +12,9 @@ A resctrl tree mounted by resctrlfsd stands in for the kernel's.
 - Differing: a tree of another platform, and a tree of the same platform
   that never programmed this machine's registers.
 - Could not check: no resctrl mounted, the broker refusing this process,
-  no broker at all.
+  no broker at all, one register whose read fails (resctrl-fakehw answers
+  EIO for it): that CLOSID's registers are NOT CHECKED, never DIFFER or
+  MATCH, and the other checks go on.
 - Read-only: resctrl-fakehw counts every MSR write; the self-check makes none.
 """
 
@@ -199,6 +201,68 @@ class Differing(unittest.TestCase):
         self.assertEqual(reg["result"], "differ")
         self.assertIn("no CLOSID on the machine", reg["detail"])
         self.assertEqual(hw.ctl({"cmd": "counts"})["writes"], 0)
+
+
+class OneRegisterUnread(unittest.TestCase):
+    """One register's read fails through the broker (EIO, as for a register
+    the CPU does not implement): the checks that need it say NOT CHECKED
+    and why; nothing else changes."""
+
+    def mount(self, profile, options=()):
+        return Matching.mount(self, profile, options)
+
+    def test_by_closid(self):
+        m = self.mount(NO_MON_PROFILE, options=["debug"])
+        self.assertEqual(m.mkdir("g1"), 0)
+        self.assertEqual(m.write("g1/schemata", "L3:0=f;1=3\n"), 0, m.lcs())
+        hc = int(m.read("g1/ctrl_hw_id"))
+        msr = 0xC90 + hc  # IA32_L3_QOS_MASK_n of g1's CLOSID
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": msr, "cpu": 0})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertEqual(rep["summary"]["differ"], 0)
+        reads = find(rep, "registers", "read through resctrl-msrd")
+        self.assertEqual(reads["result"], "not_checked", reads)
+        self.assertIn("1 reads failed, first: CPU 0 MSR 0x%x: read failed" % msr, reads["detail"])
+        g1 = find(rep, "registers", "g1")
+        self.assertEqual(g1["result"], "not_checked", g1)
+        self.assertIn("not read: L3 domain 0 CLOSID %d" % hc, g1["detail"])
+        # The root group's registers and every file are still compared.
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+        self.assertEqual(find(rep, "schemata", "g1")["result"], "match")
+        self.assertEqual(find(rep, "info", "info/L3/cbm_mask")["result"], "match")
+        # The text form says it too.
+        rc, text, _ = self_check(m.hw, m.broker.sock, m.mnt, as_json=False)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("NOT CHECKED registers: g1: not read: L3 domain 0 CLOSID %d" % hc, text)
+        # Readable again: the same group matches.
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "clear": True})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(find(rep, "registers", "g1")["result"], "match")
+
+    def test_by_value(self):
+        """Without ctrl_hw_id the group is matched by value: a CLOSID with an
+        unread register is neither a match nor proof that none holds it."""
+        m = self.mount(NO_MON_PROFILE)
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=f;1=3\nMB:0=50;1=70\n"), 0, m.lcs())
+        # resctrlfs gives the first group CLOSID 1; its L3 mask on domain 1 (CPU 4).
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": 0xC91, "cpu": 4})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        g = find(rep, "registers", "g")
+        self.assertEqual(g["result"], "not_checked", g)
+        self.assertIn("CLOSID(s) 1 may hold", g["detail"])
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+
+    def test_qos_cfg(self):
+        m = self.mount("intel-2s")
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": 0xC81})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        cdp = find(rep, "registers", "L3 CDP (QOS_CFG)")
+        self.assertEqual(cdp["result"], "not_checked", cdp)
+        self.assertIn("could not be read", cdp["detail"])
 
 
 class NotChecked(unittest.TestCase):
