@@ -69,6 +69,8 @@ class HwProbe {
   virtual std::optional<bool> machine_cdp(ResourceId rid) const = 0;
   // Per online CPU, PQR_ASSOC's CLOSID on the machine (CPUs not read left out).
   virtual std::map<unsigned, uint32_t> machine_cpu_closids() const = 0;
+  // Per online CPU, PQR_ASSOC's RMID on the machine (CPUs not read left out).
+  virtual std::map<unsigned, uint32_t> machine_cpu_rmids() const = 0;
 };
 
 // Probes the machine under `hw_root` ("/" on a real one) through the broker

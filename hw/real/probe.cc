@@ -145,6 +145,15 @@ class Probe final : public HwProbe {
     return out;
   }
 
+  std::map<unsigned, uint32_t> machine_cpu_rmids() const override {
+    std::map<unsigned, uint32_t> out;
+    for (const auto& [key, value] : machine_) {
+      if (key.second == x86::IA32_PQR_ASSOC)
+        out[key.first] = static_cast<uint32_t>(value & x86::PQR_ASSOC_RMID_MASK);
+    }
+    return out;
+  }
+
   void check_cpuid(const CpuidSource& src, const x86::Topology& topo, const std::string& dev) {
     const unsigned first = topo.online.first();
     struct stat st;
