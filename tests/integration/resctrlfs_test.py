@@ -188,8 +188,9 @@ def _stop_started():
 
 
 class FakeHw:
-    """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu and sysfs under
-    root/, its knobs on a control socket."""
+    """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu, sysfs (and,
+    with I/O RDT, /dev/mem and the IRDT table) under root/, its knobs on a
+    control socket."""
 
     def __init__(self, platform, directory):
         _STARTED.append(self)
@@ -202,7 +203,7 @@ class FakeHw:
                 [_find_binary("RESCTRLFS_FAKEHW", "tests/hw/resctrl-fakehw"), "--platform",
                  platform, "--root", self.root, "--control", self.sock],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        dev = os.path.join(self.root, "dev/cpu")
+        dev = os.path.join(self.root, "dev")  # the FUSE mount: dev/cpu/N, dev/mem
         deadline = time.time() + 20
         while not (is_mounted(dev) and os.path.exists(self.sock)):
             if self.proc.poll() is not None or time.time() > deadline:
@@ -224,7 +225,7 @@ class FakeHw:
         return read_log(self.log_path)
 
     def stop(self):
-        dev = os.path.join(self.root, "dev/cpu")
+        dev = os.path.join(self.root, "dev")
         stop_process(self.proc)
         if is_mounted(dev):
             subprocess.call(["fusermount3", "-uz", dev], stderr=subprocess.DEVNULL)

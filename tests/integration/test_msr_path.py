@@ -17,6 +17,9 @@ harness's msr mode, forced on here whatever the label).
 - Batching: a command's register writes reach the broker as one request.
 - A peer that is not the allowed uid is refused by the broker, and a daemon
   the broker refuses does not mount.
+- I/O RDT: the daemon reads the IRDT table resctrl-fakehw publishes under
+  --hw-root, and a channel's tags reach its registers through resctrl-msrd
+  and the emulated /dev/mem (read back there); rmdir puts them back to 0.
 """
 
 import errno
@@ -260,6 +263,33 @@ class Batching(unittest.TestCase):
         regs = reg_map(m.registers())
         for cpu in range(8):
             self.assertEqual(regs[(cpu, 0xC8F)] >> 32 != 0, 1 <= cpu <= 6, cpu)
+
+
+class IoRdtChannels(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-gnr-io"
+    OPTIONS = ["iordt"]
+
+    def mem(self, addr, width=2):
+        fd = os.open(os.path.join(self.fs.hw.root, "dev/mem"), os.O_RDONLY)
+        try:
+            return int.from_bytes(os.pread(fd, width, addr), "little")
+        finally:
+            os.close(fd)
+
+    def test_a_move_reaches_the_channel_registers(self):
+        self.assertEqual(self.read("channels"), "0x100\n0x101\n0x102\n0x10200\n")
+        before = self.fs.hw.ctl({"cmd": "counts"})["mmio_writes"]
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.write("g/mon_groups/m/channels", "0x100\n"), 0, self.lcs())
+        self.assertGreater(self.fs.hw.ctl({"cmd": "counts"})["mmio_writes"], before)
+        # intel-gnr-io's NIC link: 2-byte IO_PQR_CLOS0 / IO_PQR_RMID0.
+        self.assertNotEqual(self.mem(0xfed10000), 0)
+        self.assertNotEqual(self.mem(0xfed10100), 0)
+        self.assertEqual(self.mem(0xfed10002), 0)  # channel 0x101 stays in the default group
+        self.assertEqual(self.rmdir("g"), 0)
+        self.assertEqual(self.mem(0xfed10000), 0)
+        self.assertEqual(self.mem(0xfed10100), 0)
 
 
 class PeerRefused(unittest.TestCase):
