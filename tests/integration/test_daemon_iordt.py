@@ -47,13 +47,6 @@ GNR_IO_NO_CLOS = {
 }
 
 
-def msr_skip_cpuless_counts():
-    if rt.MSR:
-        raise unittest.SkipTest(
-            "msr label: a group without CPUs reads Unavailable on the msr path even when its "
-            "channels' device traffic counts in its RMID")
-
-
 class IoRdtCase(rt.ResctrlfsTestCase):
     PLATFORM = "intel-gnr-io"
     OPTIONS = ["iordt"]
@@ -137,7 +130,6 @@ class Files(IoRdtCase):
 
 class DeviceTraffic(IoRdtCase):
     def test_nic_in_a_two_way_group_is_confined_and_counted_there(self):
-        msr_skip_cpuless_counts()
         self.assertEqual(self.mkdir("g"), 0)
         self.assertEqual(self.write("g/schemata", "L3:0=3\n"), 0)
         self.assertEqual(self.write("g/channels", "0x100\n"), 0)
@@ -157,7 +149,6 @@ class DeviceTraffic(IoRdtCase):
         self.assertAlmostEqual(self.mbm(""), 2e9, delta=2e9 * 0.02)
 
     def test_mon_group_channel_counts_in_it_and_its_parent(self):
-        msr_skip_cpuless_counts()
         self.assertEqual(self.mkdir("g"), 0)
         self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
         self.assertEqual(self.write("g/mon_groups/m/channels", "0x100\n"), 0)
@@ -168,7 +159,6 @@ class DeviceTraffic(IoRdtCase):
         self.assertEqual(self.mbm(""), 0)
 
     def test_a_mon_group_moved_to_another_parent_takes_its_closid(self):
-        msr_skip_cpuless_counts()
         self.assertEqual(self.mkdir("g"), 0)
         self.assertEqual(self.mkdir("h"), 0)
         self.assertEqual(self.write("h/schemata", "L3:0=3\n"), 0)
@@ -195,7 +185,6 @@ class DeviceTraffic(IoRdtCase):
 
 class Journal(IoRdtCase):
     def test_kill_9_keeps_the_channel_assignments(self):
-        msr_skip_cpuless_counts()
         self.assertEqual(self.mkdir("g"), 0)
         self.assertEqual(self.write("g/schemata", "L3:0=3\n"), 0)
         self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
