@@ -801,6 +801,21 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     // L3_QOS_EXT_CFG is per logical CPU: the newcomer follows the mode.
     if (!msr_->write(cpu, L3_QOS_EXT_CFG, L3_QOS_EXT_CFG_ABMC_EN).ok()) return write_failed();
   }
+  // I/O RDT: an L3 coming back (it may have been powered down, which
+  // clears IA32_L3_IO_RDT_CFG) gets the enable bits again while channels
+  // are tagged; the channels' own registers live in the I/O block, not the L3.
+  if (irdt_ && (io_tagging_.alloc || io_tagging_.mon) && cpu < info_.cpu_l3_id.size() &&
+      info_.cpu_l3_id[cpu] >= 0) {
+    bool l3_online = false;
+    for (unsigned c : info_.online.cpus())
+      l3_online =
+          l3_online || (c < info_.cpu_l3_id.size() && info_.cpu_l3_id[c] == info_.cpu_l3_id[cpu]);
+    if (!l3_online && !msr_->write(cpu, IA32_L3_IO_RDT_CFG,
+                                   (io_tagging_.alloc ? L3_IO_RDT_CFG_IRAE : 0) |
+                                       (io_tagging_.mon ? L3_IO_RDT_CFG_IRME : 0))
+                           .ok())
+      return write_failed();
+  }
   if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
   pqr_cache_[cpu] = 0;
   pqr_want_[cpu] = 0;
