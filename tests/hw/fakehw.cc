@@ -16,6 +16,9 @@
 // offset = physical address is one MMIO access of that width (the channels'
 // tagging registers; EIO outside the register pages). All go to one
 // SimMachine built from --platform. The FUSE mount is ROOT/dev.
+// ROOT/irdt_wide_bytes (I/O RDT only) holds the profile's width of a
+// register whose RCS has REGW clear, for the tests' resctrl-msrd
+// --irdt-wide-bytes (the operator's knowledge; without it the broker probes).
 //
 // --control SOCK serves the simulated machine's knobs, one JSON object per
 // line (the requests the daemon's control socket serves for the sim
@@ -441,11 +444,15 @@ int main(int argc, char** argv) {
     write_text(r / "proc/cmdline",
                "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
   }
-  // The firmware's ACPI IRDT table, where the real path reads it.
+  // The firmware's ACPI IRDT table, where the real path reads it; and, for
+  // the tests' broker, what an operator would know from the platform's
+  // documentation: the width of a register whose RCS has REGW clear.
   if (has_mem()) {
     const auto& blob = g_machine->irdt_blob();
     write_text(r / "sys/firmware/acpi/tables/IRDT",
                std::string(reinterpret_cast<const char*>(blob.data()), blob.size()));
+    write_text(r / "irdt_wide_bytes",
+               std::to_string(g_machine->profile().io_rdt->wide_reg_bytes) + "\n");
   }
   const auto dev = r / "dev";
   std::filesystem::create_directories(dev);

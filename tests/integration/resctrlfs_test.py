@@ -242,12 +242,20 @@ class Broker:
         _STARTED.append(self)
         self.start()
 
-    def start(self, allow_uid=None):
+    def start(self, allow_uid=None, probe_irdt_width=False):
         uid = os.getuid() if allow_uid is None else allow_uid
+        argv = [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
+                "--hw-root", self.hw.root, "--allow-uid", str(uid)]
+        # I/O RDT: the operator tells the width of registers whose RCS has
+        # REGW clear (a single-channel RCS cannot be probed), unless the test
+        # is about the broker's probe.
+        wide = os.path.join(self.hw.root, "irdt_wide_bytes")
+        if os.path.exists(wide) and not probe_irdt_width:
+            with open(wide) as f:
+                argv += ["--irdt-wide-bytes", f.read().strip()]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
-                 "--hw-root", self.hw.root, "--allow-uid", str(uid)],
+                argv,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
         while not os.path.exists(self.sock):
