@@ -14,9 +14,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "base/cpulist.h"
 #include "daemon/startup.h"
 #include "fs/filesystem.h"
 #include "hw/probe.h"
@@ -237,6 +240,140 @@ struct Group {
   std::string dir;
 };
 
+std::string list_of(const std::vector<unsigned>& v) {
+  std::string out;
+  for (unsigned x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+// The CPUs of a kernel group's cpus_list, or empty with `err` set.
+std::vector<unsigned> kernel_cpus(const std::string& dir, unsigned nbits, std::string& err) {
+  FileText t = read_kernel_file(dir + "/cpus_list");
+  if (t.err != 0) {
+    err = std::string("cpus_list unreadable: ") + std::strerror(t.err);
+    return {};
+  }
+  auto m = parse_cpu_list(t.text, nbits);
+  if (!m.ok()) {
+    err = "cpus_list unparsable: " + one_line(t.text);
+    return {};
+  }
+  return m->cpus();
+}
+
+// Each CPU in `cpus` must hold one of `want` in PQR_ASSOC's `field`
+// ("CLOSID" or "RMID", read off `have`).
+void compare_cpu_tags(Report& r, const std::string& item, const std::vector<unsigned>& cpus,
+                      const std::vector<uint32_t>& want, const std::map<unsigned, uint32_t>& have,
+                      const char* field, const std::string& how) {
+  std::vector<unsigned> unread;
+  std::string differ;
+  for (unsigned c : cpus) {
+    auto it = have.find(c);
+    if (it == have.end()) {
+      unread.push_back(c);
+    } else if (std::find(want.begin(), want.end(), it->second) == want.end()) {
+      differ += (differ.empty() ? "" : "; ") + std::string("CPU ") + std::to_string(c) + " has " +
+                field + " " + std::to_string(it->second);
+    }
+  }
+  std::vector<unsigned> wanted(want.begin(), want.end());
+  const std::string expect = std::string(field) + (want.size() > 1 ? "s " : " ") + list_of(wanted);
+  if (!differ.empty()) {
+    // On a machine whose kernel runs a task of another group on that CPU
+    // at the moment of the read, PQR_ASSOC holds the task's tags.
+    r.add("cpus", item, Verdict::kDiffer,
+          "cpus_list " + list_of(cpus) + ", the group's " + expect + how + "; in PQR_ASSOC: " +
+              differ + " (or a task of another group was running there when it was read)");
+  } else if (!unread.empty()) {
+    r.add("cpus", item, Verdict::kNotChecked,
+          "PQR_ASSOC not read on CPU(s) " + list_of(unread) + " of cpus_list " + list_of(cpus));
+  } else {
+    r.add("cpus", item, Verdict::kMatch,
+          "PQR_ASSOC of CPU(s) " + list_of(cpus) + " holds " + expect + how);
+  }
+}
+
+// Every kernel group's cpus_list against the CLOSIDs (and, where the
+// kernel's tree gives mon_hw_id, the RMIDs) the CPUs' PQR_ASSOC hold.
+// `closids[i]`: the CLOSIDs group i may have on the machine (empty:
+// unknown), `how[i]` how they were found.
+void compare_cpus(Report& r, hw::HwProbe& probe, const std::vector<Group>& groups,
+                  const std::vector<std::vector<uint32_t>>& closids,
+                  const std::vector<std::string>& how) {
+  const hw::PlatformInfo& info = probe.model()->info();
+  const unsigned nbits = info.nr_cpus;
+  const auto cpu_closids = probe.machine_cpu_closids();
+  const auto cpu_rmids = probe.machine_cpu_rmids();
+  const bool mon = info.mon.capable;
+  bool rmid_unknown = false;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    const std::string item = g.name.empty() ? "/" : g.name;
+    std::string err;
+    const auto cpus = kernel_cpus(g.dir, nbits, err);
+    if (!err.empty()) {
+      r.add("cpus", item, Verdict::kNotChecked, err);
+      continue;
+    }
+    if (!cpus.empty()) {
+      if (closids[i].empty()) {
+        r.add("cpus", item, Verdict::kNotChecked,
+              "cpus_list " + list_of(cpus) + ": the group's CLOSID on the machine is not known");
+      } else {
+        compare_cpu_tags(r, item, cpus, closids[i], cpu_closids, "CLOSID", how[i]);
+      }
+    }
+    if (!mon) continue;
+    // RMIDs: a CPU in a child MON group's cpus_list has that group's RMID,
+    // the others the control group's (RMID 0 for the default group).
+    std::vector<std::pair<std::string, std::string>> mons;  // item, dir
+    std::error_code ec;
+    for (const auto& e : sfs::directory_iterator(g.dir + "/mon_groups", ec))
+      if (e.is_directory(ec))
+        mons.emplace_back(item == "/" ? "mon_groups/" + e.path().filename().string()
+                                      : item + "/mon_groups/" + e.path().filename().string(),
+                          e.path().string());
+    std::sort(mons.begin(), mons.end());
+    auto rmid_of = [](const std::string& dir, bool root) -> std::optional<uint32_t> {
+      FileText t = read_kernel_file(dir + "/mon_hw_id");
+      if (t.err != 0) return root ? std::optional<uint32_t>(0) : std::nullopt;
+      return static_cast<uint32_t>(std::strtoul(t.text.c_str(), nullptr, 10));
+    };
+    std::vector<unsigned> own = cpus;
+    for (const auto& [mitem, mdir] : mons) {
+      std::string merr;
+      const auto mcpus = kernel_cpus(mdir, nbits, merr);
+      if (!merr.empty()) {
+        r.add("cpus", mitem + " RMID", Verdict::kNotChecked, merr);
+        continue;
+      }
+      for (unsigned c : mcpus) own.erase(std::remove(own.begin(), own.end(), c), own.end());
+      if (mcpus.empty()) continue;
+      auto rmid = rmid_of(mdir, false);
+      if (!rmid) {
+        rmid_unknown = true;
+        continue;
+      }
+      compare_cpu_tags(r, mitem + " RMID", mcpus, {*rmid}, cpu_rmids, "RMID",
+                       " (the kernel's mon_hw_id)");
+    }
+    if (own.empty()) continue;
+    auto rmid = rmid_of(g.dir, g.name.empty());
+    if (!rmid || (g.name.empty() && rmid_unknown)) {
+      rmid_unknown = true;
+      continue;
+    }
+    compare_cpu_tags(r, item + " RMID", own, {*rmid}, cpu_rmids, "RMID",
+                     g.name.empty() ? " (the default group's)" : " (the kernel's mon_hw_id)");
+  }
+  if (rmid_unknown) {
+    r.add("cpus", "RMIDs", Verdict::kNotChecked,
+          "the kernel's tree shows no mon_hw_id (mount it with -o debug to compare the CPUs' "
+          "RMIDs)");
+  }
+}
+
 void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath) {
   const std::string mounts = read_text_file("/proc/mounts");
   if (!resctrl_mounted_at(mounts, kpath)) {
@@ -274,6 +411,12 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
   PrivateTree t(*f);
   for (auto rid : {hw::ResourceId::L3, hw::ResourceId::L2}) {
     auto cdp = probe.machine_cdp(rid);
+    const hw::Resource& res = probe.model()->info().res(rid);
+    if (!cdp && probe.machine_error().empty() && res.alloc_capable && res.is_cache() &&
+        res.cache.cdp_capable && !res.ctrl_domains.empty()) {
+      r.add("registers", std::string(hw::resource_name(rid)) + " CDP (QOS_CFG)",
+            Verdict::kNotChecked, "the QOS_CFG register could not be read");
+    }
     if (!cdp) continue;
     const bool want = rid == hw::ResourceId::L3 ? mo.cdp : mo.cdpl2;
     const std::string item = std::string(hw::resource_name(rid)) + " CDP (QOS_CFG)";
@@ -339,6 +482,17 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
       }
     }
   }
+  // The CLOSIDs each group may have on the machine (empty: not known).
+  std::vector<std::vector<uint32_t>> hw_closids(groups.size());
+  std::vector<std::string> hw_how(groups.size());
+  hw_closids[0] = {0};
+  hw_how[0] = " (the default group's)";
+  for (size_t i = 1; i < groups.size(); ++i) {
+    FileText kid = read_kernel_file(groups[i].dir + "/ctrl_hw_id");
+    if (kid.err != 0) continue;
+    hw_closids[i] = {static_cast<uint32_t>(std::strtoul(kid.text.c_str(), nullptr, 10))};
+    hw_how[i] = " (the kernel's ctrl_hw_id)";
+  }
   for (size_t i = 0; i < groups.size(); ++i) {
     if (!mirrored[i]) continue;
     const Group& g = groups[i];
@@ -366,18 +520,33 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
       continue;
     }
     auto like = probe.machine_closids_like(mc);
-    if (like.empty()) {
+    auto unsure = probe.machine_closids_unsure(mc);
+    if (like.empty() && !unsure.empty()) {
+      // A refused or failed read must not turn into "no CLOSID holds it".
+      std::string list;
+      for (uint32_t c : unsure) list += (list.empty() ? "" : ",") + std::to_string(c);
+      r.add("registers", item, Verdict::kNotChecked,
+            "CLOSID(s) " + list +
+                " may hold the registers resctrlfs would program for this schemata, but some of "
+                "their registers could not be read");
+    } else if (like.empty()) {
       r.add("registers", item, Verdict::kDiffer,
             "no CLOSID on the machine holds the registers resctrlfs would program for this "
             "schemata (mount the kernel's resctrl with -o debug to compare by CLOSID)");
     } else {
       std::string list;
       for (uint32_t c : like) list += (list.empty() ? "" : ",") + std::to_string(c);
+      if (i > 0) {
+        hw_closids[i] = like;
+        hw_how[i] = " (matched by value)";
+      }
       r.add("registers", item, Verdict::kMatch,
             "held by CLOSID(s) " + list +
                 " (matched by value; -o debug on the kernel's mount compares by CLOSID)");
     }
   }
+
+  if (probe.machine_error().empty()) compare_cpus(r, probe, groups, hw_closids, hw_how);
 
   // Every info/ file (after the mirroring: bit_usage depends on the groups).
   std::vector<std::string> kfiles, pfiles;

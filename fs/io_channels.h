@@ -40,6 +40,13 @@ class IoChannels final : public Part {
   // its group; and one channel put back into group `g` at a restore (EINVAL
   // for a channel this mount does not list).
   std::vector<std::pair<uint32_t, const Group*>> assignments() const;
+  // Whether a channel is in group `g` itself (its device traffic carries
+  // g's RMID).
+  bool has_channel(const Group* g) const {
+    for (const auto& [id, owner] : owner_)
+      if (owner == g) return true;
+    return false;
+  }
   Result<void> restore(uint32_t id, Group* g);
   Result<std::string> show_channel_devices(const Node& n);
   Result<std::string> show_channels(const Node& n);

@@ -98,9 +98,11 @@ EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
     cntr = it->second;
   }
   // Real hardware counts only what the group's CPUs run (threads are not
-  // retagged on context switch); a group without CPUs measures nothing. Its
-  // counter assignment above is bookkeeping and still reads as the kernel's.
-  if (m_.arch->thread_tagger() == nullptr && g->cpus.empty()) return {ReadState::kUnavailable, 0};
+  // retagged on context switch) and its I/O channels' device traffic; a
+  // group with neither measures nothing. Its counter assignment above is
+  // bookkeeping and still reads as the kernel's.
+  if (m_.arch->thread_tagger() == nullptr && g->cpus.empty() && !p_.io_ch.has_channel(g))
+    return {ReadState::kUnavailable, 0};
   hw::CounterValue v = hw::is_perf_pkg_event(ev) ? m_.arch->read_perf_pkg_event(domain, g->rmid, ev)
                                                  : m_.arch->read_event(domain, g->rmid, ev, cntr);
   switch (v.err) {

@@ -62,10 +62,15 @@ class HwProbe {
   // The CLOSIDs (below the hardware's count) whose registers on the machine
   // equal `model_closid`'s in the model.
   virtual std::vector<uint32_t> machine_closids_like(uint32_t model_closid) const = 0;
+  // The CLOSIDs that may hold them: every register that was read equals the
+  // model's, but some could not be read (so neither like nor unlike).
+  virtual std::vector<uint32_t> machine_closids_unsure(uint32_t model_closid) const = 0;
   // CDP as the machine's QOS_CFG registers have it (empty: not read).
   virtual std::optional<bool> machine_cdp(ResourceId rid) const = 0;
   // Per online CPU, PQR_ASSOC's CLOSID on the machine (CPUs not read left out).
   virtual std::map<unsigned, uint32_t> machine_cpu_closids() const = 0;
+  // Per online CPU, PQR_ASSOC's RMID on the machine (CPUs not read left out).
+  virtual std::map<unsigned, uint32_t> machine_cpu_rmids() const = 0;
 };
 
 // Probes the machine under `hw_root` ("/" on a real one) through the broker

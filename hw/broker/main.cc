@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
 
 #include <boost/asio.hpp>
@@ -19,6 +20,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include "hw/broker/dev_mem.h"
 #include "hw/broker/dev_msr.h"
@@ -36,19 +38,65 @@ using namespace resctrlfs::hw;
 
 namespace {
 
+using Blocks = std::vector<x86::IrdtRegisterBlock>;
+
+// The width of the registers of a block whose RCS has REGW clear, found on
+// the machine: IO_PQR_*1 of a 4-byte layout is the upper half of register 0
+// (reserved bits) in an 8-byte one. Writes a value there with a 4-byte
+// access, reads it back and puts the old contents back: kept (4 bytes) or
+// not (8). Empty when an access fails.
+std::optional<unsigned> probe_width(MmioDevice& mem, uint64_t base) {
+  auto old = mem.mmio_read(base + 4, 4);
+  if (!old.ok()) return std::nullopt;
+  const uint64_t val = *old == 1 ? 2 : 1;  // a CLOSID and an RMID every part has
+  if (!mem.mmio_write(base + 4, 4, val).ok()) return std::nullopt;
+  auto back = mem.mmio_read(base + 4, 4);
+  (void)mem.mmio_write(base + 4, 4, *old);
+  if (!back.ok()) return std::nullopt;
+  return *back == val ? 4U : 8U;
+}
+
 // The IRDT register blocks MMIO may touch: none without a table (logged
-// when the table is there but malformed).
-std::vector<x86::IrdtRegisterBlock> irdt_blocks(const std::string& path, unsigned wide,
-                                                const std::function<void(std::string)>& log) {
+// when the table is there but malformed). `wide`: the width of a register
+// whose RCS has REGW clear (4 or 8), or 0 to probe it on the machine through
+// `mem` (the specification gives both 8 and 4): with every such RCS that
+// has two channels or more agreeing; without one, or when they disagree,
+// those registers are not served (logged), the others are.
+Blocks irdt_blocks(const std::string& path, unsigned wide, MmioDevice& mem,
+                   const std::function<void(std::string)>& log) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return {};
   std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto t = x86::parse_irdt(blob, x86::IrdtParseOptions{wide});
+  auto t = x86::parse_irdt(blob, x86::IrdtParseOptions{wide == 0 ? 8 : wide});
   if (!t.ok()) {
     log(path + ": " + t.error().message + "; I/O RDT registers are not served");
     return {};
   }
-  return t->register_blocks();
+  if (wide != 0) return t->register_blocks();
+  auto t4 = x86::parse_irdt(blob, x86::IrdtParseOptions{4});
+  const Blocks b8 = t->register_blocks();
+  const Blocks b4 = t4.ok() ? t4->register_blocks() : b8;
+  if (b8 == b4) return b8;  // every RCS has REGW set
+  std::optional<unsigned> width;
+  bool unsure = false;
+  for (const auto& b : b4) {
+    if (std::find(b8.begin(), b8.end(), b) != b8.end() || b.count < 2) continue;
+    auto w = probe_width(mem, b.base);
+    unsure = unsure || !w || (width && *width != *w);
+    if (w) width = *w;
+  }
+  if (width && !unsure) {
+    log("I/O RDT registers whose RCS has REGW clear are " + std::to_string(*width) +
+        " bytes wide (probed)");
+    return *width == 8 ? b8 : b4;
+  }
+  Blocks common;
+  for (const auto& b : b8)
+    if (std::find(b4.begin(), b4.end(), b) != b4.end()) common.push_back(b);
+  log("the width of the I/O RDT registers whose RCS has REGW clear could not be probed (" +
+      std::string(width ? "the probes disagree" : "no such RCS has two channels") +
+      "): they are not served; give --irdt-wide-bytes 4 or 8");
+  return common;
 }
 
 }  // namespace
@@ -71,14 +119,15 @@ int main(int argc, char** argv) {
                  "CPU drivers); overrides --dev-root");
   std::string irdt_path;  // default below: the firmware's, but not for a simulated machine
   std::string mem_path = "/dev/mem";
-  unsigned irdt_wide = 8;
+  unsigned irdt_wide = 0;
   app.add_option("--irdt", irdt_path,
                  "ACPI IRDT table naming the I/O RDT registers MMIO may touch (under --hw-root)");
   app.add_option("--mem", mem_path, "physical memory file for those registers (under --hw-root)");
   app.add_option("--irdt-wide-bytes", irdt_wide,
                  "width of an I/O RDT register whose RCS has REGW clear (the specification "
-                 "contradicts itself: 8 in the RCS table, 4 in the register chapter)")
-      ->check(CLI::IsMember({4u, 8u}));
+                 "contradicts itself: 8 in the RCS table, 4 in the register chapter); 0, the "
+                 "default: probe it on the machine")
+      ->check(CLI::IsMember({0u, 4u, 8u}));
   CLI11_PARSE(app, argc, argv);
   if (irdt_path.empty() && sim_platform.empty()) irdt_path = "/sys/firmware/acpi/tables/IRDT";
 
@@ -135,13 +184,14 @@ int main(int argc, char** argv) {
   }
 
   std::shared_ptr<MmioDevice> mmio = sim_mmio;
-  if (auto blocks = irdt_path.empty() ? std::vector<x86::IrdtRegisterBlock>{}
-                                      : irdt_blocks(root + irdt_path, irdt_wide, log);
+  auto mem = std::make_shared<broker::DevMemDevice>(root + mem_path);
+  if (auto blocks =
+          irdt_path.empty() ? Blocks{} : irdt_blocks(root + irdt_path, irdt_wide, *mem, log);
       !blocks.empty()) {
     log("serving " + std::to_string(blocks.size()) + " I/O RDT register blocks through " + root +
         mem_path);
     policy->set_mmio_blocks(std::move(blocks));
-    mmio = std::make_shared<broker::DevMemDevice>(root + mem_path);
+    mmio = mem;
   }
 
   boost::asio::io_context io;

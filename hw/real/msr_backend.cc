@@ -4,9 +4,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hw/broker/client.h"
@@ -86,18 +89,39 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
   RESCTRLFS_ASSIGN_OR_RETURN(Backend b, real::make_msr_backend_with(cpuid, topo, broker_socket,
                                                                     x86::RdtOptions::parse(rdt)));
   // I/O RDT: the firmware's IRDT table, its registers written through the
-  // broker (which serves exactly those). A clear REGW means 8-byte
-  // registers, the broker's default too. Without a table, or with one the
+  // broker (which serves exactly those). Without a table, or with one the
   // parser refuses (the broker logs why), the Arch lists no channels.
   std::ifstream f(root + "/sys/firmware/acpi/tables/IRDT", std::ios::binary);
-  if (f) {
+  auto* arch = dynamic_cast<x86::X86Arch*>(b.arch.get());
+  if (f && arch != nullptr) {
     std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)),
                               std::istreambuf_iterator<char>());
-    auto t = x86::parse_irdt(blob);
-    auto* arch = dynamic_cast<x86::X86Arch*>(b.arch.get());
-    if (t.ok() && arch != nullptr)
-      (void)arch->attach_io_rdt(std::move(t).value(),
-                                std::static_pointer_cast<broker::BrokerMsrDevice>(b.keepalive));
+    auto dev = std::static_pointer_cast<broker::BrokerMsrDevice>(b.keepalive);
+    auto t8 = x86::parse_irdt(blob, x86::IrdtParseOptions{8});
+    auto t4 = x86::parse_irdt(blob, x86::IrdtParseOptions{4});
+    if (t8.ok() && t4.ok()) {
+      // The width of a register whose RCS has REGW clear is not known from
+      // the specification (8 bytes in the table's description, 4 in the
+      // register chapter): the broker probed it on the machine (or was told),
+      // and serves those registers only at that width. Ask it with a read of
+      // register 0 of such a block: 8 bytes, else 4; neither served: no
+      // channels (the broker's log says why).
+      const auto b8 = t8->register_blocks(), b4 = t4->register_blocks();
+      std::optional<x86::IrdtTable> table;
+      auto clear = std::find_if(b8.begin(), b8.end(), [&](const x86::IrdtRegisterBlock& x) {
+        return std::find(b4.begin(), b4.end(), x) == b4.end();
+      });
+      if (clear == b8.end() || dev->mmio_read(clear->base, 8).ok()) {
+        table = std::move(t8).value();
+      } else if (dev->mmio_read(clear->base, 4).ok()) {
+        table = std::move(t4).value();
+      } else {
+        std::fprintf(stderr,
+                     "resctrlfsd: I/O RDT: the broker serves no width for the registers whose "
+                     "RCS has REGW clear (see its log): no channels\n");
+      }
+      if (table) (void)arch->attach_io_rdt(std::move(*table), dev);
+    }
   }
   return b;
 }

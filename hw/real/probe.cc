@@ -96,6 +96,16 @@ class Probe final : public HwProbe {
   }
 
   std::vector<uint32_t> machine_closids_like(uint32_t mc) const override {
+    return closids_by_value(mc, /*unsure=*/false);
+  }
+  std::vector<uint32_t> machine_closids_unsure(uint32_t mc) const override {
+    return closids_by_value(mc, /*unsure=*/true);
+  }
+
+  // The CLOSIDs whose registers on the machine equal `mc`'s in the model:
+  // every one read (unsure false), or every one read equal and some not
+  // read (unsure true).
+  std::vector<uint32_t> closids_by_value(uint32_t mc, bool unsure) const {
     std::vector<uint32_t> out;
     if (!model_) return out;
     unsigned n = ~0U;
@@ -106,9 +116,12 @@ class Probe final : public HwProbe {
     if (n == ~0U) return out;
     for (uint32_t c = 0; c < n; ++c) {
       auto regs = closid_registers(mc, c);
-      bool same = !regs.empty();
-      for (const auto& r : regs) same = same && r.machine && *r.machine == r.model;
-      if (same) out.push_back(c);
+      bool equal = !regs.empty(), missing = false;
+      for (const auto& r : regs) {
+        missing = missing || !r.machine;
+        equal = equal && (!r.machine || *r.machine == r.model);
+      }
+      if (equal && missing == unsure) out.push_back(c);
     }
     return out;
   }
@@ -128,6 +141,15 @@ class Probe final : public HwProbe {
     for (const auto& [key, value] : machine_) {
       if (key.second == x86::IA32_PQR_ASSOC)
         out[key.first] = static_cast<uint32_t>(value >> x86::PQR_ASSOC_CLOS_SHIFT);
+    }
+    return out;
+  }
+
+  std::map<unsigned, uint32_t> machine_cpu_rmids() const override {
+    std::map<unsigned, uint32_t> out;
+    for (const auto& [key, value] : machine_) {
+      if (key.second == x86::IA32_PQR_ASSOC)
+        out[key.first] = static_cast<uint32_t>(value & x86::PQR_ASSOC_RMID_MASK);
     }
     return out;
   }

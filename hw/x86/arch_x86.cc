@@ -47,6 +47,7 @@ X86Arch::MonDomState X86Arch::fresh_mon_state() const {
   MonDomState m;
   for (auto& v : m.rmid) v.resize(info_.mon.num_rmids);
   m.cntr.resize(info_.mon.num_mbm_cntrs);
+  m.cntr_cfg.resize(info_.mon.num_mbm_cntrs);
   m.evt_cfg[0] = info_.mon.bmec_default_total;
   m.evt_cfg[1] = info_.mon.bmec_default_local;
   return m;
@@ -231,9 +232,8 @@ Result<void> X86Arch::resync() {
   const uint64_t gen = msr_->reconnects();
   if (gen == synced_reconnects_ && !stale_) return Ok();
   // Every register this Arch owns, from its shadows: the controls of every
-  // domain, CDP, BMEC, the extended QoS configuration (ABMC, SDCIAE) and
-  // every online CPU's PQR_ASSOC. Counter assignments (ABMC) are not
-  // shadowed and are left as they are.
+  // domain, CDP, BMEC, the extended QoS configuration (ABMC, SDCIAE), the
+  // counter assignments (ABMC) and every online CPU's PQR_ASSOC.
   std::vector<MsrOp> ops;
   for (int r = 0; r < kNumResources; ++r) {
     const Resource& res = info_.resources[r];
@@ -265,6 +265,18 @@ Result<void> X86Arch::resync() {
     for (unsigned cpu : cpus.cpus())
       ops.push_back(MsrOp{cpu, L3_QOS_EXT_CFG, ext_cfg(abmc_enabled_, io_alloc_enabled_), true});
   }
+  // Each counter as last configured, after ABMC mode is back on. Writing a
+  // configuration clears the counter (counted again from 0 below).
+  std::vector<std::pair<size_t, size_t>> cntrs;  // (domain, counter) per write
+  if (info_.mon.abmc && abmc_enabled_) {
+    for (size_t d = 0; d < mon_.size(); ++d)
+      for (size_t c = 0; c < mon_[d].cntr_cfg.size(); ++c)
+        if (mon_[d].cntr_cfg[c]) {
+          ops.push_back(MsrOp{info_.mon.mon_domains[d].cpus.first(), L3_QOS_ABMC_CFG,
+                              *mon_[d].cntr_cfg[c], true});
+          cntrs.emplace_back(d, c);
+        }
+  }
   for (unsigned cpu : info_.online.cpus())
     if (pqr_want_[cpu]) ops.push_back(MsrOp{cpu, IA32_PQR_ASSOC, *pqr_want_[cpu], true});
   // I/O RDT: the enable bits, then (below) the channels' tags.
@@ -278,6 +290,8 @@ Result<void> X86Arch::resync() {
   for (const MsrOp& op : ops)
     if (op.err != 0) return write_failed();
   RESCTRLFS_RETURN_IF_ERROR(rewrite_io_tags());
+  // A re-configured counter restarts at 0; its running total goes on.
+  for (const auto& [d, c] : cntrs) mon_[d].cntr[c].prev = 0;
   for (unsigned cpu : info_.online.cpus()) pqr_cache_[cpu] = pqr_want_[cpu];
   synced_reconnects_ = gen;
   stale_ = false;
@@ -650,7 +664,10 @@ Result<void> X86Arch::set_abmc_enabled(bool enable) {
     }
   }
   abmc_enabled_ = enable;
-  for (auto& m : mon_) std::fill(m.cntr.begin(), m.cntr.end(), MbmState{});
+  for (auto& m : mon_) {
+    std::fill(m.cntr.begin(), m.cntr.end(), MbmState{});
+    std::fill(m.cntr_cfg.begin(), m.cntr_cfg.end(), std::nullopt);
+  }
   return Ok();
 }
 
@@ -668,6 +685,7 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
   unsigned cpu = info_.mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
   mon_[d].cntr[cntr_id] = MbmState{};
+  mon_[d].cntr_cfg[cntr_id] = v;
   (void)ev;  // the counter counts whatever evt_cfg selects
   return Ok();
 }
@@ -782,6 +800,21 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
   if (info_.mon.abmc && abmc_enabled_) {
     // L3_QOS_EXT_CFG is per logical CPU: the newcomer follows the mode.
     if (!msr_->write(cpu, L3_QOS_EXT_CFG, L3_QOS_EXT_CFG_ABMC_EN).ok()) return write_failed();
+  }
+  // I/O RDT: an L3 coming back (it may have been powered down, which
+  // clears IA32_L3_IO_RDT_CFG) gets the enable bits again while channels
+  // are tagged; the channels' own registers live in the I/O block, not the L3.
+  if (irdt_ && (io_tagging_.alloc || io_tagging_.mon) && cpu < info_.cpu_l3_id.size() &&
+      info_.cpu_l3_id[cpu] >= 0) {
+    bool l3_online = false;
+    for (unsigned c : info_.online.cpus())
+      l3_online =
+          l3_online || (c < info_.cpu_l3_id.size() && info_.cpu_l3_id[c] == info_.cpu_l3_id[cpu]);
+    if (!l3_online && !msr_->write(cpu, IA32_L3_IO_RDT_CFG,
+                                   (io_tagging_.alloc ? L3_IO_RDT_CFG_IRAE : 0) |
+                                       (io_tagging_.mon ? L3_IO_RDT_CFG_IRME : 0))
+                           .ok())
+      return write_failed();
   }
   if (!msr_->write(cpu, IA32_PQR_ASSOC, 0).ok()) return write_failed();
   pqr_cache_[cpu] = 0;

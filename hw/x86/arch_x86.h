@@ -124,6 +124,9 @@ class X86Arch final : public Arch {
   struct MonDomState {
     std::vector<MbmState> rmid[2];  // [0] mbm_total, [1] mbm_local
     std::vector<MbmState> cntr;     // ABMC counters
+    // The last L3_QOS_ABMC_CFG value written for each counter (empty: never
+    // configured since ABMC was turned on), written again by resync().
+    std::vector<std::optional<uint64_t>> cntr_cfg;
     uint32_t evt_cfg[2] = {0, 0};
   };
   MonDomState fresh_mon_state() const;

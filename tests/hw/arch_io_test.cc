@@ -207,3 +207,45 @@ TEST_CASE(
   CHECK(r.msr->cfg.empty());
   CHECK(r.mmio->writes == std::vector<MmioWrite>{{0xfed10000, 2, 1}, {0xfed10100, 2, 3}});
 }
+
+TEST_CASE(
+    "an L3 domain that comes back online gets IA32_L3_IO_QOS_CFG again while channels are tagged",
+    "[iordt]") {
+  Rig r;
+  REQUIRE(r.arch->set_io_channel_tags(0x100, 1, 2).ok());
+  REQUIRE(r.arch->set_io_tagging(true, true).ok());
+  // Socket 1's L3 (CPUs 4-7) goes away entirely.
+  for (unsigned c = 4; c < 8; ++c) REQUIRE(r.arch->offline_cpu(c, nullptr).ok());
+  r.msr->cfg.clear();
+  r.mmio->writes.clear();
+  REQUIRE(r.arch->online_cpu(5, nullptr).ok());
+  CHECK(r.msr->cfg == std::vector<std::pair<unsigned, uint64_t>>{{5, 3}});
+  CHECK(r.mmio->writes.empty());  // the channels' registers are not the L3's
+  // A second CPU of the same L3: already enabled.
+  REQUIRE(r.arch->online_cpu(6, nullptr).ok());
+  CHECK(r.msr->cfg.size() == 1);
+  // A CPU of an L3 that never went away: nothing.
+  REQUIRE(r.arch->offline_cpu(1, nullptr).ok());
+  REQUIRE(r.arch->online_cpu(1, nullptr).ok());
+  CHECK(r.msr->cfg.size() == 1);
+  // Allocation tagging only: IRAE alone.
+  REQUIRE(r.arch->set_io_tagging(true, false).ok());
+  for (unsigned c : {5u, 6u}) REQUIRE(r.arch->offline_cpu(c, nullptr).ok());
+  r.msr->cfg.clear();
+  REQUIRE(r.arch->online_cpu(6, nullptr).ok());
+  CHECK(r.msr->cfg == std::vector<std::pair<unsigned, uint64_t>>{{6, 1}});
+  // A write that fails is the online's failure, the CPU stays offline.
+  REQUIRE(r.arch->offline_cpu(6, nullptr).ok());
+  r.msr->fail_in = 0;
+  CHECK_FALSE(r.arch->online_cpu(6, nullptr).ok());
+  CHECK_FALSE(r.arch->info().online.test(6));
+}
+
+TEST_CASE("an L3 domain that comes back while no channel tagging is on gets no IA32_L3_IO_QOS_CFG",
+          "[iordt]") {
+  Rig r;
+  for (unsigned c = 4; c < 8; ++c) REQUIRE(r.arch->offline_cpu(c, nullptr).ok());
+  r.msr->cfg.clear();
+  REQUIRE(r.arch->online_cpu(4, nullptr).ok());
+  CHECK(r.msr->cfg.empty());
+}

@@ -378,6 +378,61 @@ TEST_CASE("ABMC mode and counter assignment") {
   CHECK(r.arch->config_cntr(1, 32, 17, EventId::MBM_TOTAL, 0x7f, true).error().code == EINVAL);
 }
 
+TEST_CASE("ABMC mode and every configured counter are written again after a broker reconnect") {
+  Rig r = rig("amd-2s");
+  REQUIRE(r.arch->set_abmc_enabled(true).ok());
+  const uint64_t assigned =
+      (1ULL << 63) | (1ULL << 62) | (3ULL << 48) | (17ULL << 32) | 0x7f;  // CFG_EN|CTR_EN
+  const uint64_t other = (1ULL << 63) | (1ULL << 62) | (5ULL << 48) | (2ULL << 32) | 0x15;
+  const uint64_t released = (1ULL << 63) | (1ULL << 48);  // counter 1 configured, not counting
+  REQUIRE(r.arch->config_cntr(1, 3, 17, EventId::MBM_TOTAL, 0x7f, true).ok());
+  REQUIRE(r.arch->config_cntr(0, 5, 2, EventId::MBM_LOCAL, 0x15, true).ok());
+  REQUIRE(r.arch->config_cntr(0, 1, 0, EventId::MBM_TOTAL, 0x7f, true).ok());
+  REQUIRE(r.arch->config_cntr(0, 1, 0, EventId::MBM_TOTAL, 0x7f, false).ok());
+  // Counter 3 of domain 1 has counted 10 chunks.
+  r.msr->qm_ctr = {10};
+  REQUIRE(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 10 * 64);
+
+  r.msr->log.clear();
+  r.msr->gen = 1;  // the broker restarted: the registers may not hold what was written
+  r.msr->qm_ctr = {4};
+  // The next access re-syncs first: the counter counts on from 0, its total kept.
+  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 14 * 64);
+  std::vector<testing::Access> abmc;
+  size_t ext_cfg = 0, last_ext_cfg = 0, first_abmc = r.msr->log.size();
+  for (size_t i = 0; i < r.msr->log.size(); ++i) {
+    const testing::Access& a = r.msr->log[i];
+    if (a.op != 'w') continue;
+    if (a.msr == L3_QOS_EXT_CFG) {
+      CHECK(a.value == 1);
+      ++ext_cfg;
+      last_ext_cfg = i;
+    }
+    if (a.msr == L3_QOS_ABMC_CFG) {
+      abmc.push_back(a);
+      first_abmc = std::min(first_abmc, i);
+    }
+  }
+  CHECK(ext_cfg == 8);               // ABMC mode on every CPU
+  CHECK(last_ext_cfg < first_abmc);  // before the counters
+  CHECK(abmc == std::vector{W(0, L3_QOS_ABMC_CFG, released), W(0, L3_QOS_ABMC_CFG, other),
+                            W(4, L3_QOS_ABMC_CFG, assigned)});
+  CHECK(r.arch->resyncs() == 1);
+
+  // In step again: nothing more is written.
+  r.msr->log.clear();
+  r.msr->qm_ctr = {6};
+  CHECK(r.arch->read_event(1, 17, EventId::MBM_TOTAL, 3u).bytes == 16 * 64);
+  CHECK(r.msr->writes() == std::vector{W(4, IA32_QM_EVTSEL, (3ULL << 32) | (1ULL << 31) | 1)});
+
+  // Turning ABMC off forgets the assignments: a later reconnect writes none.
+  REQUIRE(r.arch->set_abmc_enabled(false).ok());
+  r.msr->log.clear();
+  r.msr->gen = 2;
+  REQUIRE(r.arch->set_abmc_enabled(true).ok());
+  for (const testing::Access& a : r.msr->writes()) CHECK(a.msr != L3_QOS_ABMC_CFG);
+}
+
 TEST_CASE("io_alloc (SDCIAE) sets bit 1 of L3_QOS_EXT_CFG on every CPU, keeping ABMC") {
   Rig r = rig("amd-io");
   CHECK(r.arch->info().res(ResourceId::L3).cache.io_alloc_capable);

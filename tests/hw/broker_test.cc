@@ -66,6 +66,11 @@ class BrokerProcess {
     for (int i = 0; i < 6000 && ::stat(socket_.c_str(), &st) != 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE(::stat(socket_.c_str(), &st) == 0);
+    // The socket file appears at bind, before listen: a connect in between
+    // is refused. The broker logs "serving ... on SOCKET" once it listens.
+    for (int i = 0; i < 6000 && log().find(" on " + socket_) == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(log().find(" on " + socket_) != std::string::npos);
   }
   ~BrokerProcess() {
     ::kill(pid_, SIGTERM);
@@ -336,7 +341,8 @@ struct MmioFiles {
 TEST_CASE("resctrl-msrd serves the IRDT's I/O RDT registers through physical memory, nothing else",
           "[irdt]") {
   MmioFiles files;
-  BrokerProcess b("intel-2s", ::getuid(), {"--irdt", files.irdt, "--mem", files.mem});
+  BrokerProcess b("intel-2s", ::getuid(),
+                  {"--irdt", files.irdt, "--mem", files.mem, "--irdt-wide-bytes", "8"});
   broker::BrokerMsrDevice dev(b.socket());
 
   // IO_PQR_CLOS2 of the PCIe link: exactly two bytes change.
@@ -377,6 +383,53 @@ TEST_CASE("resctrl-msrd serves the IRDT's I/O RDT registers through physical mem
   // MSRs are served as before.
   CHECK(dev.read(0, IA32_PQR_ASSOC).ok());
   CHECK(b.log().find("is not an I/O RDT register the IRDT table names") != std::string::npos);
+}
+
+TEST_CASE("resctrl-msrd probes the width of registers whose RCS has REGW clear", "[irdt]") {
+  MmioFiles files;
+  // Make the PCIe link's registers REGW-clear too (8 channels: probeable).
+  IrdtDesc desc;
+  IrdtRmud r;
+  r.rcs.push_back(
+      IrdtRcs{1, IoLinkType::kPcie, 8, IRDT_RCS_RTS | IRDT_RCS_CTS, 0x100, 0x0, 0x20000});
+  r.rcs.push_back(
+      IrdtRcs{2, IoLinkType::kCxlCache, 1, IRDT_RCS_RTS | IRDT_RCS_CTS, 0x8, 0x0, 0x21000});
+  r.dss.push_back(IrdtDss{IoDeviceType::kRootPort, 0x1600, {IrdtChms{1, {0x82}}}});
+  r.dss.push_back(IrdtDss{IoDeviceType::kRceip, 0x8000, {IrdtChms{2, {0x80}}}});
+  desc.rmuds.push_back(r);
+  MmioFiles::write(files.irdt, build_irdt(desc));
+  {
+    // A file keeps what a 4-byte write at register 0 + 4 put there: the
+    // registers are 4 bytes wide, for both links.
+    BrokerProcess b("intel-2s", ::getuid(), {"--irdt", files.irdt, "--mem", files.mem});
+    broker::BrokerMsrDevice dev(b.socket());
+    CHECK(b.log().find("REGW clear are 4 bytes wide (probed)") != std::string::npos);
+    // The probe put back what it found.
+    CHECK(files.bytes(0x20004, 4) == std::vector<uint8_t>{0xaa, 0xaa, 0xaa, 0xaa});
+    CHECK(files.bytes(0x20104, 4) == std::vector<uint8_t>{0xaa, 0xaa, 0xaa, 0xaa});
+    CHECK(dev.mmio_write(0x20004, 4, 3).ok());
+    CHECK(dev.mmio_read(0x21000, 4).ok());
+    CHECK(dev.mmio_write(0x20008, 8, 3).error().code == EPERM);
+    CHECK(dev.mmio_read(0x21000, 8).error().code == EPERM);
+  }
+  // Only the single-channel CXL link: nothing to probe with, so its
+  // registers are not served, and the broker says what to do.
+  desc.rmuds[0].rcs.erase(desc.rmuds[0].rcs.begin());
+  desc.rmuds[0].dss.erase(desc.rmuds[0].dss.begin());
+  MmioFiles::write(files.irdt, build_irdt(desc));
+  {
+    BrokerProcess b("intel-2s", ::getuid(), {"--irdt", files.irdt, "--mem", files.mem});
+    broker::BrokerMsrDevice dev(b.socket());
+    CHECK(dev.mmio_read(0x21000, 8).error().code == EPERM);
+    CHECK(dev.mmio_read(0x21000, 4).error().code == EPERM);
+    CHECK(b.log().find("could not be probed (no such RCS has two channels)") != std::string::npos);
+    CHECK(b.log().find("give --irdt-wide-bytes 4 or 8") != std::string::npos);
+  }
+  // Told: served at that width.
+  BrokerProcess b("intel-2s", ::getuid(),
+                  {"--irdt", files.irdt, "--mem", files.mem, "--irdt-wide-bytes", "8"});
+  broker::BrokerMsrDevice dev(b.socket());
+  CHECK(dev.mmio_read(0x21000, 8).ok());
 }
 
 TEST_CASE("resctrl-msrd without an IRDT table, or with a malformed one, serves no MMIO", "[irdt]") {

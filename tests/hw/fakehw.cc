@@ -6,11 +6,19 @@
 //   ROOT/sys/devices/system/cpu/{possible,online,cpuN/topology/...,
 //        cpuN/cache/indexK/{level,type,id,size},cpuN/nodeM}   plain files
 //   ROOT/dev/cpu/N/{cpuid,msr}                                 a FUSE mount
+//   ROOT/dev/mem, ROOT/sys/firmware/acpi/tables/IRDT    with I/O RDT only
 // The device files behave like the kernel's cpuid and msr drivers: cpuid
 // answers a 16-byte pread at offset leaf | subleaf << 32 with eax..edx; msr
 // reads and writes 8 bytes at offset = register number, and fails with EIO
 // where the instruction would raise #GP (the simulated machine's rules).
-// Both go to one SimMachine built from --platform.
+// On a platform with I/O RDT the IRDT file is the machine's ACPI table and
+// mem stands in for /dev/mem: a pread or pwrite of 1, 2, 4 or 8 bytes at
+// offset = physical address is one MMIO access of that width (the channels'
+// tagging registers; EIO outside the register pages). All go to one
+// SimMachine built from --platform. The FUSE mount is ROOT/dev.
+// ROOT/irdt_wide_bytes (I/O RDT only) holds the profile's width of a
+// register whose RCS has REGW clear, for the tests' resctrl-msrd
+// --irdt-wide-bytes (the operator's knowledge; without it the broker probes).
 //
 // --control SOCK serves the simulated machine's knobs, one JSON object per
 // line (the requests the daemon's control socket serves for the sim
@@ -18,12 +26,21 @@
 //   {"cmd":"clock","mode":"manual"|"real"}  {"cmd":"clock","advance_ms":N}
 //   {"cmd":"workload","cpu":C,"footprint_bytes":B,"bandwidth_mbps":M,
 //    "local_fraction":F[,"write_fraction":W]}
+//   {"cmd":"workload","channel":ID,...}  a device workload on an I/O RDT
+//                                channel (the same keys, without cpu)
 //   {"cmd":"fault","fail_writes":N[,"cpu":C]}
 //   {"cmd":"registers"}
 //   {"cmd":"delay","us":N}       every MSR access takes N us more (a slow machine);
 //                                setting 0 releases the accesses waiting
-//   {"cmd":"counts"}             MSR reads/writes served so far, and how
-//                                many accesses "delay" holds back now
+//   {"cmd":"counts"}             MSR reads/writes (and MMIO ones) served so
+//                                far, and how many accesses "delay" holds back now
+//   {"cmd":"fail_reads","msr":M[,"cpu":C]}  every read of register M (on CPU
+//                                C, or on every CPU) fails with EIO from now
+//                                on, as a register the CPU does not implement;
+//                                {"cmd":"fail_reads","clear":true} ends it
+//   {"cmd":"write","cpu":C,"msr":M,"value":V}  writes a register behind the
+//                                broker's back (another tool on the machine);
+//                                not counted in "counts"
 // ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
 #define FUSE_USE_VERSION 35
@@ -44,6 +61,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,8 +76,17 @@ namespace {
 
 std::shared_ptr<hw::sim::SimMachine> g_machine;
 std::atomic<uint64_t> g_delay_us{0};
-std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0};
+std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0}, g_mmio_reads{0}, g_mmio_writes{0};
 std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
+
+// "fail_reads": (cpu or -1 for every CPU, register) whose reads fail.
+std::mutex g_fail_mu;
+std::set<std::pair<long, uint32_t>> g_fail_reads;
+
+bool read_fails(unsigned cpu, uint32_t msr) {
+  std::lock_guard lock(g_fail_mu);
+  return g_fail_reads.count({-1L, msr}) != 0 || g_fail_reads.count({long{cpu}, msr}) != 0;
+}
 
 void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
@@ -107,18 +134,26 @@ void write_sysfs(const std::filesystem::path& dir, const hw::sim::Profile& p) {
   }
 }
 
-// Paths: "/", "/N", "/N/cpuid", "/N/msr".
+bool has_mem() { return !g_machine->irdt_blob().empty(); }
+
+// Paths: "/" (ROOT/dev), "/mem", "/cpu", "/cpu/N", "/cpu/N/cpuid", "/cpu/N/msr".
 struct Parsed {
-  int depth = 0;  // 0 root, 1 cpu dir, 2 file
+  int depth = 0;  // 0 cpu/, 1 cpu dir, 2 file; -1 dev/
   unsigned cpu = 0;
   bool msr = false;
   bool ok = false;
+  bool mem = false;
 };
 
 Parsed parse(const char* path) {
   Parsed p;
   std::string s(path);
-  if (s == "/") return Parsed{0, 0, false, true};
+  if (s == "/") return Parsed{-1, 0, false, true};
+  if (s == "/mem") return Parsed{2, 0, false, has_mem(), true};
+  if (s.rfind("/cpu", 0) != 0) return p;
+  s.erase(0, 4);
+  if (s.empty()) return Parsed{0, 0, false, true};
+  if (s[0] != '/') return p;
   size_t slash = s.find('/', 1);
   std::string num = s.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
   if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return p;
@@ -139,8 +174,10 @@ int fs_getattr(const char* path, struct stat* st, fuse_file_info*) {
     st->st_mode = S_IFDIR | 0755;
     st->st_nlink = 2;
   } else {
-    st->st_mode = S_IFREG | (p.msr ? 0600 : 0400);
+    st->st_mode = S_IFREG | (p.msr || p.mem ? 0600 : 0400);
     st->st_nlink = 1;
+    // Physical addresses: the whole 52-bit space.
+    if (p.mem) st->st_size = static_cast<off_t>(1ULL << 52);
   }
   return 0;
 }
@@ -151,7 +188,10 @@ int fs_readdir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_fi
   if (!p.ok || p.depth == 2) return -ENOTDIR;
   fill(buf, ".", nullptr, 0, FUSE_FILL_DIR_PLUS);
   fill(buf, "..", nullptr, 0, FUSE_FILL_DIR_PLUS);
-  if (p.depth == 0) {
+  if (p.depth == -1) {
+    fill(buf, "cpu", nullptr, 0, FUSE_FILL_DIR_PLUS);
+    if (has_mem()) fill(buf, "mem", nullptr, 0, FUSE_FILL_DIR_PLUS);
+  } else if (p.depth == 0) {
     for (unsigned c = 0; c < g_machine->profile().nr_cpus; ++c)
       if (g_machine->cpu_online(c))
         fill(buf, std::to_string(c).c_str(), nullptr, 0, FUSE_FILL_DIR_PLUS);
@@ -167,7 +207,7 @@ int fs_open(const char* path, fuse_file_info* fi) {
   // The drivers refuse an offline (or absent) CPU at open with ENXIO.
   if (!p.ok) return -ENXIO;
   if (p.depth != 2) return -EISDIR;
-  if (!p.msr && (fi->flags & O_ACCMODE) != O_RDONLY) return -EPERM;
+  if (!p.msr && !p.mem && (fi->flags & O_ACCMODE) != O_RDONLY) return -EPERM;
   fi->direct_io = 1;  // offsets are register numbers, not file positions
   fi->nonseekable = 0;
   return 0;
@@ -187,9 +227,24 @@ void slow_down() {
   --g_waiting;
 }
 
+// One MMIO access of `size` bytes at physical address `off`.
+bool mmio_access(size_t size, off_t off) {
+  return (size == 1 || size == 2 || size == 4 || size == 8) && off >= 0 &&
+         static_cast<uint64_t>(off) % size == 0;
+}
+
 int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*) {
   Parsed p = parse(path);
   if (!p.ok || p.depth != 2) return -ENXIO;
+  if (p.mem) {
+    if (!mmio_access(size, off)) return -EIO;
+    ++g_mmio_reads;
+    auto v = g_machine->mmio_read(static_cast<uint64_t>(off), static_cast<unsigned>(size));
+    if (!v.ok()) return -EIO;
+    const uint64_t value = *v;
+    std::memcpy(buf, &value, size);  // little-endian
+    return static_cast<int>(size);
+  }
   if (!p.msr) {
     if (size % 16 != 0) return -EINVAL;
     const auto pos = static_cast<uint64_t>(off);
@@ -203,8 +258,9 @@ int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*
   if (size % 8 != 0) return -EINVAL;
   slow_down();
   for (size_t i = 0; i < size; i += 8) {
-    auto v = g_machine->read(p.cpu, static_cast<uint32_t>(off));
     ++g_reads;
+    if (read_fails(p.cpu, static_cast<uint32_t>(off))) return -EIO;
+    auto v = g_machine->read(p.cpu, static_cast<uint32_t>(off));
     if (!v.ok()) return -EIO;
     uint64_t value = *v;
     std::memcpy(buf + i, &value, 8);
@@ -214,6 +270,15 @@ int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*
 
 int fs_write(const char* path, const char* buf, size_t size, off_t off, fuse_file_info*) {
   Parsed p = parse(path);
+  if (p.ok && p.mem) {
+    if (!mmio_access(size, off)) return -EIO;
+    uint64_t value = 0;
+    std::memcpy(&value, buf, size);
+    ++g_mmio_writes;
+    if (!g_machine->mmio_write(static_cast<uint64_t>(off), static_cast<unsigned>(size), value).ok())
+      return -EIO;
+    return static_cast<int>(size);
+  }
   if (!p.ok || !p.msr) return -EPERM;
   if (size % 8 != 0) return -EINVAL;
   slow_down();
@@ -235,6 +300,16 @@ json handle(const json& req) {
     if (req.contains("advance_ms")) g_machine->advance_ms(req["advance_ms"].get<uint64_t>());
     return {{"ok", true}, {"now_ms", g_machine->now_ms()}};
   }
+  if (cmd == "workload" && req.contains("channel")) {
+    hw::Workload w;
+    w.cache_footprint_bytes = req.value("footprint_bytes", uint64_t{0});
+    w.bandwidth_mbps = req.value("bandwidth_mbps", 0.0);
+    w.local_fraction = req.value("local_fraction", 1.0);
+    w.write_fraction = req.value("write_fraction", 0.0);
+    auto r = g_machine->attach_channel_workload(req["channel"].get<uint32_t>(), w);
+    if (!r.ok()) return {{"ok", false}, {"error", r.error().message}};
+    return {{"ok", true}};
+  }
   if (cmd == "workload") {
     if (!req.contains("cpu"))
       return {{"ok", false},
@@ -254,6 +329,22 @@ json handle(const json& req) {
     std::optional<unsigned> cpu;
     if (req.contains("cpu")) cpu = req["cpu"].get<unsigned>();
     g_machine->fail_next_writes(req.value("fail_writes", 0U), cpu);
+    return {{"ok", true}};
+  }
+  if (cmd == "fail_reads") {
+    std::lock_guard lock(g_fail_mu);
+    if (req.value("clear", false)) {
+      g_fail_reads.clear();
+      return {{"ok", true}};
+    }
+    const long cpu = req.contains("cpu") ? req["cpu"].get<long>() : -1L;
+    g_fail_reads.insert({cpu, req.at("msr").get<uint32_t>()});
+    return {{"ok", true}};
+  }
+  if (cmd == "write") {
+    auto r = g_machine->write(req.at("cpu").get<unsigned>(), req.at("msr").get<uint32_t>(),
+                              req.at("value").get<uint64_t>());
+    if (!r.ok()) return {{"ok", false}, {"error", "#GP: " + r.error().message}};
     return {{"ok", true}};
   }
   if (cmd == "registers") {
@@ -284,6 +375,8 @@ json handle(const json& req) {
             {"reads", g_reads.load()},
             {"writes", g_writes.load()},
             {"cpuid", g_cpuid.load()},
+            {"mmio_reads", g_mmio_reads.load()},
+            {"mmio_writes", g_mmio_writes.load()},
             {"waiting", g_waiting.load()}};
   }
   return {{"ok", false}, {"error", "unknown command"}};
@@ -322,7 +415,9 @@ void serve_control(int lfd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"resctrl-fakehw: /dev/cpu/N/{cpuid,msr} and sysfs topology of a simulated machine"};
+  CLI::App app{
+      "resctrl-fakehw: /dev/cpu/N/{cpuid,msr}, /dev/mem, the IRDT table and sysfs topology of a "
+      "simulated machine"};
   std::string platform = "intel-2s";
   std::string root;
   std::string control;
@@ -349,7 +444,17 @@ int main(int argc, char** argv) {
     write_text(r / "proc/cmdline",
                "BOOT_IMAGE=/vmlinuz ro" + (rdt.empty() ? "" : " rdt=" + rdt) + "\n");
   }
-  const auto dev = r / "dev/cpu";
+  // The firmware's ACPI IRDT table, where the real path reads it; and, for
+  // the tests' broker, what an operator would know from the platform's
+  // documentation: the width of a register whose RCS has REGW clear.
+  if (has_mem()) {
+    const auto& blob = g_machine->irdt_blob();
+    write_text(r / "sys/firmware/acpi/tables/IRDT",
+               std::string(reinterpret_cast<const char*>(blob.data()), blob.size()));
+    write_text(r / "irdt_wide_bytes",
+               std::to_string(g_machine->profile().io_rdt->wide_reg_bytes) + "\n");
+  }
+  const auto dev = r / "dev";
   std::filesystem::create_directories(dev);
 
   if (!control.empty()) {

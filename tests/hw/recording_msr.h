@@ -1,6 +1,7 @@
 // Defines RecordingMsr: a fake MsrDevice for arch tests. It records every
 // access as (cpu, register, value), holds written values, answers QM_CTR
-// reads from a script, and can fail the n-th write from now.
+// reads from a script, can fail the n-th write from now, and can play a
+// reconnect of the transport (gen).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,7 @@ class RecordingMsr final : public MsrDevice {
     regs[{cpu, msr}] = v;
     return Ok();
   }
+  uint64_t reconnects() const override { return gen; }
   std::vector<Access> writes() const {
     std::vector<Access> out;
     for (const auto& a : log)
@@ -64,6 +66,7 @@ class RecordingMsr final : public MsrDevice {
   std::vector<Access> log;
   std::deque<uint64_t> qm_ctr;
   std::optional<unsigned> fail_in;  // 0: the next write fails
+  uint64_t gen = 0;                 // reconnects(): bump to play a broker reconnect
 };
 
 }  // namespace resctrlfs::hw::testing

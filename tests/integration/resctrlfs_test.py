@@ -188,8 +188,9 @@ def _stop_started():
 
 
 class FakeHw:
-    """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu and sysfs under
-    root/, its knobs on a control socket."""
+    """resctrl-fakehw serving a simulated PLATFORM's /dev/cpu, sysfs (and,
+    with I/O RDT, /dev/mem and the IRDT table) under root/, its knobs on a
+    control socket."""
 
     def __init__(self, platform, directory):
         _STARTED.append(self)
@@ -202,7 +203,7 @@ class FakeHw:
                 [_find_binary("RESCTRLFS_FAKEHW", "tests/hw/resctrl-fakehw"), "--platform",
                  platform, "--root", self.root, "--control", self.sock],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        dev = os.path.join(self.root, "dev/cpu")
+        dev = os.path.join(self.root, "dev")  # the FUSE mount: dev/cpu/N, dev/mem
         deadline = time.time() + 20
         while not (is_mounted(dev) and os.path.exists(self.sock)):
             if self.proc.poll() is not None or time.time() > deadline:
@@ -224,7 +225,7 @@ class FakeHw:
         return read_log(self.log_path)
 
     def stop(self):
-        dev = os.path.join(self.root, "dev/cpu")
+        dev = os.path.join(self.root, "dev")
         stop_process(self.proc)
         if is_mounted(dev):
             subprocess.call(["fusermount3", "-uz", dev], stderr=subprocess.DEVNULL)
@@ -241,12 +242,20 @@ class Broker:
         _STARTED.append(self)
         self.start()
 
-    def start(self, allow_uid=None):
+    def start(self, allow_uid=None, probe_irdt_width=False):
         uid = os.getuid() if allow_uid is None else allow_uid
+        argv = [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
+                "--hw-root", self.hw.root, "--allow-uid", str(uid)]
+        # I/O RDT: the operator tells the width of registers whose RCS has
+        # REGW clear (a single-channel RCS cannot be probed), unless the test
+        # is about the broker's probe.
+        wide = os.path.join(self.hw.root, "irdt_wide_bytes")
+        if os.path.exists(wide) and not probe_irdt_width:
+            with open(wide) as f:
+                argv += ["--irdt-wide-bytes", f.read().strip()]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [_find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket", self.sock,
-                 "--hw-root", self.hw.root, "--allow-uid", str(uid)],
+                argv,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
         while not os.path.exists(self.sock):
@@ -265,7 +274,8 @@ class Broker:
 
 # Control requests that drive the simulated machine; under the msr label they
 # go to resctrl-fakehw, which holds it.
-HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts")
+HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts", "fail_reads",
+               "write")
 
 
 def control_request(sock_path, request, timeout=30):

@@ -3,7 +3,9 @@
 RDT channel of the intel-gnr-io platform. An unknown channel and a platform
 without I/O RDT are refused with an error. Until the channels are tagged and
 I/O tagging is enabled (only the `iordt` mount option does that), a
-device's traffic is counted in no group, while a CPU's is."""
+device's traffic is counted in no group, while a CPU's is. Under the msr
+label the daemon refuses the request (its backend is not simulated) and
+resctrl-fakehw, which holds the machine, runs the device workloads."""
 
 import subprocess
 
@@ -25,8 +27,14 @@ class ChannelWorkloads(rt.ResctrlfsTestCase):
         if rt.MSR:
             self.assertNotEqual(out.returncode, 0, out.stdout)
             self.assertIn("the backend is not simulated", out.stdout + out.stderr)
-            self.skipTest("msr label: inherent: device workloads exist only on the simulated "
-                          "machine (the refusal above is what the msr backend answers)")
+            # The machine (resctrl-fakehw) runs device workloads and refuses
+            # an unknown channel the same way.
+            self.assertTrue(self.fs.hw.ctl({"cmd": "workload", "channel": 0x100,
+                                            "bandwidth_mbps": 500})["ok"])
+            r = self.fs.hw.ctl({"cmd": "workload", "channel": 0x103, "bandwidth_mbps": 500})
+            self.assertFalse(r["ok"], r)
+            self.assertIn("no I/O RDT channel 259", r["error"])
+            return
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         out = self.run_ctl("--channel", "0x103", "--bandwidth", "500")
         self.assertNotEqual(out.returncode, 0, out.stdout)
@@ -35,12 +43,13 @@ class ChannelWorkloads(rt.ResctrlfsTestCase):
         self.assertNotEqual(out.returncode, 0, out.stdout)
 
     def test_device_traffic_counts_nowhere_until_tagging_is_enabled(self):
-        rt.msr_skip("a device workload")
-        self.assertEqual(self.run_ctl("--channel", "0x100", "--bandwidth", "1000").returncode, 0)
+        # The control request resctrlfsctl sends; under the msr label it goes
+        # to resctrl-fakehw, which holds the machine.
+        self.ctl_ok({"cmd": "workload", "channel": 0x100, "bandwidth_mbps": 1000})
         self.advance(2000)
         self.assertEqual(int(self.read(ROOT_L3_0)), 0)
         # A CPU workload on the same L3 is counted in the default group.
-        self.assertEqual(self.run_ctl("--cpu", "1", "--bandwidth", "1000").returncode, 0)
+        self.ctl_ok({"cmd": "workload", "cpu": 1, "bandwidth_mbps": 1000})
         self.advance(2000)
         self.assertAlmostEqual(int(self.read(ROOT_L3_0)), 2e9, delta=2e9 * 0.02)
 
@@ -49,7 +58,6 @@ class NoChannels(rt.ResctrlfsTestCase):
     PLATFORM = "intel-2s"
 
     def test_platform_without_io_rdt_refuses(self):
-        rt.msr_skip("a device workload")
         r = self.ctl({"cmd": "workload", "channel": 256, "bandwidth_mbps": 100})
         self.assertFalse(r.get("ok"), r)
         self.assertIn("no I/O RDT channels", r.get("error", ""))

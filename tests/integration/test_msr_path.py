@@ -17,6 +17,12 @@ harness's msr mode, forced on here whatever the label).
 - Batching: a command's register writes reach the broker as one request.
 - A peer that is not the allowed uid is refused by the broker, and a daemon
   the broker refuses does not mount.
+- I/O RDT: the daemon reads the IRDT table resctrl-fakehw publishes under
+  --hw-root, and a channel's tags reach its registers through resctrl-msrd
+  and the emulated /dev/mem (read back there); rmdir puts them back to 0.
+  The width of a register whose RCS has REGW clear (4 or 8 bytes: the
+  specification says both) is probed by the broker on the machine and
+  found by the daemon through it: the tags land at that width's offsets.
 """
 
 import errno
@@ -260,6 +266,93 @@ class Batching(unittest.TestCase):
         regs = reg_map(m.registers())
         for cpu in range(8):
             self.assertEqual(regs[(cpu, 0xC8F)] >> 32 != 0, 1 <= cpu <= 6, cpu)
+
+
+class IoRdtChannels(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-gnr-io"
+    OPTIONS = ["iordt"]
+
+    def mem(self, addr, width=2):
+        fd = os.open(os.path.join(self.fs.hw.root, "dev/mem"), os.O_RDONLY)
+        try:
+            return int.from_bytes(os.pread(fd, width, addr), "little")
+        finally:
+            os.close(fd)
+
+    def test_a_move_reaches_the_channel_registers(self):
+        self.assertEqual(self.read("channels"), "0x100\n0x101\n0x102\n0x10200\n")
+        before = self.fs.hw.ctl({"cmd": "counts"})["mmio_writes"]
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.write("g/mon_groups/m/channels", "0x100\n"), 0, self.lcs())
+        self.assertGreater(self.fs.hw.ctl({"cmd": "counts"})["mmio_writes"], before)
+        # intel-gnr-io's NIC link: 2-byte IO_PQR_CLOS0 / IO_PQR_RMID0.
+        self.assertNotEqual(self.mem(0xfed10000), 0)
+        self.assertNotEqual(self.mem(0xfed10100), 0)
+        self.assertEqual(self.mem(0xfed10002), 0)  # channel 0x101 stays in the default group
+        self.assertEqual(self.rmdir("g"), 0)
+        self.assertEqual(self.mem(0xfed10000), 0)
+        self.assertEqual(self.mem(0xfed10100), 0)
+
+
+def regw_clear_profile(wide):
+    """intel-gnr-io's shape with one PCIe link of 8 channels whose RCS has
+    REGW clear, its registers `wide` bytes wide."""
+    return {
+        "vendor": "GenuineIntel", "family": 6, "model": 173, "stepping": 1,
+        "cpus": [{"cpu": c, "package": c // 4, "l2": c, "l3": c // 4} for c in range(8)],
+        "l3_size_bytes": 301989888, "l2_size_bytes": 2097152,
+        "l3_cat": {"cbm_len": 15, "num_closid": 15, "shareable_bits": 0, "sparse": False},
+        "mba": {"num_closid": 15, "max_delay": 90, "linear": True, "per_thread": True},
+        "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 24,
+                   "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+        "io_rdt": {"cat": True, "cmt": True, "mbm": True, "wide_reg_bytes": wide,
+                   "blocks": [
+                       {"segment": 0, "package": 0,
+                        "links": [{"id": 1, "type": "pcie", "channels": 8, "regw": False,
+                                   "mmio": "0xfed10000", "clos_offset": 0,
+                                   "rmid_offset": 256}],
+                        "devices": [{"bdf": "16:00.0", "type": "root-port",
+                                     "chms": [{"link": 1, "vcs": [0, 1]}]}]}]},
+    }
+
+
+class RegwProbe(unittest.TestCase):
+    def mount(self, wide):
+        m = rt.Mount(start=False, options=["iordt"])
+        self.addCleanup(m.cleanup)
+        m.platform = os.path.join(m.dir, "regw-clear-%d.json" % wide)
+        with open(m.platform, "w") as f:
+            json.dump(regw_clear_profile(wide), f)
+        m.hw = rt.FakeHw(m.platform, m.dir)
+        m.broker = rt.Broker(m.hw, m.dir)
+        m.broker.stop()
+        m.broker.start(probe_irdt_width=True)  # no --irdt-wide-bytes: the broker probes
+        m.start()
+        return m
+
+    def check(self, wide):
+        m = self.mount(wide)
+        self.assertIn("REGW clear are %d bytes wide (probed)" % wide, m.broker.log())
+        self.assertEqual(m.read("channels"), "0x100\n0x101\n")
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/channels", "0x101\n"), 0, m.lcs())
+        fd = os.open(os.path.join(m.hw.root, "dev/mem"), os.O_RDONLY)
+        try:
+            clos1 = int.from_bytes(os.pread(fd, wide, 0xfed10000 + wide), "little")
+            rmid1 = int.from_bytes(os.pread(fd, wide, 0xfed10100 + wide), "little")
+            clos0 = int.from_bytes(os.pread(fd, wide, 0xfed10000), "little")
+        finally:
+            os.close(fd)
+        self.assertNotEqual(clos1, 0, "IO_PQR_CLOS1 at +%d" % wide)
+        self.assertNotEqual(rmid1, 0, "IO_PQR_RMID1 at +%d" % wide)
+        self.assertEqual(clos0, 0)
+
+    def test_four_byte_registers(self):
+        self.check(4)
+
+    def test_eight_byte_registers(self):
+        self.check(8)
 
 
 class PeerRefused(unittest.TestCase):

@@ -9,10 +9,15 @@ A resctrl tree mounted by resctrlfsd stands in for the kernel's.
   schemata and the registers of every group's CLOSID match; by CLOSID when
   the tree is mounted with -o debug (ctrl_hw_id), by value otherwise; with
   CDP, both halves of each CLOSID.
+- cpus: every group's cpus_list against the CLOSID (and, with mon_hw_id,
+  the RMID) in its CPUs' PQR_ASSOC; a PQR_ASSOC changed behind the tree's
+  back DIFFERs.
 - Differing: a tree of another platform, and a tree of the same platform
   that never programmed this machine's registers.
 - Could not check: no resctrl mounted, the broker refusing this process,
-  no broker at all.
+  no broker at all, one register whose read fails (resctrl-fakehw answers
+  EIO for it): that CLOSID's registers are NOT CHECKED, never DIFFER or
+  MATCH, and the other checks go on.
 - Read-only: resctrl-fakehw counts every MSR write; the self-check makes none.
 """
 
@@ -118,6 +123,9 @@ class Matching(unittest.TestCase):
             reg = find(rep, "registers", g)
             self.assertEqual(reg["result"], "match", reg)
             self.assertIn("ctrl_hw_id", reg["detail"])
+        self.assertEqual(find(rep, "cpus", "g2")["result"], "match")
+        self.assertIn("PQR_ASSOC of CPU(s) 1,5 holds CLOSID", find(rep, "cpus", "g2")["detail"])
+        self.assertEqual(results(rep, "cpus", "not_checked"), [])  # no monitoring: no RMID line
 
         # The text form says the same.
         rc, text, _ = self_check(m.hw, m.broker.sock, m.mnt, as_json=False)
@@ -199,6 +207,155 @@ class Differing(unittest.TestCase):
         self.assertEqual(reg["result"], "differ")
         self.assertIn("no CLOSID on the machine", reg["detail"])
         self.assertEqual(hw.ctl({"cmd": "counts"})["writes"], 0)
+
+
+class Cpus(unittest.TestCase):
+    """Each group's cpus_list against the CPUs' PQR_ASSOC."""
+
+    def mount(self, profile, options=()):
+        return Matching.mount(self, profile, options)
+
+    def setup_groups(self, m):
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.mkdir("h"), 0)
+        self.assertEqual(m.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=3;1=7\n"), 0, m.lcs())
+        self.assertEqual(m.write("h/schemata", "L3:0=c;1=30\n"), 0, m.lcs())
+        self.assertEqual(m.write("g/cpus_list", "2-3\n"), 0, m.lcs())
+        self.assertEqual(m.write("g/mon_groups/m/cpus_list", "3\n"), 0, m.lcs())
+        self.assertEqual(m.write("h/cpus_list", "5\n"), 0, m.lcs())
+
+    def test_by_ids(self):
+        m = self.mount("intel-2s", options=["debug"])
+        self.setup_groups(m)
+        g, h = int(m.read("g/ctrl_hw_id")), int(m.read("h/ctrl_hw_id"))
+        g_rmid = int(m.read("g/mon_hw_id"))
+        m_rmid = int(m.read("g/mon_groups/m/mon_hw_id"))
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        c = find(rep, "cpus", "g")
+        self.assertEqual(c["result"], "match", c)
+        self.assertEqual(c["detail"], "PQR_ASSOC of CPU(s) 2,3 holds CLOSID %d (the kernel's "
+                         "ctrl_hw_id)" % g)
+        self.assertIn("CPU(s) 5 holds CLOSID %d" % h, find(rep, "cpus", "h")["detail"])
+        root = find(rep, "cpus", "/")
+        self.assertEqual(root["result"], "match", root)
+        self.assertIn("holds CLOSID 0 (the default group's)", root["detail"])
+        self.assertNotIn(",2,", root["detail"])
+        self.assertIn("CPU(s) 2 holds RMID %d" % g_rmid, find(rep, "cpus", "g RMID")["detail"])
+        mm = find(rep, "cpus", "g/mon_groups/m RMID")
+        self.assertEqual(mm["result"], "match", mm)
+        self.assertIn("CPU(s) 3 holds RMID %d" % m_rmid, mm["detail"])
+        self.assertEqual(find(rep, "cpus", "/ RMID")["result"], "match")
+
+        # Another tool moves CPU 2 back to CLOSID 0, RMID 0 behind the tree.
+        self.assertTrue(m.hw.ctl({"cmd": "write", "cpu": 2, "msr": 0xC8F, "value": 0})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        c = find(rep, "cpus", "g")
+        self.assertEqual(c["result"], "differ", c)
+        self.assertIn("in PQR_ASSOC: CPU 2 has CLOSID 0", c["detail"])
+        c = find(rep, "cpus", "g RMID")
+        self.assertEqual(c["result"], "differ", c)
+        self.assertIn("CPU 2 has RMID 0", c["detail"])
+        self.assertEqual(find(rep, "cpus", "g/mon_groups/m RMID")["result"], "match")
+        self.assertEqual(find(rep, "cpus", "h")["result"], "match")
+        rc, text, _ = self_check(m.hw, m.broker.sock, m.mnt, as_json=False)
+        self.assertIn("DIFFER      cpus: g: cpus_list 2,3, the group's CLOSID %d" % g, text)
+
+    def test_by_value(self):
+        m = self.mount("intel-2s")
+        self.setup_groups(m)
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        c = find(rep, "cpus", "g")
+        self.assertEqual(c["result"], "match", c)
+        self.assertIn("(matched by value)", c["detail"])
+        # Without mon_hw_id the RMIDs cannot be told apart.
+        self.assertEqual(find(rep, "cpus", "RMIDs")["result"], "not_checked")
+        self.assertEqual(results(rep, "cpus", "differ"), [])
+        # CPU 5 taken to g's CLOSID behind the tree: h's CPU differs.
+        pqr = [x for x in m.hw.ctl({"cmd": "registers"})["registers"]
+               if x["msr"] == 0xC8F and x["cpu"] == 2][0]["value"]
+        self.assertTrue(m.hw.ctl({"cmd": "write", "cpu": 5, "msr": 0xC8F, "value": pqr})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        c = find(rep, "cpus", "h")
+        self.assertEqual(c["result"], "differ", c)
+        self.assertIn("CPU 5 has CLOSID %d" % (pqr >> 32), c["detail"])
+
+    def test_unread_pqr_assoc(self):
+        m = self.mount("intel-2s", options=["debug"])
+        self.setup_groups(m)
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": 0xC8F, "cpu": 3})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        c = find(rep, "cpus", "g")
+        self.assertEqual(c["result"], "not_checked", c)
+        self.assertIn("PQR_ASSOC not read on CPU(s) 3", c["detail"])
+        self.assertEqual(find(rep, "cpus", "g RMID")["result"], "match")
+
+
+class OneRegisterUnread(unittest.TestCase):
+    """One register's read fails through the broker (EIO, as for a register
+    the CPU does not implement): the checks that need it say NOT CHECKED
+    and why; nothing else changes."""
+
+    def mount(self, profile, options=()):
+        return Matching.mount(self, profile, options)
+
+    def test_by_closid(self):
+        m = self.mount(NO_MON_PROFILE, options=["debug"])
+        self.assertEqual(m.mkdir("g1"), 0)
+        self.assertEqual(m.write("g1/schemata", "L3:0=f;1=3\n"), 0, m.lcs())
+        hc = int(m.read("g1/ctrl_hw_id"))
+        msr = 0xC90 + hc  # IA32_L3_QOS_MASK_n of g1's CLOSID
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": msr, "cpu": 0})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertEqual(rep["summary"]["differ"], 0)
+        reads = find(rep, "registers", "read through resctrl-msrd")
+        self.assertEqual(reads["result"], "not_checked", reads)
+        self.assertIn("1 reads failed, first: CPU 0 MSR 0x%x: read failed" % msr, reads["detail"])
+        g1 = find(rep, "registers", "g1")
+        self.assertEqual(g1["result"], "not_checked", g1)
+        self.assertIn("not read: L3 domain 0 CLOSID %d" % hc, g1["detail"])
+        # The root group's registers and every file are still compared.
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+        self.assertEqual(find(rep, "schemata", "g1")["result"], "match")
+        self.assertEqual(find(rep, "info", "info/L3/cbm_mask")["result"], "match")
+        # The text form says it too.
+        rc, text, _ = self_check(m.hw, m.broker.sock, m.mnt, as_json=False)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("NOT CHECKED registers: g1: not read: L3 domain 0 CLOSID %d" % hc, text)
+        # Readable again: the same group matches.
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "clear": True})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(find(rep, "registers", "g1")["result"], "match")
+
+    def test_by_value(self):
+        """Without ctrl_hw_id the group is matched by value: a CLOSID with an
+        unread register is neither a match nor proof that none holds it."""
+        m = self.mount(NO_MON_PROFILE)
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=f;1=3\nMB:0=50;1=70\n"), 0, m.lcs())
+        # resctrlfs gives the first group CLOSID 1; its L3 mask on domain 1 (CPU 4).
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": 0xC91, "cpu": 4})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        g = find(rep, "registers", "g")
+        self.assertEqual(g["result"], "not_checked", g)
+        self.assertIn("CLOSID(s) 1 may hold", g["detail"])
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+
+    def test_qos_cfg(self):
+        m = self.mount("intel-2s")
+        self.assertTrue(m.hw.ctl({"cmd": "fail_reads", "msr": 0xC81})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        cdp = find(rep, "registers", "L3 CDP (QOS_CFG)")
+        self.assertEqual(cdp["result"], "not_checked", cdp)
+        self.assertIn("could not be read", cdp["detail"])
 
 
 class NotChecked(unittest.TestCase):
