@@ -306,6 +306,7 @@ json handle(const json& req) {
     w.bandwidth_mbps = req.value("bandwidth_mbps", 0.0);
     w.local_fraction = req.value("local_fraction", 1.0);
     w.write_fraction = req.value("write_fraction", 0.0);
+    w.node = req.value("node", -1);
     auto r = g_machine->attach_channel_workload(req["channel"].get<uint32_t>(), w);
     if (!r.ok()) return {{"ok", false}, {"error", r.error().message}};
     return {{"ok", true}};
