@@ -249,7 +249,7 @@ inline constexpr uint32_t CPUID_10_3_ECX_LINEAR = 1U << 2;
 // CPUID.0x10.5 (Intel CBA), the field layout intel-cmt-cat decodes (and
 // generated SDM CPUID headers agree): EAX[7:0] maximum throttle level, in
 // the minus-one notation of the level count (levels 0..EAX[7:0]), EAX[11:8]
-// bandwidth scope (which cache levels are throttled; shown, not used), ECX
+// bandwidth scope (which cache levels are throttled; not used), ECX
 // bit 3 linear response, EDX[15:0] highest CLOS.
 inline constexpr uint32_t CPUID_10_5_EAX_MAX_LEVEL_MASK = 0xFF;
 inline constexpr unsigned CPUID_10_5_EAX_SCOPE_SHIFT = 8;
