@@ -545,6 +545,7 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     opts.mba_mbps = o.bool_or("mba_MBps", false).value_or(false);
     opts.debug = o.bool_or("debug", false).value_or(false);
     opts.iordt = o.bool_or("iordt", false).value_or(false);
+    opts.cba = o.bool_or("cba", false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {

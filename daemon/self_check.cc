@@ -183,6 +183,7 @@ fs::MountOptions kernel_mount_options(const std::string& mounts, const std::stri
       if (opt == "cdpl2") o.cdpl2 = true;
       if (opt == "mba_MBps") o.mba_mbps = true;
       if (opt == "debug") o.debug = true;
+      if (opt == "cba") o.cba = true;
     }
   }
   std::error_code ec;

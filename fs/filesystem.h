@@ -76,6 +76,7 @@ struct MountOptions {
   bool mba_mbps = false;
   bool debug = false;
   bool iordt = false;  // ours: Intel I/O RDT channels in the tree
+  bool cba = false;    // ours: the CB (cache bandwidth allocation) resource
 };
 
 // An open file: its identity and access mode. Nothing is rendered at open:

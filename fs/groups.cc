@@ -91,6 +91,8 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
     return Error::make(EINVAL, "cdp: L3 is not CDP capable");
   if (opts.cdpl2 && !(l2.alloc_capable && l2.cache.cdp_capable))
     return Error::make(EINVAL, "cdpl2: L2 is not CDP capable");
+  if (opts.cba && !m_.info.res(ResourceId::CB).alloc_capable)
+    return Error::make(EINVAL, "cba: this machine has no Cache Bandwidth Allocation");
   if (opts.mba_mbps) {
     bool mbm = m_.event_enabled(EventId::MBM_LOCAL) || m_.event_enabled(EventId::MBM_TOTAL);
     // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
@@ -117,6 +119,9 @@ void Groups::build_schemas(const MountOptions& opts) {
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = m_.info.resources[i];
     if (!r.alloc_capable) continue;
+    // CB is ours: only with the `cba` mount option, so that the default
+    // tree stays the kernel's.
+    if (r.rid == ResourceId::CB && !opts.cba) continue;
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
     d.resource_index = i;
@@ -136,6 +141,7 @@ void Groups::build_schemas(const MountOptions& opts) {
     d.delay_linear = r.membw.delay_linear;
     d.arch_needs_linear = r.membw.arch_needs_linear;
     d.mba_sc = r.rid == ResourceId::MB && opts.mba_mbps;
+    if (r.rid == ResourceId::CB) d.bw_label = "CB";
     for (const hw::CtrlDomain& cd : r.ctrl_domains) d.domain_ids.push_back(cd.id);
     descs.push_back(std::move(d));
   }

@@ -26,6 +26,8 @@ std::string hex(uint32_t v) {
 
 bool InfoFiles::cond_throttle_mode() const {
   for (const hw::Resource& r : m_.info.resources) {
+    // CB (ours) is not what the kernel decides the file by.
+    if (r.rid == hw::ResourceId::CB) continue;
     if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
       return true;
   }

@@ -13,7 +13,7 @@
 //
 // Units, as fs/ sees them:
 //   - cache controls: a capacity bitmask (CBM), bit i = way-group i;
-//   - bandwidth controls (MB, SMBA): the value the user writes in schemata
+//   - bandwidth controls (MB, SMBA, CB): the value the user writes in schemata
 //     without mba_MBps, within the resource's MembwCaps (min_bw..max_bw in
 //     steps of bw_gran; a percentage of the peak for a throttling control,
 //     an absolute rate for a rate-limiting one); hw/ turns it into what the
@@ -52,8 +52,14 @@ namespace resctrlfs::hw {
 // lines are printed in the reverse of it. PERF_PKG (per-package telemetry) is a
 // monitor-only resource: its slot in PlatformInfo::resources is never
 // alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
-enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4 };
-inline constexpr int kNumResources = 5;
+//
+// CB (ours, not a kernel resource): cache bandwidth allocation, a
+// bandwidth control like MB (MembwCaps, a percentage of the unthrottled
+// bandwidth, default max_bw) that throttles each logical processor between
+// its core's caches. Its control domains are the L3 domains, as MB's. fs/
+// shows it only with the `cba` mount option.
+enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4, CB = 5 };
+inline constexpr int kNumResources = 6;
 
 // Which half of a CDP-split cache resource a configuration refers to (one
 // type with the schemata library: base/conf_type.h).
@@ -111,7 +117,7 @@ constexpr bool event_is_floating_point(EventId e) {
 inline constexpr unsigned kMaxBinaryBits = 27;
 
 // The resource's name, as the kernel's rdt_resource::name ("L3", "L2",
-// "MB", "SMBA", "PERF_PKG").
+// "MB", "SMBA", "PERF_PKG"; "CB" is ours).
 constexpr const char* resource_name(ResourceId r) {
   switch (r) {
     case ResourceId::L3:
@@ -124,6 +130,8 @@ constexpr const char* resource_name(ResourceId r) {
       return "SMBA";
     case ResourceId::PERF_PKG:
       return "PERF_PKG";
+    case ResourceId::CB:
+      return "CB";
   }
   return "unknown";
 }

@@ -232,10 +232,10 @@ Result<uint32_t> parse_bw_value(std::string_view trimmed, const Schema& s) {
   if (!s.delay_linear && s.arch_needs_linear)
     return einval("No support for non-linear MB domains\n");
   const auto bw = kstrtou32(trimmed, 10);
-  if (!bw) return einval("Invalid MB value " + std::string(trimmed) + "\n");
+  if (!bw) return einval("Invalid " + s.bw_label + " value " + std::string(trimmed) + "\n");
   if (s.mba_sc) return *bw;
   if (*bw < s.min_bw || *bw > s.max_bw) {
-    return einval("MB value " + std::to_string(*bw) + " out of range [" +
+    return einval(s.bw_label + " value " + std::to_string(*bw) + " out of range [" +
                   std::to_string(static_cast<int>(s.min_bw)) + "," +
                   std::to_string(static_cast<int>(s.max_bw)) + "]\n");
   }

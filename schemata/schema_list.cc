@@ -30,6 +30,7 @@ Schema make_schema(const ResourceDesc& r, ConfType t) {
   s.delay_linear = r.delay_linear;
   s.arch_needs_linear = r.arch_needs_linear;
   s.mba_sc = r.mba_sc;
+  s.bw_label = r.bw_label;
   s.domain_ids = r.domain_ids;
   return s;
 }

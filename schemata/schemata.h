@@ -71,7 +71,10 @@ struct ResourceDesc {
   unsigned min_bw = 0, bw_gran = 1, max_bw = 100;
   bool delay_linear = true;
   bool arch_needs_linear = false;
-  bool mba_sc = false;          // mounted with mba_MBps (MB only): values are MBps targets
+  bool mba_sc = false;  // mounted with mba_MBps (MB only): values are MBps targets
+  // The word bandwidth-value messages name the value by: the kernel says
+  // "MB" for every bandwidth resource (SMBA too); ours say their own name.
+  std::string bw_label = "MB";
   std::vector<int> domain_ids;  // control domain ids, ascending
 };
 
@@ -92,6 +95,7 @@ struct Schema {
   bool delay_linear = true;
   bool arch_needs_linear = false;
   bool mba_sc = false;
+  std::string bw_label = "MB";  // see ResourceDesc
   std::vector<int> domain_ids;
   uint32_t full_mask() const { return cbm_len >= 32 ? 0xffffffffU : ((1U << cbm_len) - 1U); }
   // The value a fresh CLOSID holds: full mask, max_bw, or U32_MAX under mba_sc.

@@ -51,6 +51,7 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
   const Resource& l2 = info_.res(ResourceId::L2);
   const Resource& mb = info_.res(ResourceId::MB);
   const Resource& smba = info_.res(ResourceId::SMBA);
+  const Resource& cb = info_.res(ResourceId::CB);
   const MonCaps& mon = info_.mon;
   bool known =
       msr == IA32_PQR_ASSOC || (mon.capable && (msr == IA32_QM_EVTSEL || msr == IA32_QM_CTR)) ||
@@ -62,6 +63,8 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
        (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, mb.num_closid) || msr == MBA_CFG)) ||
       (mb.alloc_capable && limits_.amd && in_bank(msr, L3QOS_BW_CONTROL_0, mb.num_closid)) ||
       (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
+      (cb.alloc_capable && in_bank(msr, IA32_QOS_CORE_BW_THRTL_0,
+                                   (cb.num_closid + CBA_CLOS_PER_MSR - 1) / CBA_CLOS_PER_MSR)) ||
       (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
       (mon.abmc && (msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
       ((mon.abmc || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
@@ -136,6 +139,21 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
               IA32_L2_QOS_EXT_BW_THRTL_LAST + 1 - IA32_L2_QOS_EXT_BW_THRTL_0)) {
     if (v > limits_.mba_max_delay)
       return refuse("MBA delay %llu beyond %llu", v, limits_.mba_max_delay);
+    return Ok();
+  }
+  if (in_bank(msr, IA32_QOS_CORE_BW_THRTL_0,
+              IA32_QOS_CORE_BW_THRTL_LAST + 1 - IA32_QOS_CORE_BW_THRTL_0)) {
+    // A byte per CLOSID, each at most the enumerated maximum level; the
+    // bytes of CLOSIDs beyond the enumerated count stay 0.
+    const Resource& cb = info_.res(ResourceId::CB);
+    const uint32_t first = (msr - IA32_QOS_CORE_BW_THRTL_0) * CBA_CLOS_PER_MSR;
+    for (uint32_t k = 0; k < CBA_CLOS_PER_MSR; ++k) {
+      const uint64_t level = (v >> (8 * k)) & 0xFF;
+      if (first + k >= cb.num_closid && level != 0)
+        return refuse("CBA level for CLOSID %llu beyond the enumerated CLOSIDs", first + k);
+      if (level > limits_.cba_max_level)
+        return refuse("CBA level %llu beyond %llu", level, limits_.cba_max_level);
+    }
     return Ok();
   }
   if (msr >= L3QOS_BW_CONTROL_0 && msr < L3QOS_SLOW_BW_CONTROL_0) {

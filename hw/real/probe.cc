@@ -69,7 +69,10 @@ class Probe final : public HwProbe {
     std::vector<ProbeRegister> out;
     if (!model_) return out;
     for (const Resource& res : model_->info().resources) {
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
+      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
+      // CLOSID here (yet).
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
+        continue;
       std::vector<ConfType> types{ConfType::NONE};
       if (model_->cdp_enabled(res.rid)) types = {ConfType::DATA, ConfType::CODE};
       for (const CtrlDomain& d : res.ctrl_domains) {
@@ -110,7 +113,10 @@ class Probe final : public HwProbe {
     if (!model_) return out;
     unsigned n = ~0U;
     for (const Resource& res : model_->info().resources) {
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
+      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
+      // CLOSID here (yet).
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
+        continue;
       n = std::min(n, model_->cdp_enabled(res.rid) ? res.num_closid / 2 : res.num_closid);
     }
     if (n == ~0U) return out;
@@ -209,7 +215,10 @@ class Probe final : public HwProbe {
     for (unsigned cpu = 0; cpu < topo.nr_cpus; ++cpu)
       if (topo.online.test(cpu)) add(cpu, x86::IA32_PQR_ASSOC);
     for (const Resource& res : model_->info().resources) {
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
+      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
+      // CLOSID here (yet).
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
+        continue;
       for (const CtrlDomain& d : res.ctrl_domains) {
         const unsigned cpu = d.cpus.first();
         if (res.is_cache() && res.cache.cdp_capable)

@@ -89,6 +89,10 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
     if (!per_thread && listed(kMbaMinMaxModels)) mba_cfg_bits_ |= MBA_CFG_MIN;
     if (listed(kRaMbaModels)) mba_cfg_bits_ |= MBA_CFG_RAMBAE;
   }
+  // CBA: per-CPU registers, a byte per CLOSID (limits_ from CPUID.0x10.5).
+  if (!profile_.amd() && limits_.cba_max_level > 0)
+    cba_regs_ = (limits_.cba_num_closid + CBA_CLOS_PER_MSR - 1) / CBA_CLOS_PER_MSR;
+  for (Cpu& c : cpus_) c.cba_thrtl.assign(cba_regs_, 0);
   // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
   const bool intel = info_.vendor == "GenuineIntel";
@@ -213,6 +217,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
   c.pqr_assoc = 0;
   c.qm_evtsel = 0;
   c.l3_qos_cfg = 0;
+  c.cba_thrtl.assign(cba_regs_, 0);  // the logical processor's own registers
   tracking_dirty_ = true;
   return Ok();
 }
@@ -273,6 +278,8 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
   L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
 
   if (msr == IA32_PQR_ASSOC) return c.pqr_assoc;
+  if (in_bank(msr, IA32_QOS_CORE_BW_THRTL_0, cba_regs_))
+    return c.cba_thrtl[msr - IA32_QOS_CORE_BW_THRTL_0];
   if (msr == IA32_QM_EVTSEL && cqm) return qm_evtsel_of(c);
   if (msr == IA32_QM_CTR && cqm) return read_qm_ctr_locked(c);
   if (d != nullptr) {
@@ -347,6 +354,18 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     return Ok();
   }
   if (msr == IA32_QM_CTR && cqm) return gp(cpu, msr, "read-only register");
+  if (in_bank(msr, IA32_QOS_CORE_BW_THRTL_0, cba_regs_)) {
+    const uint32_t first = (msr - IA32_QOS_CORE_BW_THRTL_0) * CBA_CLOS_PER_MSR;
+    for (uint32_t k = 0; k < CBA_CLOS_PER_MSR; ++k) {
+      const uint64_t level = (v >> (8 * k)) & 0xFF;
+      if (level > limits_.cba_max_level) return gp(cpu, msr, "CBA level above the maximum");
+      if (level != 0 && first + k >= limits_.cba_num_closid)
+        return gp(cpu, msr, "CBA level for a CLOS beyond the enumerated count");
+    }
+    advance_all_locked(now);
+    c.cba_thrtl[msr - IA32_QOS_CORE_BW_THRTL_0] = v;
+    return Ok();
+  }
   if (d != nullptr) {
     if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) {
       if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
@@ -483,6 +502,11 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
   std::vector<RegisterValue> out;
   for (unsigned c = 0; c < cpus_.size(); ++c) {
     if (cpus_[c].online) out.push_back({c, IA32_PQR_ASSOC, cpus_[c].pqr_assoc});
+  }
+  for (unsigned c = 0; c < cpus_.size(); ++c) {
+    if (!cpus_[c].online) continue;
+    for (uint32_t i = 0; i < cpus_[c].cba_thrtl.size(); ++i)
+      out.push_back({c, IA32_QOS_CORE_BW_THRTL_0 + i, cpus_[c].cba_thrtl[i]});
   }
   // Shown where resctrl uses it (pseudo-locking), so that the prefetchers
   // can be seen back on after a locking sequence.

@@ -16,6 +16,10 @@
 //   - MBA_CFG on a part without it (only the second-generation MBA and the
 //     Resource-Aware MBA models of registers.h have it), and its bit 0 on a
 //     part with per-thread MBA;
+//   - a CBA throttle byte (IA32_QoS_Core_BW_Thrtl_n, per logical processor)
+//     above the maximum level CPUID.0x10.5:EAX[7:0], or non-zero for a
+//     CLOSID beyond the enumerated count (ours: the specification names only
+//     the first);
 //   - reserved bits (mask bits above cbm_len, BMEC bits above 6, an
 //     L3_QOS_EXT_CFG enable bit whose feature (ABMC, SDCIAE) is absent, ...);
 //   - an empty or non-contiguous cache mask on Intel without the
@@ -41,6 +45,10 @@
 //     workload or no pinned thread (an idle thread still holds its CLOS);
 //     an unpinned thread workload is on no one core and takes its own
 //     CLOSID's delay;
+//     CBA (CPUID.0x10.0:EBX[5]): level L (0..max) of the entity's CLOSID in
+//     its CPU's registers (an unpinned thread: the domain's first online
+//     CPU's) leaves (max + 1 - L) / (max + 1) of its demand, and the entity
+//     gets the stricter of that and MBA's (100 - d) / 100;
 //     an AMD L3QOS_BW_CONTROL limit caps the CLOSID's reads at
 //     value/8 GB/s unless the U bit is set; the domain never exceeds
 //     mem_bandwidth_mbps: on Intel every entity is scaled alike; on AMD the
@@ -284,6 +292,9 @@ class SimMachine final : public CpuidSource,
     int l3 = -1;                        // index into l3_
     int l2 = -1;                        // index into l2_
     int snc = 0;                        // index of the CPU's NUMA node among its L3's nodes
+    // IA32_QoS_Core_BW_Thrtl_n (CBA): logical-processor scope, a byte per
+    // CLOSID; cba_regs_ registers, 0 at power-on.
+    std::vector<uint64_t> cba_thrtl;
   };
   struct Tags {
     uint32_t closid = 0, rmid = 0;
@@ -312,6 +323,10 @@ class SimMachine final : public CpuidSource,
   // it.
   double mba_delay(const L3Dom& d, const Entity& e,
                    const std::map<unsigned, std::vector<uint32_t>>& pinned) const;
+  // The share of its bandwidth CBA leaves `e` (1: unthrottled), from the
+  // throttle level of its CLOSID on its CPU (see the rules above).
+  double cba_factor(const L3Dom& d, const Entity& e) const;
+  uint64_t cba_level(const Cpu& c, uint32_t closid) const;
   // The L3_QOS_EXT_CFG bits CPUID enumerates (ABMC, SDCIAE); 0: no register.
   uint64_t ext_cfg_bits() const;
   Result<uint64_t> read_qm_ctr_locked(Cpu& c);
@@ -358,6 +373,9 @@ class SimMachine final : public CpuidSource,
   // specification gives no register for the per-resource values.
   uint64_t mba_cfg_bits_ = 0;
   bool mba_per_core_ = false;  // Intel MBA without per-thread throttling
+  // CBA registers per CPU ((CLOS count + 7) / 8); 0: no CBA (CPUID.0x10.0:
+  // EBX[5] clear), every access #GPs.
+  unsigned cba_regs_ = 0;
   bool overflow_bit_ = false;  // CPUID.0xF.1:EAX[8]: QM_CTR has the Overflow bit
 
   mutable std::mutex mu_;

@@ -249,6 +249,25 @@ void SimMachine::advance_locked(L3Dom& d, uint64_t now) {
   d.last_us = now;
 }
 
+double SimMachine::cba_factor(const L3Dom& d, const Entity& e) const {
+  if (cba_regs_ == 0) return 1.0;
+  // The CPU whose registers apply: the entity's own, or for a workload
+  // spread over the domain its first online CPU.
+  const int cpu = e.cpu >= 0 ? e.cpu : first_online(d.cpus);
+  if (cpu < 0) return 1.0;
+  const uint64_t level = cba_level(cpus_[static_cast<unsigned>(cpu)], e.closid);
+  // Linear response: level L of 0..max leaves (max + 1 - L) / (max + 1) of
+  // the bandwidth (our model; the specification gives no curve).
+  const double levels = static_cast<double>(limits_.cba_max_level) + 1.0;
+  return (levels - static_cast<double>(level)) / levels;
+}
+
+uint64_t SimMachine::cba_level(const Cpu& c, uint32_t closid) const {
+  const uint32_t reg = closid / CBA_CLOS_PER_MSR;
+  if (reg >= c.cba_thrtl.size()) return 0;
+  return (c.cba_thrtl[reg] >> (8 * (closid % CBA_CLOS_PER_MSR))) & 0xFF;
+}
+
 double SimMachine::mba_delay(const L3Dom& d, const Entity& e,
                              const std::map<unsigned, std::vector<uint32_t>>& pinned) const {
   auto delay_of = [&](uint32_t closid) {
@@ -358,10 +377,14 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     const Entity& e = ents[i];
     double a = e.bw_mbps;
     wshare[i] = e.write_fraction;
-    if (!amd && !d.mba_thrtl.empty()) {
+    if (!amd && (!d.mba_thrtl.empty() || cba_regs_ > 0)) {
       // Intel MBA delays the core's requests to memory, reads and writes
-      // alike.
-      a *= (100.0 - mba_delay(d, e, pinned)) / 100.0;
+      // alike. CBA throttles the logical processor's traffic out of its
+      // core caches; the effective throttle is whichever is stricter (RDT
+      // architecture specification 3.2.4: "whichever of CBA or MBA
+      // specifies more throttling").
+      const double mba = d.mba_thrtl.empty() ? 1.0 : (100.0 - mba_delay(d, e, pinned)) / 100.0;
+      a *= std::min(mba, cba_factor(d, e));
     } else if (amd && e.closid < d.amd_bw.size()) {
       uint64_t v = d.amd_bw[e.closid];
       if ((v & (uint64_t{1} << limits_.amd_bw_len)) == 0) {

@@ -193,7 +193,12 @@ const std::map<std::string, const char*>& builtins() {
 //   - amd-io is amd-2s with SDCIAE (io_alloc);
 //   - intel-bdx is intel-2s as a Broadwell-EP Xeon (family 6 model 0x4F), the
 //     model Linux offers cache pseudo-locking on (and applies the BDF102 MBM
-//     correction to), so that the two differ only there.
+//     correction to), so that the two differ only there;
+//   - intel-cba is intel-gnr-io without the I/O blocks and with Cache
+//     Bandwidth Allocation (ours: no part with CBA is public yet, the
+//     specification says "future processors"): 15 CLOSIDs like its MBA,
+//     levels 0..9 with a linear response, so the CB resource's steps are
+//     MB's (10% of the bandwidth each).
 struct Derived {
   const char* base;
   const char* patch;
@@ -201,7 +206,10 @@ struct Derived {
 const std::map<std::string, Derived>& derived_builtins() {
   static const std::map<std::string, Derived> m = {
       {"amd-io", {kAmd2s, R"({"l3_cat": {"io_alloc": true}})"}},
-      {"intel-bdx", {kIntel2s, R"({"model": 79, "stepping": 1})"}}};
+      {"intel-bdx", {kIntel2s, R"({"model": 79, "stepping": 1})"}},
+      {"intel-cba",
+       {kIntelGnrIo,
+        R"({"io_rdt": null, "cba": {"num_closid": 15, "max_level": 9, "linear": true}})"}}};
   return m;
 }
 
@@ -655,6 +663,25 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
     leaf(p, CPUID_LEAF_PQE, 0).ebx |= CPUID_10_0_EBX_MBA;
     leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
   }
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cba, checked(j.find("cba")));
+  if (cba) {
+    // Ours: Intel Cache Bandwidth Allocation, CPUID.0x10.0:EBX[5] and
+    // subleaf 5 (see hw/x86/registers.h for the layout and its sources).
+    if (p.amd()) return bad("\"cba\" is Intel Cache Bandwidth Allocation");
+    RESCTRLFS_RETURN_IF_ERROR(checked(cba->object()));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*cba, "num_closid", 0, 64));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t max_level, get_u64(*cba, "max_level", 9, 255));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t scope, get_u64(*cba, "scope", 0, 15));
+    if (closids < 1 || max_level < 1) return bad("cba needs num_closid (1..64) and max_level >= 1");
+    RESCTRLFS_ASSIGN_OR_RETURN(const bool linear, get_bool(*cba, "linear", true));
+    CpuidRegs r;
+    r.eax = static_cast<uint32_t>(max_level | (scope << CPUID_10_5_EAX_SCOPE_SHIFT));
+    r.ecx = linear ? CPUID_10_5_ECX_LINEAR : 0;
+    r.edx = static_cast<uint32_t>(closids - 1);
+    set_leaf(p, CPUID_LEAF_PQE, 5, r);
+    leaf(p, CPUID_LEAF_PQE, 0).ebx |= CPUID_10_0_EBX_CBA;
+    leaf(p, CPUID_LEAF_EXT_FEATURES, 0).ebx |= CPUID_7_EBX_PQE;
+  }
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> mb, checked(j.find("mb")));
   if (mb) RESCTRLFS_RETURN_IF_ERROR(synth_amd_bw(p, *mb, 1, "mb"));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> smba, checked(j.find("smba")));
@@ -751,8 +778,8 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s", "intel-bdx", "intel-l2",  "intel-cmt",    "amd-2s",
-          "amd-io",   "intel-snc", "intel-aet", "intel-gnr-io", "host"};
+  return {"intel-2s",  "intel-bdx", "intel-l2",     "intel-cmt", "amd-2s", "amd-io",
+          "intel-snc", "intel-aet", "intel-gnr-io", "intel-cba", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {

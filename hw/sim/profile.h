@@ -25,6 +25,8 @@
 //     "l2_cat": {... same keys ...},
 //     "mba":    {"num_closid": 8, "max_delay": 90, "linear": true,
 //                "per_thread": false},                        (Intel)
+//     "cba":    {"num_closid": 15, "max_level": 9, "linear": true,
+//                "scope": 0},          (Intel Cache Bandwidth Allocation, ours)
 //     "mb":     {"num_closid": 16, "bw_len": 11},             (AMD)
 //     "smba":   {"num_closid": 16, "bw_len": 11},             (AMD)
 //     "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,

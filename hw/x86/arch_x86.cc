@@ -5,6 +5,7 @@
 #include "hw/x86/arch_x86.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "hw/x86/registers.h"
@@ -137,6 +138,8 @@ uint32_t X86Arch::ctrl_msr(ResourceId rid, uint32_t idx) const {
       return limits_.amd ? L3QOS_BW_CONTROL_0 + idx : IA32_L2_QOS_EXT_BW_THRTL_0 + idx;
     case ResourceId::SMBA:
       return L3QOS_SLOW_BW_CONTROL_0 + idx;
+    case ResourceId::CB:
+      return IA32_QOS_CORE_BW_THRTL_0 + idx / CBA_CLOS_PER_MSR;
     case ResourceId::PERF_PKG:
       break;  // monitor-only: no control registers
   }
@@ -148,9 +151,34 @@ uint64_t X86Arch::ctrl_reg_value(ResourceId rid, uint32_t value) const {
     // Linear Intel MBA: the register holds the delay, 100 - percent.
     return value >= MAX_MBA_BW ? 0 : MAX_MBA_BW - value;
   }
+  if (rid == ResourceId::CB) {
+    // The throttle level: 100% is level 0, each bandwidth_gran below it one
+    // level more (a value between two levels, which fs/ rounds to the
+    // granularity first anyway, takes the lesser throttle).
+    const MembwCaps& c = info_.res(rid).membw;
+    if (value >= c.max_bw || c.bw_gran == 0) return 0;
+    return std::min<uint64_t>((c.max_bw - value) / c.bw_gran, limits_.cba_max_level);
+  }
   // Cache masks as they are; AMD bandwidth in 1/8 GB/s, where max_bw
   // (1 << BW_LEN) is exactly the U (unlimited) bit.
   return value;
+}
+
+uint32_t X86Arch::ctrl_reg_span(ResourceId rid) {
+  return rid == ResourceId::CB ? CBA_CLOS_PER_MSR : 1;
+}
+
+uint64_t X86Arch::ctrl_reg_of(ResourceId rid, const std::vector<uint32_t>& vals,
+                              uint32_t first) const {
+  if (rid != ResourceId::CB) return first < vals.size() ? ctrl_reg_value(rid, vals[first]) : 0;
+  uint64_t reg = 0;
+  for (uint32_t k = 0; k < CBA_CLOS_PER_MSR && first + k < vals.size(); ++k)
+    reg |= ctrl_reg_value(rid, vals[first + k]) << (8 * k);
+  return reg;
+}
+
+std::vector<unsigned> X86Arch::ctrl_cpus(ResourceId rid, const CtrlDomain& d) const {
+  return rid == ResourceId::CB ? d.cpus.cpus() : first_cpu_of(d.cpus);
 }
 
 uint32_t X86Arch::get_ctrl(ResourceId rid, ConfType type, int domain_id, uint32_t closid) const {
@@ -189,21 +217,56 @@ Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
     }
   }
   RESCTRLFS_RETURN_IF_ERROR(resync());
-  // Every changed register in one batch (one broker round trip).
   std::vector<Pending> changed;
-  std::vector<MsrOp> ops;
-  for (const auto& p : todo) {
-    if (shadow_[static_cast<int>(p.rid)][p.dom][p.idx] == p.value) continue;
-    unsigned cpu = info_.res(p.rid).ctrl_domains[p.dom].cpus.first();
-    ops.push_back(MsrOp{cpu, ctrl_msr(p.rid, p.idx), ctrl_reg_value(p.rid, p.value), true});
-    changed.push_back(p);
+  for (const auto& p : todo)
+    if (shadow_[static_cast<int>(p.rid)][p.dom][p.idx] != p.value) changed.push_back(p);
+  if (changed.empty()) return Ok();
+  // The shadows as they will be, per (resource, domain) touched.
+  std::map<std::pair<int, int>, std::vector<uint32_t>> next;
+  for (const auto& p : changed) {
+    const int r = static_cast<int>(p.rid);
+    next.try_emplace({r, p.dom}, shadow_[r][p.dom]).first->second[p.idx] = p.value;
   }
-  if (ops.empty()) return Ok();
+  // Every changed register in one batch (one broker round trip), in the
+  // order of the updates; a CBA register once per CPU of its domain, with
+  // the bytes of the other CLOSIDs it holds as they are.
+  struct Reg {
+    ResourceId rid;
+    int dom;
+    uint32_t first;
+  };
+  std::vector<Reg> regs;
+  for (const auto& p : changed) {
+    const uint32_t first = p.idx / ctrl_reg_span(p.rid) * ctrl_reg_span(p.rid);
+    if (std::none_of(regs.begin(), regs.end(), [&](const Reg& g) {
+          return g.rid == p.rid && g.dom == p.dom && g.first == first;
+        }))
+      regs.push_back(Reg{p.rid, p.dom, first});
+  }
+  std::vector<MsrOp> ops;
+  std::vector<uint64_t> old_values;  // per op
+  for (const Reg& g : regs) {
+    const int r = static_cast<int>(g.rid);
+    const uint64_t old_value = ctrl_reg_of(g.rid, shadow_[r][g.dom], g.first);
+    const uint64_t value = ctrl_reg_of(g.rid, next.at({r, g.dom}), g.first);
+    if (old_value == value) continue;  // two values of one throttle level
+    for (unsigned cpu : ctrl_cpus(g.rid, info_.res(g.rid).ctrl_domains[g.dom])) {
+      ops.push_back(MsrOp{cpu, ctrl_msr(g.rid, g.first), value, true});
+      old_values.push_back(old_value);
+    }
+  }
+  auto commit = [&] {
+    for (auto& [key, vals] : next) shadow_[key.first][key.second] = std::move(vals);
+  };
+  if (ops.empty()) {
+    commit();
+    return Ok();
+  }
   msr_->run(ops);
   size_t written = 0;
   while (written < ops.size() && ops[written].err == 0) ++written;
   if (written == ops.size()) {
-    for (const auto& p : changed) shadow_[static_cast<int>(p.rid)][p.dom][p.idx] = p.value;
+    commit();
     return Ok();
   }
   // All or nothing: put back what this call already changed, newest first.
@@ -211,12 +274,8 @@ Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
   // value could not be put back (or whose write may have landed when the
   // transport failed) is written again by resync().
   std::vector<MsrOp> undo;
-  for (size_t i = written; i-- > 0;) {
-    const Pending& p = changed[i];
-    undo.push_back(MsrOp{ops[i].cpu, ops[i].msr,
-                         ctrl_reg_value(p.rid, shadow_[static_cast<int>(p.rid)][p.dom][p.idx]),
-                         true});
-  }
+  for (size_t i = written; i-- > 0;)
+    undo.push_back(MsrOp{ops[i].cpu, ops[i].msr, old_values[i], true});
   if (!undo.empty()) {
     msr_->run(undo);
     for (const MsrOp& op : undo) stale_ = stale_ || op.err != 0;
@@ -245,10 +304,10 @@ Result<void> X86Arch::resync() {
           ops.push_back(MsrOp{cpu, msr, cdp_[r] ? QOS_CFG_CDP_ENABLE : 0, true});
     }
     for (size_t d = 0; d < res.ctrl_domains.size() && d < shadow_[r].size(); ++d) {
-      const unsigned cpu = res.ctrl_domains[d].cpus.first();
-      for (uint32_t i = 0; i < shadow_[r][d].size(); ++i)
-        ops.push_back(
-            MsrOp{cpu, ctrl_msr(res.rid, i), ctrl_reg_value(res.rid, shadow_[r][d][i]), true});
+      for (unsigned cpu : ctrl_cpus(res.rid, res.ctrl_domains[d]))
+        for (uint32_t i = 0; i < shadow_[r][d].size(); i += ctrl_reg_span(res.rid))
+          ops.push_back(
+              MsrOp{cpu, ctrl_msr(res.rid, i), ctrl_reg_of(res.rid, shadow_[r][d], i), true});
     }
   }
   if (info_.mon.bmec) {
@@ -301,23 +360,25 @@ Result<void> X86Arch::resync() {
 
 Result<void> X86Arch::reset_all_ctrls() {
   drop_baselines();
-  // One batch; the shadow follows each register that was written.
+  // One batch; the shadow follows each register that was written (a CBA
+  // register: written on every CPU of its domain).
   struct Where {
     int r;
     size_t d;
-    uint32_t i;
+    uint32_t first;
   };
   std::vector<MsrOp> ops;
   std::vector<Where> where;
   for (int r = 0; r < kNumResources; ++r) {
     const Resource& res = info_.resources[r];
     if (!res.alloc_capable) continue;
-    const uint64_t dflt = ctrl_reg_value(res.rid, default_ctrl(res.rid));
+    const std::vector<uint32_t> dflt(res.num_closid, default_ctrl(res.rid));
     for (size_t d = 0; d < res.ctrl_domains.size(); ++d) {
-      unsigned cpu = res.ctrl_domains[d].cpus.first();
-      for (uint32_t i = 0; i < res.num_closid; ++i) {
-        ops.push_back(MsrOp{cpu, ctrl_msr(res.rid, i), dflt, true});
-        where.push_back(Where{r, d, i});
+      for (unsigned cpu : ctrl_cpus(res.rid, res.ctrl_domains[d])) {
+        for (uint32_t i = 0; i < res.num_closid; i += ctrl_reg_span(res.rid)) {
+          ops.push_back(MsrOp{cpu, ctrl_msr(res.rid, i), ctrl_reg_of(res.rid, dflt, i), true});
+          where.push_back(Where{r, d, i});
+        }
       }
     }
   }
@@ -328,8 +389,15 @@ Result<void> X86Arch::reset_all_ctrls() {
       failed = true;
       continue;
     }
-    shadow_[where[k].r][where[k].d][where[k].i] = default_ctrl(info_.resources[where[k].r].rid);
+    const Where& w = where[k];
+    const ResourceId rid = info_.resources[w.r].rid;
+    std::vector<uint32_t>& sh = shadow_[w.r][w.d];
+    for (uint32_t i = w.first; i < w.first + ctrl_reg_span(rid) && i < sh.size(); ++i)
+      sh[i] = default_ctrl(rid);
   }
+  // A CBA register reset on some CPUs of its domain but not on others:
+  // resync() writes the shadow to all of them again.
+  if (failed && info_.res(ResourceId::CB).alloc_capable) stale_ = true;
   if (failed) return write_failed();
   return Ok();
 }
@@ -767,13 +835,17 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     if (!res.alloc_capable) continue;
     const int id = ctrl_domain_id_of(res.rid, cpu);
     if (id < 0) continue;
-    const bool exists = ctrl_domain_index(res.rid, id) >= 0;
-    if (!exists) {
+    const int di = ctrl_domain_index(res.rid, id);
+    const bool exists = di >= 0;
+    if (!exists || res.rid == ResourceId::CB) {
       // A domain coming back starts from the defaults, whatever its
-      // registers held before it went away.
-      const uint64_t dflt = ctrl_reg_value(res.rid, default_ctrl(res.rid));
-      for (uint32_t i = 0; i < res.num_closid; ++i)
-        if (!msr_->write(cpu, ctrl_msr(res.rid, i), dflt).ok()) return write_failed();
+      // registers held before it went away. CBA's registers are the CPU's
+      // own: a CPU joining a domain takes the domain's values.
+      const std::vector<uint32_t> vals =
+          exists ? shadow_[r][di] : std::vector<uint32_t>(res.num_closid, default_ctrl(res.rid));
+      for (uint32_t i = 0; i < res.num_closid; i += ctrl_reg_span(res.rid))
+        if (!msr_->write(cpu, ctrl_msr(res.rid, i), ctrl_reg_of(res.rid, vals, i)).ok())
+          return write_failed();
     }
     // CDP state: once per new domain on Intel, on every CPU on AMD (where
     // QOS_CFG is per logical processor).

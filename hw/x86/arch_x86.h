@@ -88,7 +88,18 @@ class X86Arch final : public Arch {
   // The register and value a control value becomes (exposed for tests and
   // for the broker's policy).
   uint32_t ctrl_msr(ResourceId rid, uint32_t hw_index) const;
+  // For one control value; CBA's fields are a byte each (the throttle
+  // level), placed by ctrl_reg_of().
   uint64_t ctrl_reg_value(ResourceId rid, uint32_t value) const;
+  // The register holding hardware indices [first, first + ctrl_reg_span):
+  // one index per register, but CBA packs 8 CLOSIDs into each.
+  static uint32_t ctrl_reg_span(ResourceId rid);
+  // The whole register whose first index is `first`, from `vals` (one
+  // schema-level value per hardware index).
+  uint64_t ctrl_reg_of(ResourceId rid, const std::vector<uint32_t>& vals, uint32_t first) const;
+  // The CPUs a control register of domain `d` is written on: one for a
+  // register the domain shares, every CPU for CBA's logical-processor ones.
+  std::vector<unsigned> ctrl_cpus(ResourceId rid, const CtrlDomain& d) const;
   bool abmc_enabled() const { return abmc_enabled_; }
   // The RMID QM_EVTSEL selects for logical `rmid` on monitoring domain
   // `domain_id` (differs from `rmid` only under SNC).

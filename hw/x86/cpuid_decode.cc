@@ -158,6 +158,12 @@ HwLimits decode_limits(const CpuidSource& src, unsigned cpu) {
       if (sub == 3) lim.mba_max_delay = (r.eax & CPUID_10_3_EAX_MAX_DELAY_MASK) + 1;
       if (sub == 1 && !lim.amd) lim.io_rdt_alloc = (r.ecx & CPUID_10_CACHE_ECX_IO) != 0;
     }
+    if (!lim.amd && (src.cpuid(cpu, CPUID_LEAF_PQE, 0).ebx & CPUID_10_0_EBX_CBA) != 0) {
+      CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQE, 5);
+      lim.cba_max_level = r.eax & CPUID_10_5_EAX_MAX_LEVEL_MASK;
+      lim.cba_num_closid = (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1;
+      lim.num_closid_any = std::max(lim.num_closid_any, lim.cba_num_closid);
+    }
   }
   if (max_leaf >= CPUID_LEAF_PQM) {
     lim.max_rmid_any = src.cpuid(cpu, CPUID_LEAF_PQM, 0).ebx;
@@ -285,6 +291,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   Resource& l2 = info.resources[static_cast<int>(ResourceId::L2)];
   Resource& mb = info.resources[static_cast<int>(ResourceId::MB)];
   Resource& smba = info.resources[static_cast<int>(ResourceId::SMBA)];
+  Resource& cb = info.resources[static_cast<int>(ResourceId::CB)];
   if (rdt_a && max_leaf >= CPUID_LEAF_PQE) {
     CpuidRegs pqe0 = src.cpuid(cpu, CPUID_LEAF_PQE, 0);
     if ((pqe0.ebx & CPUID_10_0_EBX_L3) && opts.enabled("l3cat")) {
@@ -310,6 +317,29 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
         mb.membw.max_bw = MAX_MBA_BW;
         mb.membw.throttle_mode =
             (r.ecx & CPUID_10_3_ECX_PER_THREAD) ? ThrottleMode::PER_THREAD : ThrottleMode::MAX;
+      }
+    }
+    // Cache Bandwidth Allocation (ours: Linux has no interface for it; the
+    // rdt= name "cba" is ours too). Shown as MB shows its delays: a
+    // percentage of the unthrottled bandwidth, level L of 0..max being
+    // 100 - L x bandwidth_gran with bandwidth_gran = 100 / (max + 1), so the
+    // highest level is min_bandwidth. Like Linux for Intel MBA we take only
+    // a linear response (CPUID.0x10.5:ECX[3]): a percentage means nothing
+    // on a non-linear scale.
+    if (intel && (pqe0.ebx & CPUID_10_0_EBX_CBA) && opts.enabled("cba")) {
+      CpuidRegs r = src.cpuid(cpu, CPUID_LEAF_PQE, 5);
+      const unsigned max_level = r.eax & CPUID_10_5_EAX_MAX_LEVEL_MASK;
+      if ((r.ecx & CPUID_10_5_ECX_LINEAR) != 0 && max_level >= 1 && max_level < MAX_MBA_BW) {
+        const unsigned gran = MAX_MBA_BW / (max_level + 1);
+        cb.alloc_capable = true;
+        cb.num_closid = (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1;
+        cb.membw.delay_linear = true;
+        cb.membw.arch_needs_linear = true;
+        cb.membw.bw_gran = gran;
+        cb.membw.min_bw = MAX_MBA_BW - max_level * gran;
+        cb.membw.max_bw = MAX_MBA_BW;
+        // The resource management domain is the logical processor.
+        cb.membw.throttle_mode = ThrottleMode::PER_THREAD;
       }
     }
   }
@@ -361,6 +391,10 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   }
   if (mb.alloc_capable) mb.ctrl_domains = l3_domains;
   if (smba.alloc_capable) smba.ctrl_domains = l3_domains;
+  // CBA's registers are per logical processor; we group them by L3 as MB
+  // is grouped (one value per CLOSID and L3, written on each of its CPUs),
+  // so that a group's CB and MB lines name the same domains.
+  if (cb.alloc_capable) cb.ctrl_domains = l3_domains;
 
   // ---- Monitoring.
   MonCaps& mon = info.mon;
@@ -509,6 +543,7 @@ constexpr RdtLeaf kRdtLeaves[] = {
     {CPUID_LEAF_PQE, 1, {kAllBits, kAllBits, kAllBits, kAllBits}},
     {CPUID_LEAF_PQE, 2, {kAllBits, kAllBits, kAllBits, kAllBits}},
     {CPUID_LEAF_PQE, 3, {kAllBits, kAllBits, kAllBits, kAllBits}},
+    {CPUID_LEAF_PQE, 5, {kAllBits, kAllBits, kAllBits, kAllBits}},  // CBA
     {CPUID_LEAF_AMD_EXT_IDS, 0, {0, kAllBits, 0, 0}},
     {CPUID_LEAF_AMD_PQE_EXT, 0, {kAllBits, kAllBits, kAllBits, kAllBits}},
     {CPUID_LEAF_AMD_PQE_EXT, 1, {kAllBits, kAllBits, kAllBits, kAllBits}},

@@ -39,7 +39,7 @@ std::string cpuid_vendor(const CpuidSource& src, unsigned cpu);
 
 // The kernel's rdt= boot parameter: a comma-separated list of feature names
 // (cmt, mbmtotal, mbmlocal, l3cat, l3cdp, l2cat, l2cdp, mba, smba, bmec,
-// abmc, sdciae), each turned off by a leading '!'. A feature the CPU does not
+// abmc, sdciae; and ours: cba), each turned off by a leading '!'. A feature the CPU does not
 // enumerate cannot be turned on; a name given both ways is on; unknown
 // names are ignored. The default (empty) is what a plain boot shows.
 struct RdtOptions {
@@ -90,6 +90,8 @@ uint64_t prefetch_disable_bits(const std::string& vendor, unsigned family, unsig
 // PlatformInfo (which speaks in user-visible units).
 struct HwLimits {
   unsigned mba_max_delay = 0;   // Intel MBA: CPUID.0x10.3:EAX[11:0] + 1
+  unsigned cba_max_level = 0;   // Intel CBA: CPUID.0x10.5:EAX[7:0] (0: no CBA)
+  unsigned cba_num_closid = 0;  // Intel CBA: CPUID.0x10.5:EDX[15:0] + 1
   unsigned amd_bw_len = 0;      // AMD MB: CPUID.0x80000020.1:EAX
   unsigned amd_smba_len = 0;    // AMD SMBA: CPUID.0x80000020.2:EAX
   unsigned max_rmid_any = 0;    // CPUID.0xF.0:EBX (highest RMID of any resource)

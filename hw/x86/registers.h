@@ -58,6 +58,23 @@ inline constexpr uint32_t IA32_L2_MASK_LAST = 0xD4F;
 // Intel MBA delay values, one per CLOS (IA32_L2_QoS_Ext_BW_Thrtl_n).
 inline constexpr uint32_t IA32_L2_QOS_EXT_BW_THRTL_0 = 0xD50;
 inline constexpr uint32_t IA32_L2_QOS_EXT_BW_THRTL_LAST = 0xD8F;
+// Intel Cache Bandwidth Allocation (CBA): IA32_QoS_Core_BW_Thrtl_n, one byte
+// per CLOS (CLOS c in byte c mod 8 of register n = c / 8), n = 0 ..
+// (CLOS count / 8) - 1; logical-processor scope; a byte above the maximum
+// throttle level #GPs; 0 (reset) is unthrottled (RDT architecture
+// specification 3.2.4.3 and Appendix A.5). The specification defers the
+// register numbers to the SDM; 0xE00 and 0xE01 are what the SDM's
+// architectural MSR table gives as public code reproduces it (EDK2-style
+// MSR headers, the ACRN hypervisor's msr.h, cloud-hypervisor's CPU profile
+// MSR list, all naming IA32_QOS_CORE_BW_THRTL_0/1 at 0xE00/0xE01). The byte
+// layout is our reading of "a byte-encoded field for each CLOS" with the
+// register count (CLOS_MAX+1)/8: no source spells it out; the natural one
+// (CLOS 0 in bits 7:0) is taken.
+inline constexpr uint32_t IA32_QOS_CORE_BW_THRTL_0 = 0xE00;
+inline constexpr unsigned CBA_CLOS_PER_MSR = 8;
+// Our bound on the bank: 8 registers, 64 CLOS, as many as the other banks
+// hold (no source gives the range's end).
+inline constexpr uint32_t IA32_QOS_CORE_BW_THRTL_LAST = 0xE07;
 
 // AMD: L3 external read bandwidth limits, one per COS, 1/8 GB/s units.
 inline constexpr uint32_t L3QOS_BW_CONTROL_0 = 0xC0000200;
@@ -211,6 +228,12 @@ inline constexpr uint32_t CPUID_F_1_EDX_MBM_LOCAL = 1U << 2;
 inline constexpr uint32_t CPUID_10_0_EBX_L3 = 1U << 1;
 inline constexpr uint32_t CPUID_10_0_EBX_L2 = 1U << 2;
 inline constexpr uint32_t CPUID_10_0_EBX_MBA = 1U << 3;
+// Bit 5 (ResID 5): Cache Bandwidth Allocation. The RDT architecture
+// specification only says "a CPUID bit in the RDT allocation leaf"; bit 5
+// and subleaf 5 are what intel-cmt-cat (pqos's hybrid capability code,
+// CPUID 0x10 subleaf 5 "CBA") and generated SDM CPUID headers (the
+// CPUID.10H.00H:EBX[5] gate of IA32_QOS_CORE_BW_THRTL_n) use.
+inline constexpr uint32_t CPUID_10_0_EBX_CBA = 1U << 5;
 // CPUID.0x10.{1,2}: EAX[4:0] CBM length - 1, EBX shareable bits,
 // ECX bit 2 CDP, ECX bit 3 non-contiguous CBMs, EDX[15:0] highest CLOS.
 inline constexpr uint32_t CPUID_10_CACHE_EAX_CBM_LEN_MASK = 0x1F;
@@ -223,6 +246,15 @@ inline constexpr uint32_t CPUID_10_EDX_COS_MAX_MASK = 0xFFFF;
 inline constexpr uint32_t CPUID_10_3_EAX_MAX_DELAY_MASK = 0xFFF;
 inline constexpr uint32_t CPUID_10_3_ECX_PER_THREAD = 1U << 0;
 inline constexpr uint32_t CPUID_10_3_ECX_LINEAR = 1U << 2;
+// CPUID.0x10.5 (Intel CBA), the field layout intel-cmt-cat decodes (and
+// generated SDM CPUID headers agree): EAX[7:0] maximum throttle level, in
+// the minus-one notation of the level count (levels 0..EAX[7:0]), EAX[11:8]
+// bandwidth scope (which cache levels are throttled; not used), ECX
+// bit 3 linear response, EDX[15:0] highest CLOS.
+inline constexpr uint32_t CPUID_10_5_EAX_MAX_LEVEL_MASK = 0xFF;
+inline constexpr unsigned CPUID_10_5_EAX_SCOPE_SHIFT = 8;
+inline constexpr uint32_t CPUID_10_5_EAX_SCOPE_MASK = 0xF;
+inline constexpr uint32_t CPUID_10_5_ECX_LINEAR = 1U << 3;
 // CPUID.0x80000001:ECX bit 15: AMD Lightweight Profiling ("lwp").
 inline constexpr uint32_t CPUID_80000001_ECX_LWP = 1U << 15;
 // CPUID.0x80000008:EBX bit 6: AMD L3 bandwidth enforcement ("mba").

@@ -348,3 +348,32 @@ TEST_CASE("parse_schemata: 4096 domains in one write", "[schemata][parse]") {
 
 }  // namespace
 }  // namespace resctrlfs::schemata
+
+namespace resctrlfs::schemata {
+namespace {
+
+TEST_CASE("parse_schemata: a bandwidth resource's own label in its messages", "[schemata][parse]") {
+  // Ours (CB, cache bandwidth allocation): MB's rules and texts with the
+  // resource's name; MB and SMBA keep the kernel's "MB".
+  ResourceDesc cb = testing::intel_mb();
+  cb.name = "CB";
+  cb.resource_index = 5;
+  cb.bw_label = "CB";
+  const SchemaList list = testing::CapSet{"x", {testing::intel_mb(), cb}}.list();
+  NoPolicy p;
+  auto r = parse_schemata("CB:0=5\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE_FALSE(r.status.ok());
+  CHECK(r.status.error().message == "CB value 5 out of range [10,100]\n");
+  r = parse_schemata("CB:1=x\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE_FALSE(r.status.ok());
+  CHECK(r.status.error().message == "Invalid CB value x\n");
+  r = parse_schemata("MB:0=5\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE_FALSE(r.status.ok());
+  CHECK(r.status.error().message == "MB value 5 out of range [10,100]\n");
+  r = parse_schemata("CB:0=44;1=100\n", list, GroupMode::SHAREABLE, p);
+  REQUIRE(r.status.ok());
+  CHECK(testing::render(list, r.staged) == "CB:0=50 CB:1=100");
+}
+
+}  // namespace
+}  // namespace resctrlfs::schemata
