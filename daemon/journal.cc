@@ -545,6 +545,8 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     opts.mba_mbps = o.bool_or("mba_MBps", false).value_or(false);
     opts.debug = o.bool_or("debug", false).value_or(false);
     opts.iordt = o.bool_or("iordt", false).value_or(false);
+    opts.stlb = o.bool_or("stlb", false).value_or(false);
+    opts.tccl3 = o.bool_or("tccl3", false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {

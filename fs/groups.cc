@@ -28,9 +28,13 @@ int64_t Model::now_seconds() { return static_cast<int64_t>(std::time(nullptr)); 
 
 void Model::set_status(std::string_view text) { lcs.printf(text); }
 
+bool in_mount(const hw::Resource& r, const MountOptions& opts) {
+  return r.alloc_capable && (r.mount_option == nullptr || opts.resource_option(r.mount_option));
+}
+
 bool Model::alloc_capable() const {
   for (const hw::Resource& r : info.resources)
-    if (r.alloc_capable) return true;
+    if (in_mount(r, opts)) return true;
   return false;
 }
 
@@ -82,7 +86,22 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
 // rdt_get_tree() and its option parsing refuse the same way).
 Result<void> Groups::check_mount(const MountOptions& opts) const {
   if (m_.mounted) return Error::make(EBUSY, "resctrl is already mounted");
-  if (!m_.alloc_capable() && !m_.mon_capable())
+  // Our resource options first: each names a resource the machine must have.
+  for (const char* name : {"stlb", "tccl3"}) {
+    if (!opts.resource_option(name)) continue;
+    bool have = false;
+    for (const hw::Resource& r : m_.info.resources)
+      have = have || (r.alloc_capable && r.mount_option != nullptr &&
+                      std::string_view(r.mount_option) == name);
+    if (!have)
+      return Error::make(ENODEV, std::string(name) + ": " +
+                                     (std::string_view(name) == "stlb"
+                                          ? "this machine has no STLB QoS"
+                                          : "this machine has no model-specific L3 CAT"));
+  }
+  bool any_alloc = false;
+  for (const hw::Resource& r : m_.info.resources) any_alloc = any_alloc || in_mount(r, opts);
+  if (!any_alloc && !m_.mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
   const hw::Resource& l3 = m_.info.res(ResourceId::L3);
   const hw::Resource& l2 = m_.info.res(ResourceId::L2);
@@ -116,7 +135,7 @@ void Groups::build_schemas(const MountOptions& opts) {
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = m_.info.resources[i];
-    if (!r.alloc_capable) continue;
+    if (!in_mount(r, opts)) continue;
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
     d.resource_index = i;
@@ -136,6 +155,7 @@ void Groups::build_schemas(const MountOptions& opts) {
     d.delay_linear = r.membw.delay_linear;
     d.arch_needs_linear = r.membw.arch_needs_linear;
     d.mba_sc = r.rid == ResourceId::MB && opts.mba_mbps;
+    d.extension = r.mount_option != nullptr;
     for (const hw::CtrlDomain& cd : r.ctrl_domains) d.domain_ids.push_back(cd.id);
     descs.push_back(std::move(d));
   }

@@ -51,9 +51,12 @@ namespace resctrlfs::hw {
 // Resources in the kernel's enumeration order. The order matters: schemata
 // lines are printed in the reverse of it. PERF_PKG (per-package telemetry) is a
 // monitor-only resource: its slot in PlatformInfo::resources is never
-// alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
-enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4 };
-inline constexpr int kNumResources = 5;
+// alloc_capable; its monitoring caps are PlatformInfo::perf_pkg. STLB (ours:
+// the kernel has no such resource) is a cache-like allocation resource for
+// the second-level TLB, one control domain per physical core; it follows the
+// kernel's resources so that the kernel's numbering stays as it is.
+enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4, STLB = 5 };
+inline constexpr int kNumResources = 6;
 
 // Which half of a CDP-split cache resource a configuration refers to (one
 // type with the schemata library: base/conf_type.h).
@@ -124,6 +127,8 @@ constexpr const char* resource_name(ResourceId r) {
       return "SMBA";
     case ResourceId::PERF_PKG:
       return "PERF_PKG";
+    case ResourceId::STLB:
+      return "STLB";
   }
   return "unknown";
 }
@@ -132,7 +137,7 @@ enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
 
 // A control domain (one set of control registers shared by its CPUs).
 struct CtrlDomain {
-  int id = 0;    // cache id (L2/L3) or the L3 id for MB/SMBA
+  int id = 0;    // cache id (L2/L3), the L3 id for MB/SMBA, the core id for STLB
   CpuMask cpus;  // CPUs sharing this domain's registers
 };
 
@@ -174,7 +179,16 @@ struct Resource {
   ResourceId rid = ResourceId::L3;
   bool alloc_capable = false;
   unsigned num_closid = 0;  // hardware CLOSIDs (not yet halved for CDP)
-  bool is_cache() const { return rid == ResourceId::L3 || rid == ResourceId::L2; }
+  // Capacity-bitmask resources: the caches and the STLB (whose "ways" are
+  // the TLB's).
+  bool is_cache() const {
+    return rid == ResourceId::L3 || rid == ResourceId::L2 || rid == ResourceId::STLB;
+  }
+  // Ours: the resource is shown only in a mount with this option (e.g.
+  // "stlb"), never in the default tree; null for the kernel's resources.
+  // Set for the STLB and for an L3 allocation the kernel does not find
+  // (parts that have it without announcing it).
+  const char* mount_option = nullptr;
   CacheCaps cache;                       // valid when is_cache()
   MembwCaps membw;                       // valid for MB / SMBA
   std::vector<CtrlDomain> ctrl_domains;  // sorted by id
@@ -242,6 +256,7 @@ struct PlatformInfo {
   std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
+  std::vector<int> cpu_core;          // physical core id per CPU (STLB domains; -1 if none)
   Resource resources[kNumResources];  // indexed by ResourceId
   MonCaps mon;                        // L3 monitoring
   PerfPkgMonCaps perf_pkg;            // telemetry monitoring

@@ -73,6 +73,11 @@ struct ResourceDesc {
   bool arch_needs_linear = false;
   bool mba_sc = false;          // mounted with mba_MBps (MB only): values are MBps targets
   std::vector<int> domain_ids;  // control domain ids, ascending
+  // Ours (a resource the kernel does not have, shown with a mount option of
+  // ours): its name widens this mount's name column only, not the global
+  // max_name_width later mounts keep, so that a later mount without our
+  // options prints exactly as the kernel would.
+  bool extension = false;
 };
 
 // One line of schemata.
