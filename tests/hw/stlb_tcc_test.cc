@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "hw/backend.h"
 #include "hw/broker/policy.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
@@ -290,4 +292,45 @@ TEST_CASE("TCC L3 CAT on intel-tcc: the L3 resource, ours, every way shared", "[
   REQUIRE(other.ok());
   sim::SimMachine plain(*other);
   CHECK_FALSE(plain.os_info().res(ResourceId::L3).alloc_capable);
+}
+
+namespace {
+
+struct DomainLog final : ArchEvents {
+  void ctrl_domain_online(ResourceId rid, int id) override {
+    log.push_back(std::string("+") + resource_name(rid) + ":" + std::to_string(id));
+  }
+  void ctrl_domain_offline(ResourceId rid, int id) override {
+    log.push_back(std::string("-") + resource_name(rid) + ":" + std::to_string(id));
+  }
+  void mon_domain_online(int) override {}
+  void mon_domain_offline(int) override {}
+  std::vector<std::string> log;
+};
+
+}  // namespace
+
+TEST_CASE("STLB domains follow CPU hotplug: a core goes with its last thread", "[stlb]") {
+  auto b = make_sim_backend("intel-stlb");
+  REQUIRE(b.ok());
+  Arch& a = *b->arch;
+  auto m = std::static_pointer_cast<sim::SimMachine>(b->keepalive);
+  REQUIRE(a.update_ctrls({{ResourceId::STLB, ConfType::NONE, 1, 2, 0x0F}}).ok());
+  DomainLog ev;
+  REQUIRE(a.offline_cpu(1, &ev).ok());
+  REQUIRE(m->set_cpu_online(1, false).ok());
+  CHECK(ev.log.empty());
+  CHECK(a.info().res(ResourceId::STLB).ctrl_domains[1].cpus.cpus() == std::vector<unsigned>{5});
+  REQUIRE(a.offline_cpu(5, &ev).ok());
+  REQUIRE(m->set_cpu_online(5, false).ok());
+  CHECK(ev.log == std::vector<std::string>{"-STLB:1"});
+  CHECK(a.update_ctrls({{ResourceId::STLB, ConfType::NONE, 1, 2, 0x3}}).error().code == EINVAL);
+  ev.log.clear();
+  REQUIRE(m->set_cpu_online(5, true).ok());
+  REQUIRE(a.online_cpu(5, &ev).ok());
+  CHECK(ev.log == std::vector<std::string>{"+STLB:1"});
+  CHECK(a.get_ctrl(ResourceId::STLB, ConfType::NONE, 1, 2) == 0xFF);
+  for (uint32_t i = 0; i < 8; ++i) CHECK(rd(*m, 5, STLB_QOS_MASK_0 + i) == 0xFF);
+  REQUIRE(a.update_ctrls({{ResourceId::STLB, ConfType::NONE, 1, 2, 0x3}}).ok());
+  CHECK(rd(*m, 5, STLB_QOS_MASK_0 + 2) == 0x3);
 }
