@@ -546,6 +546,8 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     opts.debug = o.bool_or("debug", false).value_or(false);
     opts.iordt = o.bool_or("iordt", false).value_or(false);
     opts.cba = o.bool_or("cba", false).value_or(false);
+    opts.stlb = o.bool_or("stlb", false).value_or(false);
+    opts.tccl3 = o.bool_or("tccl3", false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {

@@ -16,6 +16,8 @@ bool* resctrl_flag(fs::MountOptions& m, std::string_view name) {
   if (name == "debug") return &m.debug;
   if (name == "iordt") return &m.iordt;  // ours
   if (name == "cba") return &m.cba;      // ours
+  if (name == "stlb") return &m.stlb;    // ours
+  if (name == "tccl3") return &m.tccl3;  // ours
   return nullptr;
 }
 
@@ -61,14 +63,14 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");
   app.add_option("-o", o_args,
-                 "mount options: resctrl's cdp, cdpl2, mba_MBps, debug (and ours: iordt, cba) "
-                 "mixed with FUSE options (comma separated; may be repeated)")
+                 "mount options: resctrl's cdp, cdpl2, mba_MBps, debug (and ours: iordt, cba, "
+                 "stlb, tccl3) mixed with FUSE options (comma separated; may be repeated)")
       ->allow_extra_args(false)
       ->type_name("OPTIONS");
   app.add_option("--platform", opts.platform,
                  "simulated platform: a built-in name (intel-2s, intel-bdx, intel-l2, intel-cmt, "
-                 "amd-2s, amd-io, intel-snc, intel-aet, intel-gnr-io, intel-cba, host) or a "
-                 "JSON profile file")
+                 "amd-2s, amd-io, intel-snc, intel-aet, intel-gnr-io, intel-cba, intel-stlb, "
+                 "intel-tcc, host) or a JSON profile file")
       ->type_name("NAME|FILE.json")
       ->capture_default_str();
   app.add_option("--backend", backend, "hardware backend")

@@ -28,9 +28,13 @@ int64_t Model::now_seconds() { return static_cast<int64_t>(std::time(nullptr)); 
 
 void Model::set_status(std::string_view text) { lcs.printf(text); }
 
+bool in_mount(const hw::Resource& r, const MountOptions& opts) {
+  return r.alloc_capable && (r.mount_option == nullptr || opts.resource_option(r.mount_option));
+}
+
 bool Model::alloc_capable() const {
   for (const hw::Resource& r : info.resources)
-    if (r.alloc_capable) return true;
+    if (in_mount(r, opts)) return true;
   return false;
 }
 
@@ -82,7 +86,24 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
 // rdt_get_tree() and its option parsing refuse the same way).
 Result<void> Groups::check_mount(const MountOptions& opts) const {
   if (m_.mounted) return Error::make(EBUSY, "resctrl is already mounted");
-  if (!m_.alloc_capable() && !m_.mon_capable())
+  // Our resource options first: each names a resource the machine must have.
+  struct OurOption {
+    const char* name;
+    const char* missing;
+  };
+  for (const OurOption& o : {OurOption{"cba", "this machine has no Cache Bandwidth Allocation"},
+                             OurOption{"stlb", "this machine has no STLB QoS"},
+                             OurOption{"tccl3", "this machine has no model-specific L3 CAT"}}) {
+    if (!opts.resource_option(o.name)) continue;
+    bool have = false;
+    for (const hw::Resource& r : m_.info.resources)
+      have = have || (r.alloc_capable && r.mount_option != nullptr &&
+                      std::string_view(r.mount_option) == o.name);
+    if (!have) return Error::make(ENODEV, std::string(o.name) + ": " + o.missing);
+  }
+  bool any_alloc = false;
+  for (const hw::Resource& r : m_.info.resources) any_alloc = any_alloc || in_mount(r, opts);
+  if (!any_alloc && !m_.mon_capable())
     return Error::make(ENODEV, "no RDT allocation or monitoring capability");
   const hw::Resource& l3 = m_.info.res(ResourceId::L3);
   const hw::Resource& l2 = m_.info.res(ResourceId::L2);
@@ -91,8 +112,6 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
     return Error::make(EINVAL, "cdp: L3 is not CDP capable");
   if (opts.cdpl2 && !(l2.alloc_capable && l2.cache.cdp_capable))
     return Error::make(EINVAL, "cdpl2: L2 is not CDP capable");
-  if (opts.cba && !m_.info.res(ResourceId::CB).alloc_capable)
-    return Error::make(EINVAL, "cba: this machine has no Cache Bandwidth Allocation");
   if (opts.mba_mbps) {
     bool mbm = m_.event_enabled(EventId::MBM_LOCAL) || m_.event_enabled(EventId::MBM_TOTAL);
     // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
@@ -118,10 +137,7 @@ void Groups::build_schemas(const MountOptions& opts) {
   std::vector<schemata::ResourceDesc> descs;
   for (int i = 0; i < hw::kNumResources; ++i) {
     const hw::Resource& r = m_.info.resources[i];
-    if (!r.alloc_capable) continue;
-    // CB is ours: only with the `cba` mount option, so that the default
-    // tree stays the kernel's.
-    if (r.rid == ResourceId::CB && !opts.cba) continue;
+    if (!in_mount(r, opts)) continue;
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
     d.resource_index = i;
@@ -142,6 +158,7 @@ void Groups::build_schemas(const MountOptions& opts) {
     d.arch_needs_linear = r.membw.arch_needs_linear;
     d.mba_sc = r.rid == ResourceId::MB && opts.mba_mbps;
     if (r.rid == ResourceId::CB) d.bw_label = "CB";
+    d.extension = r.mount_option != nullptr;
     for (const hw::CtrlDomain& cd : r.ctrl_domains) d.domain_ids.push_back(cd.id);
     descs.push_back(std::move(d));
   }

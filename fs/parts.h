@@ -35,6 +35,10 @@
 
 namespace resctrlfs::fs::internal {
 
+// Whether resource `r` is in a mount with `opts`: alloc_capable and, for a
+// resource of ours (hw::Resource::mount_option), its option given.
+bool in_mount(const hw::Resource& r, const MountOptions& opts);
+
 // The state the parts share. Plain data, with the few queries every part
 // asks of it.
 struct Model {
@@ -81,6 +85,7 @@ struct Model {
   }
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
   bool mon_capable() const { return info.mon.capable || info.perf_pkg.capable; }
+  // Any allocation resource in this mount (see in_mount()).
   bool alloc_capable() const;
   bool event_enabled(hw::EventId ev) const;
   bool is_mbm(hw::EventId ev) const {

@@ -41,6 +41,8 @@ std::string FsImpl::status_json() {
                   {"debug", m_.opts.debug}};
   if (m_.opts.iordt) j["options"]["iordt"] = true;  // ours; absent otherwise
   if (m_.opts.cba) j["options"]["cba"] = true;      // ours; absent otherwise
+  if (m_.opts.stlb) j["options"]["stlb"] = true;    // ours; absent otherwise
+  if (m_.opts.tccl3) j["options"]["tccl3"] = true;  // ours; absent otherwise
   nlohmann::json groups = nlohmann::json::array();
   for (auto& g : m_.groups) {
     groups.push_back({{"path", group_path(*g)},
@@ -270,6 +272,8 @@ std::string StateWriter::save_state_locked() {
                   {"debug", m_.opts.debug}};
   if (m_.opts.iordt) options["iordt"] = true;  // ours; absent otherwise
   if (m_.opts.cba) options["cba"] = true;      // ours; absent otherwise
+  if (m_.opts.stlb) options["stlb"] = true;    // ours; absent otherwise
+  if (m_.opts.tccl3) options["tccl3"] = true;  // ours; absent otherwise
   json settings = {{"max_threshold_occupancy", p_.mon.settings().threshold},
                    {"mbm_assign_mode", p_.mon.mbm_event_mode() ? "mbm_event" : "default"},
                    {"mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir},

@@ -53,13 +53,25 @@ namespace resctrlfs::hw {
 // monitor-only resource: its slot in PlatformInfo::resources is never
 // alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
 //
-// CB (ours, not a kernel resource): cache bandwidth allocation, a
-// bandwidth control like MB (MembwCaps, a percentage of the unthrottled
-// bandwidth, default max_bw) that throttles each logical processor between
-// its core's caches. Its control domains are the L3 domains, as MB's. fs/
-// shows it only with the `cba` mount option.
-enum class ResourceId : uint8_t { L3 = 0, L2 = 1, MB = 2, SMBA = 3, PERF_PKG = 4, CB = 5 };
-inline constexpr int kNumResources = 6;
+// Ours, not kernel resources, after the kernel's so that its numbering
+// stays as it is:
+// - CB: cache bandwidth allocation, a bandwidth control like MB (MembwCaps,
+//   a percentage of the unthrottled bandwidth, default max_bw) that
+//   throttles each logical processor between its core's caches. Its control
+//   domains are the L3 domains, as MB's. fs/ shows it only with the `cba`
+//   mount option.
+// - STLB: a cache-like allocation resource for the second-level TLB, one
+//   control domain per physical core (mount option `stlb`).
+enum class ResourceId : uint8_t {
+  L3 = 0,
+  L2 = 1,
+  MB = 2,
+  SMBA = 3,
+  PERF_PKG = 4,
+  CB = 5,
+  STLB = 6
+};
+inline constexpr int kNumResources = 7;
 
 // Which half of a CDP-split cache resource a configuration refers to (one
 // type with the schemata library: base/conf_type.h).
@@ -132,6 +144,8 @@ constexpr const char* resource_name(ResourceId r) {
       return "PERF_PKG";
     case ResourceId::CB:
       return "CB";
+    case ResourceId::STLB:
+      return "STLB";
   }
   return "unknown";
 }
@@ -140,7 +154,7 @@ enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
 
 // A control domain (one set of control registers shared by its CPUs).
 struct CtrlDomain {
-  int id = 0;    // cache id (L2/L3) or the L3 id for MB/SMBA
+  int id = 0;    // cache id (L2/L3), the L3 id for MB/SMBA, the core id for STLB
   CpuMask cpus;  // CPUs sharing this domain's registers
 };
 
@@ -182,7 +196,16 @@ struct Resource {
   ResourceId rid = ResourceId::L3;
   bool alloc_capable = false;
   unsigned num_closid = 0;  // hardware CLOSIDs (not yet halved for CDP)
-  bool is_cache() const { return rid == ResourceId::L3 || rid == ResourceId::L2; }
+  // Capacity-bitmask resources: the caches and the STLB (whose "ways" are
+  // the TLB's).
+  bool is_cache() const {
+    return rid == ResourceId::L3 || rid == ResourceId::L2 || rid == ResourceId::STLB;
+  }
+  // Ours: the resource is shown only in a mount with this option (e.g.
+  // "stlb"), never in the default tree; null for the kernel's resources.
+  // Set for the STLB and for an L3 allocation the kernel does not find
+  // (parts that have it without announcing it).
+  const char* mount_option = nullptr;
   CacheCaps cache;                       // valid when is_cache()
   MembwCaps membw;                       // valid for MB / SMBA
   std::vector<CtrlDomain> ctrl_domains;  // sorted by id
@@ -250,6 +273,7 @@ struct PlatformInfo {
   std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
   std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
   std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
+  std::vector<int> cpu_core;          // physical core id per CPU (STLB domains; -1 if none)
   Resource resources[kNumResources];  // indexed by ResourceId
   MonCaps mon;                        // L3 monitoring
   PerfPkgMonCaps perf_pkg;            // telemetry monitoring

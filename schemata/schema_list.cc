@@ -1,5 +1,6 @@
 // Implements the schema list of a mount (order, names, column width,
 // CDP halving) and every read-side rendering: schemata, size, io_alloc_cbm.
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -90,6 +91,7 @@ int SchemaList::find(std::string_view name) const {
 
 SchemaList build_schema_list(const std::vector<ResourceDesc>& resources, unsigned& max_name_width) {
   SchemaList list;
+  unsigned width_here = max_name_width;  // this mount's column (ours included)
   // The kernel prepends each schema to its list while walking resources in
   // enumeration order (CODE before DATA), so the printed order is reversed.
   std::vector<Schema> in_order;
@@ -106,11 +108,12 @@ SchemaList build_schema_list(const std::vector<ResourceDesc>& resources, unsigne
       // A CDP-capable resource mounted without CDP reserves room for the
       // suffix so the column does not move between mounts.
       if (r.cdp_capable && !cdp) width += 4;
-      if (width > max_name_width) max_name_width = width;
+      if (width > max_name_width && !r.extension) max_name_width = width;
+      if (width > width_here) width_here = width;
     }
   }
   list.schemas.assign(in_order.rbegin(), in_order.rend());
-  list.name_width = max_name_width;
+  list.name_width = std::max(width_here, max_name_width);
   return list;
 }
 

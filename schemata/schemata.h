@@ -76,6 +76,11 @@ struct ResourceDesc {
   // "MB" for every bandwidth resource (SMBA too); ours say their own name.
   std::string bw_label = "MB";
   std::vector<int> domain_ids;  // control domain ids, ascending
+  // Ours (a resource the kernel does not have, shown with a mount option of
+  // ours): its name widens this mount's name column only, not the global
+  // max_name_width later mounts keep, so that a later mount without our
+  // options prints exactly as the kernel would.
+  bool extension = false;
 };
 
 // One line of schemata.

@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
     // The guard follows what the hardware implements, not a kernel policy
     // (rdt= options and model quirks are the daemon's business).
     x86::X86Platform info = x86::decode_platform(cpuid, *topo, nullptr, x86::RdtOptions::all());
+    auto dev = std::make_shared<broker::DevMsrDevice>(dev_root);
+    // STLB QoS is enumerated in registers, read here directly.
+    x86::decode_stlb(info, cpuid, *dev);
     bool any = info.mon.capable;
     for (const auto& r : info.resources) any = any || r.alloc_capable;
     if (!any) {
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
     }
     unsigned first = topo->online.first();
     policy = std::make_unique<broker::Policy>(std::move(info), x86::decode_limits(cpuid, first));
-    msr = std::make_shared<broker::DevMsrDevice>(dev_root);
+    msr = std::move(dev);
   }
 
   std::shared_ptr<MmioDevice> mmio = sim_mmio;

@@ -52,6 +52,7 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
   const Resource& mb = info_.res(ResourceId::MB);
   const Resource& smba = info_.res(ResourceId::SMBA);
   const Resource& cb = info_.res(ResourceId::CB);
+  const Resource& stlb = info_.res(ResourceId::STLB);
   const MonCaps& mon = info_.mon;
   bool known =
       msr == IA32_PQR_ASSOC || (mon.capable && (msr == IA32_QM_EVTSEL || msr == IA32_QM_CTR)) ||
@@ -70,7 +71,9 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       ((mon.abmc || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
       ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG) ||
       (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG) ||
-      (prefetch_bits_ != 0 && msr == MSR_MISC_FEATURE_CONTROL);
+      (prefetch_bits_ != 0 && msr == MSR_MISC_FEATURE_CONTROL) ||
+      (stlb.alloc_capable && (msr == IA32_CORE_CAPABILITIES || msr == STLB_QOS_INFO ||
+                              in_bank(msr, STLB_QOS_MASK_0, stlb.num_closid)));
   if (!known) return refuse("MSR 0x%llx is not an RDT register this CPU enumerates", msr);
   if (kind == OpKind::kRead) return Ok();
   if (kind != OpKind::kWrite) return refuse("unknown operation %llu", static_cast<uint64_t>(kind));
@@ -81,7 +84,14 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
   const Resource& l3 = info_.res(ResourceId::L3);
   const Resource& l2 = info_.res(ResourceId::L2);
   const MonCaps& mon = info_.mon;
-  if (msr == IA32_QM_CTR || msr == L3_QOS_ABMC_DSC) return refuse("MSR 0x%llx is read-only", msr);
+  if (msr == IA32_QM_CTR || msr == L3_QOS_ABMC_DSC || msr == IA32_CORE_CAPABILITIES ||
+      msr == STLB_QOS_INFO)
+    return refuse("MSR 0x%llx is read-only", msr);
+  if (const Resource& stlb = info_.res(ResourceId::STLB);
+      stlb.alloc_capable && in_bank(msr, STLB_QOS_MASK_0, stlb.num_closid)) {
+    if ((v & ~uint64_t{stlb.cache.full_mask()}) != 0) return refuse("STLB mask 0x%llx too wide", v);
+    return Ok();
+  }
   if (msr == IA32_PQR_ASSOC) {
     if ((v >> PQR_ASSOC_CLOS_SHIFT) >= num_closid_any_)
       return refuse("PQR_ASSOC CLOSID %llu beyond %llu", v >> 32, num_closid_any_);

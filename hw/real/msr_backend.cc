@@ -65,6 +65,9 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
                            "): " + probe.error().message +
                            "; it serves only the uid given by its --allow-uid (see its log)");
   }
+  // STLB QoS is enumerated in registers (the broker allows the reads only
+  // where it found STLB QoS itself).
+  x86::decode_stlb(info, cpuid, *dev);
   RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
                              x86::X86Arch::create(std::move(info), limits, dev, nullptr));
   Backend b;

@@ -75,6 +75,17 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
     cpus_[c].core = static_cast<int>(it->second);
     cores_[it->second].cpus.push_back(c);
   }
+  // STLB QoS: the core-scope registers, then the STLB resource as the
+  // machine's own registers enumerate it (decode_stlb reads them).
+  core_caps_ = !profile_.amd() &&
+               (cpuid(first, CPUID_LEAF_EXT_FEATURES, 0).edx & CPUID_7_EDX_CORE_CAPABILITIES) != 0;
+  if (core_caps_) stlb_ = profile_.stlb;
+  for (Core& k : cores_) power_on_core(k);
+  if (stlb_) {
+    x86::decode_stlb(info_, *this, *this);
+    x86::decode_stlb(os_info_, *this, *this);
+    num_closid_any_ = std::max(num_closid_any_, stlb_->num_closid);
+  }
   // MBA generations. Per-thread MBA (3.0) is what CPUID.0x10.3:ECX[0]
   // enumerates; without it the core resolves its threads' delays (1.0,
   // 2.0). MBA_CFG exists only on the model lists of registers.h.
@@ -127,6 +138,12 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   init_telemetry();
   init_io_rdt();
   start_ = std::chrono::steady_clock::now();
+}
+
+void SimMachine::power_on_core(Core& k) {
+  k.mba_cfg = 0;
+  k.stlb_mask.clear();
+  if (stlb_) k.stlb_mask.assign(stlb_->num_closid, (uint64_t{1} << stlb_->cbm_len) - 1);
 }
 
 void SimMachine::power_on_l3(L3Dom& d) {
@@ -208,7 +225,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
       d3->last_us = now;
     }
     if (d2 != nullptr && !any_online(d2->cpus)) power_on_l2(*d2);
-    if (c.core >= 0 && !any_online(cores_[c.core].cpus)) cores_[c.core].mba_cfg = 0;
+    if (c.core >= 0 && !any_online(cores_[c.core].cpus)) power_on_core(cores_[c.core]);
     c.online = true;
   } else {
     c.online = false;
@@ -309,6 +326,23 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
   if (msr == MBA_CFG && mba_cfg_bits_ != 0 && d != nullptr)
     return (c.core >= 0 ? cores_[c.core].mba_cfg : 0) | d->rambae;
   if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) return c.misc_feature_control;
+  if (msr == IA32_CORE_CAPABILITIES && core_caps_)
+    return stlb_ ? CORE_CAPABILITIES_STLB_QOS : uint64_t{0};
+  if (stlb_ && c.core >= 0) {
+    if (msr == STLB_QOS_INFO) {
+      return uint64_t{stlb_->num_closid - 1} |
+             (uint64_t{stlb_->cbm_len - 1} << STLB_QOS_INFO_CBM_SHIFT) |
+             (stlb_->fill ? STLB_QOS_INFO_TRANSLATION_MSR : 0) |
+             (stlb_->alias ? STLB_QOS_INFO_4K_2M_ALIAS : 0);
+    }
+    const Core& k = cores_[c.core];
+    if (in_bank(msr, STLB_QOS_MASK_0, k.stlb_mask.size()))
+      return k.stlb_mask[msr - STLB_QOS_MASK_0];
+    if (msr == STLB_FILL_TRANSLATION && stlb_->fill) {
+      auto e = gp(cpu, msr, "write-only register");
+      return std::move(e).error();
+    }
+  }
   if (d2 != nullptr) {
     if (msr == IA32_L2_QOS_CFG && l2r.cache.cdp_capable) return d2->l2_qos_cfg;
     if (in_bank(msr, IA32_L2_MASK_0, d2->l2_mask.size())) return d2->l2_mask[msr - IA32_L2_MASK_0];
@@ -470,6 +504,28 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       return Ok();
     }
   }
+  if (msr == IA32_CORE_CAPABILITIES && core_caps_) return gp(cpu, msr, "read-only register");
+  if (stlb_ && c.core >= 0) {
+    if (msr == STLB_QOS_INFO) return gp(cpu, msr, "read-only register");
+    Core& k = cores_[c.core];
+    if (in_bank(msr, STLB_QOS_MASK_0, k.stlb_mask.size())) {
+      const uint64_t full = (uint64_t{1} << stlb_->cbm_len) - 1;
+      // Contiguous ones only (adding the lowest set bit carries through one
+      // run), within the enumerated length; bits 63:8 are reserved.
+      const uint64_t lowest = v & (~v + 1);
+      if (v == 0 || (v & ~full) != 0 || ((v + lowest) & v) != 0)
+        return gp(cpu, msr, "invalid STLB way mask");
+      k.stlb_mask[msr - STLB_QOS_MASK_0] = v;
+      return Ok();
+    }
+    if (msr == STLB_FILL_TRANSLATION && stlb_->fill) {
+      if ((v & STLB_FILL_RESERVED) != 0) return gp(cpu, msr, "reserved bits set");
+      if ((v & STLB_FILL_CLOS_MASK) >= stlb_->num_closid)
+        return gp(cpu, msr, "CLOS beyond STLB_QOS_INFO[NCLOS]");
+      ++k.stlb_fills;
+      return Ok();
+    }
+  }
   if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) {
     // The simulated cores have the four Broadwell-server prefetcher bits.
     if ((v & ~MISC_FEATURE_PREFETCH_DISABLE_BDX) != 0) return gp(cpu, msr, "reserved bits set");
@@ -544,6 +600,10 @@ std::vector<RegisterValue> SimMachine::dump_registers() const {
     if (info_.res(ResourceId::L2).cache.cdp_capable)
       out.push_back({cpu, IA32_L2_QOS_CFG, d.l2_qos_cfg});
     bank(cpu, IA32_L2_MASK_0, d.l2_mask);
+  }
+  for (const auto& k : cores_) {  // STLB masks, per core (empty without STLB QoS)
+    const int first = first_online(k.cpus);
+    if (first >= 0) bank(static_cast<unsigned>(first), STLB_QOS_MASK_0, k.stlb_mask);
   }
   return out;
 }

@@ -79,6 +79,14 @@
 //     example), Error on AMD (AMD64 PQoS). With CPUID.0xF.1:EAX[8] an MBM
 //     read has the Overflow bit when that counter wrapped since its last
 //     read;
+//   - STLB QoS (profile "stlb"): IA32_CORE_CAPABILITIES (read-only; bit 0),
+//     STLB_QOS_INFO (read-only) and STLB_QOS_MASK_0..NCLOS per physical
+//     core, shared by its SMT threads; a mask must be a non-empty contiguous
+//     run within the enumerated length (else #GP), an index beyond NCLOS
+//     #GPs; STLB_FILL_TRANSLATION (with "fill") is write-only, #GPs on its
+//     reserved bits 9:4 and on a CLOS beyond NCLOS (our choice: the
+//     specification names no rule for it). No TLB is modelled: the masks
+//     are stored and checked, they change no workload's numbers;
 //   - register scope: Intel keeps L3_QOS_CFG (CDP) per L3 domain and
 //     QM_EVTSEL per CPU; AMD keeps L3_QOS_CFG per CPU (PQoS state is per
 //     logical processor) and QM_EVTSEL per L3 domain (shared by the QoS
@@ -280,6 +288,11 @@ class SimMachine final : public CpuidSource,
   struct Core {
     std::vector<unsigned> cpus;
     uint64_t mba_cfg = 0;
+    // STLB_QOS_MASK_n (STLB QoS, core scope: written from either SMT
+    // thread, read back by both). Power-on: every way (the specification
+    // gives no reset value; like the SDM's cache masks, all ones).
+    std::vector<uint64_t> stlb_mask;
+    uint64_t stlb_fills = 0;  // STLB_FILL_TRANSLATION writes taken
   };
   struct Cpu {
     bool present = false;  // in the platform (online at start-up)
@@ -377,6 +390,11 @@ class SimMachine final : public CpuidSource,
   // EBX[5] clear), every access #GPs.
   unsigned cba_regs_ = 0;
   bool overflow_bit_ = false;  // CPUID.0xF.1:EAX[8]: QM_CTR has the Overflow bit
+  // STLB QoS: IA32_CORE_CAPABILITIES exists (CPUID.7.0:EDX[30]); the
+  // profile's STLB (absent: bit 0 of that register clear, no STLB registers).
+  bool core_caps_ = false;
+  std::optional<StlbProfile> stlb_;
+  void power_on_core(Core& k);
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;

@@ -180,11 +180,64 @@ constexpr const char* kIntelGnrIo = R"({
   "sim": {"mem_bandwidth_mbps": 40000}
 })";
 
+// A 4th Gen Xeon Scalable (Sapphire Rapids, family 6 model 0x8F), one
+// package of four cores with two threads each (CPU n and n+4 are siblings,
+// as Linux numbers them), with STLB QoS, the model-specific feature the
+// Intel RDT architecture specification's Appendix A.3 lists for it. The
+// STLB's CLOS count and mask length are not published: 8 CLOS (the
+// specification's own NCLOS = 7 example) and 8 ways (the mask field's
+// width) are ours.
+constexpr const char* kIntelStlb = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8,
+  "cpus": [
+    {"cpu": 0, "package": 0, "core": 0, "l2": 0, "l3": 0},
+    {"cpu": 1, "package": 0, "core": 1, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "core": 2, "l2": 2, "l3": 0},
+    {"cpu": 3, "package": 0, "core": 3, "l2": 3, "l3": 0},
+    {"cpu": 4, "package": 0, "core": 0, "l2": 0, "l3": 0},
+    {"cpu": 5, "package": 0, "core": 1, "l2": 1, "l3": 0},
+    {"cpu": 6, "package": 0, "core": 2, "l2": 2, "l3": 0},
+    {"cpu": 7, "package": 0, "core": 3, "l2": 3, "l3": 0}],
+  "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
+  "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "stlb": {"num_closid": 8, "cbm_len": 8, "fill": true, "alias": true},
+  "sim": {"mem_bandwidth_mbps": 40000}
+})";
+
+// An Intel TCC part of Table B-8 (Intel RDT architecture specification,
+// Appendix B): the 11th Gen Core i7-1185GRE (Tiger Lake UP3: family 6,
+// model 0x8C, stepping 1), four cores with two threads each and a 12 MiB
+// L3. CPUID enumerates no RDT at all; the L3 CAT is found by model and brand
+// string (4 CLOS, 12-bit masks, from the table), STLB QoS through
+// IA32_CORE_CAPABILITIES (Appendix A.3 lists the 11th Gen UP3 TCC parts; its
+// 4 CLOS and 8 ways are ours, not published). Without our mount options a
+// kernel would find nothing to offer here, and so does the daemon.
+constexpr const char* kIntelTcc = R"({
+  "vendor": "GenuineIntel", "family": 6, "model": 140, "stepping": 1,
+  "brand": "11th Gen Intel(R) Core(TM) i7-1185GRE @ 2.80GHz",
+  "cpus": [
+    {"cpu": 0, "package": 0, "core": 0, "l2": 0, "l3": 0},
+    {"cpu": 1, "package": 0, "core": 0, "l2": 0, "l3": 0},
+    {"cpu": 2, "package": 0, "core": 1, "l2": 1, "l3": 0},
+    {"cpu": 3, "package": 0, "core": 1, "l2": 1, "l3": 0},
+    {"cpu": 4, "package": 0, "core": 2, "l2": 2, "l3": 0},
+    {"cpu": 5, "package": 0, "core": 2, "l2": 2, "l3": 0},
+    {"cpu": 6, "package": 0, "core": 3, "l2": 3, "l3": 0},
+    {"cpu": 7, "package": 0, "core": 3, "l2": 3, "l3": 0}],
+  "l3_size_bytes": 12582912, "l2_size_bytes": 1310720,
+  "stlb": {"num_closid": 4, "cbm_len": 8, "fill": false, "alias": true},
+  "sim": {"mem_bandwidth_mbps": 25000}
+})";
+
 const std::map<std::string, const char*>& builtins() {
   static const std::map<std::string, const char*> m = {
-      {"intel-2s", kIntel2s},       {"intel-l2", kIntelL2},   {"intel-cmt", kIntelCmt},
-      {"amd-2s", kAmd2s},           {"intel-snc", kIntelSnc}, {"intel-aet", kIntelAet},
-      {"intel-gnr-io", kIntelGnrIo}};
+      {"intel-2s", kIntel2s},        {"intel-l2", kIntelL2},
+      {"intel-cmt", kIntelCmt},      {"amd-2s", kAmd2s},
+      {"intel-snc", kIntelSnc},      {"intel-aet", kIntelAet},
+      {"intel-gnr-io", kIntelGnrIo}, {"intel-stlb", kIntelStlb},
+      {"intel-tcc", kIntelTcc}};
   return m;
 }
 
@@ -693,6 +746,41 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io_rdt, checked(j.find("io_rdt")));
   if (io_rdt) RESCTRLFS_RETURN_IF_ERROR(parse_io_rdt(p, *io_rdt));
 
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> stlb, checked(j.find("stlb")));
+  if (stlb) {
+    if (p.amd()) return bad("\"stlb\" (STLB QoS) is Intel's");
+    RESCTRLFS_RETURN_IF_ERROR(checked(stlb->object()));
+    StlbProfile st;
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t closids, get_u64(*stlb, "num_closid", 8));
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t cbm_len, get_u64(*stlb, "cbm_len", 8));
+    // NCLOS is a 6-bit field; the mask register's WAY_MASK is 8 bits.
+    if (closids < 1 || closids > 64) return bad("stlb.num_closid must be 1..64");
+    if (cbm_len < 1 || cbm_len > 8) return bad("stlb.cbm_len must be 1..8");
+    st.num_closid = static_cast<unsigned>(closids);
+    st.cbm_len = static_cast<unsigned>(cbm_len);
+    RESCTRLFS_ASSIGN_OR_RETURN(st.fill, get_bool(*stlb, "fill", false));
+    RESCTRLFS_ASSIGN_OR_RETURN(st.alias, get_bool(*stlb, "alias", true));
+    p.stlb = st;
+    leaf(p, CPUID_LEAF_EXT_FEATURES, 0).edx |= CPUID_7_EDX_CORE_CAPABILITIES;
+  }
+  if (j.has("brand")) {
+    Result<std::string> brand = j.string_at("brand", 48);
+    if (!brand.ok() || brand->size() > 47 || brand->find('\0') != std::string::npos)
+      return bad("\"brand\" must be a string of at most 47 characters");
+    char buf[48] = {};
+    std::memcpy(buf, brand->data(), brand->size());
+    for (uint32_t k = 0; k < 3; ++k) {
+      CpuidRegs r;
+      std::memcpy(&r.eax, buf + 16 * k, 4);
+      std::memcpy(&r.ebx, buf + 16 * k + 4, 4);
+      std::memcpy(&r.ecx, buf + 16 * k + 8, 4);
+      std::memcpy(&r.edx, buf + 16 * k + 12, 4);
+      set_leaf(p, CPUID_LEAF_BRAND_FIRST + k, 0, r);
+    }
+    if (leaf(p, CPUID_LEAF_EXT_MAX, 0).eax < CPUID_LEAF_BRAND_LAST)
+      leaf(p, CPUID_LEAF_EXT_MAX, 0).eax = CPUID_LEAF_BRAND_LAST;
+  }
+
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> cpuid, checked(j.find("cpuid")));
   if (cpuid) {
     RESCTRLFS_ASSIGN_OR_RETURN(auto leaves, parse_cpuid_leaves(*cpuid, "cpuid"));
@@ -764,9 +852,15 @@ x86::Topology Profile::topology() const {
   t.l2_id.assign(nr_cpus, -1);
   t.l3_id.assign(nr_cpus, -1);
   t.node.assign(nr_cpus, -1);
+  t.core.assign(nr_cpus, -1);
+  // A machine-wide core id: the (package, core) pairs numbered in CPU order.
+  std::map<std::pair<int, int>, int> core_ids;
   for (unsigned c = 0; c < nr_cpus && c < cpus.size(); ++c) {
     if (cpus[c].cpu < 0) continue;
     t.online.set(c);
+    t.core[c] =
+        core_ids.try_emplace({cpus[c].package, cpus[c].core}, static_cast<int>(core_ids.size()))
+            .first->second;
     t.package[c] = cpus[c].package;
     t.l2_id[c] = cpus[c].l2;
     t.l3_id[c] = cpus[c].l3;
@@ -778,8 +872,9 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s",  "intel-bdx", "intel-l2",     "intel-cmt", "amd-2s", "amd-io",
-          "intel-snc", "intel-aet", "intel-gnr-io", "intel-cba", "host"};
+  return {"intel-2s",  "intel-bdx",  "intel-l2",     "intel-cmt", "amd-2s",
+          "amd-io",    "intel-snc",  "intel-aet",    "intel-gnr-io", "intel-cba",
+          "intel-stlb", "intel-tcc", "host"};
 }
 
 Result<Profile> parse_profile(const std::string& json_text, const std::string& name) {

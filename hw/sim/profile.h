@@ -65,6 +65,16 @@
 //                  "devices": [{"bdf": "16:00.0", "type": "root-port" | "rceip",
 //                               "chms": [{"link": 1, "vcs": [2, 3],
 //                                         "shared": false}]}]}]},
+//     // STLB QoS (Intel, model specific; ours in the tree): CPUID.7.0:EDX[30],
+//     // IA32_CORE_CAPABILITIES bit 0 and the core-scope STLB_QOS_INFO /
+//     // STLB_QOS_MASK_n registers. num_closid 1..64, cbm_len 1..8; "fill":
+//     // STLB_FILL_TRANSLATION exists; "alias": 4K and 2M pages share the
+//     // STLB (STLB_QOS_INFO bit 30).
+//     "stlb": {"num_closid": 8, "cbm_len": 8, "fill": false, "alias": true},
+//     // The CPUID brand string (leaves 0x80000002-4, at most 48 characters).
+//     // On the Intel TCC parts of the RDT specification's Table B-8 it is
+//     // what finds their non-enumerated L3 CAT (with family and model).
+//     "brand": "11th Gen Intel(R) Core(TM) i7-1185GRE @ 2.80GHz",
 //     // Workload model.
 //     "sim": {"mem_bandwidth_mbps": 20000, "mbm_hw_counters": 0,
 //             "occupancy_fill_ms": 50, "occupancy_decay_ms": 1000}
@@ -123,6 +133,14 @@ struct IoRdtProfile {
   bool cat = false, cmt = false, mbm = false;
 };
 
+// STLB QoS as the profile describes it (see "stlb" above).
+struct StlbProfile {
+  unsigned num_closid = 8;
+  unsigned cbm_len = 8;
+  bool fill = false;
+  bool alias = true;
+};
+
 struct Profile {
   std::string name;
   std::string vendor;
@@ -138,6 +156,7 @@ struct Profile {
   x86::RdtOptions rdt;  // the rdt= boot parameter
   std::vector<TelemetryAggregator> telemetry;
   std::optional<IoRdtProfile> io_rdt;
+  std::optional<StlbProfile> stlb;
   SimParams sim;
 
   bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }

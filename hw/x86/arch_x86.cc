@@ -140,6 +140,8 @@ uint32_t X86Arch::ctrl_msr(ResourceId rid, uint32_t idx) const {
       return L3QOS_SLOW_BW_CONTROL_0 + idx;
     case ResourceId::CB:
       return IA32_QOS_CORE_BW_THRTL_0 + idx / CBA_CLOS_PER_MSR;
+    case ResourceId::STLB:
+      return STLB_QOS_MASK_0 + idx;
     case ResourceId::PERF_PKG:
       break;  // monitor-only: no control registers
   }
@@ -761,9 +763,12 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
 // ---- CPU hotplug.
 
 int X86Arch::ctrl_domain_id_of(ResourceId rid, unsigned cpu) const {
-  // L2 controls are per L2 cache; L3, MB and SMBA per L3 cache (the scopes
-  // decode_platform() used to build the domain lists).
-  const std::vector<int>& ids = rid == ResourceId::L2 ? info_.cpu_l2_id : info_.cpu_l3_id;
+  // L2 controls are per L2 cache; L3, MB and SMBA per L3 cache; STLB per
+  // core (the scopes decode_platform() and decode_stlb() used to build the
+  // domain lists).
+  const std::vector<int>& ids = rid == ResourceId::L2     ? info_.cpu_l2_id
+                                : rid == ResourceId::STLB ? info_.cpu_core
+                                                          : info_.cpu_l3_id;
   return cpu < ids.size() ? ids[cpu] : -1;
 }
 
@@ -952,8 +957,10 @@ Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid
   drop_baselines();
   const Resource& res = info_.res(rid);
   const int di = ctrl_domain_index(rid, domain_id);
-  if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_cache() || di < 0 ||
-      cdp_enabled(rid) || closid >= res.num_closid || (cbm & ~res.cache.full_mask()) != 0)
+  // Only the caches: a TLB region cannot be loaded and locked.
+  if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_cache() ||
+      rid == ResourceId::STLB || di < 0 || cdp_enabled(rid) || closid >= res.num_closid ||
+      (cbm & ~res.cache.full_mask()) != 0)
     return Error::make(EINVAL);
   if (locked_.count({rid, domain_id}) != 0) return Error::make(EBUSY);
   RESCTRLFS_RETURN_IF_ERROR(update_ctrls({{rid, ConfType::NONE, domain_id, closid, cbm}}));

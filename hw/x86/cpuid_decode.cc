@@ -265,6 +265,11 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   info.cpu_l3_id = topo.l3_id;
   info.cpu_node = topo.node;
   info.cpu_node.resize(topo.nr_cpus, -1);
+  info.cpu_core = topo.core;
+  info.cpu_core.resize(topo.nr_cpus, -1);
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (info.cpu_core[c] < 0 && c < topo.l2_id.size()) info.cpu_core[c] = topo.l2_id[c];
+  }
   info.cpu_package.resize(topo.nr_cpus, 0);
   info.cpu_l2_id.resize(topo.nr_cpus, -1);
   info.cpu_l3_id.resize(topo.nr_cpus, -1);
@@ -332,6 +337,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
       if ((r.ecx & CPUID_10_5_ECX_LINEAR) != 0 && max_level >= 1 && max_level < MAX_MBA_BW) {
         const unsigned gran = MAX_MBA_BW / (max_level + 1);
         cb.alloc_capable = true;
+        cb.mount_option = "cba";
         cb.num_closid = (r.edx & CPUID_10_EDX_COS_MAX_MASK) + 1;
         cb.membw.delay_linear = true;
         cb.membw.arch_needs_linear = true;
@@ -376,6 +382,27 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
         l3.cache.shareable_bits = 0xC0000;
         l3.cache.min_cbm_bits = 2;
       }
+    }
+  }
+  // Intel TCC parts: L3 CAT at the architectural registers with neither
+  // CPUID enumeration nor the kernel's support (the kernel probes only the
+  // Haswell server), so the L3 is ours, shown with the `tccl3` mount option.
+  // The parameters are Table B-8's; no CDP; and, because an integrated GPU
+  // may fill every way whatever the masks say (the specification: consider
+  // every way shared with the GPU), every way is a shareable bit: bit_usage
+  // shows each way as used by hardware ('H', or 'X' where a group's mask
+  // also covers it) and, as for any shareable bit, no group can make a way
+  // exclusive.
+  if (intel && !l3.alloc_capable && !opts.forced_off("l3cat") && max_ext >= CPUID_LEAF_BRAND_LAST) {
+    if (auto part = tcc_l3_part(info.family, info.model, cpuid_brand(src, cpu))) {
+      l3.alloc_capable = true;
+      l3.num_closid = part->num_closid;
+      l3.cache.cbm_len = part->cbm_len;
+      l3.cache.shareable_bits = l3.cache.full_mask();
+      l3.cache.min_cbm_bits = 1;
+      l3.cache.cdp_capable = false;
+      l3.cache.sparse_masks = false;
+      l3.mount_option = "tccl3";
     }
   }
   if (l3.alloc_capable) {
@@ -470,6 +497,143 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   }
   info.pseudo_lock_capable = prefetch_disable_bits(info.vendor, info.family, info.model) != 0;
   return info;
+}
+
+std::string cpuid_brand(const CpuidSource& src, unsigned cpu) {
+  if (src.cpuid(cpu, CPUID_LEAF_EXT_MAX, 0).eax < CPUID_LEAF_BRAND_LAST) return "";
+  std::string out;
+  for (uint32_t leaf = CPUID_LEAF_BRAND_FIRST; leaf <= CPUID_LEAF_BRAND_LAST; ++leaf) {
+    const CpuidRegs r = src.cpuid(cpu, leaf, 0);
+    for (uint32_t v : {r.eax, r.ebx, r.ecx, r.edx})
+      for (int b = 0; b < 4; ++b) out += static_cast<char>((v >> (8 * b)) & 0xFF);
+  }
+  out = out.substr(0, out.find('\0'));
+  const size_t first = out.find_first_not_of(' ');
+  if (first == std::string::npos) return "";
+  return out.substr(first, out.find_last_not_of(' ') + 1 - first);
+}
+
+namespace {
+
+// Table B-8 of the Intel RDT architecture specification (Appendix B), per
+// part: its brand-string name, the family-6 model of its product generation,
+// CLOSIDs, mask length. The scanned table's columns are misaligned in
+// places; the CLOS count is given once per product generation and applies
+// to each of its parts, the mask length per part as the rows read.
+constexpr TccL3Part kTccL3Parts[] = {
+    // Intel Atom x6000E (Elkhart Lake): 4 CLOS.
+    {"x6427FE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    {"x6425RE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    {"x6414RE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    {"x6212RE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    {"x6200FE", INTEL_FAM6_ATOM_TREMONT, 4, 8},
+    {"X6416RE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    {"X6214RE", INTEL_FAM6_ATOM_TREMONT, 4, 16},
+    // Intel Atom x7000E (Alder Lake-N): 16 CLOS.
+    {"x7211E", INTEL_FAM6_ATOM_GRACEMONT, 16, 12},
+    {"x7425E", INTEL_FAM6_ATOM_GRACEMONT, 16, 12},
+    {"x7213E", INTEL_FAM6_ATOM_GRACEMONT, 16, 12},
+    // 11th Gen Intel Core (UP3-Series): 4 CLOS.
+    {"i7-1185GRE", INTEL_FAM6_TIGERLAKE_L, 4, 12},
+    {"i5-1145GRE", INTEL_FAM6_TIGERLAKE_L, 4, 8},
+    {"i3-1115GRE", INTEL_FAM6_TIGERLAKE_L, 4, 12},
+    // Intel Xeon W (TGL-H): 4 CLOS.
+    {"W-11865MRE", INTEL_FAM6_TIGERLAKE, 4, 12},
+    {"W-11865MLE", INTEL_FAM6_TIGERLAKE, 4, 12},
+    {"W-11555MRE", INTEL_FAM6_TIGERLAKE, 4, 8},
+    {"W-11555MLE", INTEL_FAM6_TIGERLAKE, 4, 8},
+    {"W-11155MRE", INTEL_FAM6_TIGERLAKE, 4, 8},
+    {"W-11155MLE", INTEL_FAM6_TIGERLAKE, 4, 8},
+    // 12th Gen Intel Core (S-Series): 16 CLOS.
+    {"i9-12900E", INTEL_FAM6_ALDERLAKE, 16, 12},
+    {"i7-12700E", INTEL_FAM6_ALDERLAKE, 16, 10},
+    {"i5-12500E", INTEL_FAM6_ALDERLAKE, 16, 12},
+    {"i3-12100E", INTEL_FAM6_ALDERLAKE, 16, 12},
+    // 13th Gen Intel Core (P-Series, with its U and H parts): 16 CLOS.
+    {"i7-1365UE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i7-1365URE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i5-1345UE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i5-1345URE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i3-1335UE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i3-1315UE", INTEL_FAM6_RAPTORLAKE_P, 16, 10},
+    {"i3-1315URE", INTEL_FAM6_RAPTORLAKE_P, 16, 10},
+    {"i7-1370PE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i7-1370PRE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i5-1350PE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i5-1350PRE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i3-1340PE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i3-1320PE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i3-1320PRE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i7-13800HE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i7-13800HRE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i5-13600HE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i5-13600HRE", INTEL_FAM6_RAPTORLAKE_P, 16, 12},
+    {"i3-13300HE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    {"i3-13300HRE", INTEL_FAM6_RAPTORLAKE_P, 16, 8},
+    // 13th Gen Intel Core (S-Series): 16 CLOS.
+    {"i9-13900E", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i9-13900TE", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i7-13700E", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i7-13700TE", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i5-13500E", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i5-13500TE", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i5-13400E", INTEL_FAM6_RAPTORLAKE, 16, 10},
+    {"i3-13100E", INTEL_FAM6_RAPTORLAKE, 16, 12},
+    {"i3-13100TE", INTEL_FAM6_RAPTORLAKE, 16, 12},
+};
+
+// Whether `brand` names `sku` as a whole word ("i5-13500E" is not
+// "i5-13500TE", nor "i5-13500E" inside a longer name).
+bool names_sku(const std::string& brand, const char* sku) {
+  const size_t n = std::strlen(sku);
+  for (size_t pos = brand.find(sku); pos != std::string::npos; pos = brand.find(sku, pos + 1)) {
+    const bool start = pos == 0 || brand[pos - 1] == ' ';
+    const bool end = pos + n == brand.size() || brand[pos + n] == ' ';
+    if (start && end) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<TccL3Part> tcc_l3_part(unsigned family, unsigned model, const std::string& brand) {
+  if (family != 6) return std::nullopt;
+  for (const TccL3Part& p : kTccL3Parts) {
+    // Some 13th Gen S-Series parts are built on the 12th Gen die (its model
+    // number): the brand decides there.
+    const bool model_ok =
+        p.model == model || (p.model == INTEL_FAM6_RAPTORLAKE && model == INTEL_FAM6_ALDERLAKE);
+    if (model_ok && names_sku(brand, p.sku)) return p;
+  }
+  return std::nullopt;
+}
+
+void decode_stlb(X86Platform& info, const CpuidSource& src, MsrDevice& msr) {
+  Resource& r = info.resources[static_cast<int>(ResourceId::STLB)];
+  r = Resource{};
+  r.rid = ResourceId::STLB;
+  const unsigned cpu = info.online.first();
+  if (info.vendor != "GenuineIntel" || cpu >= info.nr_cpus) return;
+  if (src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax < CPUID_LEAF_EXT_FEATURES) return;
+  if ((src.cpuid(cpu, CPUID_LEAF_EXT_FEATURES, 0).edx & CPUID_7_EDX_CORE_CAPABILITIES) == 0) return;
+  auto caps = msr.read(cpu, IA32_CORE_CAPABILITIES);
+  if (!caps.ok() || (*caps & CORE_CAPABILITIES_STLB_QOS) == 0) return;
+  auto qi = msr.read(cpu, STLB_QOS_INFO);
+  if (!qi.ok()) return;
+  const unsigned len =
+      static_cast<unsigned>((*qi >> STLB_QOS_INFO_CBM_SHIFT) & STLB_QOS_INFO_CBM_MASK) + 1;
+  if (len > STLB_QOS_MAX_CBM_LEN) return;
+  r.alloc_capable = true;
+  r.num_closid = static_cast<unsigned>(*qi & STLB_QOS_INFO_NCLOS_MASK) + 1;
+  r.cache.cbm_len = len;
+  r.cache.min_cbm_bits = 1;
+  r.mount_option = "stlb";
+  std::map<int, CpuMask> by_core;
+  for (unsigned c = 0; c < info.nr_cpus && c < info.cpu_core.size(); ++c) {
+    if (!info.online.test(c) || info.cpu_core[c] < 0) continue;
+    by_core.try_emplace(info.cpu_core[c], CpuMask(info.nr_cpus)).first->second.set(c);
+  }
+  for (auto& [id, mask] : by_core) r.ctrl_domains.push_back(CtrlDomain{id, mask});
 }
 
 uint64_t prefetch_disable_bits(const std::string& vendor, unsigned family, unsigned model) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ struct Topology {
   std::vector<int> l2_id;    // per CPU, -1 if none
   std::vector<int> l3_id;    // per CPU, -1 if none
   std::vector<int> node;     // NUMA node per CPU, -1 if unknown (then no SNC)
+  // Physical core per CPU, a machine-wide id (SMT siblings share it); empty
+  // or -1: unknown, and the L2 id stands in (one L2 per core on the parts
+  // with STLB QoS, the only user).
+  std::vector<int> core;
   // Cache sizes used when CPUID leaf 4 / 0x8000001D does not describe them.
   uint64_t l2_size_bytes = 0;
   uint64_t l3_size_bytes = 0;
@@ -70,6 +75,35 @@ unsigned snc_nodes_per_l3(const std::string& vendor, unsigned family, unsigned m
 // rdt=l3cat, and up to stepping 4 so are cmt, mbmtotal and mbmlocal).
 X86Platform decode_platform(const CpuidSource& src, const Topology& topo,
                             MsrDevice* probe = nullptr, const RdtOptions& options = {});
+
+// STLB QoS (ours in the tree; Intel RDT architecture specification,
+// Appendix B): fills info's STLB resource when CPUID.7.0:EDX[30] is set and
+// IA32_CORE_CAPABILITIES bit 0 says so, from STLB_QOS_INFO read on the first
+// online CPU through `msr`: NCLOS + 1 CLOSIDs, a 4K_2M_CBM + 1 bit
+// contiguous mask (at least one bit, no shareable bits, no CDP), one control
+// domain per physical core (PlatformInfo::cpu_core). Leaves it absent when
+// a read fails (a broker that does not allow it, a part without the
+// registers) or the mask length exceeds the 8-bit mask field. Shown only
+// with the `stlb` mount option. Enumeration reads registers, so it is a
+// separate step from decode_platform(), for the callers that can reach them.
+void decode_stlb(X86Platform& info, const CpuidSource& src, MsrDevice& msr);
+
+// The non-enumerated L3 CAT of Intel TCC parts (Intel RDT architecture
+// specification, Appendix B, Table B-8): CLOSIDs and mask length for a
+// family-6 `model` whose CPUID brand string names a listed part, or
+// nullopt. Table B-8 names parts by brand string only; the model numbers
+// are those of the parts' product generations.
+struct TccL3Part {
+  const char* sku;  // as it appears in the brand string, e.g. "i7-1185GRE"
+  unsigned model;
+  unsigned num_closid;
+  unsigned cbm_len;
+};
+std::optional<TccL3Part> tcc_l3_part(unsigned family, unsigned model, const std::string& brand);
+
+// The CPUID brand string (leaves 0x80000002-0x80000004), leading and
+// trailing blanks removed; empty when the CPU has none.
+std::string cpuid_brand(const CpuidSource& src, unsigned cpu);
 
 // The MBM errata correction (Intel SKX99 / BDF102): counts of RMIDs above
 // `rmid_threshold` are multiplied by `factor`. Absent (factor 0) on

@@ -94,6 +94,43 @@ inline constexpr uint64_t L3_QOS_EXT_CFG_SDCIAE_EN = 1ULL << 1;
 // (index 0: mbm_total_bytes, index 1: mbm_local_bytes).
 inline constexpr uint32_t QOS_EVT_CFG_0 = 0xC0000400;
 
+// ---- STLB QoS (Intel, model specific; ours in the tree): the Intel RDT
+// architecture specification, Appendix B ("STLB QoS"). CAT for the
+// second-level TLB: the CLOS in a thread's PQR_ASSOC picks the way mask that
+// applies when a TLB miss fills the 4K/2M STLB. Every register is core
+// scope (one set per physical core, shared by its SMT threads).
+//
+// IA32_CORE_CAPABILITIES exists when CPUID.7.0:EDX[30] is set; its bit 0
+// (read-only) says the core has STLB QoS.
+inline constexpr uint32_t IA32_CORE_CAPABILITIES = 0xCF;
+inline constexpr uint64_t CORE_CAPABILITIES_STLB_QOS = 1ULL << 0;
+// STLB_QOS_INFO (read-only). NCLOS: the number of STLB CLOS minus one.
+// The specification's table prints its bit range as "5.0"; we read it as
+// bits 5:0 (the specification's example, NCLOS = 7, fits either that or
+// 3:0, and STLB_FILL_TRANSLATION's 4-bit CLOS field would suggest 3:0; no
+// other public source gives the layout). 4K_2M_CBM (19:16): mask length
+// minus one. Bit 29: STLB_FILL_TRANSLATION is implemented. Bit 30: 4K and
+// 2M translations share one structure. The other bits are reserved.
+inline constexpr uint32_t STLB_QOS_INFO = 0x1A8F;
+inline constexpr uint64_t STLB_QOS_INFO_NCLOS_MASK = 0x3F;
+inline constexpr unsigned STLB_QOS_INFO_CBM_SHIFT = 16;
+inline constexpr uint64_t STLB_QOS_INFO_CBM_MASK = 0xF;
+inline constexpr uint64_t STLB_QOS_INFO_TRANSLATION_MSR = 1ULL << 29;
+inline constexpr uint64_t STLB_QOS_INFO_4K_2M_ALIAS = 1ULL << 30;
+// STLB_QOS_MASK_n = 0x1A90 + n for n <= NCLOS: WAY_MASK in bits 7:0, a
+// contiguous run of ones; any other index #GPs. The mask field is 8 bits
+// wide although 4K_2M_CBM could describe up to 16: a longer length than 8
+// is refused by the decoder (no mask could hold it).
+inline constexpr uint32_t STLB_QOS_MASK_0 = 0x1A90;
+inline constexpr uint64_t STLB_QOS_MASK_WAY_MASK = 0xFF;
+inline constexpr unsigned STLB_QOS_MAX_CBM_LEN = 8;
+// STLB_FILL_TRANSLATION (write-only, present when STLB_QOS_INFO bit 29 is
+// set): bits 3:0 CLOS, bit 10 X (executable page), bit 11 RW (writable
+// page), bits 63:12 the linear address to fill; bits 9:4 are reserved.
+inline constexpr uint32_t STLB_FILL_TRANSLATION = 0x1A8E;
+inline constexpr uint64_t STLB_FILL_CLOS_MASK = 0xF;
+inline constexpr uint64_t STLB_FILL_RESERVED = 0x3F0;
+
 // Hardware prefetcher control (Intel, per core). Not an RDT register, but
 // the cache pseudo-locking sequence turns prefetchers off through it on the
 // locking CPU while the region is loaded, then restores the saved value.
@@ -203,6 +240,9 @@ inline constexpr uint32_t CPUID_LEAF_PQM = 0xF;           // RDT monitoring
 inline constexpr uint32_t CPUID_LEAF_PQE = 0x10;          // RDT allocation
 inline constexpr uint32_t CPUID_LEAF_EXT_MAX = 0x80000000;
 inline constexpr uint32_t CPUID_LEAF_AMD_EXT_FEATURES = 0x80000001;
+// The processor brand string, 16 bytes per leaf (EAX, EBX, ECX, EDX).
+inline constexpr uint32_t CPUID_LEAF_BRAND_FIRST = 0x80000002;
+inline constexpr uint32_t CPUID_LEAF_BRAND_LAST = 0x80000004;
 inline constexpr uint32_t CPUID_LEAF_AMD_L2_L3 = 0x80000006;  // ECX[31:16]: L2 KiB
 inline constexpr uint32_t CPUID_LEAF_AMD_EXT_IDS = 0x80000008;
 inline constexpr uint32_t CPUID_LEAF_AMD_LWP = 0x8000001C;  // LWP capabilities
@@ -212,6 +252,8 @@ inline constexpr uint32_t CPUID_LEAF_AMD_PQE_EXT = 0x80000020;
 // CPUID.7.0:EBX
 inline constexpr uint32_t CPUID_7_EBX_PQM = 1U << 12;  // RDT-M / PQM ("cqm")
 inline constexpr uint32_t CPUID_7_EBX_PQE = 1U << 15;  // RDT-A / PQE ("rdt_a")
+// CPUID.7.0:EDX bit 30: IA32_CORE_CAPABILITIES exists (STLB QoS, above).
+inline constexpr uint32_t CPUID_7_EDX_CORE_CAPABILITIES = 1U << 30;
 // CPUID.0xF.0:EDX bit 1: L3 monitoring; EBX: highest RMID of any resource.
 inline constexpr uint32_t CPUID_F_0_EDX_L3 = 1U << 1;
 // CPUID.0xF.1: EAX[7:0] counter width offset, EBX upscaling factor,
@@ -305,5 +347,19 @@ inline constexpr unsigned kMbaMinMaxModels[] = {
 // and Sierra Forest (RDT architecture specification, Appendix A.2).
 inline constexpr unsigned kRaMbaModels[] = {INTEL_FAM6_GRANITERAPIDS_X,
                                             INTEL_FAM6_ATOM_CRESTMONT_X};
+
+// Parts with the model-specific, non-enumerated L3 CAT of Intel TCC SKUs
+// (Intel RDT architecture specification, Appendix B, Table B-8). The table
+// names parts by brand string; the family-6 model numbers of their product
+// generations are the ones Linux's intel-family.h gives those generations
+// (Elkhart Lake = Atom x6000E, Alder Lake-N = Atom x7000E, Tiger Lake
+// UP3 and H, Alder Lake-S, Raptor Lake-P and -S).
+inline constexpr unsigned INTEL_FAM6_ATOM_TREMONT = 0x96;    // Atom x6000E
+inline constexpr unsigned INTEL_FAM6_ATOM_GRACEMONT = 0xBE;  // Atom x7000E
+inline constexpr unsigned INTEL_FAM6_TIGERLAKE_L = 0x8C;     // 11th Gen Core UP3
+inline constexpr unsigned INTEL_FAM6_TIGERLAKE = 0x8D;       // Xeon W-11000E (TGL-H)
+inline constexpr unsigned INTEL_FAM6_ALDERLAKE = 0x97;       // 12th Gen Core S
+inline constexpr unsigned INTEL_FAM6_RAPTORLAKE_P = 0xBA;    // 13th Gen Core P
+inline constexpr unsigned INTEL_FAM6_RAPTORLAKE = 0xB7;      // 13th Gen Core S
 
 }  // namespace resctrlfs::hw::x86

@@ -24,7 +24,7 @@ import resctrlfs_test as rt
 
 CYCLES = 5000
 PLATFORMS = ["intel-2s", "intel-bdx", "intel-l2", "intel-cmt", "amd-2s", "amd-io",
-             "intel-snc", "intel-aet", "intel-gnr-io", "host"]
+             "intel-snc", "intel-aet", "intel-gnr-io", "intel-stlb", "host"]
 # intel-cba is left out: its L3, RMIDs and monitoring are intel-gnr-io's.
 # Every so many groups one leaves a dirty RMID behind: more groups than any
 # platform has RMIDs, so that on the manual clock the pool runs dry between.

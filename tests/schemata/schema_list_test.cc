@@ -69,6 +69,22 @@ TEST_CASE("schema list: name width rule", "[schemata][list]") {
   CHECK(build_schema_list({l3}, g2).name_width == 3);
 }
 
+TEST_CASE("schema list: a resource of ours widens its own mount only", "[schemata][list]") {
+  ResourceDesc l3 = testing::intel_l3();
+  l3.cdp_capable = false;
+  ResourceDesc stlb = testing::intel_l3();
+  stlb.name = "STLB";
+  stlb.cdp_capable = false;
+  stlb.resource_index = 5;
+  stlb.extension = true;
+  unsigned global = 0;
+  const SchemaList with = build_schema_list({l3, stlb}, global);
+  CHECK(names(with) == std::vector<std::string>{"STLB", "L3"});
+  CHECK(with.name_width == 4);
+  CHECK(global == 2);  // a later mount without it prints as the kernel does
+  CHECK(build_schema_list({l3}, global).name_width == 2);
+}
+
 TEST_CASE("schema list: num_closid halves under CDP, capabilities copied", "[schemata][list]") {
   const SchemaList cdp = testing::intel_cdp().list();
   CHECK(cdp.schemas[cdp.find("L3CODE")].num_closid == 8);
