@@ -156,8 +156,9 @@ Result<void> SimMachine::attach_channel_workload(uint32_t channel, const Workloa
   if (chan == io_chans_.end())
     return Error::make(EINVAL, "no I/O RDT channel " + std::to_string(channel));
   if (w.node >= 0 && io_node_index(*chan, w.node) < 0)
-    return Error::make(EINVAL, "node " + std::to_string(w.node) + " is not a NUMA node of the L3 of " +
-                                   "I/O RDT channel " + std::to_string(channel));
+    return Error::make(EINVAL, "node " + std::to_string(w.node) +
+                                   " is not a NUMA node of the L3 of " + "I/O RDT channel " +
+                                   std::to_string(channel));
   advance_all_locked(now_us_locked());
   if (is_zero(w)) {
     chan_work_.erase(channel);
