@@ -150,7 +150,10 @@ struct FuseBridge::Impl {
     fill_stat(attr, &e.attr);
     e.attr_timeout = settings.attr_timeout_s;
     e.entry_timeout = settings.entry_timeout_s;
-    if (fuse_reply_entry(req, &e) == 0) remember(parent, attr);
+    // Known before the kernel is told: its FORGET may follow at once, on
+    // the other thread.
+    remember(parent, attr);
+    if (fuse_reply_entry(req, &e) != 0) forget_known(attr.ino, 1);
   }
 
   // ---- the operations table ----
