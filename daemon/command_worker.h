@@ -39,21 +39,6 @@ class CommandWorker {
     job();
   }
 
-  // Runs `job` on the worker and waits for it.
-  void run_sync(const Job& job) {
-    std::mutex done_mu;
-    std::condition_variable done_cv;
-    bool done = false;
-    post([&] {
-      job();
-      std::lock_guard<std::mutex> lock(done_mu);
-      done = true;
-      done_cv.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(done_mu);
-    done_cv.wait(lock, [&] { return done; });
-  }
-
   // Runs what is queued, then ends the thread. Idempotent.
   void stop() {
     {

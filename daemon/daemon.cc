@@ -171,15 +171,15 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   }
 
   if (!opts_.control_socket.empty()) {
-    Result<std::unique_ptr<ControlServer>> cs =
-        ControlServer::create(io_, opts_.control_socket, [this](std::string_view line) {
-          // A command like any other: after the one running.
-          std::string reply;
-          worker_->run_sync([&] {
-            reply = handle_control_line(*this, line);
+    Result<std::unique_ptr<ControlServer>> cs = ControlServer::create(
+        io_, opts_.control_socket, [this](std::string line, ControlServer::Done done) {
+          // A command like any other: after the one running; the loop goes
+          // on meanwhile and writes the reply when it comes.
+          worker_->post([this, line = std::move(line), done = std::move(done)] {
+            std::string reply = handle_control_line(*this, line);
             flush_invalidations();
+            done(std::move(reply));
           });
-          return reply;
         });
     if (!cs.ok()) {
       shutdown("start-up failed");
