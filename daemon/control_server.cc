@@ -45,7 +45,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return;  // EOF or error: the session ends with its last handler
     std::string line(asio::buffers_begin(buf_.data()), asio::buffers_begin(buf_.data()) + n);
     buf_.consume(n);
-    reply((*handler_)(line), false);
+    auto self = shared_from_this();
+    (*handler_)(std::move(line), [self](std::string text) {
+      // From any thread: the socket is the loop's.
+      asio::post(self->sock_.get_executor(),
+                 [self, text = std::move(text)]() mutable { self->reply(std::move(text), false); });
+    });
   }
 
   void reply(std::string text, bool close_after) {

@@ -1,7 +1,9 @@
 // Defines ControlServer: the Unix stream socket of --control, served on the
 // daemon's Boost.Asio loop. Each connection sends JSON lines and gets one
-// reply line per request, produced by a handler running on the loop thread
-// (so it may call fs/ and the simulator without further locking).
+// reply line per request, in order: the handler is called on the loop thread
+// with the line and a `done` callback, which it (or whatever thread it hands
+// the request to) calls once with the reply; the reply is written on the
+// loop, and the connection's next line is read after it.
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74 misses it under C++20
@@ -18,7 +20,8 @@ namespace resctrlfs::daemon {
 
 class ControlServer {
  public:
-  using Handler = std::function<std::string(std::string_view line)>;
+  using Done = std::function<void(std::string reply)>;
+  using Handler = std::function<void(std::string line, Done done)>;
 
   // Binds `path` (mode 0600). A stale socket file is replaced; a socket a
   // live process still accepts on is EADDRINUSE.

@@ -119,6 +119,14 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   bridge_->set_request_hook([this](uint32_t opcode) {
     if (needs_task_events(opcode)) drain_proc();
   });
+  worker_ = std::make_unique<CommandWorker>();
+  bridge_->set_command_runner([this](std::function<void()> job) {
+    worker_->post([this, job = std::move(job)] {
+      job();
+      // The reply is out: now the kernel may be told about what fs/ changed.
+      flush_invalidations();
+    });
+  });
   bridge_->set_commit_hook([this] {
     commit_journal();
     // Serialising the boot state (the RMID order alone is num_rmids numbers)
@@ -163,11 +171,15 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   }
 
   if (!opts_.control_socket.empty()) {
-    Result<std::unique_ptr<ControlServer>> cs =
-        ControlServer::create(io_, opts_.control_socket, [this](std::string_view line) {
-          std::string reply = handle_control_line(*this, line);
-          flush_invalidations();
-          return reply;
+    Result<std::unique_ptr<ControlServer>> cs = ControlServer::create(
+        io_, opts_.control_socket, [this](std::string line, ControlServer::Done done) {
+          // A command like any other: after the one running; the loop goes
+          // on meanwhile and writes the reply when it comes.
+          worker_->post([this, line = std::move(line), done = std::move(done)] {
+            std::string reply = handle_control_line(*this, line);
+            flush_invalidations();
+            done(std::move(reply));
+          });
         });
     if (!cs.ok()) {
       shutdown("start-up failed");
@@ -292,25 +304,33 @@ void Daemon::arm_timer() {
   timer_.expires_after(kTickInterval);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
-    // With a manual clock the workers run only when the clock is advanced.
-    hw::SimControl* s = parts_->backend.sim;
-    if (s == nullptr || !s->manual_clock()) {
-      parts_->fs->tick(fs_now());
-      flush_invalidations();
-    }
-    // Forks and exits since the last command, and what a failed command did
-    // before it failed (tasks moved before a bad pid): fs/ reports nothing
-    // when nothing changed, so this costs nothing on an idle daemon.
-    commit_journal();
-    // The log's records go into a new snapshot once a second, off the path
-    // of any command.
-    compact_journal();
-    if (boot_state_dirty_) {
-      boot_state_dirty_ = false;
-      save_boot_state();
-    }
+    // One tick at a time waits for the worker: behind a command stuck on a
+    // slow broker, the ticks of the wait are one tick (fs/ measures the
+    // time since the last one).
+    if (!tick_queued_.exchange(true)) worker_->post([this] { tick_work(); });
     arm_timer();
   });
+}
+
+void Daemon::tick_work() {
+  tick_queued_ = false;
+  // With a manual clock the workers run only when the clock is advanced.
+  hw::SimControl* s = parts_->backend.sim;
+  if (s == nullptr || !s->manual_clock()) {
+    parts_->fs->tick(fs_now());
+    flush_invalidations();
+  }
+  // Forks and exits since the last command, and what a failed command did
+  // before it failed (tasks moved before a bad pid): fs/ reports nothing
+  // when nothing changed, so this costs nothing on an idle daemon.
+  commit_journal();
+  // The log's records go into a new snapshot once a second, off the path
+  // of any command.
+  compact_journal();
+  if (boot_state_dirty_) {
+    boot_state_dirty_ = false;
+    save_boot_state();
+  }
 }
 
 void Daemon::flush_invalidations() {
@@ -333,6 +353,9 @@ void Daemon::shutdown(const char* why) {
   if (proc_fd_) proc_fd_->close(ec);
   for (auto& d : fork_fds_) d->close(ec);
   if (fuse_fd_) fuse_fd_->close(ec);
+  // The commands queued so far run (and reply) first; from now on
+  // everything runs on this thread.
+  if (worker_) worker_->stop();
   if (parts_ && fs_mounted_) {
     // A user's unmount resets everything, like the kernel's, so nothing is
     // left to restore; a daemon stopped by a signal keeps its journal and

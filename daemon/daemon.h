@@ -1,8 +1,13 @@
 // Defines Daemon: one mounted resctrlfs instance and its Boost.Asio event
-// loop. The loop thread owns the FUSE session fd, the 1000 ms timer driving
-// fs::Filesystem::tick, the task event sources (fork tracepoint, proc
-// connector), the control socket and the signals; everything that touches
-// fs/ runs on it, one thing at a time.
+// loop. The loop thread owns the FUSE session fd, the 1000 ms timer, the
+// task event sources (fork tracepoint, proc connector), the control socket
+// and the signals, and serves the FUSE requests that need no register.
+// Commands — FUSE requests that may reach the hardware, the timer's work
+// (fs::Filesystem::tick, the journal, the boot state) and the control
+// socket's commands — run one at a time on the CommandWorker's thread, so
+// a command waiting on a slow MSR broker leaves the loop answering reads.
+// The journal and the boot state are touched on the worker only (and at
+// shutdown, after it stopped).
 //
 // Also defines the seam that builds the hardware backend and the filesystem
 // (DaemonParts, PartsFactory) so that tests can run the same daemon over a
@@ -11,6 +16,7 @@
 
 #include <utility>  // before Asio: Boost 1.74 misses it under C++20
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <chrono>
 #include <functional>
@@ -18,6 +24,7 @@
 #include <optional>
 
 #include "base/result.h"
+#include "daemon/command_worker.h"
 #include "daemon/control_protocol.h"
 #include "daemon/control_server.h"
 #include "daemon/fork_tracepoint.h"
@@ -79,6 +86,8 @@ class Daemon : public ControlTarget {
   // fs/ in the order they happened.
   void drain_proc();
   void arm_timer();
+  // The timer's work, on the worker: fs/'s tick, the journal, the boot state.
+  void tick_work();
   void flush_invalidations();
   void shutdown(const char* why);
   // The state journal (--state-dir, see journal.h): restored after the
@@ -119,6 +128,9 @@ class Daemon : public ControlTarget {
   std::string boot_state_written_;  // the document last written
   bool boot_state_dirty_ = false;   // a command ran since the last write
   int exit_code_ = 0;
+  // Created by start(), stopped by shutdown() before the resctrl unmount.
+  std::unique_ptr<CommandWorker> worker_;
+  std::atomic<bool> tick_queued_{false};  // a tick waits on the worker
 };
 
 // resctrlfsd's main(), with the parts factory injected.

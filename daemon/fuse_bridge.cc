@@ -3,7 +3,11 @@
 // the only file of the project that includes fuse_lowlevel.h.
 //
 // Every handler replies exactly once: it computes a Result with a do_* helper
-// and the handler itself is the only place that calls fuse_reply_*.
+// and the handler itself is the only place that calls fuse_reply_*. Handlers
+// of commands (write, mkdir, rmdir, rename, setattr, reads of files that
+// read registers) copy what they need out of the request buffer and hand
+// the rest to the command runner, which replies from its own thread; the
+// others run and reply on the loop's thread.
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
@@ -69,13 +73,26 @@ struct FuseBridge::Impl {
   unsigned max_read = 0;    // -o max_read=N, which init must repeat to libfuse
   std::function<void(uint32_t)> hook;
   std::function<void()> commit_hook;
+  std::function<void(std::function<void()>)> runner;  // empty: run in place
+
+  // Runs a command's handler body where commands run.
+  void run_command(std::function<void()> job) {
+    if (runner) {
+      runner(std::move(job));
+    } else {
+      job();
+    }
+  }
 
   // Parent of every directory inode the kernel knows (for ".." in
   // listings), with the kernel's lookup count so entries die with forget.
+  // Replies to lookup and mkdir add to it from both threads. Lock order:
+  // known_mu is a leaf.
   struct Known {
     fs::Ino parent = 0;
     uint64_t nlookup = 0;
   };
+  std::mutex known_mu;
   std::unordered_map<fs::Ino, Known> known;
 
   // Invalidation thread. Lock order: inval_mu is a leaf.
@@ -101,12 +118,14 @@ struct FuseBridge::Impl {
   }
 
   void remember(fs::Ino parent, const fs::Attr& attr) {
+    std::lock_guard<std::mutex> lock(known_mu);
     Known& k = known[attr.ino];
     k.parent = parent;
     ++k.nlookup;
   }
 
   void forget_known(fs::Ino ino, uint64_t n) {
+    std::lock_guard<std::mutex> lock(known_mu);
     auto it = known.find(ino);
     if (it == known.end()) return;
     if (it->second.nlookup <= n) {
@@ -116,8 +135,9 @@ struct FuseBridge::Impl {
     }
   }
 
-  fs::Ino parent_of(fs::Ino ino) const {
+  fs::Ino parent_of(fs::Ino ino) {
     if (ino == fs::kRootIno) return fs::kRootIno;
+    std::lock_guard<std::mutex> lock(known_mu);
     auto it = known.find(ino);
     return it == known.end() ? fs::kRootIno : it->second.parent;
   }
@@ -130,7 +150,10 @@ struct FuseBridge::Impl {
     fill_stat(attr, &e.attr);
     e.attr_timeout = settings.attr_timeout_s;
     e.entry_timeout = settings.entry_timeout_s;
-    if (fuse_reply_entry(req, &e) == 0) remember(parent, attr);
+    // Known before the kernel is told: its FORGET may follow at once, on
+    // the other thread.
+    remember(parent, attr);
+    if (fuse_reply_entry(req, &e) != 0) forget_known(attr.ino, 1);
   }
 
   // ---- the operations table ----
@@ -190,20 +213,22 @@ struct FuseBridge::Impl {
   static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                          fuse_file_info* /*fi*/) {
     Impl* s = self(req);
-    uint32_t mode = attr->st_mode & 07777;
-    uid_t uid = attr->st_uid;
-    gid_t gid = attr->st_gid;
-    Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
-                                       (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
-                                       (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
-    if (!r.ok()) {
-      fuse_reply_err(req, errno_of(r.error()));
-      return;
-    }
-    s->committed();
-    struct stat st;
-    fill_stat(*r, &st);
-    fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+    const uint32_t mode = attr->st_mode & 07777;
+    const uid_t uid = attr->st_uid;
+    const gid_t gid = attr->st_gid;
+    s->run_command([s, req, ino, to_set, mode, uid, gid] {
+      Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
+                                         (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
+                                         (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
+      if (!r.ok()) {
+        fuse_reply_err(req, errno_of(r.error()));
+        return;
+      }
+      s->committed();
+      struct stat st;
+      fill_stat(*r, &st);
+      fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+    });
   }
 
   static void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
@@ -212,13 +237,15 @@ struct FuseBridge::Impl {
 
   static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     Impl* s = self(req);
-    Result<fs::Attr> r = s->fs.mkdir(parent, name, mode & 07777, caller(req));
-    if (!r.ok()) {
-      fuse_reply_err(req, errno_of(r.error()));
-      return;
-    }
-    s->committed();
-    s->reply_entry(req, parent, *r);
+    s->run_command([s, req, parent, n = std::string(name), mode, c = caller(req)] {
+      Result<fs::Attr> r = s->fs.mkdir(parent, n, mode & 07777, c);
+      if (!r.ok()) {
+        fuse_reply_err(req, errno_of(r.error()));
+        return;
+      }
+      s->committed();
+      s->reply_entry(req, parent, *r);
+    });
   }
 
   static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -228,9 +255,11 @@ struct FuseBridge::Impl {
 
   static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Impl* s = self(req);
-    Result<void> r = s->fs.rmdir(parent, name);
-    if (r.ok()) s->committed();
-    fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+    s->run_command([s, req, parent, n = std::string(name)] {
+      Result<void> r = s->fs.rmdir(parent, n);
+      if (r.ok()) s->committed();
+      fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+    });
   }
 
   static void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) {
@@ -245,9 +274,11 @@ struct FuseBridge::Impl {
       return;
     }
     Impl* s = self(req);
-    Result<void> r = s->fs.rename(parent, name, newparent, newname, 0);
-    if (r.ok()) s->committed();
-    fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+    s->run_command([s, req, parent, n = std::string(name), newparent, nn = std::string(newname)] {
+      Result<void> r = s->fs.rename(parent, n, newparent, nn, 0);
+      if (r.ok()) s->committed();
+      fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+    });
   }
 
   static void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
@@ -285,12 +316,24 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, EBADF);
       return;
     }
+    // A file that reads registers is read where commands run (the handle
+    // is the read's alone until it replies: RELEASE comes after).
+    if (h->file.reads_hardware) {
+      const fs::Caller c = caller(req);
+      s->run_command([s, req, h, size, off, c] { s->read_handle(req, h, size, off, c); });
+      return;
+    }
+    s->read_handle(req, h, size, off, caller(req));
+  }
+
+  void read_handle(fuse_req_t req, Handle* h, size_t size, off_t off, const fs::Caller& c) {
+    Impl* s = this;
     // seq_file generates the contents at the first read of an fd and again
     // whenever a read starts over at offset 0; later reads continue that
     // rendering. A failed rendering fails the read and leaves the next read
     // to try again.
     if (!h->rendered || off == 0) {
-      Result<std::string> r = s->fs.render(h->file.ino, caller(req));
+      Result<std::string> r = s->fs.render(h->file.ino, c);
       if (!r.ok()) {
         h->rendered = false;
         fuse_reply_err(req, errno_of(r.error()));
@@ -315,14 +358,17 @@ struct FuseBridge::Impl {
       return;
     }
     Impl* s = self(req);
-    Handle* h = handle_of(fi);
-    Result<size_t> r = s->fs.write(h->file.ino, std::string_view(data, size), caller(req));
-    if (!r.ok()) {
-      fuse_reply_err(req, errno_of(r.error()));
-      return;
-    }
-    s->committed();
-    fuse_reply_write(req, *r);
+    // The data lives in the session's buffer, which the next request reuses.
+    s->run_command(
+        [s, req, ino = handle_of(fi)->file.ino, d = std::string(data, size), c = caller(req)] {
+          Result<size_t> r = s->fs.write(ino, d, c);
+          if (!r.ok()) {
+            fuse_reply_err(req, errno_of(r.error()));
+            return;
+          }
+          s->committed();
+          fuse_reply_write(req, *r);
+        });
   }
 
   static void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
@@ -549,6 +595,10 @@ void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
 
 void FuseBridge::set_commit_hook(std::function<void()> hook) {
   impl_->commit_hook = std::move(hook);
+}
+
+void FuseBridge::set_command_runner(std::function<void(std::function<void()>)> runner) {
+  impl_->runner = std::move(runner);
 }
 
 FuseBridge::Step FuseBridge::process_one() {

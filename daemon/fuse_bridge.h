@@ -1,8 +1,14 @@
 // Defines FuseBridge: the libfuse3 low-level session serving an
 // fs::Filesystem. It is driven by the daemon's event loop (process_one()
-// when the session fd is readable), never by a libfuse loop, so requests are
-// handled one at a time on the loop's thread. fuse_bridge.cc is the only
-// file of the project that includes fuse_lowlevel.h.
+// when the session fd is readable), never by a libfuse loop. Requests are
+// read and dispatched one at a time on the loop's thread; commands (write,
+// mkdir, rmdir, rename, setattr, and reads of files that read registers)
+// are handed to the command runner (set_command_runner), which replies
+// from its thread, so a command waiting on a slow broker leaves the loop
+// free to answer everything else. A client's next request comes after the
+// reply to its last, so a write followed by a read of the same file sees
+// the write. fuse_bridge.cc is the only file of the project that includes
+// fuse_lowlevel.h.
 //
 // What the session promises (the libfuse settings bench/README.md measures):
 //   - mount options fsname=resctrl, subtype=resctrl, default_permissions,
@@ -63,12 +69,18 @@ class FuseBridge {
   // Called after a request changed the model (a successful write, mkdir,
   // rmdir, rename or setattr) and before its reply is sent: the daemon
   // makes the change durable there, so an acknowledged command survives a
-  // crash.
+  // crash. Runs where the command runs.
   void set_commit_hook(std::function<void()> hook);
+
+  // Where commands run: `runner` gets each command's handler (which calls
+  // fs/, the commit hook and replies) and must run them one at a time, in
+  // order. Unset: they run in place, on the loop's thread.
+  void set_command_runner(std::function<void(std::function<void()>)> runner);
 
   enum class Step { kProcessed, kAgain, kEnded };
   // Reads one request and processes it (the reply is sent before this
-  // returns). kEnded: the file system was unmounted or the session failed.
+  // returns, except a command's, which the command runner sends). kEnded:
+  // the file system was unmounted or the session failed.
   Step process_one();
 
   // Sends invalidations to the kernel from a helper thread: the kernel may

@@ -125,7 +125,7 @@ std::string FsImpl::save_boot_state_json() {
 }
 
 Result<void> FsImpl::restore_boot_state_json(const std::string& text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   if (m_.mounted) return Error::log_only(EBUSY, "boot state: mounted");
   // The file is outside input: typed access only (base/json_input.h); the
   // try is the last guard of that rule.

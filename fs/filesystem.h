@@ -15,9 +15,16 @@
 // inode (getattr; open/render/write fail with ENODEV) until forget() drops their
 // last reference. readdir() lists neither "." nor "..".
 //
-// Threading: every public method takes the model lock (the rdtgroup_mutex
-// analogue) itself; callers need not serialise. Methods never block on I/O
-// other than the hardware layer's MSR accesses and the TaskSource (which
+// Threading: every public method takes the locks it needs itself; callers
+// need not serialise. Commands (write, mkdir, rmdir, rename, setattr,
+// mount, unmount, tick, the hotplug calls, the restores, and renders of
+// files whose OpenFile says reads_hardware) run one at a time and may wait
+// on the hardware layer's register accesses (a broker round trip); every
+// other method (lookup, getattr, readdir, open, forget, the other renders,
+// on_fork, on_exit, status and the state documents) waits only for the
+// model, never for a register access in progress, and sees the
+// configuration as it was before the running command. Methods never block
+// on I/O other than those register accesses and the TaskSource (which
 // reads /proc for tasks files and task moves).
 #pragma once
 
@@ -94,6 +101,10 @@ struct OpenFile {
   Ino ino = 0;
   bool readable = false;
   bool writable = false;
+  // Rendering reads registers (event files): it waits for a command in
+  // progress, so a caller serving other requests meanwhile renders it
+  // where it runs commands.
+  bool reads_hardware = false;
 };
 
 // Notifications fs/ sends when it changes the tree by itself (not as the

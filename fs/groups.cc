@@ -78,7 +78,7 @@ Group* Groups::new_group() {
 // mount / unmount
 
 Result<void> FsImpl::mount(const MountOptions& opts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   return p_.groups.mount_locked(opts);
 }
 
@@ -212,7 +212,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
 }
 
 void FsImpl::unmount() {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   p_.groups.unmount_locked();
 }
 
@@ -256,7 +256,7 @@ void Groups::unmount_locked() {
 // mkdir
 
 Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& caller) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   if (!p->is_dir()) return Error::make(ENOTDIR);
@@ -364,7 +364,7 @@ void Groups::destroy_group(Group* g) {
 }
 
 Result<void> FsImpl::rmdir(Ino parent, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   Node* n = m_.nodes.child(p, name);
@@ -466,7 +466,7 @@ bool Groups::rename_has_priv(const Node& n) const {
 
 Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
                             std::string_view newname, unsigned flags) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   if (flags != 0) return Error::make(EINVAL);
   Node* p = m_.nodes.get(parent);
   Node* np = m_.nodes.get(newparent);

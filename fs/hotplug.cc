@@ -33,7 +33,7 @@ class HotplugEvents final : public hw::ArchEvents, Part {
 };
 
 Result<void> FsImpl::cpu_offline(unsigned cpu) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   // The kernel lets go of the CPU in its groups before the domains; nothing
   // in between looks at group CPUs, so doing it after hw/ has agreed keeps
   // a refusal free of side effects.
@@ -49,7 +49,7 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
 }
 
 Result<void> FsImpl::cpu_online(unsigned cpu) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   HotplugEvents events(m_, p_);
   RESCTRLFS_RETURN_IF_ERROR(m_.arch->online_cpu(cpu, &events));
   if (m_.mounted) {

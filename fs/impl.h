@@ -5,8 +5,34 @@
 // membership.cc, monitor.cc, hotplug.cc, state.cc, state_restore.cc,
 // boot_state.cc). Internal to fs/.
 //
-// Locking: every public entry point takes mu_ (the rdtgroup_mutex analogue)
-// and calls only the unlocked parts; the parts assume mu_ is held.
+// Locking: two locks, taken in this order (then hw/'s own, then the
+// daemon's invalidation queue, both leaves):
+//   1. cmd_mu_, the command lock (the rdtgroup_mutex analogue): held for a
+//      whole command by every entry point that may program or read the
+//      hardware — write, mkdir, rmdir, rename, setattr, mount, unmount,
+//      tick (limbo, overflow, mba_sc), the hotplug up-calls, the state and
+//      boot-state restores, and reads of event files (render) — through
+//      CommandLock. Commands therefore run one at a time.
+//   2. mu_, the model lock: guards Model and the parts. Commands hold it
+//      too, except while hw/ waits on something slow outside the process
+//      (a broker round trip, marked by a BlockingSection in hw/): the
+//      CommandLock is the thread's BlockingHook and lets go of mu_ for that
+//      wait. Entry points that need no register take mu_ alone: lookup,
+//      getattr, readdir, open, forget, render of every other file, the fork
+//      and exit events, status and the state documents.
+// So a reader never waits for a broker round trip, and what it sees during
+// one is the model as the command left it before calling hw/: commands
+// validate, program the hardware, then commit the model (the controls'
+// values live in hw/'s shadow, which changes only on success), so a reader
+// sees the old configuration until the command is done. While mu_ is let
+// go, the command's thread touches nothing but hw/'s transport, and readers
+// never reach the transport (the hardware-reading renders take cmd_mu_), so
+// hw/'s other state is shared by readers and the command under mu_ only.
+// A node a forget would free while a command runs is freed when the command
+// ends (the command may still point at it).
+//
+// The parts assume mu_ is held (and cmd_mu_ for anything that changes the
+// hardware).
 #pragma once
 
 #include <chrono>
@@ -15,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "base/blocking.h"
 #include "fs/filesystem.h"
 #include "fs/io_channels.h"
 #include "fs/parts.h"
@@ -57,10 +84,19 @@ class FsImpl final : public Filesystem {
   Result<void> restore_boot_state_json(const std::string& json) override;
 
  private:
+  class CommandLock;
+
   // restore_boot_state_json() under mu_, without its last-guard try.
   Result<void> restore_boot_state_locked(const std::string& text);
+  // Under mu_: renders node `ino` (ENOENT, ENODEV, EISDIR as render()).
+  Result<std::string> render_locked(Ino ino);
+  // Under mu_, at the end of a command: frees the nodes forget() left.
+  void release_deferred();
 
-  std::mutex mu_;
+  std::mutex cmd_mu_;                  // the command lock (see Locking above)
+  std::mutex mu_;                      // the model lock
+  bool command_running_ = false;       // under mu_: a CommandLock is held
+  std::vector<Ino> deferred_release_;  // under mu_
   Model m_;
   Parts p_;
   Tree tree_;
@@ -72,6 +108,29 @@ class FsImpl final : public Filesystem {
   IoAlloc io_alloc_;
   PseudoLock plock_;
   IoChannels io_ch_;
+};
+
+// Held by a command for its whole run: cmd_mu_, and mu_ except while hw/
+// waits in a BlockingSection on this thread.
+class FsImpl::CommandLock final : public BlockingHook {
+ public:
+  explicit CommandLock(FsImpl& fs) : fs_(fs), cmd_(fs.cmd_mu_), model_(fs.mu_), hook_(this) {
+    fs_.command_running_ = true;
+  }
+  ~CommandLock() {
+    fs_.command_running_ = false;
+    fs_.release_deferred();
+  }
+  CommandLock(const CommandLock&) = delete;
+  CommandLock& operator=(const CommandLock&) = delete;
+  void release() override { model_.unlock(); }
+  void reacquire() override { model_.lock(); }
+
+ private:
+  FsImpl& fs_;
+  std::lock_guard<std::mutex> cmd_;
+  std::unique_lock<std::mutex> model_;
+  ScopedBlockingHook hook_;  // destroyed first: no release after the end
 };
 
 }  // namespace resctrlfs::fs::internal

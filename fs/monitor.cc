@@ -408,7 +408,7 @@ void Monitor::overflow_pass(double elapsed_ms) {
 }
 
 void FsImpl::tick(std::chrono::steady_clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   double elapsed_ms = 1000.0;
   if (m_.last_tick) {
     auto dt = now - *m_.last_tick;

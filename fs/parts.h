@@ -8,8 +8,12 @@
 // calls into them. Internal to fs/: the file table names the handlers
 // through the thunks at the end of this header.
 //
-// Locking: every part assumes FsImpl::mu_ (the rdtgroup_mutex analogue) is
-// held.
+// Locking: every part assumes FsImpl::mu_ (the model lock) is held, and
+// FsImpl::cmd_mu_ (the command lock, the rdtgroup_mutex analogue) too for
+// anything that reaches the hardware; a register access may let go of mu_
+// while it waits on the broker (fs/impl.h, "Locking"), and readers then see
+// the model as the part left it before the call: a part changes what a
+// file shows only once the hardware took the change.
 #pragma once
 
 #include <sys/stat.h>

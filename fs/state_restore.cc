@@ -105,7 +105,7 @@ class StateRestore final : public Part {
 };
 
 Result<void> FsImpl::restore_state_json(const std::string& text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   // The document is outside input (a file, via the journal): typed access
   // only (base/json_input.h); the try is the last guard of that rule.
   Result<void> r = Ok();

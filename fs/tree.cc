@@ -245,7 +245,7 @@ Result<std::vector<DirEntry>> FsImpl::readdir(Ino ino) {
 }
 
 Result<Attr> FsImpl::setattr(Ino ino, const uint32_t* mode, const uid_t* uid, const gid_t* gid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr || n->removed) return Error::make(ENOENT);
   if (mode != nullptr) n->mode = (n->mode & S_IFMT) | (*mode & 07777);
@@ -270,6 +270,7 @@ Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
   const int acc = flags & O_ACCMODE;
   OpenFile of;
   of.ino = ino;
+  of.reads_hardware = n->kind == NodeKind::kEventFile;
   of.writable = acc == O_WRONLY || acc == O_RDWR;
   of.readable = acc == O_RDONLY || acc == O_RDWR;
   // kernfs's extra open permission check: no write bit or no write
@@ -296,8 +297,7 @@ Result<std::string> Tree::render_node(const Node& n) {
   return r;
 }
 
-Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
-  std::lock_guard<std::mutex> lock(mu_);
+Result<std::string> FsImpl::render_locked(Ino ino) {
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);
   if (n->removed) return Error::make(ENODEV);
@@ -305,8 +305,19 @@ Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
   return p_.tree.render_node(*n);
 }
 
+Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Node* n = m_.nodes.get(ino);
+    // Event files read counters: a command's work, after the one running.
+    if (n == nullptr || n->kind != NodeKind::kEventFile) return render_locked(ino);
+  }
+  CommandLock lock(*this);
+  return render_locked(ino);
+}
+
 Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CommandLock lock(*this);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);
   if (n->removed) return Error::make(ENODEV);
@@ -343,7 +354,21 @@ void FsImpl::forget(Ino ino, uint64_t nlookup) {
   Node* n = m_.nodes.get(ino);
   if (n == nullptr || ino == kRootIno) return;
   n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
-  if (n->nlookup == 0 && n->removed) m_.nodes.release(ino);
+  if (n->nlookup != 0 || !n->removed) return;
+  // A command waiting on the hardware may still point at the node.
+  if (command_running_) {
+    deferred_release_.push_back(ino);
+    return;
+  }
+  m_.nodes.release(ino);
+}
+
+void FsImpl::release_deferred() {
+  for (Ino ino : deferred_release_) {
+    Node* n = m_.nodes.get(ino);
+    if (n != nullptr && n->nlookup == 0 && n->removed) m_.nodes.release(ino);
+  }
+  deferred_release_.clear();
 }
 
 }  // namespace resctrlfs::fs::internal

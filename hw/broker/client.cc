@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/blocking.h"
+
 namespace resctrlfs::hw::broker {
 namespace {
 
@@ -75,6 +77,9 @@ Result<void> BrokerClient::connect_locked() {
 Result<std::vector<OpResult>> BrokerClient::transact(const std::vector<Op>& ops) {
   if (ops.empty()) return std::vector<OpResult>{};
   if (ops.size() > kMaxBatch) return Error::make(E2BIG, "broker batch too large");
+  // The round trip may take long (a slow or restarting broker): whoever
+  // holds a lock the wait does not need lets go of it meanwhile.
+  BlockingSection waiting;
   std::lock_guard lock(mu_);
   RESCTRLFS_RETURN_IF_ERROR(connect_locked());
   auto r = transact_locked(ops);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -68,6 +69,9 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   // For tests that take a domain away under a mounted filesystem.
   hw::PlatformInfo& mutable_info() { return info_; }
   Result<void> update_ctrls(const std::vector<hw::CtrlUpdate>& updates) override {
+    // A slow machine: the hook waits (in a BlockingSection) before anything
+    // is written.
+    if (on_update) on_update();
     if (fail_writes_ > 0) {
       --fail_writes_;
       return Error::make(EIO, "Hardware write failed\n");
@@ -170,6 +174,7 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   std::vector<std::string> io_log;
   unsigned fail_io_tags = 0;
 
+  std::function<void()> on_update;
   bool models_tags = true;
   bool fail_io_alloc = false;
   unsigned fail_writes_ = 0;

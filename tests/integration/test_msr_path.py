@@ -13,7 +13,7 @@ harness's msr mode, forced on here whatever the label).
   from its model (a cpus write accepted during the outage, a register a
   command left half-applied when the broker died in the middle of it).
 - A slow machine: while a command waits on the broker, reads that need no
-  register should still be answered (skipped: a known bug, see the test).
+  register are answered, showing the configuration before the command.
 - Batching: a command's register writes reach the broker as one request.
 - A peer that is not the allowed uid is refused by the broker, and a daemon
   the broker refuses does not mount.
@@ -192,10 +192,6 @@ class BrokerFaults(rt.ResctrlfsTestCase):
         self.assertEqual(self.write("g/schemata", "L3:0=3;1=3\n"), 0, self.lcs())
         self.assertIn("L3:0=3;1=3", self.read("g/schemata"))
 
-    @unittest.skip("KNOWN BUG (README, real-hardware gaps): the filesystem serializes every request behind one "
-                   "mutex that a command holds across its broker round trips, so on a slow "
-                   "machine reads that need no register wait for the command; this test hangs "
-                   "until that is fixed")
     def test_slow_broker_leaves_reads_answered(self):
         self.assertEqual(self.mkdir("g"), 0)
         schemata = self.read("g/schemata")
