@@ -872,8 +872,8 @@ x86::Topology Profile::topology() const {
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"intel-2s",  "intel-bdx",  "intel-l2",     "intel-cmt", "amd-2s",
-          "amd-io",    "intel-snc",  "intel-aet",    "intel-gnr-io", "intel-cba",
+  return {"intel-2s",   "intel-bdx", "intel-l2",  "intel-cmt",    "amd-2s",
+          "amd-io",     "intel-snc", "intel-aet", "intel-gnr-io", "intel-cba",
           "intel-stlb", "intel-tcc", "host"};
 }
 
