@@ -148,6 +148,11 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     proc_ = std::move(pc).value();
     proc_fd_ = std::make_unique<asio::posix::stream_descriptor>(
         io_, fcntl(proc_->fd(), F_DUPFD_CLOEXEC, 3));
+    // Every exit and exec is reported from now on: the tasks files are
+    // listed from the thread table, read from /proc once here and again
+    // only when the connector overflows. Without the connector every
+    // listing walks /proc.
+    if (!opts_.walk_proc_for_tasks) parts_->fs->track_threads(true);
   }
   if (!tp.ok() && pc.ok()) {
     spdlog::warn(
@@ -271,7 +276,9 @@ void Daemon::drain_proc() {
   // what the connector said is matched with the tracepoint's records.
   if (!connector.empty()) read_forks();
   if (overflowed) {
-    spdlog::warn("proc connector overflowed: some forks/exits were missed");
+    spdlog::warn(
+        "proc connector overflowed: some forks/exits were missed; the thread table is read again "
+        "from /proc");
   }
   if (lost != 0) {
     spdlog::warn("fork tracepoint buffers overflowed: {} forks were missed", lost);
@@ -279,13 +286,22 @@ void Daemon::drain_proc() {
   const std::vector<ProcEvent> events = merge_task_events(traced, connector);
   fs::Filesystem& fs = *parts_->fs;
   for (const ProcEvent& e : events) {
-    if (e.kind == ProcEvent::Kind::kFork) {
-      fs.on_fork(e.parent_tid, e.tid);
-    } else {
-      fs.on_exit(e.tid);
+    switch (e.kind) {
+      case ProcEvent::Kind::kFork:
+        fs.on_thread_fork(e.parent_tid, e.tid, e.tgid);
+        break;
+      case ProcEvent::Kind::kExit:
+        fs.on_exit(e.tid);
+        break;
+      case ProcEvent::Kind::kExec:
+        fs.on_exec(e.tid);
+        break;
     }
   }
-  if (!events.empty()) flush_invalidations();
+  // Events were lost: the thread table cannot be trusted until it is read
+  // again (the tasks files are rendered from it).
+  if (overflowed) fs.rescan_threads();
+  if (!events.empty() || overflowed) flush_invalidations();
 }
 
 void Daemon::arm_timer() {
