@@ -163,7 +163,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     spdlog::warn("fork tracepoint: {}; {}: children will not inherit their parent's group",
                  tp.error().message, pc.error().message);
   } else if (!pc.ok()) {
-    spdlog::warn("{}: exited threads leave tasks files only when those are read",
+    spdlog::warn("{}: tasks files walk /proc at each listing (no thread table)",
                  pc.error().message);
   }
 

@@ -191,7 +191,9 @@ void FsImpl::track_threads(bool on) {
 
 void FsImpl::rescan_threads() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (m_.mounted && m_.live.tracking()) p_.groups.rescan_threads();
+  if (!m_.mounted || !m_.live.tracking()) return;
+  m_.live.count_rescan();
+  p_.groups.rescan_threads();
 }
 
 void Groups::thread_gone(pid_t tid) {

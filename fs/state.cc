@@ -64,6 +64,7 @@ std::string FsImpl::status_json() {
   // walk of the TaskSource at each open.
   j["tasks_listing"] = m_.live.tracking() ? "thread table" : "proc walk";
   j["live_threads"] = m_.live.size();
+  j["thread_table_rescans"] = m_.live.rescans();
   j["nodes"] = m_.nodes.size();
   return j.dump();
 }

@@ -83,9 +83,13 @@ class LiveThreads {
   std::vector<pid_t> others_of(pid_t tgid) const;
   const std::unordered_map<pid_t, pid_t>& all() const { return tgid_; }
   size_t size() const { return tgid_.size(); }
+  // How often the table was read again after lost events.
+  uint64_t rescans() const { return rescans_; }
+  void count_rescan() { ++rescans_; }
 
  private:
   bool tracking_ = false;
+  uint64_t rescans_ = 0;
   std::unordered_map<pid_t, pid_t> tgid_;  // tid -> tgid (0: unknown)
   std::unordered_map<pid_t, std::unordered_set<pid_t>> by_tgid_;
 };

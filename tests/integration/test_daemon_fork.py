@@ -364,6 +364,11 @@ class TasksListing(HelperProcesses):
 
     LISTING = "thread table"
 
+    def setUp(self):
+        super().setUp()
+        if self.LISTING == "thread table" and NO_CONNECTOR in self.fs.daemon_log():
+            self.skipTest("the proc connector cannot be opened here (daemon log)")
+
     def test_the_listing_comes_from_where_it_should(self):
         self.assertEqual(self.status()["tasks_listing"], self.LISTING)
 
@@ -422,6 +427,63 @@ class TasksListing(HelperProcesses):
         # before and after the listing were there throughout.
         self.assertIn(os.getpid(), listed)
         self.assertEqual((before & after) - listed, set())
+
+
+# What the daemon logs when it cannot open the proc connector.
+NO_CONNECTOR = "tasks files walk /proc at each listing"
+
+# Forks N children that exit at once: 2 connector events each.
+FLOOD = r"""
+import os, sys
+for _ in range(int(sys.argv[1])):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+class TasksListingAfterLostEvents(HelperProcesses):
+    """When the connector's socket overflows (events lost while the daemon
+    did not read them), the daemon reads the thread table again from /proc:
+    a thread born and one dead while events were being dropped are listed
+    right afterwards."""
+
+    def setUp(self):
+        super().setUp()
+        if NO_CONNECTOR in self.fs.daemon_log():
+            self.skipTest("the proc connector cannot be opened here (daemon log)")
+
+    def test_overflow_rereads_the_table(self):
+        self.assertEqual(self.status()["tasks_listing"], "thread table")
+        self.assertEqual(self.mkdir("g"), 0)
+        dying = self.spawn(THREADER)
+        dying.stdin.write("go\n")
+        dying.stdin.flush()
+        dead_tid = int(self.readline(dying))
+        self.assertEqual(self.write("g/tasks", "%d\n" % dead_tid), 0, self.lcs())
+        self.assertEqual(tasks(self, "g"), {dead_tid})
+        os.kill(self.fs.pid, signal.SIGSTOP)
+        try:
+            # Fill the connector's socket buffer, then make the events that
+            # matter: they are dropped.
+            subprocess.run([sys.executable, "-c", FLOOD, "12000"], check=True, timeout=120)
+            dying.stdin.write("stop\n")
+            dying.stdin.flush()
+            dying.wait(timeout=10)
+            born = self.spawn(THREADER)
+            born.stdin.write("go\n")
+            born.stdin.flush()
+            born_tid = int(self.readline(born))
+        finally:
+            os.kill(self.fs.pid, signal.SIGCONT)
+        listed = tasks(self, "")
+        self.assertGreaterEqual(self.status()["thread_table_rescans"], 1,
+                                "the connector did not overflow")
+        self.assertIn(born_tid, listed)
+        self.assertIn(born.pid, listed)
+        self.assertEqual(tasks(self, "g"), set())
+        self.assertNotIn(dead_tid, listed)
 
 
 class TasksListingWalkingProc(TasksListing):
