@@ -56,6 +56,29 @@ bool needs_task_events(uint32_t opcode) {
   }
 }
 
+// Why the proc connector cannot be trusted to report every thread of what
+// /proc shows, or "" when it can. The kernel sends its events only to
+// listeners in the initial user and pid namespaces (a subscription from
+// elsewhere is accepted and then hears nothing), with ids of the initial pid
+// namespace.
+std::string connector_blind_spot() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream ids(line.substr(6));
+    int n = 0;
+    for (std::string id; ids >> id;) ++n;
+    if (n > 1) return "the daemon runs in a pid namespace of its own";
+  }
+  std::ifstream uid_map("/proc/self/uid_map");
+  unsigned long inside = 1, outside = 1, count = 0;
+  if (uid_map >> inside >> outside >> count &&
+      (inside != 0 || outside != 0 || count != 4294967295UL))
+    return "the daemon runs in a user namespace of its own";
+  return "";
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions opts)
@@ -152,7 +175,12 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     // listed from the thread table, read from /proc once here and again
     // only when the connector overflows. Without the connector every
     // listing walks /proc.
-    if (!opts_.walk_proc_for_tasks) parts_->fs->track_threads(true);
+    const std::string blind = connector_blind_spot();
+    if (!blind.empty()) {
+      spdlog::warn("proc connector: {}: tasks files walk /proc at each listing", blind);
+    } else if (!opts_.walk_proc_for_tasks) {
+      parts_->fs->track_threads(true);
+    }
   }
   if (!tp.ok() && pc.ok()) {
     spdlog::warn(
