@@ -56,6 +56,29 @@ bool needs_task_events(uint32_t opcode) {
   }
 }
 
+// Why the proc connector cannot be trusted to report every thread of what
+// /proc shows, or "" when it can. The kernel sends its events only to
+// listeners in the initial user and pid namespaces (a subscription from
+// elsewhere is accepted and then hears nothing), with ids of the initial pid
+// namespace.
+std::string connector_blind_spot() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream ids(line.substr(6));
+    int n = 0;
+    for (std::string id; ids >> id;) ++n;
+    if (n > 1) return "the daemon runs in a pid namespace of its own";
+  }
+  std::ifstream uid_map("/proc/self/uid_map");
+  unsigned long inside = 1, outside = 1, count = 0;
+  if (uid_map >> inside >> outside >> count &&
+      (inside != 0 || outside != 0 || count != 4294967295UL))
+    return "the daemon runs in a user namespace of its own";
+  return "";
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions opts)
@@ -156,6 +179,16 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     proc_ = std::move(pc).value();
     proc_fd_ = std::make_unique<asio::posix::stream_descriptor>(
         io_, fcntl(proc_->fd(), F_DUPFD_CLOEXEC, 3));
+    // Every exit and exec is reported from now on: the tasks files are
+    // listed from the thread table, read from /proc once here and again
+    // only when the connector overflows. Without the connector every
+    // listing walks /proc.
+    const std::string blind = connector_blind_spot();
+    if (!blind.empty()) {
+      spdlog::warn("proc connector: {}: tasks files walk /proc at each listing", blind);
+    } else if (!opts_.walk_proc_for_tasks) {
+      parts_->fs->track_threads(true);
+    }
   }
   if (!tp.ok() && pc.ok()) {
     spdlog::warn(
@@ -166,7 +199,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     spdlog::warn("fork tracepoint: {}; {}: children will not inherit their parent's group",
                  tp.error().message, pc.error().message);
   } else if (!pc.ok()) {
-    spdlog::warn("{}: exited threads leave tasks files only when those are read",
+    spdlog::warn("{}: tasks files walk /proc at each listing (no thread table)",
                  pc.error().message);
   }
 
@@ -283,7 +316,9 @@ void Daemon::drain_proc() {
   // what the connector said is matched with the tracepoint's records.
   if (!connector.empty()) read_forks();
   if (overflowed) {
-    spdlog::warn("proc connector overflowed: some forks/exits were missed");
+    spdlog::warn(
+        "proc connector overflowed: some forks/exits were missed; the thread table is read again "
+        "from /proc");
   }
   if (lost != 0) {
     spdlog::warn("fork tracepoint buffers overflowed: {} forks were missed", lost);
@@ -291,13 +326,22 @@ void Daemon::drain_proc() {
   const std::vector<ProcEvent> events = merge_task_events(traced, connector);
   fs::Filesystem& fs = *parts_->fs;
   for (const ProcEvent& e : events) {
-    if (e.kind == ProcEvent::Kind::kFork) {
-      fs.on_fork(e.parent_tid, e.tid);
-    } else {
-      fs.on_exit(e.tid);
+    switch (e.kind) {
+      case ProcEvent::Kind::kFork:
+        fs.on_thread_fork(e.parent_tid, e.tid, e.tgid);
+        break;
+      case ProcEvent::Kind::kExit:
+        fs.on_exit(e.tid);
+        break;
+      case ProcEvent::Kind::kExec:
+        fs.on_exec(e.tid);
+        break;
     }
   }
-  if (!events.empty()) flush_invalidations();
+  // Events were lost: the thread table cannot be trusted until it is read
+  // again (the tasks files are rendered from it).
+  if (overflowed) fs.rescan_threads();
+  if (!events.empty() || overflowed) flush_invalidations();
 }
 
 void Daemon::arm_timer() {

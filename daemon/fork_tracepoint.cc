@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/cpulist.h"
@@ -280,9 +281,22 @@ std::vector<ProcEvent> merge_task_events(const std::vector<ProcEvent>& traced,
   std::unordered_set<pid_t> traced_children;
   for (const ProcEvent& e : traced) traced_children.insert(e.tid);
   std::vector<ProcEvent> out = traced;
+  // The tracepoint's fork records do not carry the child's process; the
+  // connector's report of the same fork does.
+  std::unordered_map<pid_t, pid_t> tgid_of;
   for (const ProcEvent& e : connector) {
-    if (e.kind == ProcEvent::Kind::kFork && traced_children.count(e.tid) != 0) continue;
+    if (e.kind == ProcEvent::Kind::kFork && traced_children.count(e.tid) != 0) {
+      tgid_of[e.tid] = e.tgid;
+      continue;
+    }
     out.push_back(e);
+  }
+  if (!tgid_of.empty()) {
+    for (ProcEvent& e : out) {
+      if (e.kind != ProcEvent::Kind::kFork || e.tgid != 0) continue;
+      auto it = tgid_of.find(e.tid);
+      if (it != tgid_of.end()) e.tgid = it->second;
+    }
   }
   // A thread id freed by an exit may be taken by a fork in the same batch,
   // and a task's fork may sit in another CPU's buffer than its children's:

@@ -100,6 +100,9 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "from ROOT/sys/devices/system/cpu (tests point it at an emulation)")
       ->type_name("ROOT")
       ->capture_default_str();
+  app.add_flag("--tasks-from-proc", opts.walk_proc_for_tasks,
+               "list tasks files by walking /proc at each open (what the daemon does without "
+               "the proc connector) instead of from the thread table its events keep");
   app.add_flag("--rdt-from-cpuid", opts.rdt_from_cpuid,
                "with --backend msr: judge whether the CPU has RDT/PQoS by its CPUID leaves "
                "instead of /proc/cpuinfo's flags");

@@ -55,6 +55,10 @@ struct DaemonOptions {
   // (through hw_root) instead of /proc/cpuinfo's flags.
   bool rdt_from_cpuid = false;
   std::string log_level = "info";
+  // --tasks-from-proc (ours): list tasks files by walking /proc at each open,
+  // as without the proc connector, instead of from the thread table the
+  // connector's fork/exec/exit events keep.
+  bool walk_proc_for_tasks = false;
   // --self-check (ours): print a read-only report comparing this machine,
   // its registers and the kernel's resctrl with resctrlfs, and exit; no
   // MOUNTPOINT (daemon/self_check.h). --json: the report as JSON.

@@ -60,10 +60,13 @@ std::vector<ProcEvent> parse_proc_datagram(const void* data, size_t len) {
           const auto& f = ev.event_data.fork;
           const bool is_thread = f.child_pid != f.child_tgid;
           out.push_back(ProcEvent{ProcEvent::Kind::kFork, is_thread ? f.child_tgid : f.parent_pid,
-                                  f.child_pid, ev.timestamp_ns});
+                                  f.child_pid, ev.timestamp_ns, f.child_tgid});
         } else if (ev.what == proc_event::PROC_EVENT_EXIT) {
           out.push_back(ProcEvent{ProcEvent::Kind::kExit, 0, ev.event_data.exit.process_pid,
-                                  ev.timestamp_ns});
+                                  ev.timestamp_ns, ev.event_data.exit.process_tgid});
+        } else if (ev.what == proc_event::PROC_EVENT_EXEC) {
+          out.push_back(ProcEvent{ProcEvent::Kind::kExec, 0, ev.event_data.exec.process_tgid,
+                                  ev.timestamp_ns, ev.event_data.exec.process_tgid});
         }
       }
     }

@@ -5,6 +5,8 @@
 // their group, as in the kernel's resctrl. When the fork tracepoint can be
 // opened (fork_tracepoint.h) it supplies the forks and the connector the
 // exits, plus the forks the tracepoint never sees (merge_task_events).
+// Exec events tell the daemon's thread table that a process is down to one
+// thread (fs::Filesystem::on_exec).
 //
 // The socket is non-blocking; the event loop calls drain() when it is
 // readable and before requests that look at task membership.
@@ -22,11 +24,13 @@
 namespace resctrlfs::daemon {
 
 struct ProcEvent {
-  enum class Kind { kFork, kExit };
+  enum class Kind { kFork, kExit, kExec };
   Kind kind = Kind::kFork;
   pid_t parent_tid = 0;  // kFork: the thread whose group the child inherits
-  pid_t tid = 0;         // kFork: the new thread; kExit: the thread that exited
+  pid_t tid = 0;         // kFork: the new thread; kExit: the thread that exited;
+                         // kExec: the process (its id, which the exec'ing thread takes)
   uint64_t time_ns = 0;  // when it happened, CLOCK_MONOTONIC
+  pid_t tgid = 0;        // the process of `tid`, 0 when the source does not say
 };
 
 // Decodes one datagram read from the connector socket (one or more netlink

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -124,6 +125,12 @@ class TaskSource {
   virtual ~TaskSource() = default;
   // Every thread id on the system (as seen from the daemon).
   virtual std::vector<pid_t> all_threads() = 0;
+  // The same with each thread's process (thread group) id, 0 if unknown.
+  virtual std::vector<std::pair<pid_t, pid_t>> all_threads_with_process() {
+    std::vector<std::pair<pid_t, pid_t>> out;
+    for (pid_t tid : all_threads()) out.emplace_back(tid, 0);
+    return out;
+  }
   virtual bool exists(pid_t tid) = 0;
   // Real and saved uid of a thread, for the move permission check.
   virtual bool uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
@@ -181,6 +188,27 @@ class Filesystem {
   // `child_tid` (whose group the child inherits), in the order they happened.
   virtual void on_fork(pid_t parent_tid, pid_t child_tid) = 0;
   virtual void on_exit(pid_t tid) = 0;
+  // on_fork() with the child's process id (`child_tgid`, 0 if unknown).
+  virtual void on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) {
+    (void)child_tgid;
+    on_fork(parent_tid, child_tid);
+  }
+  // Process `tgid` called exec: its one thread is now `tgid`, whichever
+  // thread called it (the others are gone, without exit events of their own
+  // for the caller's old id).
+  virtual void on_exec(pid_t tgid) { (void)tgid; }
+  // Thread tracking. With `on`, the caller promises an on_thread_fork/
+  // on_fork, on_exec and on_exit for every thread of the system from now
+  // on (the proc connector): the live threads are read once from the
+  // TaskSource and kept from the events, and a tasks file is rendered from
+  // that table (cached per group until its threads change) instead of
+  // walking the TaskSource at each open. Off (the default): every open of
+  // a tasks file walks the TaskSource, which also forgets the tagged
+  // threads that died.
+  virtual void track_threads(bool on) { (void)on; }
+  // The caller lost events (the connector's socket overflowed): the live
+  // threads are read again from the TaskSource and dead ones forgotten.
+  virtual void rescan_threads() {}
 
   // CPU hotplug: the OS side of the kernel's cpuhp callbacks
   // (resctrl_offline_cpu / resctrl_online_cpu, with the arch's domain

@@ -4,6 +4,7 @@
 // (CpuOwners).
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <string>
 
 #include "fs/cpus.h"
@@ -146,8 +147,16 @@ void Groups::move_group_tasks(const Group* from, const Group* to) {
 }
 
 void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
+  on_thread_fork(parent_tid, child_tid, 0);
+}
+
+void FsImpl::on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!m_.mounted) return;
+  if (m_.live.tracking()) {
+    m_.live.add(child_tid, child_tgid);
+    m_.threads.touch({0, 0});  // a new untagged thread, or the default group's stamp anyway
+  }
   auto tags = m_.threads.get(parent_tid);
   if (tags.first == 0 && tags.second == 0) {
     if (m_.threads.erase(child_tid)) m_.changes.thread(child_tid);
@@ -158,15 +167,104 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 
 void FsImpl::on_exit(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (m_.threads.erase(tid)) m_.changes.thread(tid);
+  p_.groups.thread_gone(tid);
+}
+
+void FsImpl::on_exec(pid_t tgid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!m_.mounted || !m_.live.tracking()) return;
+  // The thread that called exec took the process id; the old id of that
+  // thread and every other thread are gone. The exec'ing thread keeps its
+  // tags under its new id only if it was the leader (the table cannot tell
+  // which other thread it was).
+  for (pid_t tid : m_.live.others_of(tgid)) p_.groups.thread_gone(tid);
+  m_.live.add(tgid, tgid);
+  m_.threads.touch(m_.threads.get(tgid));
+}
+
+void FsImpl::track_threads(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  m_.live.set_tracking(on);
+  m_.tasks_text.clear();
+  if (on && m_.mounted) p_.groups.rescan_threads();
+}
+
+void FsImpl::rescan_threads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!m_.mounted || !m_.live.tracking()) return;
+  m_.live.count_rescan();
+  p_.groups.rescan_threads();
+}
+
+void Groups::thread_gone(pid_t tid) {
+  const bool was_live = m_.live.remove(tid);
+  if (m_.threads.erase(tid)) {
+    m_.changes.thread(tid);
+  } else if (was_live) {
+    m_.threads.touch({0, 0});
+  }
   if (hw::ThreadTagger* t = m_.arch->thread_tagger()) t->thread_exited(tid);
+}
+
+void Groups::rescan_threads() {
+  m_.live.assign(m_.tasks != nullptr ? m_.tasks->all_threads_with_process()
+                                     : std::vector<std::pair<pid_t, pid_t>>{});
+  std::vector<pid_t> dead;
+  for (auto& [tid, tags] : m_.threads.all())
+    if (!m_.live.contains(tid)) dead.push_back(tid);
+  for (pid_t tid : dead) thread_gone(tid);
+  m_.threads.touch_all();
+  m_.tasks_text.clear();
 }
 
 // ---------------------------------------------------------------------------
 // tasks
 
+namespace {
+
+void append_ids(std::string& out, std::vector<pid_t>& ids) {
+  // Ascending thread ids: the order of a /proc walk for single-threaded
+  // processes (the kernel's own order is its task list's, which user space
+  // cannot see).
+  std::sort(ids.begin(), ids.end());
+  out.reserve(out.size() + ids.size() * 8);
+  char buf[16];
+  for (pid_t tid : ids) {
+    auto r = std::to_chars(buf, buf + sizeof(buf) - 1, tid);
+    *r.ptr++ = '\n';
+    out.append(buf, r.ptr);
+  }
+}
+
+}  // namespace
+
+const std::string& Groups::tracked_tasks_text(const Group* g) {
+  const bool ctrl = g->type == GroupType::kCtrlMon;
+  const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | g->rmid;
+  const uint64_t stamp = ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->rmid);
+  TasksText& t = m_.tasks_text[key];
+  if (t.stamp == stamp && stamp != 0) return t.text;
+  std::vector<pid_t> ids;
+  if (ctrl && g->closid == 0) {
+    // The default group: every live thread without a CLOSID of its own.
+    ids.reserve(m_.live.size());
+    for (auto& [tid, tgid] : m_.live.all())
+      if (tid != 0 && m_.threads.get(tid).first == 0) ids.push_back(tid);
+  } else if (const std::unordered_set<pid_t>* tids =
+                 ctrl ? m_.threads.with_closid(g->closid) : m_.threads.with_rmid(g->rmid)) {
+    ids.reserve(tids->size());
+    for (pid_t tid : *tids)
+      if (tid != 0 && m_.live.contains(tid)) ids.push_back(tid);
+  }
+  t.text.clear();
+  append_ids(t.text, ids);
+  t.stamp = stamp;
+  return t.text;
+}
+
 Result<std::string> Groups::show_tasks(const Node& n) {
   const Group* g = n.group;
+  if (m_.live.tracking()) return tracked_tasks_text(g);
   std::string out;
   std::vector<pid_t> all = m_.tasks != nullptr ? m_.tasks->all_threads() : std::vector<pid_t>{};
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
@@ -204,6 +302,12 @@ Result<void> Groups::move_task(pid_t pid, Group* g, const Caller& c) {
     bool known = m_.tasks != nullptr && m_.tasks->uids(tid, ruid, suid);
     if (!known || (c.uid != ruid && c.uid != suid))
       return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
+  }
+  // A thread the events have not told of yet (its fork is still queued)
+  // exists: it is live.
+  if (m_.live.tracking() && !m_.live.contains(tid)) {
+    m_.live.add(tid, 0);
+    m_.threads.touch(m_.threads.get(tid));
   }
   auto tags = m_.threads.get(tid);
   if (g->type == GroupType::kCtrlMon) {

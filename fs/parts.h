@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,10 @@ struct Model {
   std::list<std::unique_ptr<Group>> groups;  // root first
   Group* root = nullptr;
   ThreadTags threads;  // per-thread tags
+  LiveThreads live;    // every live thread, when events keep it (tracking)
+  // Rendered tasks text per CTRL_MON CLOSID (key = closid) and per MON
+  // group RMID (key = 1 << 32 | rmid), when tracking.
+  std::unordered_map<uint64_t, TasksText> tasks_text;
 
   // Nodes.
   NodeTable nodes;
@@ -210,6 +215,13 @@ class Groups final : public Part {
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   // The tasks file.
   Result<std::string> show_tasks(const Node& n);
+  // The tracked path of show_tasks: the live-thread table, cached text.
+  const std::string& tracked_tasks_text(const Group* g);
+  // Reads the live threads from the TaskSource and forgets the tagged
+  // threads that died (tracking).
+  void rescan_threads();
+  // A thread is gone: it leaves the live table and its tags.
+  void thread_gone(pid_t tid);
   Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
 };
 

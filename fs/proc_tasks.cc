@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fs/filesystem.h"
 
@@ -25,19 +27,13 @@ class ProcTaskSource final : public TaskSource {
  public:
   std::vector<pid_t> all_threads() override {
     std::vector<pid_t> out;
-    DIR* proc = opendir("/proc");
-    if (proc == nullptr) return out;
-    while (dirent* pe = readdir(proc)) {
-      if (!all_digits(pe->d_name)) continue;
-      std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
-      DIR* td = opendir(task_dir.c_str());
-      if (td == nullptr) continue;  // the process exited meanwhile
-      while (dirent* te = readdir(td)) {
-        if (all_digits(te->d_name)) out.push_back(static_cast<pid_t>(std::atoi(te->d_name)));
-      }
-      closedir(td);
-    }
-    closedir(proc);
+    walk([&](pid_t tid, pid_t) { out.push_back(tid); });
+    return out;
+  }
+
+  std::vector<std::pair<pid_t, pid_t>> all_threads_with_process() override {
+    std::vector<std::pair<pid_t, pid_t>> out;
+    walk([&](pid_t tid, pid_t tgid) { out.emplace_back(tid, tgid); });
     return out;
   }
 
@@ -65,6 +61,25 @@ class ProcTaskSource final : public TaskSource {
     }
     std::fclose(f);
     return found;
+  }
+
+ private:
+  template <typename F>
+  static void walk(F&& each) {
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return;
+    while (dirent* pe = readdir(proc)) {
+      if (!all_digits(pe->d_name)) continue;
+      const auto tgid = static_cast<pid_t>(std::atoi(pe->d_name));
+      std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
+      DIR* td = opendir(task_dir.c_str());
+      if (td == nullptr) continue;  // the process exited meanwhile
+      while (dirent* te = readdir(td)) {
+        if (all_digits(te->d_name)) each(static_cast<pid_t>(std::atoi(te->d_name)), tgid);
+      }
+      closedir(td);
+    }
+    closedir(proc);
   }
 };
 

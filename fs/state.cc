@@ -63,6 +63,11 @@ std::string FsImpl::status_json() {
   j["max_threshold_occupancy"] = p_.mon.settings().threshold;
   j["mbm_assign_mode"] = p_.mon.mbm_event_mode() ? "mbm_event" : "default";
   j["tagged_threads"] = m_.threads.size();
+  // Where the tasks files come from: the thread table kept from events, or a
+  // walk of the TaskSource at each open.
+  j["tasks_listing"] = m_.live.tracking() ? "thread table" : "proc walk";
+  j["live_threads"] = m_.live.size();
+  j["thread_table_rescans"] = m_.live.rescans();
   j["nodes"] = m_.nodes.size();
   return j.dump();
 }

@@ -8,6 +8,12 @@ ThreadTags::Tags ThreadTags::get(pid_t tid) const {
   return it == tags_.end() ? Tags{0, 0} : it->second;
 }
 
+void ThreadTags::touch(Tags tags) {
+  const uint64_t now = ++counter_;
+  closid_stamp_[tags.first] = now;
+  rmid_stamp_[tags.second] = now;
+}
+
 void ThreadTags::set(pid_t tid, Tags tags) {
   auto it = tags_.find(tid);
   const Tags old_tags = it == tags_.end() ? Tags{0, 0} : it->second;
@@ -31,11 +37,13 @@ bool ThreadTags::erase(pid_t tid) {
 
 void ThreadTags::clear() {
   tags_.clear();
+  touch_all();
   rebuild_index();
 }
 
 void ThreadTags::replace(Map tags) {
   tags_.swap(tags);
+  touch_all();
   rebuild_index();
 }
 
@@ -51,6 +59,8 @@ const std::unordered_set<pid_t>* ThreadTags::with_rmid(uint32_t rmid) const {
 
 void ThreadTags::index(pid_t tid, Tags old_tags, Tags new_tags) {
   if (old_tags == new_tags) return;
+  touch(old_tags);
+  touch(new_tags);
   auto drop = [tid](std::unordered_map<uint32_t, std::unordered_set<pid_t>>& idx, uint32_t key) {
     auto it = idx.find(key);
     if (it == idx.end()) return;
@@ -71,6 +81,50 @@ void ThreadTags::rebuild_index() {
   by_closid_.clear();
   by_rmid_.clear();
   for (auto& [tid, tags] : tags_) index(tid, {0, 0}, tags);
+}
+
+void LiveThreads::set_tracking(bool on) {
+  tracking_ = on;
+  if (!on) assign({});
+}
+
+void LiveThreads::assign(const std::vector<std::pair<pid_t, pid_t>>& threads) {
+  tgid_.clear();
+  by_tgid_.clear();
+  for (auto [tid, tgid] : threads) add(tid, tgid);
+}
+
+void LiveThreads::add(pid_t tid, pid_t tgid) {
+  auto [it, fresh] = tgid_.emplace(tid, tgid);
+  if (!fresh) {
+    if (tgid == 0 || it->second == tgid) return;
+    if (it->second != 0) by_tgid_[it->second].erase(tid);
+    it->second = tgid;
+  }
+  if (tgid != 0) by_tgid_[tgid].insert(tid);
+}
+
+bool LiveThreads::remove(pid_t tid) {
+  auto it = tgid_.find(tid);
+  if (it == tgid_.end()) return false;
+  if (it->second != 0) {
+    auto p = by_tgid_.find(it->second);
+    if (p != by_tgid_.end()) {
+      p->second.erase(tid);
+      if (p->second.empty()) by_tgid_.erase(p);
+    }
+  }
+  tgid_.erase(it);
+  return true;
+}
+
+std::vector<pid_t> LiveThreads::others_of(pid_t tgid) const {
+  std::vector<pid_t> out;
+  auto p = by_tgid_.find(tgid);
+  if (p == by_tgid_.end()) return out;
+  for (pid_t tid : p->second)
+    if (tid != tgid) out.push_back(tid);
+  return out;
 }
 
 }  // namespace resctrlfs::fs::internal

@@ -3,14 +3,22 @@
 // on), so that moving a group's threads costs its threads, not every
 // tagged thread of the machine. A thread without an entry carries (0, 0),
 // the default group's tags. Internal to fs/.
+//
+// LiveThreads: every live thread of the system (with its process), kept
+// from fork/exec/exit events when they are reliable, so that a tasks file
+// is listed without walking /proc. ThreadTags stamps each CLOSID and RMID
+// whenever a thread carrying it changes, so that a group's rendered tasks
+// text can be cached until one of its threads comes, goes or moves.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace resctrlfs::fs::internal {
 
@@ -33,13 +41,63 @@ class ThreadTags {
   size_t size() const { return tags_.size(); }
   const Map& all() const { return tags_; }
 
+  // A value that changes whenever a thread carrying `closid` (`rmid`)
+  // changes: set, erased, born or dead (touch()), or when every entry does
+  // (clear, replace, touch_all()).
+  uint64_t closid_stamp(uint32_t closid) const { return stamp(closid_stamp_, closid); }
+  uint64_t rmid_stamp(uint32_t rmid) const { return stamp(rmid_stamp_, rmid); }
+  // A thread carrying `tags` was born or died.
+  void touch(Tags tags);
+  void touch_all() { epoch_ = ++counter_; }
+
  private:
   void index(pid_t tid, Tags old_tags, Tags new_tags);
   void rebuild_index();
+  uint64_t stamp(const std::unordered_map<uint32_t, uint64_t>& m, uint32_t key) const {
+    auto it = m.find(key);
+    return it == m.end() || it->second < epoch_ ? epoch_ : it->second;
+  }
 
   Map tags_;
+  uint64_t counter_ = 1;
+  uint64_t epoch_ = 1;
+  std::unordered_map<uint32_t, uint64_t> closid_stamp_;
+  std::unordered_map<uint32_t, uint64_t> rmid_stamp_;
   std::unordered_map<uint32_t, std::unordered_set<pid_t>> by_closid_;
   std::unordered_map<uint32_t, std::unordered_set<pid_t>> by_rmid_;
+};
+
+// The live threads, when fork, exec and exit events keep them (tracking());
+// otherwise empty, and the tasks files walk the TaskSource.
+class LiveThreads {
+ public:
+  bool tracking() const { return tracking_; }
+  void set_tracking(bool on);
+  // Replaces every entry: (tid, tgid) pairs, tgid 0 when unknown.
+  void assign(const std::vector<std::pair<pid_t, pid_t>>& threads);
+  void add(pid_t tid, pid_t tgid);
+  bool remove(pid_t tid);
+  bool contains(pid_t tid) const { return tgid_.count(tid) != 0; }
+  // The other threads known to belong to process `tgid` (after an exec the
+  // process has only its leader, whatever thread called exec).
+  std::vector<pid_t> others_of(pid_t tgid) const;
+  const std::unordered_map<pid_t, pid_t>& all() const { return tgid_; }
+  size_t size() const { return tgid_.size(); }
+  // How often the table was read again after lost events.
+  uint64_t rescans() const { return rescans_; }
+  void count_rescan() { ++rescans_; }
+
+ private:
+  bool tracking_ = false;
+  uint64_t rescans_ = 0;
+  std::unordered_map<pid_t, pid_t> tgid_;  // tid -> tgid (0: unknown)
+  std::unordered_map<pid_t, std::unordered_set<pid_t>> by_tgid_;
+};
+
+// A group's tasks text as last rendered, with the stamp it was rendered at.
+struct TasksText {
+  uint64_t stamp = 0;
+  std::string text;
 };
 
 }  // namespace resctrlfs::fs::internal

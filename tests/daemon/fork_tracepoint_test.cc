@@ -267,6 +267,15 @@ TEST_CASE("merge: the connector's fork of a child the tracepoint reported is dro
   CHECK(same(out[2], exit_at(300, 22)));
 }
 
+TEST_CASE("merge: a traced fork takes its child's process id from the connector's report") {
+  ProcEvent reported = fork_at(100, 20, 22);
+  reported.tgid = 20;
+  std::vector<ProcEvent> out = merge_task_events({fork_at(110, 21, 22)}, {reported});
+  REQUIRE(out.size() == 1);
+  CHECK(same(out[0], fork_at(110, 21, 22)));
+  CHECK(out[0].tgid == 20);
+}
+
 TEST_CASE("merge: a connector fork the tracepoint never saw is kept (io_uring workers)") {
   std::vector<ProcEvent> traced = {fork_at(500, 40, 41)};
   std::vector<ProcEvent> connector = {fork_at(450, 40, 42), fork_at(490, 40, 41)};

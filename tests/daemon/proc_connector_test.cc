@@ -73,22 +73,32 @@ TEST_CASE("new thread: the connector names the process's parent, we use the lead
   REQUIRE(evs.size() == 1);
   CHECK(evs[0].parent_tid == 300);
   CHECK(evs[0].tid == 301);
+  CHECK(evs[0].tgid == 300);
 }
 
-TEST_CASE("exit, several messages per datagram, other events ignored") {
+TEST_CASE("exit, exec, several messages per datagram, other events ignored") {
   std::vector<char> buf;
   append(buf, exit_event(301, 300));
   proc_event exec{};
   exec.what = proc_event::PROC_EVENT_EXEC;
+  exec.event_data.exec.process_pid = 400;
+  exec.event_data.exec.process_tgid = 400;
   append(buf, exec);
+  proc_event uid{};
+  uid.what = proc_event::PROC_EVENT_UID;
+  append(buf, uid);
   append(buf, fork_event(5, 5, 6, 6));
   append(buf, fork_event(7, 7, 8, 8), /*idx=*/CN_IDX_PROC + 1);  // another connector
   auto evs = parse_proc_datagram(buf.data(), buf.size());
-  REQUIRE(evs.size() == 2);
+  REQUIRE(evs.size() == 3);
   CHECK(evs[0].kind == ProcEvent::Kind::kExit);
   CHECK(evs[0].tid == 301);
-  CHECK(evs[1].kind == ProcEvent::Kind::kFork);
-  CHECK(evs[1].tid == 6);
+  CHECK(evs[0].tgid == 300);
+  CHECK(evs[1].kind == ProcEvent::Kind::kExec);
+  CHECK(evs[1].tid == 400);
+  CHECK(evs[2].kind == ProcEvent::Kind::kFork);
+  CHECK(evs[2].tid == 6);
+  CHECK(evs[2].tgid == 6);
 }
 
 TEST_CASE("truncated or garbage datagrams decode to nothing, without reading past the end") {

@@ -338,6 +338,162 @@ class InheritanceFromTheCreatingThread(HelperProcesses):
                 pass
 
 
+# Starts a thread, prints its id; on "go" that thread (not the main one)
+# calls exec, and the new program prints its pid and waits for stdin to close.
+EXEC_FROM_THREAD = r"""
+import os, sys, threading
+go = threading.Event()
+def run():
+    print(threading.get_native_id(), flush=True)
+    go.wait()
+    os.execv(sys.executable, [sys.executable, "-c",
+             "import os, sys; print(os.getpid(), flush=True); sys.stdin.read()"])
+threading.Thread(target=run).start()
+sys.stdin.readline()
+go.set()
+threading.Event().wait()
+"""
+
+
+class TasksListing(HelperProcesses):
+    """What the tasks files list comes from the daemon's thread table, kept
+    from the proc connector's fork, exec and exit events (read from /proc
+    once at start): a thread is listed as soon as it exists and gone as soon
+    as it exited, moves are seen by the next read, and an exec from a
+    non-leader thread leaves the process with one id."""
+
+    LISTING = "thread table"
+
+    def setUp(self):
+        super().setUp()
+        if self.LISTING == "thread table" and NO_CONNECTOR in self.fs.daemon_log():
+            self.skipTest("the proc connector cannot be opened here (daemon log)")
+
+    def test_the_listing_comes_from_where_it_should(self):
+        self.assertEqual(self.status()["tasks_listing"], self.LISTING)
+
+    def test_a_new_thread_is_listed_and_an_exited_one_is_not(self):
+        p = self.spawn(THREADER)
+        self.assertIn(p.pid, tasks(self, ""))
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        tid = int(self.readline(p))
+        self.assertIn(tid, tasks(self, ""))
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/tasks", "%d\n" % tid), 0, self.lcs())
+        self.assertEqual(tasks(self, "g"), {tid})
+        self.assertNotIn(tid, tasks(self, ""))
+        self.assertEqual(self.write("tasks", "%d\n" % tid), 0, self.lcs())
+        self.assertEqual(tasks(self, "g"), set())
+        self.assertIn(tid, tasks(self, ""))
+        p.stdin.write("stop\n")
+        p.stdin.flush()
+        p.wait(timeout=10)
+        listed = tasks(self, "")
+        self.assertNotIn(tid, listed)
+        self.assertNotIn(p.pid, listed)
+
+    def test_exec_from_a_thread_leaves_one_id(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        p = self.spawn(EXEC_FROM_THREAD)
+        tid = int(self.readline(p))
+        self.assertEqual(self.write("g/tasks", "%d\n" % p.pid), 0, self.lcs())
+        self.assertEqual(tasks(self, "g"), {p.pid})
+        self.assertIn(tid, tasks(self, ""))
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        self.assertEqual(int(self.readline(p)), p.pid)
+        # The exec'ing thread took the process id; its old id is gone. (The
+        # kernel keeps the exec'ing thread's own group; the table cannot
+        # tell which thread it was, so only the id set is checked.)
+        listed = tasks(self, "") | tasks(self, "g")
+        self.assertIn(p.pid, listed)
+        self.assertNotIn(tid, listed)
+
+    def test_the_default_group_lists_every_thread_of_the_system(self):
+        def all_threads():
+            found = set()
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        found |= {int(t) for t in os.listdir("/proc/%s/task" % entry)}
+                    except OSError:
+                        pass
+            return found
+        before = all_threads()
+        listed = tasks(self, "")
+        after = all_threads()
+        # Threads come and go meanwhile (other builds); those that were there
+        # before and after the listing were there throughout.
+        self.assertIn(os.getpid(), listed)
+        self.assertEqual((before & after) - listed, set())
+
+
+# What the daemon logs when it cannot open the proc connector.
+NO_CONNECTOR = "tasks files walk /proc at each listing"
+
+# Forks N children that exit at once: 2 connector events each.
+FLOOD = r"""
+import os, sys
+for _ in range(int(sys.argv[1])):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+class TasksListingAfterLostEvents(HelperProcesses):
+    """When the connector's socket overflows (events lost while the daemon
+    did not read them), the daemon reads the thread table again from /proc:
+    a thread born and one dead while events were being dropped are listed
+    right afterwards."""
+
+    def setUp(self):
+        super().setUp()
+        if NO_CONNECTOR in self.fs.daemon_log():
+            self.skipTest("the proc connector cannot be opened here (daemon log)")
+
+    def test_overflow_rereads_the_table(self):
+        self.assertEqual(self.status()["tasks_listing"], "thread table")
+        self.assertEqual(self.mkdir("g"), 0)
+        dying = self.spawn(THREADER)
+        dying.stdin.write("go\n")
+        dying.stdin.flush()
+        dead_tid = int(self.readline(dying))
+        self.assertEqual(self.write("g/tasks", "%d\n" % dead_tid), 0, self.lcs())
+        self.assertEqual(tasks(self, "g"), {dead_tid})
+        os.kill(self.fs.pid, signal.SIGSTOP)
+        try:
+            # Fill the connector's socket buffer, then make the events that
+            # matter: they are dropped.
+            subprocess.run([sys.executable, "-c", FLOOD, "12000"], check=True, timeout=120)
+            dying.stdin.write("stop\n")
+            dying.stdin.flush()
+            dying.wait(timeout=10)
+            born = self.spawn(THREADER)
+            born.stdin.write("go\n")
+            born.stdin.flush()
+            born_tid = int(self.readline(born))
+        finally:
+            os.kill(self.fs.pid, signal.SIGCONT)
+        listed = tasks(self, "")
+        self.assertGreaterEqual(self.status()["thread_table_rescans"], 1,
+                                "the connector did not overflow")
+        self.assertIn(born_tid, listed)
+        self.assertIn(born.pid, listed)
+        self.assertEqual(tasks(self, "g"), set())
+        self.assertNotIn(dead_tid, listed)
+
+
+class TasksListingWalkingProc(TasksListing):
+    """The same with --tasks-from-proc: every listing walks /proc, as the
+    daemon does when the proc connector cannot be opened."""
+
+    ARGS = ["--tasks-from-proc"]
+    LISTING = "proc walk"
+
+
 class FallbackToTheProcConnector(InheritanceFromTheCreatingThread):
     """Without perf (perf_event_open fails) the daemon says that inheritance
     is per process and takes forks from the proc connector: children of a

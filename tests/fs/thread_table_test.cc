@@ -1,0 +1,134 @@
+// Tests the tasks files rendered from the thread table that fork, exec and
+// exit events keep (Filesystem::track_threads), its rescan when events were
+// lost (rescan_threads), and the walk of the TaskSource without tracking.
+#include <catch2/catch.hpp>
+
+#include "tests/fs/harness.h"
+
+namespace resctrlfs::fs::testing {
+
+TEST_CASE("tasks from the thread table: events, not the task source", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.tasks.add(12);
+  f.fs->track_threads(true);  // reads 10 and 12 once
+  CHECK(sh.cat("/tasks") == "10\n12\n");
+  // A thread the events did not report is not listed: the table, not a walk.
+  f.tasks.add(14);
+  CHECK(sh.cat("/tasks") == "10\n12\n");
+  // A fork is, even before the task source shows it; listed in id order.
+  f.fs->on_thread_fork(10, 11, 10);
+  CHECK(sh.cat("/tasks") == "10\n11\n12\n");
+  REQUIRE(sh.mkdir("/p0") == 0);
+  REQUIRE(sh.mkdir("/p0/mon_groups/m") == 0);
+  CHECK(sh.cat("/p0/tasks").empty());
+  // Moves are seen by the next read of every file involved (the rendered
+  // text is cached per group).
+  CHECK(sh.echo("/p0/tasks", "12") == 0);
+  CHECK(sh.cat("/tasks") == "10\n11\n");
+  CHECK(sh.cat("/p0/tasks") == "12\n");
+  CHECK(sh.echo("/p0/mon_groups/m/tasks", "12") == 0);
+  CHECK(sh.cat("/p0/tasks") == "12\n");
+  CHECK(sh.cat("/p0/mon_groups/m/tasks") == "12\n");
+  // A child inherits its parent's group; an exit leaves it.
+  f.fs->on_thread_fork(12, 13, 13);
+  CHECK(sh.cat("/p0/mon_groups/m/tasks") == "12\n13\n");
+  CHECK(sh.cat("/p0/tasks") == "12\n13\n");
+  CHECK(sh.cat("/tasks") == "10\n11\n");
+  f.fs->on_exit(12);
+  CHECK(sh.cat("/p0/mon_groups/m/tasks") == "13\n");
+  f.fs->on_exit(11);
+  CHECK(sh.cat("/tasks") == "10\n");
+  // rmdir gives the threads back, seen by the parent's next read.
+  CHECK(sh.rmdir("/p0/mon_groups/m") == 0);
+  CHECK(sh.cat("/p0/tasks") == "13\n");
+  CHECK(sh.rmdir("/p0") == 0);
+  CHECK(sh.cat("/tasks") == "10\n13\n");
+  // A moved thread the events have not told of yet (it exists) is listed.
+  f.tasks.add(20);
+  REQUIRE(sh.mkdir("/p1") == 0);
+  CHECK(sh.echo("/p1/tasks", "20") == 0);
+  CHECK(sh.cat("/p1/tasks") == "20\n");
+}
+
+TEST_CASE("tasks from the thread table: exec leaves one thread", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(30);
+  f.fs->track_threads(true);
+  f.fs->on_thread_fork(30, 31, 30);
+  f.fs->on_thread_fork(30, 32, 30);
+  f.fs->on_thread_fork(30, 40, 40);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  f.tasks.add(32);
+  CHECK(sh.echo("/p0/tasks", "32") == 0);
+  CHECK(sh.cat("/tasks") == "30\n31\n40\n");
+  CHECK(sh.cat("/p0/tasks") == "32\n");
+  // Thread 31 calls exec: the process is left with one thread, id 30.
+  f.fs->on_exec(30);
+  CHECK(sh.cat("/tasks") == "30\n40\n");
+  CHECK(sh.cat("/p0/tasks").empty());
+}
+
+TEST_CASE("tasks from the thread table: a rescan after lost events", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.tasks.add(11);
+  f.tasks.add(12);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  CHECK(sh.echo("/p0/tasks", "11") == 0);
+  CHECK(sh.echo("/p0/tasks", "12") == 0);
+  CHECK(sh.cat("/p0/tasks") == "11\n12\n");
+  // Events were lost: 12 died, 15 was born; the table still says otherwise
+  // until the rescan, which forgets 12's tags too.
+  f.tasks.remove(12);
+  f.tasks.add(15);
+  CHECK(sh.cat("/p0/tasks") == "11\n12\n");
+  CHECK(sh.cat("/tasks") == "10\n");
+  f.fs->rescan_threads();
+  CHECK(sh.cat("/p0/tasks") == "11\n");
+  CHECK(sh.cat("/tasks") == "10\n15\n");
+  // Id 12 is reused by a new thread of the default group.
+  f.tasks.add(12);
+  f.fs->on_thread_fork(10, 12, 12);
+  CHECK(sh.cat("/tasks") == "10\n12\n15\n");
+  CHECK(sh.cat("/p0/tasks") == "11\n");
+}
+
+TEST_CASE("tasks without tracking: every open walks the task source", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  CHECK(sh.cat("/tasks") == "10\n");
+  f.tasks.add(14);  // no event
+  CHECK(sh.cat("/tasks") == "10\n14\n");
+  REQUIRE(sh.mkdir("/p0") == 0);
+  CHECK(sh.echo("/p0/tasks", "14") == 0);
+  f.tasks.remove(14);  // died without an exit event: forgotten by the walk
+  CHECK(sh.cat("/p0/tasks").empty());
+  // Tracking turned off again falls back to the walk.
+  f.fs->track_threads(true);
+  f.tasks.add(16);
+  CHECK(sh.cat("/tasks") == "10\n");
+  f.fs->track_threads(false);
+  CHECK(sh.cat("/tasks") == "10\n16\n");
+}
+
+TEST_CASE("tasks from the thread table survive a remount", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  CHECK(sh.echo("/p0/tasks", "10") == 0);
+  f.fs->unmount();
+  f.tasks.add(11);
+  REQUIRE(f.fs->mount({}).ok());
+  // The mount reads the threads again; every thread is in the default group.
+  CHECK(sh.cat("/tasks") == "10\n11\n");
+}
+
+}  // namespace resctrlfs::fs::testing
