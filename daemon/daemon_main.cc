@@ -8,6 +8,7 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -104,7 +105,16 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
       cpuinfo = *flags;
     }
     Result<void> pre = check_msr_preconditions(read_text_file("/proc/mounts"), cpuinfo);
-    if (!pre.ok()) return fail("--backend msr: " + pre.error().message);
+    // Intel's model-specific allocation (TCC L3 CAT, STLB QoS; ours) has no
+    // cpuinfo flag: with its option the decoder decides, and the mount is
+    // refused with that option's message on a machine without it.
+    const bool model_specific = opts.mount.tccl3 || opts.mount.stlb;
+    if (!pre.ok() && pre.error().code == ENODEV && model_specific) {
+      spdlog::info("--backend msr: {}; going on for the model-specific options",
+                   pre.error().message);
+    } else if (!pre.ok()) {
+      return fail("--backend msr: " + pre.error().message);
+    }
   }
 
   Daemon daemon(opts);
