@@ -316,8 +316,8 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, EBADF);
       return;
     }
-    // A file that reads registers is read where commands run (the handle
-    // is the read's alone until it replies: RELEASE comes after).
+    // A file that reads registers is read where commands run (its RELEASE
+    // is queued there too, so the handle outlives every queued read).
     if (h->file.reads_hardware) {
       const fs::Caller c = caller(req);
       s->run_command([s, req, h, size, off, c] { s->read_handle(req, h, size, off, c); });
@@ -372,7 +372,19 @@ struct FuseBridge::Impl {
   }
 
   static void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-    delete handle_of(fi);
+    Handle* h = handle_of(fi);
+    // A read of a register-reading file may still be queued or running on
+    // the command thread (the kernel sends RELEASE without waiting for a
+    // read whose caller was interrupted or killed): free the handle after
+    // it, on the same thread, in queue order.
+    if (h->file.reads_hardware) {
+      self(req)->run_command([req, h] {
+        delete h;
+        fuse_reply_err(req, 0);
+      });
+      return;
+    }
+    delete h;
     fuse_reply_err(req, 0);
   }
 
