@@ -74,7 +74,7 @@ Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t valu
 int SimMachine::io_node_index(const IoChan& c, int node) const {
   if (c.l3 < 0) return -1;
   for (unsigned cpu : l3_[static_cast<size_t>(c.l3)].cpus)
-    if (cpu < cpu_node_.size() && cpu_node_[cpu] == node) return cpus_[cpu].snc;
+    if (cpus_[cpu].node == node) return cpus_[cpu].snc;
   return -1;
 }
 

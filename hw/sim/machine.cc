@@ -107,19 +107,18 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
   const bool intel = info_.vendor == "GenuineIntel";
-  auto node_of = [&](unsigned c) { return intel && c < topo.node.size() ? topo.node[c] : -1; };
-  cpu_node_.assign(cpus_.size(), -1);
-  for (unsigned c = 0; c < cpus_.size(); ++c) cpu_node_[c] = node_of(c);
+  for (unsigned c = 0; c < cpus_.size(); ++c)
+    cpus_[c].node = intel && c < topo.node.size() ? topo.node[c] : -1;
   for (auto& d : l3_) {
     std::vector<int> nodes;
     for (unsigned c : d.cpus) {
-      const int n = node_of(c);
+      const int n = cpus_[c].node;
       if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
     }
     std::sort(nodes.begin(), nodes.end());
     d.snc_ways = std::max<unsigned>(1, static_cast<unsigned>(nodes.size()));
     for (unsigned c : d.cpus) {
-      const int n = node_of(c);
+      const int n = cpus_[c].node;
       cpus_[c].snc = static_cast<int>(std::find(nodes.begin(), nodes.end(), n) - nodes.begin());
     }
     const unsigned unit = pqm1.ebx / d.snc_ways;

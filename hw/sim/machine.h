@@ -305,6 +305,7 @@ class SimMachine final : public CpuidSource,
     int l3 = -1;                        // index into l3_
     int l2 = -1;                        // index into l2_
     int snc = 0;                        // index of the CPU's NUMA node among its L3's nodes
+    int node = -1;                      // that NUMA node (Intel; -1 elsewhere)
     // IA32_QoS_Core_BW_Thrtl_n (CBA): logical-processor scope, a byte per
     // CLOSID; cba_regs_ registers, 0 at power-on.
     std::vector<uint64_t> cba_thrtl;
@@ -441,7 +442,6 @@ class SimMachine final : public CpuidSource,
   // The index among its L3's nodes of NUMA node `node`, -1 when no CPU of
   // the channel's L3 is on that node.
   int io_node_index(const IoChan& c, int node) const;
-  std::vector<int> cpu_node_;  // each CPU's NUMA node (Intel SNC), -1 elsewhere
   std::vector<PmtRegion> telem_regions_;
   uint64_t telem_last_us_ = 0;
 };
