@@ -51,6 +51,16 @@ class IoRdtCase(rt.ResctrlfsTestCase):
     PLATFORM = "intel-gnr-io"
     OPTIONS = ["iordt"]
     MANUAL_CLOCK = True
+    PROFILE = None  # a profile dict to mount instead of PLATFORM
+
+    def setUp(self):
+        if self.PROFILE is not None:
+            d = tempfile.TemporaryDirectory(prefix="resctrlfs-iordt-")
+            self.addCleanup(d.cleanup)
+            self.PLATFORM = os.path.join(d.name, "profile.json")
+            with open(self.PLATFORM, "w") as f:
+                json.dump(self.PROFILE, f)
+        super().setUp()
 
     def channel_workload(self, channel, footprint=0, mbps=0):
         if rt.MSR:
@@ -211,13 +221,7 @@ class Journal(IoRdtCase):
 
 
 class ChannelsWithoutClos(IoRdtCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory(prefix="resctrlfs-iordt-")
-        self.addCleanup(d.cleanup)
-        self.PLATFORM = os.path.join(d.name, "gnr-io-no-clos.json")
-        with open(self.PLATFORM, "w") as f:
-            json.dump(GNR_IO_NO_CLOS, f)
-        super().setUp()
+    PROFILE = GNR_IO_NO_CLOS
 
     def test_channel_without_clos_tagging(self):
         self.assertEqual(self.mkdir("g"), 0)
@@ -260,13 +264,7 @@ class SubNumaClustering(IoRdtCase):
     the target's node; in the RMID sharing mode Linux selects, a group's
     RMID counts on every node, so the group sees it either way."""
 
-    def setUp(self):
-        d = tempfile.TemporaryDirectory(prefix="resctrlfs-iordt-")
-        self.addCleanup(d.cleanup)
-        self.PLATFORM = os.path.join(d.name, "snc-io.json")
-        with open(self.PLATFORM, "w") as f:
-            json.dump(SNC_IO, f)
-        super().setUp()
+    PROFILE = SNC_IO
 
     def sub_mbm(self, group, node):
         return int(self.read(os.path.join(
