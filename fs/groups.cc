@@ -200,7 +200,14 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.root_node->removed = false;
   m_.root_node->mode = S_IFDIR | 0755;
   p_.tree.build_group_dir(m_.root, m_.root_node, 0755, m_.mount_uid, m_.mount_gid);
-  p_.io_ch.mount();
+  if (Result<void> io = p_.io_ch.mount(); !io.ok()) {
+    // As rdt_get_tree() unwinds a failed mount: nothing stays applied. The
+    // unmount path resets the channels, turns tagging and CDP off and drops
+    // the group directory built so far.
+    m_.mounted = true;
+    unmount_locked();
+    return io;
+  }
   p_.tree.build_info_tree();
   p_.cpus.update_cpu_assoc();
   m_.mounted = true;

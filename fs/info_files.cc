@@ -25,9 +25,13 @@ std::string hex(uint32_t v) {
 }  // namespace
 
 bool InfoFiles::cond_throttle_mode() const {
+  // The kernel shows the file (in every bandwidth resource's info
+  // directory) when MB's throttle mode is defined (Intel's max or
+  // per-thread; AMD's is undefined). CB (ours) is throttled per logical
+  // processor wherever it exists, so a mount with CB has the file too, also
+  // on a machine whose MB is absent (rdt=!mba) or undefined.
   for (const hw::Resource& r : m_.info.resources) {
-    // CB (ours) is not what the kernel decides the file by.
-    if (r.rid == hw::ResourceId::CB) continue;
+    if (r.rid == hw::ResourceId::CB && !in_mount(r, m_.opts)) continue;
     if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
       return true;
   }

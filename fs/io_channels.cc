@@ -31,19 +31,37 @@ Result<void> IoChannels::check_mount(const MountOptions& opts) const {
   return Ok();
 }
 
-void IoChannels::mount() {
+Result<void> IoChannels::mount() {
   chans_.clear();
   owner_.clear();
-  if (!m_.opts.iordt) return;
+  if (!m_.opts.iordt) return Ok();
   chans_ = m_.arch->io_channels();
+  // A mount does not half-succeed: a channel whose tags could not be
+  // written would carry whatever tags it had before (another mount's, a
+  // crashed daemon's), and with tagging off no channel would be confined or
+  // counted although every group lists its channels as applied. Either
+  // failure refuses the mount, with the hardware's errno and a message in
+  // the daemon's log; the caller then resets what was written, as an
+  // unmount does.
   for (const hw::IoChannelInfo& ch : chans_) {
-    // A failed write leaves the channel's tags unknown, but
-    // it is in the default group all the same: the next move writes them.
     owner_[ch.id] = m_.root;
-    (void)move(ch, m_.root);
+    Result<void> r = move(ch, m_.root);
+    if (!r.ok())
+      return mount_failed(r.error(), "writing the default group's tags to channel " +
+                                         channel_name(ch.id) + " failed");
   }
   const hw::IoTagCaps caps = m_.arch->io_tag_caps();
-  (void)m_.arch->set_io_tagging(caps.alloc, caps.mon);
+  Result<void> r = m_.arch->set_io_tagging(caps.alloc, caps.mon);
+  if (!r.ok()) return mount_failed(r.error(), "turning channel tagging on failed");
+  return Ok();
+}
+
+Error IoChannels::mount_failed(const Error& e, const std::string& what) {
+  std::string text = "iordt: " + what;
+  std::string_view why = e.message;
+  while (!why.empty() && why.back() == '\n') why.remove_suffix(1);
+  if (!why.empty()) text += ": " + std::string(why);
+  return Error::make(e.code, text);
 }
 
 void IoChannels::unmount() {

@@ -25,8 +25,10 @@ class IoChannels final : public Part {
   bool cond_iordt() const { return m_.opts.iordt; }
   // Refuses `iordt` on a machine without channels or without tagging.
   Result<void> check_mount(const MountOptions& opts) const;
-  // After the default group exists: every channel into it, tagging on.
-  void mount();
+  // After the default group exists: every channel into it, tagging on. A
+  // failed hardware write refuses the mount (its errno, "iordt: ..." text);
+  // the channels are then left for unmount() to reset.
+  Result<void> mount();
   // Every channel back to CLOSID 0 / RMID 0, tagging off.
   void unmount();
   // info/IO and one file per channel.
@@ -56,6 +58,8 @@ class IoChannels final : public Part {
   const hw::IoChannelInfo* find(uint32_t id) const;
   // Tags channel `ch` with `g`'s CLOSID and RMID and records `g` as its group.
   Result<void> move(const hw::IoChannelInfo& ch, Group* g);
+  // mount()'s refusal: "iordt: <what>: <the hardware's text>" with its errno.
+  static Error mount_failed(const Error& e, const std::string& what);
 
   std::vector<hw::IoChannelInfo> chans_;
   std::map<uint32_t, Group*> owner_;

@@ -51,6 +51,22 @@ TEST_CASE("cpuinfo: flags are appended in the given order without duplicates") {
   CHECK(rewrite_cpuinfo("flags\t: a", {"cqm", "cat_l3", "cqm"}) == "flags\t: a cqm cat_l3");
 }
 
+TEST_CASE("cpuinfo: lwp is the platform's, never the host's") {
+  // A family-15h host (lwp among its 8000_0001h ECX flags) under a platform
+  // without LWP loses it; under one with LWP (cpuinfo_rdt_flags gives
+  // "lwp") it keeps it, once, at the end like every platform flag; a host
+  // without LWP gets it from such a platform.
+  const char* fam15 = "flags\t\t: fpu sse xop skinit wdt lwp fma4 tce\n";
+  CHECK(rewrite_cpuinfo(fam15, {}) == "flags\t\t: fpu sse xop skinit wdt fma4 tce\n");
+  CHECK(rewrite_cpuinfo(fam15, {"cat_l3", "cqm"}) ==
+        "flags\t\t: fpu sse xop skinit wdt fma4 tce cat_l3 cqm\n");
+  CHECK(rewrite_cpuinfo(fam15, {"lwp"}) == "flags\t\t: fpu sse xop skinit wdt fma4 tce lwp\n");
+  CHECK(rewrite_cpuinfo("flags\t\t: fpu sse avx2\n", {"lwp"}) == "flags\t\t: fpu sse avx2 lwp\n");
+  // Only the flags line: another line naming lwp is left alone.
+  CHECK(rewrite_cpuinfo("model name\t: lwp\nflags\t\t: lwp\n", {}) ==
+        "model name\t: lwp\nflags\t\t:\n");
+}
+
 TEST_CASE("filesystems gains exactly one nodev resctrl line") {
   std::string fs = "nodev\tsysfs\n\text4\nnodev\tfuse\n";
   std::string out = add_resctrl_filesystem(fs);

@@ -152,7 +152,9 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
 
   // I/O RDT channels: what the machine lists, and every tagging call in
   // order ("tags 0x100 1 5": channel, CLOSID, RMID; "tagging 1 0": alloc,
-  // mon). fail_io_tags makes the next set_io_channel_tags calls fail.
+  // mon). fail_io_tags makes the next set_io_channel_tags calls fail,
+  // fail_io_tagging the next set_io_tagging calls; a failed call is not
+  // logged.
   hw::IoTagCaps io_tag_caps() const override { return io_caps; }
   std::vector<hw::IoChannelInfo> io_channels() const override { return io_chans; }
   Result<void> set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t rmid) override {
@@ -166,6 +168,10 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
     return Ok();
   }
   Result<void> set_io_tagging(bool alloc, bool mon) override {
+    if (fail_io_tagging != 0) {
+      --fail_io_tagging;
+      return Error::make(EIO, "Hardware write failed\n");
+    }
     io_log.push_back(std::string("tagging ") + (alloc ? "1 " : "0 ") + (mon ? "1" : "0"));
     return Ok();
   }
@@ -173,6 +179,7 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   hw::IoTagCaps io_caps;
   std::vector<std::string> io_log;
   unsigned fail_io_tags = 0;
+  unsigned fail_io_tagging = 0;
 
   std::function<void()> on_update;
   bool models_tags = true;

@@ -154,10 +154,12 @@ class Shell {
   Filesystem& fs_;
 };
 
-// A simulated platform, a fake task list and a mounted Filesystem.
+// A simulated platform (with the rdt= list `rdt`), a fake task list and a
+// mounted Filesystem.
 struct SimFixture {
-  explicit SimFixture(const std::string& platform, MountOptions opts = {}) {
-    auto b = hw::make_sim_backend(platform);
+  explicit SimFixture(const std::string& platform, MountOptions opts = {},
+                      const std::string& rdt = "") {
+    auto b = hw::make_sim_backend(platform, rdt);
     if (!b.ok()) throw std::runtime_error("sim backend: " + b.error().message);
     backend = std::move(b.value());
     FilesystemConfig cfg;

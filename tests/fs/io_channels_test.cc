@@ -1,7 +1,8 @@
 // Intel I/O RDT channels in the tree (ours, -o iordt) over FakeArch: the
 // exact tagging calls for mount, moves, rmdir, a MON group's rename and
-// unmount; a failed hardware write; the refusal without channels; the tree
-// without the option.
+// unmount; a failed hardware write, after mount and at mount (the mount
+// refused, the channels reset); the CLOS and RMID tagging refusals; the
+// refusal without channels; the tree without the option.
 #include <catch2/catch.hpp>
 
 #include "tests/fs/fake_arch.h"
@@ -122,6 +123,72 @@ TEST_CASE("iordt: errors", "[iordt]") {
   CHECK(sh.lcs() == "Hardware write failed\n");
   CHECK(sh.cat("/channels") == "0x100\n0x101\n");
   CHECK(sh.cat("/g/channels") == "");
+}
+
+TEST_CASE("iordt: a channel without RMID tagging stays out of groups with an RMID", "[iordt]") {
+  FakeFixture k(platform(), /*mounted=*/false);
+  add_channels(k.arch);
+  // 0x102 tags CLOSIDs only.
+  k.arch.io_chans.insert(k.arch.io_chans.begin() + 2,
+                         {0x102, "pcie", true, false, {{"0000:30:00.0", 0, false}}});
+  REQUIRE(k.fs->mount(iordt()).ok());
+  Shell& sh = *k.sh;
+  REQUIRE(sh.mkdir("/mon_groups/r") == 0);  // CLOSID 0, an RMID of its own
+  REQUIRE(sh.mkdir("/g") == 0);
+  k.arch.io_log.clear();
+  CHECK(sh.echo("/mon_groups/r/channels", "0x102") == EINVAL);
+  CHECK(sh.lcs() == "Channel 0x102 has no RMID tagging\n");
+  CHECK(sh.echo("/g/channels", "0x102") == EINVAL);
+  CHECK(sh.lcs() == "Channel 0x102 has no RMID tagging\n");
+  CHECK(k.arch.io_log.empty());
+  CHECK(sh.cat("/channels") == "0x100\n0x101\n0x102\n0x200\n");
+  CHECK(sh.cat("/mon_groups/r/channels") == "");
+  // The same refusal for a channel that can carry an RMID on a machine
+  // that does not apply device RMIDs.
+  FakeFixture n(platform(), /*mounted=*/false);
+  add_channels(n.arch);
+  n.arch.io_caps = {true, false};
+  REQUIRE(n.fs->mount(iordt()).ok());
+  REQUIRE(n.sh->mkdir("/mon_groups/r") == 0);
+  CHECK(n.sh->echo("/mon_groups/r/channels", "0x100") == EINVAL);
+  CHECK(n.sh->lcs() == "Channel 0x100 has no RMID tagging\n");
+}
+
+TEST_CASE("iordt: a failed hardware write at mount refuses the mount and resets the channels",
+          "[iordt]") {
+  const Log reset = {"tags 0x100 0 0", "tags 0x101 0 0", "tags 0x200 0 0", "tagging 0 0"};
+  SECTION("turning tagging on fails") {
+    FakeFixture k(platform(), /*mounted=*/false);
+    add_channels(k.arch);
+    k.arch.fail_io_tagging = 1;
+    Result<void> r = k.fs->mount(iordt());
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == EIO);
+    CHECK(r.error().message == "iordt: turning channel tagging on failed: Hardware write failed");
+    // The tags written, then the unmount's reset.
+    Log want = {"tags 0x100 0 0", "tags 0x101 0 0", "tags 0x200 0 0"};
+    want.insert(want.end(), reset.begin(), reset.end());
+    CHECK(k.arch.io_log == want);
+    CHECK(k.sh->ls("/").empty());
+    // Nothing stayed mounted: the next mount works.
+    k.arch.io_log.clear();
+    REQUIRE(k.fs->mount(iordt()).ok());
+    CHECK(k.arch.io_log.back() == "tagging 1 1");
+    CHECK(k.sh->cat("/channels") == "0x100\n0x101\n0x200\n");
+  }
+  SECTION("a channel's tags cannot be written") {
+    FakeFixture k(platform(), /*mounted=*/false);
+    add_channels(k.arch);
+    k.arch.fail_io_tags = 2;  // 0x100 at mount, then 0x100 again at the reset
+    Result<void> r = k.fs->mount(iordt());
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == EIO);
+    CHECK(r.error().message ==
+          "iordt: writing the default group's tags to channel 0x100 failed: Hardware write failed");
+    CHECK(k.arch.io_log == Log{"tags 0x101 0 0", "tags 0x200 0 0", "tagging 0 0"});
+    CHECK(k.sh->ls("/").empty());
+    REQUIRE(k.fs->mount(iordt()).ok());
+  }
 }
 
 TEST_CASE("iordt: refused without channels, and without the option the tree is unchanged",

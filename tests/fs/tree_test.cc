@@ -78,6 +78,29 @@ TEST_CASE("tree: file sets follow the flags table", "[tree]") {
   CHECK((sh.stat("/info").mode & 0777) == 0755);
 }
 
+TEST_CASE("tree: info/CB has thread_throttle_mode, with or without MB", "[tree][cba]") {
+  // CB (ours, -o cba) is throttled per logical processor: its info
+  // directory has MB's files, thread_throttle_mode included, also when the
+  // machine shows no MB (rdt=!mba), where the kernel's rule (MB's mode
+  // decides) would leave it out.
+  MountOptions o;
+  o.cba = true;
+  const std::set<std::string> mb_files = {"bandwidth_gran", "delay_linear", "min_bandwidth",
+                                          "num_closids", "thread_throttle_mode"};
+  SimFixture both("intel-cba", o);
+  CHECK(both.sh->ls("/info/MB") == mb_files);
+  CHECK(both.sh->ls("/info/CB") == mb_files);
+  CHECK(both.sh->cat("/info/CB/thread_throttle_mode") == "per-thread\n");
+  SimFixture cb_only("intel-cba", o, "!mba");
+  CHECK(cb_only.sh->ls("/info").count("MB") == 0);
+  CHECK(cb_only.sh->ls("/info/CB") == mb_files);
+  CHECK(cb_only.sh->cat("/info/CB/thread_throttle_mode") == "per-thread\n");
+  // Without the option the tree is the kernel's: no MB, no CB, no file.
+  SimFixture neither("intel-cba", {}, "!mba");
+  CHECK(neither.sh->ls("/info").count("CB") == 0);
+  CHECK(neither.sh->ls("/info").count("MB") == 0);
+}
+
 TEST_CASE("tree: rmdir of a CTRL_MON group invalidates its MON groups", "[tree]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;

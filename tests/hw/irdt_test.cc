@@ -178,6 +178,26 @@ TEST_CASE("irdt: header fields", "[irdt]") {
   CHECK_THAT(refusal(b), Catch::Contains("RMUD truncated"));
 }
 
+TEST_CASE("irdt: an entry header cut short inside its RMUD", "[irdt]") {
+  // The RMUD (and the table) grow by 1, 2 and 3 bytes after its last entry:
+  // too few for the 4-byte type/length header of another entry, although
+  // every length agrees and the checksum is right.
+  const auto good = build_irdt(sample());
+  for (unsigned extra = 1; extra < 4; ++extra) {
+    INFO(extra << " bytes");
+    auto b = good;
+    b.insert(b.end(), extra, uint8_t{0});
+    const uint32_t rmud_len = static_cast<uint32_t>(b.size() - kRmud);
+    for (unsigned i = 0; i < 4; ++i) {
+      b[4 + i] = static_cast<uint8_t>(b.size() >> (8 * i));
+      b[kRmud + 4 + i] = static_cast<uint8_t>(rmud_len >> (8 * i));
+    }
+    fix_sum(b);
+    CHECK(refusal(b) == "IRDT: offset " + std::to_string(good.size()) +
+                            ": entry header truncated inside its RMUD");
+  }
+}
+
 TEST_CASE("irdt: RMUD, DSS and RCS fields", "[irdt]") {
   const auto good = build_irdt(sample());
   auto edit = [&](size_t off, uint8_t v) {
