@@ -120,8 +120,14 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   Daemon daemon(opts);
   Result<void> started = daemon.start(factory);
   if (!started.ok()) return fail(started.error().message);
-  spdlog::info("resctrl mounted at {} (backend {}, platform {})", opts.mountpoint,
-               opts.backend == BackendKind::kMsr ? "msr" : "sim", opts.platform);
+  // --platform means nothing to the msr backend: name the broker instead.
+  if (opts.backend == BackendKind::kMsr) {
+    spdlog::info("resctrl mounted at {} (backend msr, broker {})", opts.mountpoint,
+                 opts.broker_socket);
+  } else {
+    spdlog::info("resctrl mounted at {} (backend sim, platform {})", opts.mountpoint,
+                 opts.platform);
+  }
   notify_systemd_ready();
   if (!opts.foreground) {
     startup.report_ready();

@@ -177,4 +177,11 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
 // instead of the kernel's /proc/cpuinfo.
 Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root);
 
+// The x86 identity (vendor, family, model, the cpuinfo RDT flags, before
+// any rdt= option) that the CPUID of the CPUs under `hw_root` enumerates,
+// on the topology of hw_root's sysfs, as cpuinfo_flags_from_cpuid() reads
+// it: what /proc/cpuinfo would show on that machine. The sandbox shows it
+// when the daemon it starts drives such a machine.
+Result<x86::X86Platform> x86_platform_from_cpuid(const std::string& hw_root);
+
 }  // namespace resctrlfs::hw

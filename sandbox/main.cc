@@ -81,6 +81,30 @@ Result<PlatformView> load_platform(const std::string& name) {
   return v;
 }
 
+// The machine a `--backend msr --hw-root ROOT` daemon drives (ROOT an
+// emulation of the kernel's CPU drivers, as in the tests): the vendor and
+// RDT flags its CPUID enumerates, its sysfs placement and cache sizes.
+Result<PlatformView> load_hw_root(const std::string& root) {
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::x86::X86Platform info, hw::x86_platform_from_cpuid(root));
+  RESCTRLFS_ASSIGN_OR_RETURN(auto cpus, read_host_topology(root + "/sys/devices/system/cpu"));
+  PlatformView v;
+  v.vendor = info.vendor;
+  v.flags = hw::x86::cpuinfo_rdt_flags(info);
+  for (const auto& c : cpus) {
+    if (c.cpu != v.placement.size())
+      return Error::make(ENODEV, root + ": CPU " + std::to_string(v.placement.size()) +
+                                     " is missing from its sysfs (offline CPUs are not shown)");
+    v.placement.push_back({c.package, c.cache_id(2), c.cache_id(3)});
+    for (const auto& k : c.caches) {
+      if (k.level == 2 && v.caches.l2 == 0) v.caches.l2 = k.size_bytes;
+      if (k.level == 3 && v.caches.l3 == 0) v.caches.l3 = k.size_bytes;
+    }
+  }
+  const bool amd = v.vendor == "AuthenticAMD" || v.vendor == "HygonGenuine";
+  v.cpuinfo_cache_kb = (amd || v.caches.l3 == 0 ? v.caches.l2 : v.caches.l3) >> 10;
+  return v;
+}
+
 // A built-in platform other than host whose CPU count differs from the
 // host's runs fitted to the host's CPUs (NAME@host, see hw/sim/profile.h).
 bool fit_to_host(const std::string& name, const std::vector<HostCpu>& host) {
@@ -253,8 +277,8 @@ class Sandbox {
   std::string staging_;
   pid_t daemon_pid_ = 0;
   pid_t self_ = ::getpid();
-  bool simulated_ = true;
-  dev_t mount_device_ = 0;  // st_dev of the daemon's mount
+  bool fake_machine_ = true;  // cpuinfo and sysfs show platform_, not the host
+  dev_t mount_device_ = 0;    // st_dev of the daemon's mount
   std::unique_ptr<Supervisor> supervisor_;
 };
 
@@ -262,14 +286,18 @@ Result<void> Sandbox::setup() {
   if (::geteuid() != 0)
     return Error::make(EPERM, "must run as root (it creates a mount namespace and mounts FUSE)");
   RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
-  simulated_ = opts_.backend != "msr";
-  if (simulated_) {
+  // With --backend msr on a real machine (--hw-root /) the host's cpuinfo
+  // and sysfs are the truth and stay; with another hw root, /proc and sysfs
+  // must show the machine the daemon reads there, as for a simulated one.
+  const bool msr = opts_.backend == "msr";
+  fake_machine_ = !msr || (!opts_.hw_root.empty() && opts_.hw_root != "/");
+  if (fake_machine_) {
     RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
-    if (fit_to_host(opts_.platform, host))
+    std::string what = msr ? "--hw-root " + opts_.hw_root : "platform " + opts_.platform;
+    if (!msr && fit_to_host(opts_.platform, host))
       set_platform(opts_, opts_.platform + hw::sim::kFitToHostSuffix);
-    auto p = load_platform(opts_.platform);
-    if (!p)
-      return Error::make(p.error().code, "platform " + opts_.platform + ": " + p.error().message);
+    auto p = msr ? load_hw_root(opts_.hw_root) : load_platform(opts_.platform);
+    if (!p) return Error::make(p.error().code, what + ": " + p.error().message);
     platform_ = std::move(*p);
     std::string hv = host_vendor();
     if (!hv.empty() && hv != platform_.vendor)
@@ -281,8 +309,7 @@ Result<void> Sandbox::setup() {
     } else if (opts_.ignore_topology) {
       log("warning: " + plan.error().message);
     } else {
-      return Error::make(plan.error().code,
-                         "platform " + opts_.platform + ": " + plan.error().message);
+      return Error::make(plan.error().code, what + ": " + plan.error().message);
     }
   }
   RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
@@ -348,7 +375,7 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   RESCTRLFS_ASSIGN_OR_RETURN(std::string fs, read_text_file("/proc/filesystems"));
   RESCTRLFS_RETURN_IF_ERROR(
       bind_file(staging_, "filesystems", add_resctrl_filesystem(fs), "/proc/filesystems"));
-  if (!simulated_) return {};  // real hardware: the host's flags and topology are true
+  if (!fake_machine_) return {};  // real hardware: the host's flags and topology are true
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   RESCTRLFS_RETURN_IF_ERROR(
       bind_file(staging_, "cpuinfo",

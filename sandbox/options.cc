@@ -55,7 +55,10 @@ std::string usage() {
          "                      filter: FUSE's statfs magic, tables for COMMAND only)\n"
          "  -h, --help          this text\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
-         "  --control SOCKET, --state-dir DIR, --backend sim|msr, ...\n"
+         "  --control SOCKET, --state-dir DIR, --backend sim|msr, --hw-root ROOT, ...\n"
+         "  With --backend msr /proc/cpuinfo and sysfs are the machine's own; with\n"
+         "  --hw-root ROOT as well, they show what ROOT's /dev/cpu/N/cpuid and\n"
+         "  sys/devices/system/cpu describe (the daemon's view of the machine).\n"
          "  A built-in platform keeps its domains and limits on the host's CPUs: host CPU\n"
          "  i of N takes the place of the platform's CPU i*M/N of M (NAME@host).\n"
          "  Without --state-dir every sandbox starts fresh; sandboxes have their own\n"
@@ -124,6 +127,9 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     } else if (take_value(args, i, "--backend", &v, &err)) {
       if (err.code) return err;
       o.backend = v;
+    } else if (take_value(args, i, "--hw-root", &v, &err)) {
+      if (err.code) return err;
+      o.hw_root = v;
     } else if (a == "-o" || (a.size() > 2 && a.rfind("-o", 0) == 0 && a[2] != '-')) {
       if (a == "-o") {
         if (i + 1 >= args.size()) return Error::make(EINVAL, "-o needs a value");

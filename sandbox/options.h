@@ -3,7 +3,7 @@
 // Daemon options are passed to resctrlfsd unchanged (its mount point is
 // always /sys/fs/resctrl and it always runs in the foreground); the sandbox
 // also reads the ones that decide what /proc and sysfs must show
-// (--platform, --backend, -o).
+// (--platform, --backend, --hw-root, -o).
 #pragma once
 
 #include <string>
@@ -18,6 +18,7 @@ struct Options {
   std::string daemon_path;               // --daemon PATH ("" = search)
   std::string platform = "host";         // from --platform
   std::string backend = "sim";           // from --backend
+  std::string hw_root = "/";             // from --hw-root (with --backend msr)
   std::string mount_options;             // every -o value, joined by ','
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology

@@ -6,6 +6,9 @@
 
 #include <string>
 
+#include "hw/backend.h"
+#include "hw/x86/sysfs_topology.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -48,3 +51,24 @@ CpuidRegs DevCpuidSource::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) c
 }
 
 }  // namespace resctrlfs::hw::real
+
+namespace resctrlfs::hw {
+
+// Here rather than beside make_msr_backend(): the sandbox, which links no
+// real backend, reads the same identity.
+Result<x86::X86Platform> x86_platform_from_cpuid(const std::string& hw_root) {
+  const std::string root = hw_root == "/" ? "" : hw_root;
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
+                             x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
+  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
+  return x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all());
+}
+
+Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root) {
+  RESCTRLFS_ASSIGN_OR_RETURN(x86::X86Platform info, x86_platform_from_cpuid(hw_root));
+  std::string line = "flags\t\t:";
+  for (const auto& f : x86::cpuinfo_rdt_flags(info)) line += " " + f;
+  return line + "\n";
+}
+
+}  // namespace resctrlfs::hw

@@ -129,15 +129,4 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
   return b;
 }
 
-Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root) {
-  const std::string root = hw_root == "/" ? "" : hw_root;
-  RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
-                             x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
-  real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
-  x86::X86Platform info = x86::decode_platform(cpuid, topo, nullptr, x86::RdtOptions::all());
-  std::string line = "flags\t\t:";
-  for (const auto& f : x86::cpuinfo_rdt_flags(info)) line += " " + f;
-  return line + "\n";
-}
-
 }  // namespace resctrlfs::hw

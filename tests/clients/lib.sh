@@ -7,8 +7,21 @@
 #   finish                print "N passed, M failed" and exit accordingly
 #   host_vendor           this CPU's vendor_id
 #   make_platform_json OUT VENDOR SOCKETS [CAPS]  a profile with the host's CPU count
+#   on_msr                true under the msr label (RESCTRLFS_BACKEND=msr)
+#   msr_skip DESC REASON  under the msr label: says loudly that check DESC is
+#                         not made there and why (true), else false
+#   hwctl ARGS...         resctrlfsctl to the machine's knobs (workloads): the
+#                         daemon's control socket, or under the msr label
+#                         resctrl-fakehw's (RESCTRLFS_HW_CONTROL)
 # Environment (set by tests/clients/CMakeLists.txt): RESCTRLFS_SANDBOX_BIN,
-# RESCTRLFSD_BIN, CLIENT_TEST_DIR.
+# RESCTRLFSD_BIN, CLIENT_TEST_DIR; under the msr label RESCTRLFS_BACKEND=msr,
+# RESCTRLFS_FAKEHW and RESCTRL_MSRD.
+#
+# The msr label: every sandbox started with --platform P runs the daemon on
+# the real-hardware path (resctrlfsd --backend msr through resctrl-msrd, on
+# resctrl-fakehw's emulation of P's /dev/cpu/N/{cpuid,msr} and sysfs), by
+# msr_sandbox.sh standing in for RESCTRLFS_SANDBOX_BIN; the scripts are the
+# same.
 
 PASSED=0
 FAILED=0
@@ -16,6 +29,22 @@ FAILED=0
 [ -n "${RESCTRLFS_SANDBOX_BIN:-}" ] && RESCTRLFS_SANDBOX_BIN=$(readlink -f "$RESCTRLFS_SANDBOX_BIN")
 [ -n "${RESCTRLFSD_BIN:-}" ] && RESCTRLFSD_BIN=$(readlink -f "$RESCTRLFSD_BIN")
 TEST_NAME=$(basename "$0" .sh)
+if [ "${RESCTRLFS_BACKEND:-}" = msr ] && [ -z "${RESCTRLFS_SANDBOX_REAL:-}" ] &&
+  [ -n "${RESCTRLFS_SANDBOX_BIN:-}" ]; then
+  export RESCTRLFS_SANDBOX_REAL=$RESCTRLFS_SANDBOX_BIN
+  RESCTRLFS_SANDBOX_BIN=$(readlink -f "$(dirname "${BASH_SOURCE[0]}")/msr_sandbox.sh")
+  export RESCTRLFS_SANDBOX_BIN
+fi
+on_msr() { [ "${RESCTRLFS_BACKEND:-}" = msr ]; }
+msr_skip() {
+  on_msr || return 1
+  echo "SKIP (msr label): $1: $2" >&2
+  return 0
+}
+hwctl() {
+  "$(dirname "$RESCTRLFSD_BIN")/resctrlfsctl" \
+    --socket "${RESCTRLFS_HW_CONTROL:-${RESCTRLFS_CONTROL:-}}" "$@"
+}
 
 skip() {
   echo "*** SKIPPED $TEST_NAME: $* ***" >&2
@@ -28,6 +57,11 @@ require_cmd() {
   command -v "$1" >/dev/null 2>&1 || skip "$1 not found (Debian package $2; ./dev.sh deps installs it)"
 }
 require_sandbox() {
+  if on_msr; then
+    [ -x "${RESCTRLFS_SANDBOX_REAL:-}" ] || skip "resctrlfs-sandbox not built (RESCTRLFS_SANDBOX_BIN='${RESCTRLFS_SANDBOX_REAL:-}')"
+    [ -x "${RESCTRLFS_FAKEHW:-}" ] && [ -x "${RESCTRL_MSRD:-}" ] ||
+      skip "msr label: resctrl-fakehw or resctrl-msrd not built (RESCTRLFS_FAKEHW='${RESCTRLFS_FAKEHW:-}', RESCTRL_MSRD='${RESCTRL_MSRD:-}')"
+  fi
   [ -x "${RESCTRLFS_SANDBOX_BIN:-}" ] || skip "resctrlfs-sandbox not built (RESCTRLFS_SANDBOX_BIN='${RESCTRLFS_SANDBOX_BIN:-}')"
 }
 require_daemon() {

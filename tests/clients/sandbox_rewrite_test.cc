@@ -313,3 +313,18 @@ TEST_CASE("options: defaults, --platform=, --backend, help, errors") {
   CHECK(!parse_options({"-o"}).ok());
   CHECK(!parse_options({"--daemon"}).ok());
 }
+
+TEST_CASE("options: --hw-root is read and passed on to the daemon") {
+  auto o = parse_options({});
+  REQUIRE(o.ok());
+  CHECK(o->hw_root == "/");
+  o = parse_options({"--backend", "msr", "--hw-root", "/tmp/hw", "--rdt-from-cpuid", "--", "x"});
+  REQUIRE(o.ok());
+  CHECK(o->hw_root == "/tmp/hw");
+  CHECK(o->daemon_args ==
+        std::vector<std::string>{"--backend", "msr", "--hw-root", "/tmp/hw", "--rdt-from-cpuid"});
+  o = parse_options({"--hw-root=/r"});
+  REQUIRE(o.ok());
+  CHECK(o->hw_root == "/r");
+  CHECK(!parse_options({"--hw-root"}).ok());
+}

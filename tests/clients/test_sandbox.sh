@@ -87,12 +87,24 @@ check_eq "cpuinfo (Skylake-SP, resctrl features quirked off): the CPU's RDT flag
   "$(rdt_flags_of <<<"$out")" \
   "cat_l3 cdp_l3 cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc mba rdt_a "
 
-out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
-check_eq "daemon got -f, the daemon options and the mount point (no --state-dir: no journal)" \
-  "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o cdp --control $WORK/ctl /sys/fs/resctrl "
-out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
-check_eq "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
-  "-f --platform $WORK/full.json --state-dir /var/lib/mine /sys/fs/resctrl "
+# Under the msr label --platform P became the real-hardware path's options
+# (msr_sandbox.sh), which the sandbox passes on like any other.
+if on_msr; then
+  daemon_platform="--backend msr --broker [^ ]+/msrd.sock --hw-root [^ ]+/hw --rdt-from-cpuid( --rdt [^ ]+)?"
+  out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
+  check_match "daemon got -f, the daemon options, the msr path's and the mount point (no --state-dir)" \
+    "$(tr '\n' ' ' <<<"$out")" "^-f -o cdp --control $WORK/ctl $daemon_platform /sys/fs/resctrl \$"
+  out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
+  check_match "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
+    "^-f --state-dir /var/lib/mine $daemon_platform /sys/fs/resctrl \$"
+else
+  out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
+  check_eq "daemon got -f, the daemon options and the mount point (no --state-dir: no journal)" \
+    "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o cdp --control $WORK/ctl /sys/fs/resctrl "
+  out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
+  check_eq "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
+    "-f --platform $WORK/full.json --state-dir /var/lib/mine /sys/fs/resctrl "
+fi
 
 echo "== exit status and cleanup"
 out=$(run --platform "$WORK/full.json" -- sh -c 'echo $RESCTRLFSD_PID; exit 3')

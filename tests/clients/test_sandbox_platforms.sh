@@ -88,6 +88,8 @@ for P in intel-2s intel-bdx intel-l2 intel-cmt amd-2s amd-io intel-snc intel-aet
     "$(awk '$1 == "cpuinfo" && $3 == "cache" {print $4, $5}' <<<"$out" | sort -u)" "${CPUINFO_CACHE[$P]}"
 done
 
+# (Under the msr label the load is resctrl-fakehw's: msr_sandbox.sh gives
+# COMMAND its control socket as RESCTRLFS_HW_CONTROL.)
 echo "== the daemon's CPUs are sysfs's: a load on CPU c shows in c's L3 domain"
 for P in intel-2s amd-2s; do
   [ "$NCPU" -ge 2 ] || break
@@ -97,7 +99,7 @@ for P in intel-2s amd-2s; do
       c=${d##*cpu}
       l3=$(cat $(dirname "$(grep -lx 3 $d/cache/index*/level | head -1)")/id)
       mkdir $R/mon_groups/c$c && echo $c >$R/mon_groups/c$c/cpus_list || exit 3
-      '"$CTL"' --socket '"$WORK/ctl.sock"' workload --cpu $c --footprint 4194304 --bandwidth 1000 --local 1 >/dev/null || exit 4
+      '"$CTL"' --socket "${RESCTRLFS_HW_CONTROL:-'"$WORK/ctl.sock"'}" workload --cpu $c --footprint 4194304 --bandwidth 1000 --local 1 >/dev/null || exit 4
       echo "cpu $c l3 $l3"
     done
     sleep 1
