@@ -194,6 +194,7 @@ const char* const kOps[] = {"mkdir",
                             "cpus_write_mon",
                             "cpus_write_ctrl",
                             "sweep_per_counter",
+                            "sweep_cpu_per_counter",
                             "tasks_move_per_id",
                             "tasks_list_per_id",
                             "tasks_list_after_move_per_id"};
@@ -261,15 +262,27 @@ Figures measure(const Daemon& d, int cpus, int groups, const ThreadHerd* herd, i
     fds.push_back(fd);
   }
   if (!fds.empty()) {
+    // At least ~20k reads in all and 5 sweeps, the first one untimed: a
+    // sweep of a few hundred counters is over in a few ms, within one
+    // scheduling hiccup of the other work on the machine.
     std::vector<double> sw;
     char buf[64];
-    for (int s = 0; s < 4; ++s) {
+    const int sweeps = std::max(6, static_cast<int>(20000 / fds.size()) + 1);
+    // Also the CPU time the daemon and this process spent per counter
+    // (schedstat, ns): the work done, which load elsewhere on the machine
+    // inflates far less than the wall-clock time.
+    uint64_t cpu0 = 0;
+    for (int s = 0; s < sweeps; ++s) {
+      if (s == 1) cpu0 = process_cpu_ns(d.pid) + process_cpu_ns(getpid());
       double a = now_us();
       for (int fd : fds)
         if (pread(fd, buf, sizeof(buf), 0) < 0 && err.empty()) err = "pread failed";
       if (s > 0) sw.push_back((now_us() - a) / static_cast<double>(fds.size()));
     }
+    const uint64_t cpu1 = process_cpu_ns(d.pid) + process_cpu_ns(getpid());
     f.us["sweep_per_counter"] = median(sw);
+    f.us["sweep_cpu_per_counter"] =
+        static_cast<double>(cpu1 - cpu0) / 1e3 / static_cast<double>(fds.size() * (sweeps - 1));
   }
   for (int fd : fds) close(fd);
 
@@ -484,7 +497,8 @@ int usage() {
           "         [--groups 200,2000,4000] [--threads N] [--iters N] [--out FILE]\n"
           "         [--state-dir DIR (journal there, emptied per configuration)]\n"
           "         [--slope-ids LO,HI (default 10000,100000; 0 skips)] [--floor PATH]\n"
-          "         [--raise-limits (kernel.pid_max, vm.max_map_count for HI threads)]\n");
+          "         [--raise-limits (kernel.pid_max, vm.max_map_count for HI threads)]\n"
+          "         [--repeat N (rounds over the configurations, medians reported)]\n");
   return 2;
 }
 
@@ -497,7 +511,7 @@ int main(int argc, char** argv) {
   std::vector<int> slope_ids = {10000, 100000};
   bool raise_limits = false;
   std::vector<int> cpus_list = {8, 64, 512}, groups_list = {200, 2000, 4000};
-  int threads = 10000, iters = 200;
+  int threads = 10000, iters = 200, repeat = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -511,6 +525,8 @@ int main(int argc, char** argv) {
       floor = next();
     } else if (a == "--slope-ids") {
       slope_ids = parse_list(next());
+    } else if (a == "--repeat") {
+      repeat = std::max(1, atoi(next().c_str()));
     } else if (a == "--raise-limits") {
       raise_limits = true;
     } else if (a == "--out") {
@@ -582,11 +598,21 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<Figures> all;
+  // Every configuration `repeat` times, the order reversed on every other
+  // round (so a burst of load elsewhere on the machine does not land on one
+  // configuration); each figure is the median over the rounds.
+  std::vector<std::pair<int, int>> order;
   for (int c : cpus_list) {
     const std::string profile = work + "/platform-" + std::to_string(c) + ".json";
     std::ofstream(profile) << make_profile(c).dump();
-    for (int g : groups_list) {
+    for (int g : groups_list) order.emplace_back(c, g);
+  }
+  std::map<std::pair<int, int>, std::vector<Figures>> rounds;
+  for (int round = 0; round < repeat; ++round) {
+    std::vector<std::pair<int, int>> this_round = order;
+    if (round % 2 == 1) std::reverse(this_round.begin(), this_round.end());
+    for (auto [c, g] : this_round) {
+      const std::string profile = work + "/platform-" + std::to_string(c) + ".json";
       Daemon d;
       if (!start_daemon(daemon, profile, work + "/mnt", work + "/resctrlfsd.log", state_dir, &d)) {
         fprintf(stderr, "resctrlfsd did not mount on %d CPUs (see %s/resctrlfsd.log)\n", c,
@@ -598,10 +624,24 @@ int main(int argc, char** argv) {
       }
       Figures f = measure(d, c, g, herd.get(), iters);
       stop_daemon(d);
-      fprintf(stderr, "  %4d CPUs %5d groups%s%s\n", c, g, f.error.empty() ? "" : ": ",
-              f.error.c_str());
-      all.push_back(std::move(f));
+      fprintf(stderr, "  round %d: %4d CPUs %5d groups%s%s\n", round + 1, c, g,
+              f.error.empty() ? "" : ": ", f.error.c_str());
+      rounds[{c, g}].push_back(std::move(f));
     }
+  }
+  std::vector<Figures> all;
+  for (auto cg : order) {
+    const std::vector<Figures>& rs = rounds[cg];
+    Figures m = rs.front();
+    for (auto& [op, v] : m.us) {
+      std::vector<double> per_round;
+      for (const Figures& r : rs)
+        if (auto it = r.us.find(op); it != r.us.end()) per_round.push_back(it->second);
+      v = median(per_round);
+    }
+    for (const Figures& r : rs)
+      if (m.error.empty()) m.error = r.error;
+    all.push_back(std::move(m));
   }
 
   // The table: one row per operation, one column per configuration.
@@ -662,6 +702,7 @@ int main(int argc, char** argv) {
              slope["met"].get<bool>() ? "MET" : "MISSED", slope.value("floor_slope_vs_tmpfs", 0.0));
   }
   j["all_met"] = all_met;
+  j["repeat"] = repeat;
   j["journal"] = !state_dir.empty();
   if (!out.empty()) std::ofstream(out) << j.dump(2) << "\n";
   herd.reset();
