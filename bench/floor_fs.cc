@@ -54,7 +54,11 @@ struct Node {
   Kind kind = Kind::kDir;
   mode_t mode = 0;
   std::map<std::string, fuse_ino_t> children;
-  std::string data;       // kFile content
+  std::string data;  // kFile content
+  // kFile content as last read, shared by the fds that read it (null
+  // after a write): a read at offset 0 copies nothing, like resctrlfsd's
+  // cached tasks text.
+  std::shared_ptr<const std::string> frozen;
   uint64_t reads = 0;     // kCounter: advances on every read at offset 0
   uint64_t nlookup = 0;   // kernel references (lookup/mkdir minus forget)
   bool unlinked = false;  // removed from the tree, kept until forgotten
@@ -64,7 +68,7 @@ struct Node {
 // offsets > 0, like resctrlfsd does, so multi-READ files never tear.
 struct OpenFile {
   fuse_ino_t ino;
-  std::string snapshot;
+  std::shared_ptr<const std::string> snapshot;
 };
 
 // Request counters, by the opcode names resctrlfsd's stats use.
@@ -132,11 +136,14 @@ class FloorFs {
     ++n->nlookup;
   }
 
-  std::string render(Node* n) {
-    if (n->kind == Kind::kFile) return n->data;
+  std::shared_ptr<const std::string> render(Node* n) {
+    if (n->kind == Kind::kFile) {
+      if (!n->frozen) n->frozen = std::make_shared<const std::string>(n->data);
+      return n->frozen;
+    }
     // A counter that moves on every read, sized like a real byte count.
     uint64_t v = n->ino * 1048576 + (++n->reads) * 4096;
-    return std::to_string(v) + "\n";
+    return std::make_shared<const std::string>(std::to_string(v) + "\n");
   }
 
   // mkdir: at the root a CTRL_MON group, under a mon_groups directory a MON
@@ -288,7 +295,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat*, int to_set, fuse_f
     fuse_reply_err(req, ENOENT);
     return;
   }
-  if ((to_set & FUSE_SET_ATTR_SIZE) && n->kind == Kind::kFile) n->data.clear();
+  if ((to_set & FUSE_SET_ATTR_SIZE) && n->kind == Kind::kFile) {
+    n->data.clear();
+    n->frozen = nullptr;
+  }
   struct stat st;
   g_fs->fill_attr(n, &st);
   fuse_reply_attr(req, &st, kTimeout);
@@ -321,7 +331,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, ENOENT);
     return;
   }
-  if ((fi->flags & O_TRUNC) && n->kind == Kind::kFile) n->data.clear();
+  if ((fi->flags & O_TRUNC) && n->kind == Kind::kFile) {
+    n->data.clear();
+    n->frozen = nullptr;
+  }
   fi->fh = reinterpret_cast<uint64_t>(new OpenFile{ino, {}});
   fi->direct_io = 1;  // generated content: the page cache would clip at st_size 0
   fi->keep_cache = 0;
@@ -334,14 +347,14 @@ void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info*
   if (off == 0) {
     std::lock_guard lock(g_fs->mu);
     Node* n = g_fs->get(of->ino);
-    of->snapshot = n ? g_fs->render(n) : std::string();
+    of->snapshot = n ? g_fs->render(n) : std::make_shared<const std::string>();
   }
-  if (static_cast<size_t>(off) >= of->snapshot.size()) {
+  if (!of->snapshot || static_cast<size_t>(off) >= of->snapshot->size()) {
     fuse_reply_buf(req, nullptr, 0);
     return;
   }
-  size_t len = std::min(size, of->snapshot.size() - off);
-  fuse_reply_buf(req, of->snapshot.data() + off, len);
+  size_t len = std::min(size, of->snapshot->size() - off);
+  fuse_reply_buf(req, of->snapshot->data() + off, len);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
@@ -355,6 +368,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   }
   if (n->data.size() < off + size) n->data.resize(off + size);
   n->data.replace(off, size, buf, size);
+  n->frozen = nullptr;
   fuse_reply_write(req, size);
 }
 

@@ -20,11 +20,15 @@ mkdir and rmdir of a MON group, `echo > big/schemata`, a MON group's `cpus`
 write taking one CPU from its sibling, and `big`'s `cpus` write giving one CPU
 to the default group and taking it back: median time, broker round trips and
 MSR operations per command, and their growth from the smallest configuration
-to the largest.
+to the largest; and, per item, a held-fd sweep of one mbm_total_bytes fd per
+MON group, a tasks move of a helper's threads into a MON group (one write per
+id) and that group's listing (read like cat, right after the move and then
+served), with the same growth check.
 
 Needs root, /dev/fuse and a build directory (RESCTRLFS_BUILD_DIR, default
 ./build). Usage: bench/msr_path.py [--iters N] [--json FILE]
-       bench/msr_path.py --growth [--iters N] [--configs 8/200,512/4000] [--json FILE]
+       bench/msr_path.py --growth [--iters N] [--configs 8/200,512/4000] [--threads N]
+                                  [--json FILE]
 """
 
 import argparse
@@ -33,6 +37,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,7 +52,72 @@ import resctrlfs_test as rt  # noqa: E402
 
 CPUS = 256
 GROWTH_CONFIGS = "8/200,8/4000,64/4000,512/200,512/2000,512/4000"
-GROWTH_COMMANDS = ("mkdir", "rmdir", "schemata_write", "cpus_write_mon", "cpus_write_ctrl")
+GROWTH_COMMANDS = ("mkdir", "rmdir", "schemata_write", "cpus_write_mon", "cpus_write_ctrl",
+                   "sweep_per_counter", "tasks_move_per_id", "tasks_list_per_id",
+                   "tasks_list_after_move_per_id")
+LIST_BUF = 1 << 20  # one read(2) per MiB, like the machine-scale benchmark
+
+
+class Herd:
+    """`count` threads of this process, parked until close()."""
+
+    def __init__(self, count):
+        self.stop = threading.Event()
+        self.tids = []
+        lock = threading.Lock()
+        threading.stack_size(65536)
+
+        def park():
+            with lock:
+                self.tids.append(threading.get_native_id())
+            self.stop.wait()
+
+        self.threads = [threading.Thread(target=park, daemon=True) for _ in range(count)]
+        for t in self.threads:
+            t.start()
+        while len(self.tids) < count:
+            time.sleep(0.01)
+
+    def close(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+
+def per_item(m, n, op):
+    """op() once: time, round trips and MSR operations divided by n items."""
+    t0, o0 = counts(m)
+    start = time.perf_counter()
+    op()
+    us = (time.perf_counter() - start) * 1e6
+    t1, o1 = counts(m)
+    return {"us": us / n, "round_trips": (t1 - t0) / n, "msr_ops": (o1 - o0) / n}
+
+
+def median_of(runs):
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def move_ids(path, tids):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for tid in tids:
+            os.write(fd, b"%d\n" % tid)
+    finally:
+        os.close(fd)
+
+
+def read_listing(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = []
+        while True:
+            b = os.read(fd, LIST_BUF)
+            if not b:
+                return b"".join(out)
+            out.append(b)
+    finally:
+        os.close(fd)
 
 
 def profile(cpus=CPUS):
@@ -109,7 +179,7 @@ def run(backend, path, iters):
         m.cleanup()
 
 
-def run_growth_config(path, cpus, groups, iters):
+def run_growth_config(path, cpus, groups, iters, herd):
     """The machine-scale commands on the msr path, one configuration."""
     rt.MSR = True
     m = rt.Mount(platform=path)
@@ -148,6 +218,36 @@ def run_growth_config(path, cpus, groups, iters):
         ctrl = ["%d-%d\n" % (half, cpus - 2), "%d-%d\n" % (half, cpus - 1)]
         out["cpus_write_ctrl"] = measure(m, iters,
                                          lambda i: check(m.write("big/cpus_list", ctrl[i % 2])))
+        # A held-fd sweep: one mbm_total_bytes fd per MON group, pread in
+        # turn; at least ~2000 reads, the first sweep untimed.
+        names = [("mon_groups/m%d" if i % 2 == 0 else "big/mon_groups/m%d") % i
+                 for i in range(groups)]
+        fds = [os.open(m.path(g + "/mon_data/mon_L3_00/mbm_total_bytes"), os.O_RDONLY)
+               for g in names]
+        try:
+            def sweep():
+                for fd in fds:
+                    os.pread(fd, 64, 0)
+            sweep()
+            out["sweep_per_counter"] = median_of(
+                [per_item(m, len(fds), sweep) for _ in range(max(1, 2000 // len(fds)))])
+        finally:
+            for fd in fds:
+                os.close(fd)
+        # The helper's threads into a MON group (one write per id), the
+        # listing right after (rendered) and then served, and back.
+        if herd is not None:
+            tids = herd.tids
+            tasks = m.path(names[0] + "/tasks")
+            out["tasks_move_per_id"] = per_item(m, len(tids), lambda: move_ids(tasks, tids))
+            out["tasks_list_after_move_per_id"] = per_item(m, len(tids),
+                                                           lambda: read_listing(tasks))
+            out["tasks_list_per_id"] = median_of(
+                [per_item(m, len(tids), lambda: read_listing(tasks)) for _ in range(5)])
+            listed = read_listing(tasks).count(b"\n")
+            if listed != len(tids):
+                raise RuntimeError("the listing shows %d of %d ids" % (listed, len(tids)))
+            move_ids(m.path("tasks"), tids)
         return out
     finally:
         m.cleanup()
@@ -156,24 +256,31 @@ def run_growth_config(path, cpus, groups, iters):
 def growth(args):
     configs = [tuple(int(x) for x in c.split("/")) for c in args.configs.split(",")]
     results = {}
+    herd = Herd(args.threads) if args.threads > 0 else None
     with tempfile.TemporaryDirectory() as d:
         for cpus, groups in configs:
             path = os.path.join(d, "%dcpu-2s.json" % cpus)
             with open(path, "w") as f:
                 json.dump(profile(cpus), f)
             start = time.perf_counter()
-            results[(cpus, groups)] = run_growth_config(path, cpus, groups, args.iters)
+            results[(cpus, groups)] = run_growth_config(path, cpus, groups, args.iters, herd)
             print("%d CPUs, %d groups: %.1f s" % (cpus, groups, time.perf_counter() - start),
                   file=sys.stderr)
     small, large = configs[0], configs[-1]
     print("%-16s %s" % ("command", " ".join("%16s" % ("%d/%d" % c) for c in configs)) +
           "   growth (time, trips, ops)")
     report = {"iters": args.iters, "configs": ["%d/%d" % c for c in configs], "commands": {}}
+    if herd is not None:
+        herd.close()
+    report["threads"] = args.threads
     for cmd in GROWTH_COMMANDS:
+        if cmd not in results[small]:
+            continue
         cells = []
         for c in configs:
             r = results[c][cmd]
-            cells.append("%7.1f %3g/%-4g" % (r["us"], r["round_trips"], r["msr_ops"]))
+            fmt = "%7.1f %3.3g/%-4.3g" if r["us"] >= 10 else "%7.4f %3.3g/%-4.3g"
+            cells.append(fmt % (r["us"], r["round_trips"], r["msr_ops"]))
         s, r = results[small][cmd], results[large][cmd]
         g_us = r["us"] / s["us"] if s["us"] > 0 else float("nan")
         g_trips = r["round_trips"] / s["round_trips"] if s["round_trips"] else float("nan")
@@ -200,6 +307,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--json")
+    ap.add_argument("--threads", type=int, default=1000,
+                    help="with --growth: helper threads for the tasks move and listing (0: none)")
     ap.add_argument("--growth", action="store_true",
                     help="the machine-scale growth checks on the msr path")
     ap.add_argument("--configs", default=GROWTH_CONFIGS,

@@ -33,7 +33,9 @@
 # helper; mkdir, rmdir, echo > schemata, cpus writes, a held-fd sweep, a
 # tasks move and listing, each with its growth from the smallest to the
 # largest configuration (JSON to bench/results/machine-scale.json unless
-# --out). With --no-journal, without the journal.
+# --out), and the tasks listing's slope per id from 10k to 100k ids against
+# tmpfs and floor_fs (with --raise-limits; skipped loudly without). With
+# --no-journal, without the journal.
 # --no-journal: run resctrlfsd without --state-dir (no state journal), to
 # see what journaling costs each command. With the journal, its directory is
 # a private tmpfs (like the shipped /run/resctrlfs).
@@ -71,7 +73,7 @@ if [ "$machine_scale" = 1 ]; then
   echo "== building in $build" >&2
   [ -f "$build/build.ninja" ] || [ -f "$build/Makefile" ] ||
     cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" -j2 --target resctrlfs_machine_scale resctrlfsd >&2
+  cmake --build "$build" -j2 --target resctrlfs_machine_scale resctrlfsd floor_fs >&2
   work=$(mktemp -d /tmp/resctrlfs-scale.XXXXXX)
   state=()
   if [ "$no_journal" = 0 ]; then
@@ -79,6 +81,9 @@ if [ "$machine_scale" = 1 ]; then
     mount -t tmpfs -o size=256m,mode=0700 resctrlfs-bench-state "$work/state"
     state=(--state-dir "$work/state/j")
   fi
+  # The listing slope needs 100k threads: the helper raises (and restores)
+  # the limits itself.
+  [ "$raise_limits" = 1 ] && state+=(--raise-limits)
   rc=0
   "$build/bench/resctrlfs_machine_scale" --daemon "$build/daemon/resctrlfsd" --work "$work" \
     "${state[@]}" --out "$out" "${extra[@]}" || rc=$?

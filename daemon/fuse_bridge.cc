@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -33,11 +34,12 @@ namespace {
 constexpr std::chrono::milliseconds kInvalidationWait{20};
 
 // An open file: what fs/ returned at open, and the last rendering of its
-// contents (none until the first read).
+// contents (none until the first read). The rendering is an immutable
+// buffer that fs/ may share with its cache and with other fds (a tasks
+// file): a re-render swaps a new buffer in and leaves this one as it was.
 struct Handle {
   fs::OpenFile file;
-  bool rendered = false;
-  std::string content;
+  std::shared_ptr<const std::string> content;  // null: not rendered
 };
 
 Handle* handle_of(const fuse_file_info* fi) {
@@ -289,7 +291,7 @@ struct FuseBridge::Impl {
   Result<Handle*> do_open(fs::Ino ino, int flags, const fs::Caller& c, fuse_file_info* fi) {
     Result<fs::OpenFile> r = fs.open(ino, flags, c);
     if (!r.ok()) return std::move(r).error();
-    auto* h = new Handle{std::move(r).value(), false, {}};
+    auto* h = new Handle{std::move(r).value(), nullptr};
     fi->fh = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
     fi->direct_io = 1;
     fi->keep_cache = 0;
@@ -332,17 +334,16 @@ struct FuseBridge::Impl {
     // whenever a read starts over at offset 0; later reads continue that
     // rendering. A failed rendering fails the read and leaves the next read
     // to try again.
-    if (!h->rendered || off == 0) {
-      Result<std::string> r = s->fs.render(h->file.ino, c);
+    if (h->content == nullptr || off == 0) {
+      Result<std::shared_ptr<const std::string>> r = s->fs.render_shared(h->file.ino, c);
       if (!r.ok()) {
-        h->rendered = false;
+        h->content = nullptr;
         fuse_reply_err(req, errno_of(r.error()));
         return;
       }
       h->content = std::move(r).value();
-      h->rendered = true;
     }
-    const std::string& snap = h->content;
+    const std::string& snap = *h->content;
     if (off < 0 || static_cast<uint64_t>(off) >= snap.size()) {
       fuse_reply_buf(req, nullptr, 0);
       return;

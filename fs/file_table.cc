@@ -207,6 +207,7 @@ struct FileTableRows {
          .mode = 0644,
          .flags = kBase,
          .show = show_fn<&Groups::show_tasks>,
+         .show_shared = show_shared_fn<&Groups::show_tasks_shared>,
          .write = write_fn<&Groups::write_tasks>,
          .read_status = true,
          .changes = Changes::kMarkedByHandler},

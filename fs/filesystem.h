@@ -165,6 +165,16 @@ class Filesystem {
   // for an unknown inode, EISDIR for a directory, or the errno of a show
   // that fails (EINVAL for available_mbm_cntrs outside mbm_event mode, ...).
   virtual Result<std::string> render(Ino ino, const Caller& caller) = 0;
+  // render() as an immutable shared buffer, which the caller keeps as its
+  // fd's snapshot for reads past offset 0. A file whose text is cached
+  // (a tasks file while the thread table is kept) hands out its cached
+  // buffer without a copy; a later change renders a new buffer and leaves
+  // the ones handed out as they were. The same rules as render().
+  virtual Result<std::shared_ptr<const std::string>> render_shared(Ino ino, const Caller& caller) {
+    Result<std::string> r = render(ino, caller);
+    if (!r.ok()) return std::move(r).error();
+    return std::make_shared<const std::string>(std::move(r).value());
+  }
   // One write(2): one command, whatever the offset. Returns bytes consumed.
   // More than kMaxWriteBytes: E2BIG.
   virtual Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) = 0;

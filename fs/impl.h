@@ -61,6 +61,7 @@ class FsImpl final : public Filesystem {
   Result<Attr> setattr(Ino ino, const uint32_t* mode, const uid_t* uid, const gid_t* gid) override;
   Result<OpenFile> open(Ino ino, int flags, const Caller& caller) override;
   Result<std::string> render(Ino ino, const Caller& caller) override;
+  Result<std::shared_ptr<const std::string>> render_shared(Ino ino, const Caller& caller) override;
   Result<size_t> write(Ino ino, std::string_view data, const Caller& caller) override;
   Result<Attr> create(Ino parent, std::string_view name) override;
   Result<void> unlink(Ino parent, std::string_view name) override;
@@ -94,6 +95,7 @@ class FsImpl final : public Filesystem {
   Result<void> restore_boot_state_locked(const std::string& text);
   // Under mu_: renders node `ino` (ENOENT, ENODEV, EISDIR as render()).
   Result<std::string> render_locked(Ino ino);
+  Result<std::shared_ptr<const std::string>> render_shared_locked(Ino ino);
   // Under mu_, at the end of a command: frees the nodes forget() left.
   void release_deferred();
 

@@ -238,12 +238,12 @@ void append_ids(std::string& out, std::vector<pid_t>& ids) {
 
 }  // namespace
 
-const std::string& Groups::tracked_tasks_text(const Group* g) {
+const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group* g) {
   const bool ctrl = g->type == GroupType::kCtrlMon;
   const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | g->rmid;
   const uint64_t stamp = ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->rmid);
   TasksText& t = m_.tasks_text[key];
-  if (t.stamp == stamp && stamp != 0) return t.text;
+  if (t.stamp == stamp && stamp != 0 && t.text != nullptr) return t.text;
   std::vector<pid_t> ids;
   if (ctrl && g->closid == 0) {
     // The default group: every live thread without a CLOSID of its own.
@@ -256,15 +256,24 @@ const std::string& Groups::tracked_tasks_text(const Group* g) {
     for (pid_t tid : *tids)
       if (tid != 0 && m_.live.contains(tid)) ids.push_back(tid);
   }
-  t.text.clear();
-  append_ids(t.text, ids);
+  // A new buffer: fds still reading the old one keep their snapshot.
+  auto text = std::make_shared<std::string>();
+  append_ids(*text, ids);
+  t.text = std::move(text);
   t.stamp = stamp;
   return t.text;
 }
 
+Result<std::shared_ptr<const std::string>> Groups::show_tasks_shared(const Node& n) {
+  if (m_.live.tracking()) return tracked_tasks_text(n.group);
+  Result<std::string> r = show_tasks(n);
+  if (!r.ok()) return std::move(r).error();
+  return std::make_shared<const std::string>(std::move(r).value());
+}
+
 Result<std::string> Groups::show_tasks(const Node& n) {
   const Group* g = n.group;
-  if (m_.live.tracking()) return tracked_tasks_text(g);
+  if (m_.live.tracking()) return *tracked_tasks_text(g);
   std::string out;
   std::vector<pid_t> all = m_.tasks != nullptr ? m_.tasks->all_threads() : std::vector<pid_t>{};
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;

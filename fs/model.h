@@ -96,6 +96,8 @@ struct Parts;  // fs/parts.h
 // A row's handlers: thunks to a member function of the part that owns the
 // file (show_fn, write_fn, cond_fn in fs/parts.h).
 using ShowFn = Result<std::string> (*)(Parts&, const Node&);
+// A show whose text is cached: the cached buffer itself, shared.
+using ShowSharedFn = Result<std::shared_ptr<const std::string>> (*)(Parts&, const Node&);
 using WriteFn = Result<void> (*)(Parts&, Node&, std::string_view, const Caller&);
 using CondFn = bool (*)(Parts&);
 // A check the kernel makes before it takes rdtgroup_mutex: true refuses the
@@ -116,6 +118,8 @@ struct FileRow {
   uint32_t mode = 0;   // permission bits
   uint32_t flags = 0;  // RfFlag set required of the directory
   ShowFn show = nullptr;
+  // When set, render_shared() calls it instead of wrapping show's text.
+  ShowSharedFn show_shared = nullptr;
   WriteFn write = nullptr;  // null: the kernel's generic writer answers EINVAL
   CondFn cond = nullptr;    // null: always present when the flags match
   // A read clears last_cmd_status and a failed read leaves its text there

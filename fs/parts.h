@@ -165,6 +165,8 @@ class Tree final : public Part {
   void sync_file_rows(Node* dir, uint32_t flags);
   Attr attr_of(const Node& n) const;
   Result<std::string> render_node(const Node& n);
+  // render_node as a shared buffer: a row's cached text without a copy.
+  Result<std::shared_ptr<const std::string>> render_node_shared(const Node& n);
   uint32_t group_flags(const Group& g) const;
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
@@ -215,8 +217,11 @@ class Groups final : public Part {
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   // The tasks file.
   Result<std::string> show_tasks(const Node& n);
+  // show_tasks without a copy of the cached text (render_shared).
+  Result<std::shared_ptr<const std::string>> show_tasks_shared(const Node& n);
   // The tracked path of show_tasks: the live-thread table, cached text.
-  const std::string& tracked_tasks_text(const Group* g);
+  // A change renders a new buffer; buffers handed out stay as they were.
+  const std::shared_ptr<const std::string>& tracked_tasks_text(const Group* g);
   // Reads the live threads from the TaskSource and forgets the tagged
   // threads that died (tracking).
   void rescan_threads();
@@ -489,6 +494,10 @@ constexpr const C* class_of(R (C::*)(A...) const) {
 }
 template <auto M>
 Result<std::string> show_fn(Parts& p, const Node& n) {
+  return (pick(p, class_of(M)).*M)(n);
+}
+template <auto M>
+Result<std::shared_ptr<const std::string>> show_shared_fn(Parts& p, const Node& n) {
   return (pick(p, class_of(M)).*M)(n);
 }
 template <auto M>

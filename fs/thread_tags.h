@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -95,9 +96,11 @@ class LiveThreads {
 };
 
 // A group's tasks text as last rendered, with the stamp it was rendered at.
+// The buffer is immutable: open fds keep the one they read as their
+// snapshot, and a re-render replaces it with a new one.
 struct TasksText {
   uint64_t stamp = 0;
-  std::string text;
+  std::shared_ptr<const std::string> text;
 };
 
 }  // namespace resctrlfs::fs::internal

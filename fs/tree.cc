@@ -297,6 +297,19 @@ Result<std::string> Tree::render_node(const Node& n) {
   return r;
 }
 
+Result<std::shared_ptr<const std::string>> Tree::render_node_shared(const Node& n) {
+  if (n.kind == NodeKind::kFile && n.row->show_shared != nullptr) {
+    if (!n.row->read_status) return n.row->show_shared(p_, n);
+    m_.lcs.clear();
+    Result<std::shared_ptr<const std::string>> r = n.row->show_shared(p_, n);
+    m_.set_status(r);
+    return r;
+  }
+  Result<std::string> r = render_node(n);
+  if (!r.ok()) return std::move(r).error();
+  return std::make_shared<const std::string>(std::move(r).value());
+}
+
 Result<std::string> FsImpl::render_locked(Ino ino) {
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);
@@ -314,6 +327,24 @@ Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
   }
   CommandLock lock(*this);
   return render_locked(ino);
+}
+
+Result<std::shared_ptr<const std::string>> FsImpl::render_shared_locked(Ino ino) {
+  Node* n = m_.nodes.get(ino);
+  if (n == nullptr) return Error::make(ENOENT);
+  if (n->removed) return Error::make(ENODEV);
+  if (n->is_dir()) return Error::make(EISDIR);
+  return p_.tree.render_node_shared(*n);
+}
+
+Result<std::shared_ptr<const std::string>> FsImpl::render_shared(Ino ino, const Caller& caller) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Node* n = m_.nodes.get(ino);
+    if (n == nullptr || n->kind != NodeKind::kEventFile) return render_shared_locked(ino);
+  }
+  CommandLock lock(*this);
+  return render_shared_locked(ino);
 }
 
 Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {

@@ -52,6 +52,40 @@ TEST_CASE("tasks from the thread table: events, not the task source", "[tasks][t
   CHECK(sh.cat("/p1/tasks") == "20\n");
 }
 
+TEST_CASE("tasks from the thread table: fds share one rendered buffer, a move renders a new one",
+          "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.tasks.add(12);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  auto ino = sh.resolve("/p0/tasks");
+  REQUIRE(ino.ok());
+  CHECK(sh.echo("/p0/tasks", "10") == 0);
+  // Two reads at offset 0 without a change in between: the same buffer.
+  auto a = f.fs->render_shared(*ino, root_caller());
+  auto b = f.fs->render_shared(*ino, root_caller());
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(**a == "10\n");
+  CHECK(a->get() == b->get());
+  // A move renders a new buffer for the next read at offset 0; the one an
+  // fd holds keeps its snapshot.
+  CHECK(sh.echo("/p0/tasks", "12") == 0);
+  auto c = f.fs->render_shared(*ino, root_caller());
+  REQUIRE(c.ok());
+  CHECK(**c == "10\n12\n");
+  CHECK(**a == "10\n");
+  CHECK(a->get() != c->get());
+  // render() gives the same text as a copy.
+  CHECK(sh.cat("/p0/tasks") == "10\n12\n");
+  // A file without a cached text renders a fresh buffer every time.
+  auto s1 = f.fs->render_shared(*sh.resolve("/p0/cpus_list"), root_caller());
+  REQUIRE(s1.ok());
+  CHECK(**s1 == sh.cat("/p0/cpus_list"));
+}
+
 TEST_CASE("tasks from the thread table: exec leaves one thread", "[tasks][threads]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
