@@ -83,8 +83,8 @@ stage_asan() {
   say "ctest under ASan+UBSan"
   rm -f "$ASAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   # Fewer kills than the plain run: the sanitized daemon starts slower.
-  # The msr label (the integration suite a second time, over the broker and
-  # resctrl-fakehw) is left out here: the broker, its client and the x86
+  # The msr label (the integration suite and the mounted reliability tests a
+  # second time, over the broker and resctrl-fakehw) is left out here: the broker, its client and the x86
   # backend run under ASan in hw_tests and integration.test_msr_path, and the
   # second pass would add a quarter of an hour to CI.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:${ASAN_OPTIONS:-}" \
