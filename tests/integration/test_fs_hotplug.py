@@ -18,7 +18,7 @@ GROUPS = ["", "g", "g/mon_groups/m"]
 
 class Hotplug(rt.ResctrlfsTestCase):
     def setUp(self):
-        rt.msr_skip("CPU hotplug of the simulated machine (the kernel hotplugs real CPUs)")
+        rt.msr_not_yet(rt.HOTPLUG_NOT_YET)
         super().setUp()
 
     PLATFORM = "intel-2s"
