@@ -144,7 +144,7 @@ def ctl_binary():
 
 def msr_skip(what):
     """Under the msr label, skips the calling test: `what` needs the simulated
-    backend (the simulated scheduler, hotplug, ...), which real hardware and
+    backend (the simulated scheduler, the manual clock), which real hardware and
     so the msr path do not have."""
     if MSR:
         raise unittest.SkipTest("msr label: %s is inherent to the simulated backend "
