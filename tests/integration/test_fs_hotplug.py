@@ -123,8 +123,19 @@ class Hotplug(rt.ResctrlfsTestCase):
         self.assertEqual(self.read("cpus_list"), "0-5,7\n")
 
     def test_bad_requests(self):
-        rt.msr_skip("the control socket's refusals of bad hotplug requests (on hardware the "
-                    "kernel's sysfs refuses them: an unknown CPU, the last online one)")
+        if rt.MSR:
+            # The daemon's cpu command is the simulated machine's: on the msr
+            # path it is refused (the kernel, here resctrl-fakehw, hotplugs
+            # and refuses bad requests in sysfs), and nothing changes.
+            r = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "--raw", "cpu",
+                                "offline", "4"], capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0)
+            reply = json.loads(r.stdout)
+            self.assertFalse(reply["ok"])
+            self.assertIn("on real hardware the kernel takes CPUs offline", reply["error"])
+            self.assertEqual(self.read("cpus_list"), "0-7\n")
+            self.assertEqual(self.status()["daemon"]["online_cpus"], list(range(8)))
+            return
         reply = self.cpu(8, False)
         self.assertFalse(reply["ok"])
         reply = self.cpu(3, True)
