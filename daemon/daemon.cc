@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/cpulist.h"
 #include "base/json_input.h"
 #include "base/lwp_format.h"
 #include "daemon/boot_state.h"
@@ -361,6 +362,7 @@ void Daemon::tick_work() {
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {
+    if (opts_.backend == BackendKind::kMsr) follow_cpu_hotplug();
     parts_->fs->tick(fs_now());
     flush_invalidations();
   }
@@ -508,6 +510,9 @@ Result<json> Daemon::status() {
   if (hw::SimControl* s = parts_->backend.sim) {
     d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
   }
+  json online = json::array();
+  for (unsigned c : parts_->backend.arch->info().online.cpus()) online.push_back(c);
+  d["online_cpus"] = std::move(online);
   if (parts_->backend.broker_counts) {
     const auto [round_trips, ops] = parts_->backend.broker_counts();
     d["broker"] = {{"round_trips", round_trips}, {"ops", ops}};
@@ -700,14 +705,58 @@ Result<json> Daemon::reset_stats() {
   return json::object();
 }
 
+void Daemon::follow_cpu_hotplug() {
+  const std::string path = opts_.hw_root + "/sys/devices/system/cpu/online";
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text == sysfs_online_text_) return;
+  const CpuMask& have = parts_->backend.arch->info().online;
+  Result<CpuMask> listed = parse_cpu_list(text, have.size(), CpuListSyntax::kPrinted);
+  if (!listed.ok() || listed->count() == 0) {
+    spdlog::warn("{}: not a list of online CPUs: \"{}\"", path, text);
+    sysfs_online_text_ = std::move(text);
+    return;
+  }
+  sysfs_online_text_ = std::move(text);
+  fs::Filesystem& fs = *parts_->fs;
+  bool changed = false;
+  // The kernel has taken the CPU away already: fs/ lets go of it.
+  for (unsigned cpu : have.cpus()) {
+    if (listed->test(cpu)) continue;
+    Result<void> r = fs.cpu_offline(cpu);
+    if (r.ok()) {
+      spdlog::info("CPU {} went offline (sysfs)", cpu);
+      changed = true;
+    } else {
+      spdlog::warn("CPU {} went offline (sysfs) but stays in the tree: {}", cpu, r.error().message);
+    }
+  }
+  for (unsigned cpu : listed->cpus()) {
+    if (parts_->backend.arch->info().online.test(cpu)) continue;
+    Result<void> r = fs.cpu_online(cpu);
+    if (r.ok()) {
+      spdlog::info("CPU {} came online (sysfs)", cpu);
+      changed = true;
+    } else {
+      spdlog::warn("CPU {} came online (sysfs) but is not in the tree: {}", cpu, r.error().message);
+    }
+  }
+  // Group CPU masks changed: the journal follows, as after a cpus write.
+  if (changed) commit_journal();
+}
+
 Result<json> Daemon::set_cpu_online(const CpuOnlineRequest& req) {
   hw::SimControl* s = parts_ ? parts_->backend.sim : nullptr;
   if (s == nullptr) {
-    // On real hardware the kernel decides which CPUs run; following
-    // /sys/devices/system/cpu/cpuN/online is not implemented.
+    // On real hardware the kernel decides which CPUs run; the daemon follows
+    // sysfs's online list (follow_cpu_hotplug).
     return Error::make(EOPNOTSUPP,
-                       "CPU hotplug is simulated only: the backend is real hardware, whose CPUs "
-                       "the kernel brings online and offline");
+                       "the cpu command hotplugs the simulated machine; on real hardware the "
+                       "kernel takes CPUs offline and online (sysfs cpuN/online) and the "
+                       "daemon follows within a second");
   }
   fs::Filesystem& fs = *parts_->fs;
   if (req.online) {

@@ -103,6 +103,13 @@ class Daemon : public ControlTarget {
   void load_boot_state();
   void save_boot_state();
   Result<hw::SimControl*> sim();
+  // --backend msr: follows CPU hotplug as the kernel announces it, in
+  // sysfs's online list under --hw-root, read on the tick: a CPU that left
+  // it goes offline in fs/ (it leaves every group's cpus, a domain with no
+  // CPU left goes away), one that came back comes online. Acts only when
+  // the file's text changes.
+  void follow_cpu_hotplug();
+  std::string sysfs_online_text_;
 
   DaemonOptions opts_;
   boost::asio::io_context io_;

@@ -41,6 +41,9 @@
 //   {"cmd":"write","cpu":C,"msr":M,"value":V}  writes a register behind the
 //                                broker's back (another tool on the machine);
 //                                not counted in "counts"
+//   {"cmd":"cpu","cpu":C,"online":B}  CPU hotplug: C goes offline (its
+//                                /dev/cpu/C with it) or comes back from reset,
+//                                and sysfs's online list and cpuC/online say so
 // ROOT/proc/cmdline holds the profile's rdt= boot options.
 // Only the test suites use it; it is never installed.
 #define FUSE_USE_VERSION 35
@@ -75,6 +78,8 @@ using nlohmann::json;
 namespace {
 
 std::shared_ptr<hw::sim::SimMachine> g_machine;
+// ROOT/sys/devices/system/cpu, rewritten by the "cpu" command.
+std::filesystem::path g_sysfs_cpu;
 std::atomic<uint64_t> g_delay_us{0};
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0}, g_mmio_reads{0}, g_mmio_writes{0};
 std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
@@ -91,6 +96,13 @@ bool read_fails(unsigned cpu, uint32_t msr) {
 void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p) << text;
+}
+
+// A file a reader may read at any moment: never seen half-written.
+void replace_text(const std::filesystem::path& p, const std::string& text) {
+  const std::filesystem::path tmp = p.string() + ".new";
+  write_text(tmp, text);
+  std::filesystem::rename(tmp, p);
 }
 
 std::string cpulist(const std::vector<unsigned>& cpus) {
@@ -348,6 +360,23 @@ json handle(const json& req) {
     if (!r.ok()) return {{"ok", false}, {"error", "#GP: " + r.error().message}};
     return {{"ok", true}};
   }
+  if (cmd == "cpu") {
+    // CPU hotplug as the kernel does it: the CPU goes (its /dev/cpu/N with
+    // it) or comes back, then sysfs's online list says so; whoever uses the
+    // machine follows that file.
+    const unsigned cpu = req.at("cpu").get<unsigned>();
+    const bool online = req.at("online").get<bool>();
+    auto r = g_machine->set_cpu_online(cpu, online);
+    if (!r.ok()) return {{"ok", false}, {"error", r.error().message}};
+    std::vector<unsigned> on;
+    for (unsigned c = 0; c < g_machine->profile().nr_cpus; ++c)
+      if (g_machine->cpu_online(c)) on.push_back(c);
+    replace_text(g_sysfs_cpu / ("cpu" + std::to_string(cpu)) / "online", online ? "1\n" : "0\n");
+    replace_text(g_sysfs_cpu / "online", cpulist(on));
+    json list = json::array();
+    for (unsigned c : on) list.push_back(c);
+    return {{"ok", true}, {"cpu", cpu}, {"online", online}, {"online_cpus", list}};
+  }
   if (cmd == "registers") {
     json regs = json::array();
     for (const auto& r : g_machine->dump_registers()) {
@@ -434,7 +463,8 @@ int main(int argc, char** argv) {
   }
   g_machine = std::make_shared<hw::sim::SimMachine>(std::move(profile).value());
   const std::filesystem::path r(root);
-  write_sysfs(r / "sys/devices/system/cpu", g_machine->profile());
+  g_sysfs_cpu = r / "sys/devices/system/cpu";
+  write_sysfs(g_sysfs_cpu, g_machine->profile());
   // The kernel command line the machine was booted with: the profile's rdt=
   // options, which an operator passes on to resctrlfsd --rdt.
   {

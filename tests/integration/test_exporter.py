@@ -148,7 +148,6 @@ class ExporterTest(rt.ResctrlfsTestCase):
         self.assertEqual(eh.one(s, "node_resctrl_mon_data_resets_total"), 0)
 
     def test_counters_monotonic_when_a_domain_starts_again(self):
-        rt.msr_skip("CPU hotplug of the simulated machine (a domain starting again)")
         # g1 owns CPU 0 and CPU 4 (one per domain), each running traffic.
         self.assertEqual(self.mkdir("g1"), 0)
         self.assertEqual(self.write("g1/cpus_list", "0,4\n"), 0)

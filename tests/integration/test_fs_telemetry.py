@@ -11,8 +11,6 @@ import re
 import stat
 import subprocess
 
-import unittest
-
 import resctrlfs_test as rt
 
 EVENTS = ["core_energy", "activity", "stalls_llc_hit", "c1_res", "unhalted_core_cycles",
@@ -23,9 +21,8 @@ INTEGER = re.compile(r"^[0-9]+\n$")
 
 class Telemetry(rt.ResctrlfsTestCase):
     def setUp(self):
-        if rt.MSR:
-            raise unittest.SkipTest("msr label: NOT YET: the msr backend does not read Intel PMT "
-                                    "telemetry (/sys/class/intel_pmt); PERF_PKG is sim-only")
+        rt.msr_not_yet("the msr backend does not read Intel PMT telemetry "
+                       "(/sys/class/intel_pmt); PERF_PKG is sim-only")
         super().setUp()
 
     PLATFORM = "intel-aet"

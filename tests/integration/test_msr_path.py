@@ -15,6 +15,9 @@ harness's msr mode, forced on here whatever the label).
 - A slow machine: while a command waits on the broker, reads that need no
   register are answered, showing the configuration before the command.
 - Batching: a command's register writes reach the broker as one request.
+- Task-only groups (README "Tasks on real hardware"): a thread moved into a
+  group without CPUs is listed in its tasks, no CPU's PQR_ASSOC changes, and
+  its mon_data files read Unavailable.
 - A peer that is not the allowed uid is refused by the broker, and a daemon
   the broker refuses does not mount.
 - I/O RDT: the daemon reads the IRDT table resctrl-fakehw publishes under
@@ -349,6 +352,60 @@ class RegwProbe(unittest.TestCase):
 
     def test_eight_byte_registers(self):
         self.check(8)
+
+
+SLEEPER = ("import os, threading, time\n"
+           "t = threading.Thread(target=time.sleep, args=(3600,), daemon=True)\n"
+           "t.start()\n"
+           "print(t.native_id, flush=True)\n"
+           "t.join()\n")
+
+
+class TaskOnlyGroups(rt.ResctrlfsTestCase):
+    """README "Tasks on real hardware": a user-space daemon cannot retag a
+    thread at each context switch, so a group that holds threads but no CPU
+    is bookkeeping. Its tasks file lists the thread as on the kernel, no
+    CPU's PQR_ASSOC changes (read in resctrl-fakehw's registers, the
+    machine's own view), and its mon_data files read Unavailable rather
+    than a count of nothing."""
+
+    PLATFORM = "intel-2s"
+
+    def pqr_assoc(self):
+        return {r["cpu"]: r["value"] for r in self.fs.hw.ctl({"cmd": "registers"})["registers"]
+                if r["msr"] == 0xC8F}
+
+    def test_moved_thread_is_listed_but_not_enforced(self):
+        p = subprocess.Popen(["python3", "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        tid = int(p.stdout.readline())
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        before = self.pqr_assoc()
+        self.assertEqual(sorted(before), list(range(8)))
+        self.assertEqual(self.write("g/tasks", "%d\n" % tid), 0, self.lcs())
+        self.assertEqual(self.lcs(), "ok\n")
+        self.assertIn(tid, [int(t) for t in self.read("g/tasks").split()])
+        self.assertNotIn(tid, [int(t) for t in self.read("tasks").split()])
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % tid), 0, self.lcs())
+        self.assertEqual(self.read("g/mon_groups/m/tasks").split(), [str(tid)])
+        self.assertEqual(self.pqr_assoc(), before)
+        events = ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes")
+        for base in ("g/", "g/mon_groups/m/"):
+            for dom in ("mon_L3_00", "mon_L3_01"):
+                for ev in events:
+                    f = base + "mon_data/%s/%s" % (dom, ev)
+                    self.assertEqual(self.read(f), "Unavailable\n", f)
+        # The comparison can fail: a CPU given to the group is enforced and
+        # counted.
+        self.assertEqual(self.write("g/cpus_list", "3\n"), 0, self.lcs())
+        after = self.pqr_assoc()
+        self.assertNotEqual(after[3] >> 32, 0)
+        self.assertEqual({c: v for c, v in after.items() if c != 3},
+                         {c: v for c, v in before.items() if c != 3})
+        self.assertTrue(self.read("g/mon_data/mon_L3_00/llc_occupancy").strip().isdigit())
 
 
 class PeerRefused(unittest.TestCase):

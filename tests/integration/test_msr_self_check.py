@@ -8,7 +8,8 @@ A resctrl tree mounted by resctrlfsd stands in for the kernel's.
   (so it programmed the registers): every info/ file, every group's
   schemata and the registers of every group's CLOSID match; by CLOSID when
   the tree is mounted with -o debug (ctrl_hw_id), by value otherwise; with
-  CDP, both halves of each CLOSID.
+  CDP, both halves of each CLOSID; on an AMD machine (amd-2s: MBA and SMBA
+  in AMD's registers and units, non-contiguous L3 masks).
 - cpus: every group's cpus_list against the CLOSID (and, with mon_hw_id,
   the RMID) in its CPUs' PQR_ASSOC; a PQR_ASSOC changed behind the tree's
   back DIFFERs.
@@ -161,6 +162,44 @@ class Matching(unittest.TestCase):
         self.assertEqual(reg["result"], "match", reg)
         # CODE and DATA on two L3 domains, and MB on two.
         self.assertTrue(reg["detail"].startswith("6 registers of CLOSID "), reg)
+
+    def test_amd_machine(self):
+        """AMD's registers are not Intel's: MBA and SMBA limits in their
+        own MSR ranges (L3QOS_BW_CONTROL, L3QOS_SLOWMEM_BW_CONTROL) in
+        1/8 GB/s, and L3 masks that need not be contiguous."""
+        m = self.mount("amd-2s", options=["debug"])
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.mkdir("h"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=f0f;1=3\nMB:0=512;1=64\n"), 0, m.lcs())
+        self.assertEqual(m.write("h/schemata", "L3:0=f000;1=ff00\nSMBA:0=128;1=256\n"), 0,
+                         m.lcs())
+        self.assertEqual(m.write("h/cpus_list", "2,6\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertEqual(rep["summary"]["differ"], 0)
+        self.assertEqual(rep["cpu"]["cpus_checked"], 8)
+        self.assertEqual(find(rep, "cpuid", "every CPU")["result"], "match")
+        for f in ("info/L3/cbm_mask", "info/L3/sparse_masks", "info/MB/bandwidth_gran",
+                  "info/SMBA/min_bandwidth"):
+            self.assertEqual(find(rep, "info", f)["result"], "match", f)
+        for g in ("/", "g", "h"):
+            self.assertEqual(find(rep, "schemata", g)["result"], "match", g)
+            reg = find(rep, "registers", g)
+            self.assertEqual(reg["result"], "match", reg)
+            self.assertIn("ctrl_hw_id", reg["detail"])
+            # L3, MB and SMBA on two domains.
+            self.assertTrue(reg["detail"].startswith("6 registers of CLOSID "), reg)
+        self.assertIn("PQR_ASSOC of CPU(s) 2,6 holds CLOSID", find(rep, "cpus", "h")["detail"])
+
+        # The check can fail here too: another tool lowers g's MB limit on
+        # the second domain behind the tree's back.
+        closid = int(m.read("g/ctrl_hw_id"))
+        self.assertTrue(m.hw.ctl({"cmd": "write", "cpu": 4, "msr": 0xC0000200 + closid,
+                                  "value": 1})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        self.assertEqual(find(rep, "registers", "g")["result"], "differ")
+        self.assertEqual(find(rep, "registers", "h")["result"], "match")
 
 
 class Differing(unittest.TestCase):

@@ -1,8 +1,13 @@
 """Helpers of the reliability tests: read a mounted resctrlfs tree into a
 plain snapshot, check its invariants (every CPU and thread in exactly one
-CTRL_MON group, unique CLOSIDs/RMIDs) and compare the simulated machine's
-registers with what the tree says (schemata per CLOSID and domain,
-PQR_ASSOC per CPU).
+CTRL_MON group, unique CLOSIDs/RMIDs) and compare the machine's registers
+with what the tree says (schemata per CLOSID and domain, PQR_ASSOC per CPU).
+
+The machine is the daemon's simulated one, or under the msr label
+(RESCTRLFS_BACKEND=msr, ctest entries reliability_msr.*) the one
+resctrl-fakehw emulates behind resctrl-msrd: registers() reads that
+machine's own view (resctrl-fakehw's control socket), never the daemon's
+idea of it, and faults are injected there too (the harness routes them).
 
 Register numbers are the Intel SDM's (IA32_PQR_ASSOC 0xC8F,
 IA32_L3_QOS_MASK_n 0xC90+n, IA32_L2_QOS_EXT_BW_THRTL_n 0xD50+n); the Intel
@@ -141,10 +146,19 @@ def check_bit_usage(m, snap):
     return errs
 
 
+def registers(m):
+    """The machine's registers as [{"cpu", "msr", "value"}]: the simulated
+    machine's (the daemon's control socket), or under the msr label
+    resctrl-fakehw's, which outlives daemon restarts as hardware does."""
+    if m.hw is not None:
+        return m.hw.ctl({"cmd": "registers"})["registers"]
+    return m.registers()
+
+
 def check_registers(m, snap):
-    """Compares the simulated registers with the tree; returns mismatches.
+    """Compares the machine's registers with the tree; returns mismatches.
     Needs the debug ids (snapshot(debug=True))."""
-    regs = m.registers()
+    regs = registers(m)
     errs = []
     pqr = {r["cpu"]: r["value"] for r in regs if r["msr"] == PQR_ASSOC}
     for name, g in snap["groups"].items():

@@ -12,8 +12,10 @@ the client's log of acknowledged commands:
     at all;
   - CLOSIDs and RMIDs (debug ctrl_hw_id/mon_hw_id) are those acknowledged;
   - the invariants hold (each CPU and thread in one group, unique ids) and
-    the simulated machine, which restarted with the daemon, holds exactly
-    the registers the tree describes;
+    the machine holds exactly the registers the tree describes: the
+    simulated one restarts with the daemon; under the msr label
+    resctrl-fakehw's outlives it as hardware does, still holding what the
+    killed daemon wrote, so the restarted daemon must write it again;
   - threads that died while the daemon was down are dropped.
 
 RELIABILITY_KILLS (default 50) and RELIABILITY_SEED tune the run.

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Hardware faults injected through the control socket ({"cmd": "fault"}):
+"""Hardware faults injected through the control socket ({"cmd": "fault"};
+under the msr label resctrl-fakehw's, so the failing write is the emulated
+msr driver's EIO reaching the daemon through resctrl-msrd):
 an MSR write that fails in the middle of a multi-domain update leaves every
 domain as it was, the write(2) fails with EIO and a message in
 info/last_cmd_status, and the next command works. Checked on the tree and
@@ -24,7 +26,8 @@ class HardwareFaults(unittest.TestCase):
 
     def domain_cpu(self, index):
         """The CPU holding the domain registers of the index-th L3 domain."""
-        cpus = sorted({r["cpu"] for r in self.m.registers() if r["msr"] == reltree.L3_MASK_0})
+        cpus = sorted({r["cpu"] for r in reltree.registers(self.m)
+                       if r["msr"] == reltree.L3_MASK_0})
         return cpus[index]
 
     def assert_consistent(self):
@@ -56,7 +59,7 @@ class HardwareFaults(unittest.TestCase):
         self.assertEqual(m.mkdir("g"), 0)
         self.assertEqual(m.write("g/schemata", "L3:0=ff;1=ff\nMB:0=50;1=50\n"), 0, m.lcs())
         before = m.read("g/schemata")
-        regs_before = m.registers()
+        regs_before = reltree.registers(m)
         # Domain 0 is written first and succeeds; domain 1's write fails.
         m.fail_writes(1, cpu=self.domain_cpu(1))
         self.assertEqual(m.write("g/schemata", "L3:0=f;1=f0\nMB:0=20;1=30\n"), errno.EIO)
@@ -64,7 +67,7 @@ class HardwareFaults(unittest.TestCase):
         self.assertNotEqual(lcs, "ok\n")
         self.assertTrue(lcs.strip(), "last_cmd_status is empty after EIO")
         self.assertEqual(m.read("g/schemata"), before)
-        self.assertEqual(m.registers(), regs_before)
+        self.assertEqual(reltree.registers(m), regs_before)
         self.assert_consistent()
         # The next command works.
         self.assertEqual(m.write("g/schemata", "L3:0=f;1=f0\n"), 0, m.lcs())
@@ -78,7 +81,7 @@ class HardwareFaults(unittest.TestCase):
         base = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
         self.assertEqual(m.write("g/schemata", base), 0, m.lcs())
         before = m.read("g/schemata")
-        regs_before = m.registers()
+        regs_before = reltree.registers(m)
         # Four registers change (L3 and MB in two domains): fail the first
         # write, the first on domain 0's CPU, the first on domain 1's.
         for cpu in (None, self.domain_cpu(0), self.domain_cpu(1)):
@@ -86,7 +89,7 @@ class HardwareFaults(unittest.TestCase):
             rc = m.write("g/schemata", "L3:0=3;1=c\nMB:0=10;1=20\n")
             self.assertEqual(rc, errno.EIO, "failing on cpu %s" % cpu)
             self.assertEqual(m.read("g/schemata"), before)
-            self.assertEqual(m.registers(), regs_before)
+            self.assertEqual(reltree.registers(m), regs_before)
         self.assertEqual(m.write("g/schemata", "L3:0=3;1=c\n"), 0, m.lcs())
         self.assert_consistent()
 
