@@ -84,7 +84,7 @@ stage_asan() {
   say "ctest under ASan+UBSan"
   rm -f "$ASAN_BUILD_DIR/Testing/Temporary/LastTestsFailed.log"
   # Fewer kills than the plain run: the sanitized daemon starts slower.
-  # The msr label's second passes (integration_msr.*, reliability_msr.*:
+  # The msr label's second passes (integration_msr.*, reliability_msr.*, client_msr.*:
   # the suites again over the broker and resctrl-fakehw) are left out here:
   # the broker, its client and the x86 backend run under ASan in hw_tests,
   # integration.test_msr_path and integration.test_msr_self_check (labelled
