@@ -422,7 +422,10 @@ class SimMachine final : public CpuidSource,
   std::optional<unsigned> fail_cpu_;
   bool manual_ = false;
   uint64_t manual_us_ = 0;
-  uint64_t offset_us_ = 0;  // advance_ms() while on the real clock
+  // Added to real time on the real clock: advance_ms() while on it, and the
+  // difference left by a manual period (negative when the manual clock
+  // was advanced less than real time passed; kept modulo 2^64).
+  uint64_t offset_us_ = 0;
   std::chrono::steady_clock::time_point start_;
 
   // Telemetry model state: per package, per RMID, each telemetry event's

@@ -59,6 +59,7 @@ double counted(const ClassWeights& w, double bytes, double local_fraction, doubl
 uint64_t SimMachine::now_us_locked() const {
   if (manual_) return manual_us_;
   auto d = std::chrono::steady_clock::now() - start_;
+  // Modulo 2^64: offset_us_ may stand for a negative offset (see machine.h).
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()) +
          offset_us_;
 }
@@ -73,11 +74,12 @@ void SimMachine::set_manual_clock(bool manual) {
     manual_us_ = now_us_locked();
     settle_locked(manual_us_);
   } else {
-    // Continue real time from where the manual clock stopped.
+    // Continue real time from where the manual clock stopped (ahead of or
+    // behind real time): the time spent on the manual clock is not counted.
     uint64_t real = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                               std::chrono::steady_clock::now() - start_)
                                               .count());
-    offset_us_ = manual_us_ > real ? manual_us_ - real : 0;
+    offset_us_ = manual_us_ - real;
   }
   manual_ = manual;
 }
