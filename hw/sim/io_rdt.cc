@@ -65,7 +65,7 @@ Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t valu
   // are ignored.
   const uint64_t limit = it->second.rmid ? phys_rmids_ : num_closid_any_;
   if (value >= limit) return Ok();
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   it->second.value = value;
   tracking_dirty_ = true;
   return Ok();

@@ -97,7 +97,7 @@ LwpThreadStatus SimMachine::lwp_status_locked(int tid) {
 
 Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
   std::lock_guard lock(mu_);
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   if (bytes.empty()) {
     auto it = lwp_.find(tid);
     if (it == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
@@ -125,7 +125,7 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
 
 Result<std::string> SimMachine::lwp_drain(int tid, size_t max) {
   std::lock_guard lock(mu_);
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   auto it = lwp_.find(tid);
   if (it == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
   return lwp::encode_records(it->second.drain(max));
@@ -133,7 +133,7 @@ Result<std::string> SimMachine::lwp_drain(int tid, size_t max) {
 
 Result<LwpThreadStatus> SimMachine::lwp_status(int tid) {
   std::lock_guard lock(mu_);
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   if (lwp_.find(tid) == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
   return lwp_status_locked(tid);
 }

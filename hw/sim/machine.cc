@@ -214,7 +214,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
   if (c.online == online) return Ok();
   // Account the traffic up to now with the old set of running CPUs.
   const uint64_t now = now_us_locked();
-  advance_all_locked(now);
+  settle_locked(now);
   L3Dom* d3 = c.l3 >= 0 ? &l3_[c.l3] : nullptr;
   L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
   if (online) {
@@ -370,7 +370,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     uint64_t rmid = v & PQR_ASSOC_RMID_MASK;
     if (closid >= num_closid_any_) return gp(cpu, msr, "CLOS beyond the enumerated maximum");
     if (rmid >= num_rmid_any_) return gp(cpu, msr, "RMID beyond the enumerated maximum");
-    advance_all_locked(now);
+    settle_locked(now);
     c.pqr_assoc = v;
     tracking_dirty_ = true;
     return Ok();
@@ -395,32 +395,32 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       if (level != 0 && first + k >= limits_.cba_num_closid)
         return gp(cpu, msr, "CBA level for a CLOS beyond the enumerated count");
     }
-    advance_all_locked(now);
+    settle_locked(now);
     c.cba_thrtl[msr - IA32_QOS_CORE_BW_THRTL_0] = v;
     return Ok();
   }
   if (d != nullptr) {
     if (msr == IA32_L3_QOS_CFG && l3r.cache.cdp_capable) {
       if ((v & ~QOS_CFG_CDP_ENABLE) != 0) return gp(cpu, msr, "reserved bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       (profile_.amd() ? c.l3_qos_cfg : d->l3_qos_cfg) = v;
       return Ok();
     }
     if (in_bank(msr, IA32_L3_MASK_0, d->l3_mask.size())) {
       if (!mask_ok(l3r, v)) return gp(cpu, msr, "invalid capacity bitmask");
-      advance_all_locked(now);
+      settle_locked(now);
       d->l3_mask[msr - IA32_L3_MASK_0] = v;
       return Ok();
     }
     if (in_bank(msr, IA32_L2_QOS_EXT_BW_THRTL_0, d->mba_thrtl.size())) {
       if ((v & ~0xFFFFULL) != 0) return gp(cpu, msr, "reserved bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       d->mba_thrtl[msr - IA32_L2_QOS_EXT_BW_THRTL_0] = v;
       return Ok();
     }
     if (in_bank(msr, L3QOS_BW_CONTROL_0, d->amd_bw.size())) {
       if ((v >> (limits_.amd_bw_len + 1)) != 0) return gp(cpu, msr, "reserved bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       d->amd_bw[msr - L3QOS_BW_CONTROL_0] = v;
       return Ok();
     }
@@ -432,7 +432,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) {
       if ((v & ~uint64_t{info_.mon.bmec_supported_mask}) != 0)
         return gp(cpu, msr, "unsupported transaction bits");
-      advance_all_locked(now);
+      settle_locked(now);
       const size_t e = msr - QOS_EVT_CFG_0;
       d->evt_cfg[e] = v;
       // Any configuration change clears every bandwidth counter of the
@@ -446,7 +446,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
     }
     if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) {
       if ((v & ~RMID_SNC_CONFIG_LOCALIZED) != 0) return gp(cpu, msr, "reserved bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       d->rmid_snc_cfg = v;
       return Ok();
     }
@@ -454,14 +454,14 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
                     (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
       if ((v & ~ok) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
-      advance_all_locked(now);  // device traffic changes tags from now on
+      settle_locked(now);  // device traffic changes tags from now on
       d->io_rdt_cfg = v;
       tracking_dirty_ = true;
       return Ok();
     }
     if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) {
       if ((v & ~ext_cfg_bits()) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       // Switching counter assignment on or off restarts the RMID-based
       // bandwidth counters from 0.
       if (((d->ext_cfg ^ v) & L3_QOS_EXT_CFG_ABMC_EN) != 0) {
@@ -480,7 +480,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       if ((bw_type & ~BMEC_MAX_EVT_CONFIG_BITS) != 0) return gp(cpu, msr, "reserved BwType bits");
       if ((v & ABMC_CFG_IS_CLOS) ? src >= num_closid_any_ : src >= num_rmid_any_)
         return gp(cpu, msr, "BwSrc beyond the enumerated maximum");
-      advance_all_locked(now);
+      settle_locked(now);
       d->abmc_cfg_last = v;
       if (v & ABMC_CFG_CFG_EN) {
         AbmcCounter& k = d->cntrs[id];
@@ -497,7 +497,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       // Bit 0 is reserved on a part with per-thread MBA (third generation
       // removed it), bit 2 everywhere but the Resource-Aware MBA parts.
       if ((v & ~mba_cfg_bits_) != 0) return gp(cpu, msr, "reserved bits set");
-      advance_all_locked(now);
+      settle_locked(now);
       if (c.core >= 0) cores_[c.core].mba_cfg = v & MBA_CFG_MIN;
       d->rambae = v & MBA_CFG_RAMBAE;
       return Ok();

@@ -26,6 +26,14 @@
 //     non-contiguous CPUID bit.
 //
 // The workload model (per L3 domain, advanced lazily by a clock):
+//   - time: a read (QM_CTR, occupancy) steps the model only when at least
+//     1 ms has passed since its last step; anything that changes what the
+//     model counts (a register or MMIO write, a thread's tags or workload, a
+//     CPU going on- or offline, LWP arming, draining and status, the switch
+//     to the manual clock) first steps it exactly to the current instant, so
+//     the time before the change is counted under the state it had. On the
+//     manual clock every step is then a whole number of advanced
+//     milliseconds and nothing depends on real time;
 //   - entities are CPU workloads (tagged by the CPU's PQR_ASSOC) and thread
 //     workloads (tagged by set_thread_tags; pinned to a CPU, or spread over
 //     every L3 domain);
@@ -326,8 +334,12 @@ class SimMachine final : public CpuidSource,
 
   // All private helpers expect mu_ held.
   uint64_t now_us_locked() const;
-  void advance_all_locked(uint64_t now);
-  void advance_locked(L3Dom& d, uint64_t now);
+  // Steps every domain exactly to `now`, before a change to what the model
+  // counts: the interval up to the change is counted with the old state.
+  void settle_locked(uint64_t now);
+  // Steps `d` to `now` if at least `min_step_us` passed since its last step
+  // (reads pass kStepUs, 1 ms: reading a counter need not step the model).
+  void advance_locked(L3Dom& d, uint64_t now, uint64_t min_step_us);
   void step_model(L3Dom& d, double dt_us, uint64_t now);
   void entities_of(size_t dom_index, std::vector<Entity>& out) const;
   void refresh_tracking_locked(uint64_t now);
@@ -410,7 +422,10 @@ class SimMachine final : public CpuidSource,
   std::optional<unsigned> fail_cpu_;
   bool manual_ = false;
   uint64_t manual_us_ = 0;
-  uint64_t offset_us_ = 0;  // advance_ms() while on the real clock
+  // Added to real time on the real clock: advance_ms() while on it, and the
+  // difference left by a manual period (negative when the manual clock
+  // was advanced less than real time passed; kept modulo 2^64).
+  uint64_t offset_us_ = 0;
   std::chrono::steady_clock::time_point start_;
 
   // Telemetry model state: per package, per RMID, each telemetry event's

@@ -59,6 +59,7 @@ double counted(const ClassWeights& w, double bytes, double local_fraction, doubl
 uint64_t SimMachine::now_us_locked() const {
   if (manual_) return manual_us_;
   auto d = std::chrono::steady_clock::now() - start_;
+  // Modulo 2^64: offset_us_ may stand for a negative offset (see machine.h).
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()) +
          offset_us_;
 }
@@ -67,13 +68,18 @@ void SimMachine::set_manual_clock(bool manual) {
   std::lock_guard lock(mu_);
   if (manual == manual_) return;
   if (manual) {
+    // Everything up to the switch is counted now, under real time: a
+    // domain stepped less than kStepUs ago would otherwise carry that much
+    // real time into the first advance, however long the switch took.
     manual_us_ = now_us_locked();
+    settle_locked(manual_us_);
   } else {
-    // Continue real time from where the manual clock stopped.
+    // Continue real time from where the manual clock stopped (ahead of or
+    // behind real time): the time spent on the manual clock is not counted.
     uint64_t real = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                               std::chrono::steady_clock::now() - start_)
                                               .count());
-    offset_us_ = manual_us_ > real ? manual_us_ - real : 0;
+    offset_us_ = manual_us_ - real;
   }
   manual_ = manual;
 }
@@ -101,14 +107,14 @@ uint64_t SimMachine::now_ms() const {
 
 void SimMachine::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
   std::lock_guard lock(mu_);
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   thread_tags_[tid] = Tags{closid, rmid};
   tracking_dirty_ = true;
 }
 
 void SimMachine::thread_exited(int tid) {
   std::lock_guard lock(mu_);
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   thread_tags_.erase(tid);
   thread_work_.erase(tid);
   tracking_dirty_ = true;
@@ -123,7 +129,7 @@ Result<void> SimMachine::attach_thread_workload(int tid, const Workload& w) {
     if (c >= cpus_.size() || !cpus_[c].present)
       return Error::make(EINVAL, "the thread's CPU " + std::to_string(c) + " does not exist");
   }
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   if (is_zero(w)) {
     thread_work_.erase(tid);
   } else {
@@ -137,7 +143,7 @@ Result<void> SimMachine::attach_cpu_workload(unsigned cpu, const Workload& w) {
   RESCTRLFS_RETURN_IF_ERROR(check_workload(w));
   std::lock_guard lock(mu_);
   if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::make(EINVAL, "CPU is not online");
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   if (is_zero(w)) {
     cpu_work_.erase(cpu);
   } else {
@@ -159,7 +165,7 @@ Result<void> SimMachine::attach_channel_workload(uint32_t channel, const Workloa
     return Error::make(EINVAL, "node " + std::to_string(w.node) +
                                    " is not a NUMA node of the L3 of " + "I/O RDT channel " +
                                    std::to_string(channel));
-  advance_all_locked(now_us_locked());
+  settle_locked(now_us_locked());
   if (is_zero(w)) {
     chan_work_.erase(channel);
   } else {
@@ -238,13 +244,13 @@ long SimMachine::physical_rmid(const L3Dom& d, int snc, uint32_t rmid) const {
   return static_cast<long>(rmid);
 }
 
-void SimMachine::advance_all_locked(uint64_t now) {
-  for (auto& d : l3_) advance_locked(d, now);
+void SimMachine::settle_locked(uint64_t now) {
+  for (auto& d : l3_) advance_locked(d, now, 1);
   advance_telemetry_locked(now);
 }
 
-void SimMachine::advance_locked(L3Dom& d, uint64_t now) {
-  if (now < d.last_us + kStepUs) return;
+void SimMachine::advance_locked(L3Dom& d, uint64_t now, uint64_t min_step_us) {
+  if (now < d.last_us + min_step_us) return;
   refresh_tracking_locked(now);
   step_model(d, static_cast<double>(now - d.last_us), now);
   d.last_us = now;
@@ -526,7 +532,7 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   if (c.l3 < 0) return QM_CTR_ERROR;
   L3Dom& d = l3_[c.l3];
   const uint64_t now = now_us_locked();
-  advance_locked(d, now);
+  advance_locked(d, now, kStepUs);
   refresh_tracking_locked(now);
   const uint64_t sel = qm_evtsel_of(c);
   const uint32_t evt = static_cast<uint32_t>(sel & QM_EVTSEL_EVTID_MASK);
@@ -574,7 +580,7 @@ double SimMachine::occupancy_bytes(int domain_id, uint32_t rmid) {
   std::lock_guard lock(mu_);
   for (auto& d : l3_) {
     if (d.id != domain_id) continue;
-    advance_locked(d, now_us_locked());
+    advance_locked(d, now_us_locked(), kStepUs);
     return rmid < d.occ.size() ? d.occ[rmid] : 0.0;
   }
   return 0.0;

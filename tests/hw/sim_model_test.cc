@@ -2,9 +2,11 @@
 // manual clock: occupancy bounded by the CLOSID's ways and decaying after
 // the last user leaves (limbo), MBM growing with demand, throttled by Intel
 // MBA and AMD bandwidth limits, wrapping at the counter width, Unavailable
-// when an AMD-style domain runs out of counters, BMEC and ABMC counting.
+// when an AMD-style domain runs out of counters, BMEC and ABMC counting;
+// the time spent on the manual clock not counted once back on the real one.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <thread>
 
 #include "hw/backend.h"
 #include "hw/sim/machine.h"
@@ -249,4 +251,27 @@ TEST_CASE("a sweep of 1536 counter reads stays cheap") {
           .count();
   INFO("1536 reads took " << us << " us");
   CHECK(us < 1536 * 10);  // well under 10 us per read, even on a loaded machine
+}
+
+TEST_CASE("back on the real clock the time continues from where the manual clock stopped") {
+  // The real time spent on the manual clock is not counted: without
+  // advancing, switching back finds the clock where it stopped, however
+  // long it stood (here at least 20 ms, against the few microseconds the
+  // switches take).
+  Sim s = make("intel-2s");
+  REQUIRE(s.m->attach_cpu_workload(0, Workload{0, 1000, 1.0}).ok());
+  const uint64_t stopped = s.m->now_ms();
+  const uint64_t before = bytes(s.arch(), 0, 0, EventId::MBM_TOTAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto t0 = std::chrono::steady_clock::now();
+  s.m->set_manual_clock(false);
+  s.m->set_manual_clock(true);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  CHECK(s.m->now_ms() <= stopped + static_cast<uint64_t>(took_ms) + 1);
+  // 1000 MB/s is 1000 bytes per microsecond: what the switches took, not
+  // the 20 ms before them.
+  const auto took_us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
+  CHECK(bytes(s.arch(), 0, 0, EventId::MBM_TOTAL) - before <=
+        1000 * (static_cast<uint64_t>(took_us) + 1000));
 }
