@@ -696,10 +696,15 @@ int main(int argc, char** argv) {
     row("listing after a move", "resctrl_after_move");
     row("tmpfs", "tmpfs");
     row("floor_fs", "floor_fs");
-    if (slope.contains("served_slope_vs_tmpfs"))
+    if (slope.contains("served_slope_vs_tmpfs")) {
+      // The floor's slope is absent when floor_fs was not run.
+      const double floor_ratio = slope.contains("floor_slope_vs_tmpfs")
+                                     ? slope["floor_slope_vs_tmpfs"].get<double>()
+                                     : 0.0;
       printf("listing slope vs tmpfs: %.2fx  %s (target 2x); floor_fs %.2fx\n",
              slope["served_slope_vs_tmpfs"].get<double>(),
-             slope["met"].get<bool>() ? "MET" : "MISSED", slope.value("floor_slope_vs_tmpfs", 0.0));
+             slope["met"].get<bool>() ? "MET" : "MISSED", floor_ratio);
+    }
   }
   j["all_met"] = all_met;
   j["repeat"] = repeat;
