@@ -60,6 +60,11 @@ struct PlatformView {
   uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
 };
 
+// Linux's x86_cache_size: CPUID 0x80000006's L2 on AMD, else the L3 (or L2).
+uint64_t cpuinfo_cache_kb(bool amd, const CacheSizes& caches) {
+  return (amd || caches.l3 == 0 ? caches.l2 : caches.l3) >> 10;
+}
+
 Result<PlatformView> load_platform(const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_sim_backend(name));
   const hw::PlatformInfo& info = backend.arch->info();
@@ -76,8 +81,7 @@ Result<PlatformView> load_platform(const std::string& name) {
   }
   RESCTRLFS_ASSIGN_OR_RETURN(hw::sim::Profile profile, hw::sim::load_profile(name));
   v.caches = {hw::sim::cache_size_bytes(profile, 2), hw::sim::cache_size_bytes(profile, 3)};
-  // Linux's x86_cache_size: CPUID 0x80000006's L2 on AMD, else the L3 (or L2).
-  v.cpuinfo_cache_kb = (profile.amd() || v.caches.l3 == 0 ? v.caches.l2 : v.caches.l3) >> 10;
+  v.cpuinfo_cache_kb = cpuinfo_cache_kb(profile.amd(), v.caches);
   return v;
 }
 
@@ -100,8 +104,7 @@ Result<PlatformView> load_hw_root(const std::string& root) {
       if (k.level == 3 && v.caches.l3 == 0) v.caches.l3 = k.size_bytes;
     }
   }
-  const bool amd = v.vendor == "AuthenticAMD" || v.vendor == "HygonGenuine";
-  v.cpuinfo_cache_kb = (amd || v.caches.l3 == 0 ? v.caches.l2 : v.caches.l3) >> 10;
+  v.cpuinfo_cache_kb = cpuinfo_cache_kb(info.amd(), v.caches);
   return v;
 }
 

@@ -232,7 +232,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   X86Platform info;
   const unsigned cpu = first_cpu(topo);
   info.vendor = cpuid_vendor(src, cpu);
-  const bool amd = info.vendor == "AuthenticAMD" || info.vendor == "HygonGenuine";
+  const bool amd = info.amd();
   const bool intel = info.vendor == "GenuineIntel";
   const uint32_t max_leaf = src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax;
   const uint32_t max_ext = src.cpuid(cpu, CPUID_LEAF_EXT_MAX, 0).eax;

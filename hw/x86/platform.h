@@ -18,6 +18,8 @@ namespace resctrlfs::hw::x86 {
 struct X86Platform : PlatformInfo {
   std::string vendor;  // "GenuineIntel" / "AuthenticAMD"
   unsigned family = 0, model = 0, stepping = 0;
+  // AMD's register layout and rules (Hygon's parts follow AMD's).
+  bool amd() const { return vendor == "AuthenticAMD" || vendor == "HygonGenuine"; }
   // The RDT flags /proc/cpuinfo shows, from CPUID as the kernel's feature
   // table reads it (before rdt= and the model quirks): a platform decoded
   // from CPUID has them; for one built by hand (none),
