@@ -153,7 +153,7 @@ for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; d
 check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
 
 if command -v setpriv >/dev/null; then
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --daemon "$FAKE" -- true 2>"$WORK/stderr"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "${RESCTRLFS_SANDBOX_REAL:-$SB}" --daemon "$FAKE" -- true 2>"$WORK/stderr"
   check_eq "not root: refused with 125" $? 125
   check_match "not root: says it must run as root" "$(cat "$WORK/stderr")" 'must run as root'
 fi
