@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/blocking.h"
@@ -93,9 +94,11 @@ class FsImpl final : public Filesystem {
 
   // restore_boot_state_json() under mu_, without its last-guard try.
   Result<void> restore_boot_state_locked(const std::string& text);
-  // Under mu_: renders node `ino` (ENOENT, ENODEV, EISDIR as render()).
-  Result<std::string> render_locked(Ino ino);
-  Result<std::shared_ptr<const std::string>> render_shared_locked(Ino ino);
+  // render() and render_shared(): `show` runs on node `ino` under mu_, and
+  // for an event file (which reads counters) under the command lock too,
+  // after the command running; ENOENT, ENODEV, EISDIR as render().
+  template <class F>
+  auto read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>()));
   // Under mu_, at the end of a command: frees the nodes forget() left.
   void release_deferred();
 

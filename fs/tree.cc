@@ -310,41 +310,31 @@ Result<std::shared_ptr<const std::string>> Tree::render_node_shared(const Node& 
   return std::make_shared<const std::string>(std::move(r).value());
 }
 
-Result<std::string> FsImpl::render_locked(Ino ino) {
-  Node* n = m_.nodes.get(ino);
-  if (n == nullptr) return Error::make(ENOENT);
-  if (n->removed) return Error::make(ENODEV);
-  if (n->is_dir()) return Error::make(EISDIR);
-  return p_.tree.render_node(*n);
-}
-
-Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
+template <class F>
+auto FsImpl::read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>())) {
+  auto locked = [&]() -> decltype(show(std::declval<Node&>())) {
+    Node* n = m_.nodes.get(ino);
+    if (n == nullptr) return Error::make(ENOENT);
+    if (n->removed) return Error::make(ENODEV);
+    if (n->is_dir()) return Error::make(EISDIR);
+    return show(*n);
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Node* n = m_.nodes.get(ino);
     // Event files read counters: a command's work, after the one running.
-    if (n == nullptr || n->kind != NodeKind::kEventFile) return render_locked(ino);
+    if (n == nullptr || n->kind != NodeKind::kEventFile) return locked();
   }
   CommandLock lock(*this);
-  return render_locked(ino);
+  return locked();
 }
 
-Result<std::shared_ptr<const std::string>> FsImpl::render_shared_locked(Ino ino) {
-  Node* n = m_.nodes.get(ino);
-  if (n == nullptr) return Error::make(ENOENT);
-  if (n->removed) return Error::make(ENODEV);
-  if (n->is_dir()) return Error::make(EISDIR);
-  return p_.tree.render_node_shared(*n);
+Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
+  return read_node(ino, [&](const Node& n) { return p_.tree.render_node(n); });
 }
 
 Result<std::shared_ptr<const std::string>> FsImpl::render_shared(Ino ino, const Caller& caller) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Node* n = m_.nodes.get(ino);
-    if (n == nullptr || n->kind != NodeKind::kEventFile) return render_shared_locked(ino);
-  }
-  CommandLock lock(*this);
-  return render_shared_locked(ino);
+  return read_node(ino, [&](const Node& n) { return p_.tree.render_node_shared(n); });
 }
 
 Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {
