@@ -189,6 +189,10 @@ fs::MountOptions kernel_mount_options(const std::string& mounts, const std::stri
   std::error_code ec;
   if (sfs::exists(path + "/info/L3CODE", ec)) o.cdp = true;
   if (sfs::exists(path + "/info/L2CODE", ec)) o.cdpl2 = true;
+  // Our own resources, which a FUSE mount's options in the mount table do
+  // not show: a tree that has them was mounted with their option.
+  if (sfs::exists(path + "/info/CB", ec)) o.cba = true;
+  if (sfs::exists(path + "/info/STLB", ec)) o.stlb = true;
   return o;
 }
 

@@ -69,10 +69,11 @@ class Probe final : public HwProbe {
     std::vector<ProbeRegister> out;
     if (!model_) return out;
     for (const Resource& res : model_->info().resources) {
-      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
-      // CLOSID here (yet).
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
+      if (res.rid == ResourceId::CB) {
+        add_cba_registers(res, mc, hc, out);
         continue;
+      }
       std::vector<ConfType> types{ConfType::NONE};
       if (model_->cdp_enabled(res.rid)) types = {ConfType::DATA, ConfType::CODE};
       for (const CtrlDomain& d : res.ctrl_domains) {
@@ -98,6 +99,31 @@ class Probe final : public HwProbe {
     return out;
   }
 
+  // CBA: the throttle level of CLOSID `hc` is byte hc % CBA_CLOS_PER_MSR of
+  // its register, on every CPU of each domain; the model's is model CLOSID
+  // `mc`'s byte. Compared byte for byte, so the neighbours sharing the
+  // register do not count.
+  void add_cba_registers(const Resource& res, uint32_t mc, uint32_t hc,
+                         std::vector<ProbeRegister>& out) const {
+    if (hc >= res.num_closid || mc >= res.num_closid) return;
+    auto byte = [](uint64_t reg, uint32_t closid) {
+      return (reg >> (8 * (closid % x86::CBA_CLOS_PER_MSR))) & 0xff;
+    };
+    for (const CtrlDomain& d : res.ctrl_domains) {
+      for (unsigned cpu : d.cpus.cpus()) {
+        ProbeRegister r;
+        r.what = "CB domain " + std::to_string(d.id) + " CLOSID " + std::to_string(hc) + " (byte " +
+                 std::to_string(hc % x86::CBA_CLOS_PER_MSR) + ", CPU " + std::to_string(cpu) + ")";
+        r.cpu = cpu;
+        r.msr = model_->ctrl_msr(res.rid, hc);
+        r.model = byte(mem_->get(cpu, model_->ctrl_msr(res.rid, mc)), mc);
+        auto it = machine_.find({cpu, r.msr});
+        if (it != machine_.end()) r.machine = byte(it->second, hc);
+        out.push_back(std::move(r));
+      }
+    }
+  }
+
   std::vector<uint32_t> machine_closids_like(uint32_t mc) const override {
     return closids_by_value(mc, /*unsure=*/false);
   }
@@ -113,10 +139,7 @@ class Probe final : public HwProbe {
     if (!model_) return out;
     unsigned n = ~0U;
     for (const Resource& res : model_->info().resources) {
-      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
-      // CLOSID here (yet).
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
-        continue;
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
       n = std::min(n, model_->cdp_enabled(res.rid) ? res.num_closid / 2 : res.num_closid);
     }
     if (n == ~0U) return out;
@@ -174,8 +197,19 @@ class Probe final : public HwProbe {
       cpuid_diffs_.push_back(std::move(d));
   }
 
-  void build_model(const CpuidSource& src, const x86::Topology& topo, const std::string& rdt) {
+  void build_model(const CpuidSource& src, const x86::Topology& topo, const std::string& rdt,
+                   const std::string& socket) {
     x86::X86Platform info = x86::decode_platform(src, topo, nullptr, x86::RdtOptions::parse(rdt));
+    // STLB QoS is enumerated in registers, not CPUID: read (never written)
+    // through the broker, as the daemon does at start-up. No broker: no
+    // STLB in the model, and read_machine() says why.
+    {
+      broker::BrokerMsrDevice dev(socket);
+      if (dev.client().connect().ok()) {
+        x86::decode_stlb(info, src, dev);
+        reads_sent_ += dev.client().ops_sent();
+      }
+    }
     char model[64];
     std::snprintf(model, sizeof(model), " family %u model 0x%x stepping %u", info.family,
                   info.model, info.stepping);
@@ -215,15 +249,19 @@ class Probe final : public HwProbe {
     for (unsigned cpu = 0; cpu < topo.nr_cpus; ++cpu)
       if (topo.online.test(cpu)) add(cpu, x86::IA32_PQR_ASSOC);
     for (const Resource& res : model_->info().resources) {
-      // CBA packs 8 CLOSIDs into each register: not compared CLOSID by
-      // CLOSID here (yet).
-      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG || res.rid == ResourceId::CB)
-        continue;
+      if (!res.alloc_capable || res.rid == ResourceId::PERF_PKG) continue;
       for (const CtrlDomain& d : res.ctrl_domains) {
-        const unsigned cpu = d.cpus.first();
-        if (res.is_cache() && res.cache.cdp_capable)
-          add(cpu, res.rid == ResourceId::L3 ? x86::IA32_L3_QOS_CFG : x86::IA32_L2_QOS_CFG);
-        for (uint32_t i = 0; i < res.num_closid; ++i) add(cpu, model_->ctrl_msr(res.rid, i));
+        // A CBA register is the CPU's own (each CPU of a domain holds a
+        // copy), and packs CBA_CLOS_PER_MSR CLOSIDs: each register once
+        // on every CPU. The others once per domain.
+        const bool cba = res.rid == ResourceId::CB;
+        const std::vector<unsigned> cpus = cba ? d.cpus.cpus() : std::vector{d.cpus.first()};
+        for (unsigned cpu : cpus) {
+          if (res.is_cache() && res.cache.cdp_capable)
+            add(cpu, res.rid == ResourceId::L3 ? x86::IA32_L3_QOS_CFG : x86::IA32_L2_QOS_CFG);
+          for (uint32_t i = 0; i < res.num_closid; i += cba ? x86::CBA_CLOS_PER_MSR : 1)
+            add(cpu, model_->ctrl_msr(res.rid, i));
+        }
       }
     }
     reads_sent_ += ops.size();
@@ -283,7 +321,7 @@ Result<std::unique_ptr<HwProbe>> probe_hardware(const std::string& broker_socket
   real::DevCpuidSource per_cpu(root + "/dev/cpu", /*instruction_fallback=*/false);
   p->check_cpuid(per_cpu, topo, root + "/dev/cpu");
   real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
-  p->build_model(cpuid, topo, rdt);
+  p->build_model(cpuid, topo, rdt, broker_socket);
   p->read_machine(broker_socket, topo);
   return std::unique_ptr<HwProbe>(std::move(p));
 }

@@ -136,6 +136,60 @@ class Matching(unittest.TestCase):
         self.assertIn(" 0 writes)", text)
         self.assertEqual(m.hw.ctl({"cmd": "counts"})["writes"], before["writes"])
 
+    def test_cba_registers(self):
+        """CBA (ours, -o cba): the throttle level of each CLOSID is its byte
+        of a register shared by eight CLOSIDs, on every CPU of the domain;
+        compared byte for byte, CPU by CPU."""
+        m = self.mount("intel-cba", options=["debug", "cba"])
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.mkdir("h"), 0)
+        self.assertEqual(m.write("g/schemata", "CB:0=30\n"), 0, m.lcs())
+        self.assertEqual(m.write("h/schemata", "CB:0=50\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        for g in ("/", "g", "h"):
+            self.assertEqual(find(rep, "schemata", g)["result"], "match", g)
+            self.assertEqual(find(rep, "registers", g)["result"], "match", g)
+        g, h = int(m.read("g/ctrl_hw_id")), int(m.read("h/ctrl_hw_id"))
+        self.assertEqual(g // 8, h // 8, "g and h share a CBA register")
+
+        # Another tool zeroes the register holding g's and h's bytes on one
+        # CPU of domain 0 only: both throttles are gone there, the default
+        # group's byte (level 0, unthrottled) is what it was.
+        cpu = 1  # intel-cba's L3 domain 0 is package 0's CPUs, from CPU 0 on
+        self.assertTrue(m.hw.ctl({"cmd": "write", "cpu": cpu, "msr": 0xE00 + g // 8,
+                                  "value": 0})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        for name, closid in (("g", g), ("h", h)):
+            reg = find(rep, "registers", name)
+            self.assertEqual(reg["result"], "differ", reg)
+            self.assertIn("CB domain 0 CLOSID %d (byte %d, CPU %d)" % (closid, closid % 8, cpu),
+                          reg["detail"])
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+
+    def test_stlb_registers(self):
+        """STLB QoS (ours, -o stlb): one mask register per CLOSID and core,
+        found from the tree (a FUSE mount's options do not show -o stlb)."""
+        m = self.mount("intel-stlb", options=["debug", "stlb"])
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "STLB:0=3\n"), 0, m.lcs())
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        self.assertEqual(find(rep, "info", "info/STLB/cbm_mask")["result"], "match")
+        for g in ("/", "g"):
+            self.assertEqual(find(rep, "schemata", g)["result"], "match", g)
+            self.assertEqual(find(rep, "registers", g)["result"], "match", g)
+        g = int(m.read("g/ctrl_hw_id"))
+        self.assertTrue(m.hw.ctl({"cmd": "write", "cpu": 0, "msr": 0x1A90 + g,
+                                  "value": 1})["ok"])
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 1, r.stdout + r.stderr)
+        reg = find(rep, "registers", "g")
+        self.assertEqual(reg["result"], "differ", reg)
+        self.assertIn("STLB domain 0 CLOSID %d" % g, reg["detail"])
+        self.assertEqual(find(rep, "registers", "/")["result"], "match")
+
     def test_same_machine_by_value(self):
         m = self.mount("intel-2s")
         self.assertEqual(m.mkdir("g"), 0)
