@@ -50,6 +50,8 @@
 //                                C, or on every CPU) fails with EIO from now
 //                                on, as a register the CPU does not implement;
 //                                {"cmd":"fail_reads","clear":true} ends it
+//   {"cmd":"fail_pmt","fail":B}  every read of a telemetry aggregator's telem
+//                                file fails with EIO while B is true
 //   {"cmd":"write","cpu":C,"msr":M,"value":V}  writes a register behind the
 //                                broker's back (another tool on the machine);
 //                                not counted in "counts"
@@ -97,6 +99,7 @@ std::filesystem::path g_sysfs_cpu;
 std::atomic<uint64_t> g_delay_us{0};
 std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0}, g_mmio_reads{0}, g_mmio_writes{0},
     g_pmt_reads{0};
+std::atomic<bool> g_fail_pmt{false};
 // The simulated machine's telemetry aggregators (telemN = index N).
 std::vector<hw::PmtRegion> g_pmt;
 std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
@@ -338,6 +341,7 @@ int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*
     const uint64_t from = static_cast<uint64_t>(off);
     const uint64_t to = std::min<uint64_t>(end, from + size);
     ++g_pmt_reads;
+    if (g_fail_pmt.load()) return -EIO;
     for (uint64_t w = from & ~uint64_t{7}; w < to; w += 8) {
       auto v = g_machine->pmt_read64(p.cpu, w);
       if (!v.ok()) return -EIO;
@@ -453,6 +457,10 @@ json handle(const json& req) {
     }
     const long cpu = req.contains("cpu") ? req["cpu"].get<long>() : -1L;
     g_fail_reads.insert({cpu, req.at("msr").get<uint32_t>()});
+    return {{"ok", true}};
+  }
+  if (cmd == "fail_pmt") {
+    g_fail_pmt = req.at("fail").get<bool>();
     return {{"ok", true}};
   }
   if (cmd == "write") {
