@@ -1,5 +1,6 @@
 // Implements make_msr_backend(): the x86 Arch over real hardware, CPUID from
-// /dev/cpu/N/cpuid and MSRs through the resctrl-msrd broker.
+// /dev/cpu/N/cpuid, MSRs (and the I/O RDT registers and Intel PMT telemetry
+// counters) through the resctrl-msrd broker.
 #include "hw/real/msr_backend.h"
 
 #include <unistd.h>
