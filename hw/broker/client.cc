@@ -153,6 +153,22 @@ Result<void> BrokerMsrDevice::mmio_write(uint64_t addr, unsigned width, uint64_t
   return Ok();
 }
 
+std::vector<PmtRegion> BrokerPmtDevice::pmt_regions() const {
+  std::vector<PmtRegion> out;
+  for (const auto& a : aggregators_) out.push_back(a.region);
+  return out;
+}
+
+Result<uint64_t> BrokerPmtDevice::pmt_read64(size_t region, uint64_t offset) {
+  if (region >= aggregators_.size() || offset > UINT32_MAX)
+    return Error::log_only(EIO, "PMT read outside the aggregators");
+  RESCTRLFS_ASSIGN_OR_RETURN(
+      auto res, dev_->client().transact(
+                    {Op::pmt_read(aggregators_[region].telem, static_cast<uint32_t>(offset))}));
+  if (res[0].err != 0) return Error::log_only(EIO, "PMT read refused or failed");
+  return res[0].value;
+}
+
 void BrokerMsrDevice::run(std::vector<MmioOp>& ops) {
   if (ops.empty()) return;
   if (ops.size() > kMaxBatch) {

@@ -1,11 +1,13 @@
 // Defines the client side of the MSR broker: BrokerClient sends batches of
-// register operations over the broker's Unix socket, and BrokerMsrDevice is
+// register operations over the broker's Unix socket, BrokerMsrDevice is
 // the MsrDevice (and the MmioDevice, for the I/O RDT tagging registers) the
-// real backend programs hardware through.
+// real backend programs hardware through, and BrokerPmtDevice the
+// PmtTelemetryDevice it reads Intel PMT telemetry through.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "base/result.h"
 #include "hw/broker/protocol.h"
 #include "hw/device.h"
+#include "hw/x86/pmt_sysfs.h"
 
 namespace resctrlfs::hw::broker {
 
@@ -26,6 +29,10 @@ struct Op {
   static Op mmio(uint64_t addr, unsigned width, uint64_t value, bool write) {
     return Op{static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), value,
               write ? OpKind::kMmioWrite : OpKind::kMmioRead, width};
+  }
+  // One 8-byte counter word at byte `offset` of aggregator telem<N>.
+  static Op pmt_read(unsigned telem, uint32_t offset) {
+    return Op{telem, offset, 0, OpKind::kPmtRead, 8};
   }
 };
 
@@ -85,6 +92,22 @@ class BrokerMsrDevice final : public MsrDevice, public MmioDevice {
 
  private:
   BrokerClient client_;
+};
+
+// The telemetry aggregators the real backend found in sysfs (their GUID,
+// size and package are world-readable), their counters read through the
+// broker by telem<N> number: the telem files are root's. A read the broker
+// refuses or fails is EIO, as a failed read of the region would be.
+class BrokerPmtDevice final : public PmtTelemetryDevice {
+ public:
+  BrokerPmtDevice(std::shared_ptr<BrokerMsrDevice> dev, std::vector<x86::PmtAggregator> aggregators)
+      : dev_(std::move(dev)), aggregators_(std::move(aggregators)) {}
+  std::vector<PmtRegion> pmt_regions() const override;
+  Result<uint64_t> pmt_read64(size_t region, uint64_t offset) override;
+
+ private:
+  std::shared_ptr<BrokerMsrDevice> dev_;
+  std::vector<x86::PmtAggregator> aggregators_;
 };
 
 }  // namespace resctrlfs::hw::broker

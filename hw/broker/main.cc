@@ -2,7 +2,9 @@
 // opens /dev/cpu/*/msr; it serves batches of RDT register reads and writes
 // to the daemon over a Unix socket (see server.h). With an ACPI IRDT table
 // (Intel I/O RDT) it also serves the channels' tagging registers through
-// /dev/mem, and no other physical address.
+// /dev/mem, and no other physical address. With the intel_pmt driver's
+// per-RMID telemetry aggregators (/sys/class/intel_pmt/telem<N> of a known
+// AET GUID) it serves reads of their counters, never writes.
 //
 // The same source, built with RESCTRL_MSRD_SIM as resctrl-msrd-sim (a test
 // program, never installed), also takes --sim and serves a simulated machine
@@ -24,9 +26,11 @@
 
 #include "hw/broker/dev_mem.h"
 #include "hw/broker/dev_msr.h"
+#include "hw/broker/dev_pmt.h"
 #include "hw/broker/server.h"
 #include "hw/real/dev_cpuid.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/pmt_sysfs.h"
 #include "hw/x86/sysfs_topology.h"
 #if RESCTRL_MSRD_SIM
 #include "hw/sim/machine.h"
@@ -138,6 +142,8 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<MsrDevice> msr;
   std::shared_ptr<MmioDevice> sim_mmio;
+  std::shared_ptr<PmtTelemetryDevice> pmt;
+  std::vector<x86::PmtAggregator> pmt_aggregators;
   std::unique_ptr<broker::Policy> policy;
   const std::string root = hw_root == "/" ? "" : hw_root;
   if (!root.empty()) dev_root = root + "/dev/cpu";
@@ -160,6 +166,12 @@ int main(int argc, char** argv) {
         sim_mmio = machine;
       }
     }
+    // A simulated machine with telemetry serves its own aggregators, as
+    // telem0, telem1, ... in its order.
+    const auto regions = machine->pmt_regions();
+    for (size_t i = 0; i < regions.size(); ++i)
+      pmt_aggregators.push_back(x86::PmtAggregator{static_cast<unsigned>(i), regions[i], ""});
+    if (!regions.empty()) pmt = machine;
   }
 #endif
   if (!msr) {
@@ -184,7 +196,14 @@ int main(int argc, char** argv) {
     unsigned first = topo->online.first();
     policy = std::make_unique<broker::Policy>(std::move(info), x86::decode_limits(cpuid, first));
     msr = std::move(dev);
+    pmt_aggregators = x86::read_pmt_aggregators(root, *topo, log);
+    if (!pmt_aggregators.empty()) {
+      log("serving " + std::to_string(pmt_aggregators.size()) +
+          " PMT telemetry aggregators (read only) from " + root + "/sys/class/intel_pmt");
+      pmt = std::make_shared<broker::DevPmtDevice>(pmt_aggregators);
+    }
   }
+  policy->set_pmt(pmt_aggregators);
 
   std::shared_ptr<MmioDevice> mmio = sim_mmio;
   auto mem = std::make_shared<broker::DevMemDevice>(root + mem_path);
@@ -199,7 +218,7 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io;
   broker::BrokerServer server(io, socket_path, static_cast<uid_t>(allow_uid), std::move(*policy),
-                              msr, log, mmio);
+                              msr, log, mmio, pmt);
   ::umask(0077);  // the socket is for the allowed uid; SO_PEERCRED is checked anyway
   if (auto r = server.start(); !r.ok()) {
     log(r.error().message);

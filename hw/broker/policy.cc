@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 
 namespace resctrlfs::hw::broker {
@@ -39,6 +40,29 @@ Result<void> Policy::check_mmio(uint64_t addr, unsigned width) const {
     return Ok();
   }
   return refuse("MMIO address 0x%llx is not an I/O RDT register the IRDT table names", addr);
+}
+
+void Policy::set_pmt(const std::vector<PmtAggregator>& aggregators) {
+  pmt_.clear();
+  for (const PmtAggregator& a : aggregators)
+    pmt_.push_back(PmtAllowed{a.telem, a.region.guid, a.region.size});
+}
+
+Result<size_t> Policy::check_pmt(unsigned telem, uint64_t offset, unsigned width) const {
+  for (size_t i = 0; i < pmt_.size(); ++i) {
+    const PmtAllowed& a = pmt_[i];
+    if (a.telem != telem) continue;
+    const AetEventGroup* layout = aet_event_group(a.guid);
+    if (layout == nullptr || layout->mmio_size() != a.size)
+      return refuse("telem%llu is not a known per-RMID telemetry layout", telem);
+    if (width != sizeof(uint64_t) || offset % sizeof(uint64_t) != 0)
+      return refuse("PMT read of %llu bytes at offset 0x%llx is not one aligned counter word",
+                    width, offset);
+    if (offset >= a.size || a.size - offset < sizeof(uint64_t))
+      return refuse("PMT offset 0x%llx is beyond the aggregator's %llu bytes", offset, a.size);
+    return i;
+  }
+  return refuse("telem%llu is not a per-RMID telemetry aggregator this broker serves", telem);
 }
 
 Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind kind) const {

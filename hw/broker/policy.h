@@ -5,7 +5,10 @@
 // MSR_MISC_FEATURE_CONTROL on models that offer cache pseudo-locking.
 // Everything else is refused. MMIO is allowed only inside the I/O RDT
 // register blocks (IO_PQR_CLOSn / IO_PQR_RMIDn) of the machine's IRDT
-// table, at the block's register width and alignment.
+// table, at the block's register width and alignment. Intel PMT telemetry
+// is only read, one aligned 8-byte counter word at a time, and only from
+// the aggregators the broker found whose GUID is a known per-RMID layout
+// (hw/x86/aet.h), inside their size.
 #pragma once
 
 #include <string>
@@ -16,6 +19,7 @@
 #include "hw/broker/protocol.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/irdt.h"
+#include "hw/x86/pmt_sysfs.h"
 
 namespace resctrlfs::hw::broker {
 
@@ -31,6 +35,11 @@ class Policy {
   void set_mmio_blocks(std::vector<x86::IrdtRegisterBlock> blocks) {
     mmio_blocks_ = std::move(blocks);
   }
+  // Ok with the index of the aggregator in the list set_pmt() was given, or
+  // EPERM with the reason: a read of `width` bytes at `offset` of telem<N>.
+  Result<size_t> check_pmt(unsigned telem, uint64_t offset, unsigned width) const;
+  // The telemetry aggregators reads may touch (none until set).
+  void set_pmt(const std::vector<x86::PmtAggregator>& aggregators);
   const x86::X86Platform& info() const { return info_; }
 
  private:
@@ -43,6 +52,12 @@ class Policy {
   uint64_t prefetch_bits_ = 0;
   std::vector<x86::IrdtRegisterBlock>
       mmio_blocks_;  // pseudo-locking: MSR_MISC_FEATURE_CONTROL bits allowed
+  struct PmtAllowed {
+    unsigned telem;
+    uint32_t guid;
+    uint64_t size;
+  };
+  std::vector<PmtAllowed> pmt_;
 };
 
 }  // namespace resctrlfs::hw::broker

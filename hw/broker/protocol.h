@@ -19,8 +19,11 @@ inline constexpr uint32_t kMaxBatch = 4096;
 
 // MMIO operations (the I/O RDT tagging registers an ACPI IRDT table names)
 // reuse the record: the physical address is (msr << 32) | cpu and the
-// access width in bytes is in `reserved`.
-enum class OpKind : uint32_t { kRead = 0, kWrite = 1, kMmioRead = 2, kMmioWrite = 3 };
+// access width in bytes is in `reserved`. So do reads of Intel PMT
+// telemetry aggregators (kPmtRead, never a write): `cpu` is N of the
+// aggregator's /sys/class/intel_pmt/telem<N>, `msr` the byte offset in it,
+// `reserved` the width (8: one counter word).
+enum class OpKind : uint32_t { kRead = 0, kWrite = 1, kMmioRead = 2, kMmioWrite = 3, kPmtRead = 4 };
 
 inline bool is_mmio(OpKind k) { return k == OpKind::kMmioRead || k == OpKind::kMmioWrite; }
 
@@ -34,7 +37,7 @@ struct WireOp {
   uint32_t msr = 0;
   uint64_t value = 0;     // value to write; ignored for reads
   uint32_t kind = 0;      // OpKind
-  uint32_t reserved = 0;  // MMIO: access width in bytes; otherwise 0
+  uint32_t reserved = 0;  // MMIO, PMT: access width in bytes; otherwise 0
 
   uint64_t mmio_addr() const { return (uint64_t{msr} << 32) | cpu; }
 };

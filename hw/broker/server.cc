@@ -61,12 +61,14 @@ class BrokerServer::Session : public std::enable_shared_from_this<Session> {
 
 BrokerServer::BrokerServer(asio::io_context& io, std::string socket_path, uid_t allowed_uid,
                            Policy policy, std::shared_ptr<MsrDevice> msr, Logger log,
-                           std::shared_ptr<MmioDevice> mmio)
+                           std::shared_ptr<MmioDevice> mmio,
+                           std::shared_ptr<PmtTelemetryDevice> pmt)
     : path_(std::move(socket_path)),
       allowed_uid_(allowed_uid),
       policy_(std::move(policy)),
       msr_(std::move(msr)),
       mmio_(std::move(mmio)),
+      pmt_(std::move(pmt)),
       log_(std::move(log)),
       acceptor_(io) {}
 
@@ -125,7 +127,16 @@ std::vector<WireResult> BrokerServer::execute(const std::vector<WireOp>& ops,
     const OpKind kind = static_cast<OpKind>(op.kind);
     Result<void> ok = Ok();
     char buf[160];
-    if (is_mmio(kind)) {
+    if (kind == OpKind::kPmtRead) {
+      if (!pmt_) {
+        ok = Error::log_only(EPERM, "this broker serves no PMT telemetry");
+      } else if (auto idx = policy_.check_pmt(op.cpu, op.msr, op.reserved); !idx.ok()) {
+        ok = idx.error();
+      }
+      std::snprintf(buf, sizeof(buf),
+                    "refused batch from %s: PMT read of %u bytes at telem%u offset 0x%x: ",
+                    peer.c_str(), op.reserved, op.cpu, op.msr);
+    } else if (is_mmio(kind)) {
       ok = mmio_ ? policy_.check_mmio(op.mmio_addr(), op.reserved)
                  : Result<void>(Error::log_only(EPERM, "this broker serves no MMIO"));
       std::snprintf(buf, sizeof(buf),
@@ -152,7 +163,15 @@ std::vector<WireResult> BrokerServer::execute(const std::vector<WireOp>& ops,
       continue;
     }
     const WireOp& op = ops[i];
-    if (op.kind == static_cast<uint32_t>(OpKind::kMmioRead)) {
+    if (op.kind == static_cast<uint32_t>(OpKind::kPmtRead)) {
+      auto idx = policy_.check_pmt(op.cpu, op.msr, op.reserved);
+      auto v = idx.ok() ? pmt_->pmt_read64(*idx, op.msr) : Result<uint64_t>(idx.error());
+      if (v.ok()) {
+        out[i].value = *v;
+      } else {
+        out[i].err = EIO;
+      }
+    } else if (op.kind == static_cast<uint32_t>(OpKind::kMmioRead)) {
       auto v = mmio_->mmio_read(op.mmio_addr(), op.reserved);
       if (v.ok()) {
         out[i].value = *v;

@@ -3,7 +3,10 @@
 // batches of register operations, checks each batch against the Policy and
 // executes it on the MsrDevice (/dev/cpu/N/msr, or a simulated machine) and,
 // for the I/O RDT tagging registers, on the MmioDevice (/dev/mem, a file
-// standing in for it, or a simulated machine; none: MMIO is refused).
+// standing in for it, or a simulated machine; none: MMIO is refused), and
+// reads of Intel PMT telemetry on the PmtTelemetryDevice (the intel_pmt
+// driver's telem files, or a simulated machine; none: refused), whose
+// aggregators are the Policy's in the same order.
 // Refusals are logged with the peer's pid and uid.
 #pragma once
 
@@ -27,7 +30,8 @@ class BrokerServer {
 
   BrokerServer(boost::asio::io_context& io, std::string socket_path, uid_t allowed_uid,
                Policy policy, std::shared_ptr<MsrDevice> msr, Logger log,
-               std::shared_ptr<MmioDevice> mmio = nullptr);
+               std::shared_ptr<MmioDevice> mmio = nullptr,
+               std::shared_ptr<PmtTelemetryDevice> pmt = nullptr);
   ~BrokerServer();
   // Binds the socket (replacing a stale one) and starts accepting.
   Result<void> start();
@@ -45,6 +49,7 @@ class BrokerServer {
   Policy policy_;
   std::shared_ptr<MsrDevice> msr_;
   std::shared_ptr<MmioDevice> mmio_;
+  std::shared_ptr<PmtTelemetryDevice> pmt_;
   Logger log_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
 };

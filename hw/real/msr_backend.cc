@@ -1,5 +1,6 @@
 // Implements make_msr_backend(): the x86 Arch over real hardware, CPUID from
-// /dev/cpu/N/cpuid and MSRs through the resctrl-msrd broker.
+// /dev/cpu/N/cpuid, MSRs (and the I/O RDT registers and Intel PMT telemetry
+// counters) through the resctrl-msrd broker.
 #include "hw/real/msr_backend.h"
 
 #include <unistd.h>
@@ -33,8 +34,8 @@ bool any_resource(const PlatformInfo& info) {
 }  // namespace
 
 Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topology& topo,
-                                      const std::string& broker_socket,
-                                      const x86::RdtOptions& rdt) {
+                                      const std::string& broker_socket, const x86::RdtOptions& rdt,
+                                      std::vector<x86::PmtAggregator> pmt) {
   RESCTRLFS_RETURN_IF_ERROR(x86::check_rdt_cpuid_uniform(cpuid, topo));
   x86::X86Platform info = x86::decode_platform(cpuid, topo, nullptr, rdt);
   if (!any_resource(info)) {
@@ -68,8 +69,12 @@ Result<Backend> make_msr_backend_with(const CpuidSource& cpuid, const x86::Topol
   // STLB QoS is enumerated in registers (the broker allows the reads only
   // where it found STLB QoS itself).
   x86::decode_stlb(info, cpuid, *dev);
-  RESCTRLFS_ASSIGN_OR_RETURN(std::unique_ptr<x86::X86Arch> arch,
-                             x86::X86Arch::create(std::move(info), limits, dev, nullptr));
+  // Intel telemetry (PERF_PKG): the aggregators' counters through the broker.
+  std::shared_ptr<PmtTelemetryDevice> telemetry;
+  if (!pmt.empty()) telemetry = std::make_shared<broker::BrokerPmtDevice>(dev, std::move(pmt));
+  RESCTRLFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<x86::X86Arch> arch,
+      x86::X86Arch::create(std::move(info), limits, dev, nullptr, std::move(telemetry), rdt));
   Backend b;
   b.x86 = &arch->platform();
   b.arch = std::move(arch);
@@ -89,8 +94,14 @@ Result<Backend> make_msr_backend(const std::string& broker_socket, const std::st
   RESCTRLFS_ASSIGN_OR_RETURN(x86::Topology topo,
                              x86::read_sysfs_topology(root + "/sys/devices/system/cpu"));
   real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
-  RESCTRLFS_ASSIGN_OR_RETURN(Backend b, real::make_msr_backend_with(cpuid, topo, broker_socket,
-                                                                    x86::RdtOptions::parse(rdt)));
+  // The telemetry aggregators' GUID, size and device are world-readable:
+  // found here; only their counters need the broker.
+  std::vector<x86::PmtAggregator> pmt = x86::read_pmt_aggregators(
+      root, topo,
+      [](const std::string& line) { std::fprintf(stderr, "resctrlfsd: %s\n", line.c_str()); });
+  RESCTRLFS_ASSIGN_OR_RETURN(
+      Backend b, real::make_msr_backend_with(cpuid, topo, broker_socket,
+                                             x86::RdtOptions::parse(rdt), std::move(pmt)));
   // I/O RDT: the firmware's IRDT table, its registers written through the
   // broker (which serves exactly those). Without a table, or with one the
   // parser refuses (the broker logs why), the Arch lists no channels.

@@ -21,6 +21,7 @@
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/irdt.h"
+#include "hw/x86/pmt_sysfs.h"
 #include "hw/x86/registers.h"
 
 using namespace resctrlfs;
@@ -468,4 +469,47 @@ TEST_CASE("resctrl-msrd --sim serves a simulated machine's I/O RDT registers", "
   REQUIRE_FALSE(w.ok());
   CHECK(w.error().code == EPERM);
   CHECK(dev.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
+}
+
+TEST_CASE("resctrl-msrd --sim serves a simulated machine's PMT telemetry to the real Arch",
+          "[pmt]") {
+  BrokerProcess b("intel-aet", ::getuid());
+  auto cpuid_only = machine("intel-aet");  // stands in for /dev/cpu/N/cpuid and sysfs
+  auto topo = cpuid_only.profile().topology();
+  // The --sim broker serves the machine's aggregators as telem0, telem1, ...
+  std::vector<PmtAggregator> aggs;
+  const auto regions = cpuid_only.pmt_regions();
+  REQUIRE(regions.size() == 4);
+  for (size_t i = 0; i < regions.size(); ++i)
+    aggs.push_back(PmtAggregator{static_cast<unsigned>(i), regions[i], ""});
+  auto backend = real::make_msr_backend_with(cpuid_only, topo, b.socket(), {}, aggs);
+  REQUIRE(backend.ok());
+  Arch& a = *backend->arch;
+  REQUIRE(a.info().perf_pkg.capable);
+  CHECK(a.info().perf_pkg.num_rmids == 576);
+  CHECK(a.info().perf_pkg.mon_domains.size() == 2);
+  // Nothing ran with RMID 5: no valid word on either package.
+  CHECK(a.read_perf_pkg_event(0, 5, EventId::CORE_ENERGY).err == ReadError::kUnavailable);
+  CHECK(a.read_perf_pkg_event(1, 5, EventId::UOPS_RETIRED).err == ReadError::kUnavailable);
+
+  auto dev = std::make_shared<broker::BrokerMsrDevice>(b.socket());
+  broker::BrokerPmtDevice pmt(dev, aggs);
+  CHECK(pmt.pmt_read64(0, 0).ok());
+  CHECK(pmt.pmt_read64(0, 4).error().code == EIO);                // refused: unaligned
+  CHECK(pmt.pmt_read64(0, regions[0].size).error().code == EIO);  // refused: beyond
+  CHECK(pmt.pmt_read64(9, 0).error().code == EIO);
+  // On the wire the refusal is EPERM, and a telem number not served too.
+  auto r = dev->client().transact({Op::pmt_read(7, 0)});
+  REQUIRE(r.ok());
+  CHECK((*r)[0].err == EPERM);
+  CHECK(b.log().find("PMT read of 8 bytes at telem0 offset 0x4") != std::string::npos);
+  CHECK(b.log().find("telem7 is not a per-RMID telemetry aggregator") != std::string::npos);
+
+  // A broker whose machine has no telemetry refuses every PMT read.
+  BrokerProcess none("intel-2s", ::getuid());
+  broker::BrokerClient client(none.socket());
+  auto n = client.transact({Op::pmt_read(0, 0)});
+  REQUIRE(n.ok());
+  CHECK((*n)[0].err == EPERM);
+  CHECK(none.log().find("serves no PMT telemetry") != std::string::npos);
 }

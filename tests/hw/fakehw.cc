@@ -7,6 +7,9 @@
 //        cpuN/cache/indexK/{level,type,id,size},cpuN/nodeM}   plain files
 //   ROOT/dev/cpu/N/{cpuid,msr}                                 a FUSE mount
 //   ROOT/dev/mem, ROOT/sys/firmware/acpi/tables/IRDT    with I/O RDT only
+//   ROOT/sys/class/intel_pmt/telemN -> ROOT/sys/devices/pci.../intel_pmt/
+//        telemN/{guid,size,offset,device,telem}      with telemetry only
+//   ROOT/sys/devices/system/node/nodeM/cpulist           with telemetry only
 // The device files behave like the kernel's cpuid and msr drivers: cpuid
 // answers a 16-byte pread at offset leaf | subleaf << 32 with eax..edx; msr
 // reads and writes 8 bytes at offset = register number, and fails with EIO
@@ -19,6 +22,15 @@
 // ROOT/irdt_wide_bytes (I/O RDT only) holds the profile's width of a
 // register whose RCS has REGW clear, for the tests' resctrl-msrd
 // --irdt-wide-bytes (the operator's knowledge; without it the broker probes).
+// On a platform with telemetry (the profile's "telemetry" aggregators) each
+// aggregator N is laid out as the intel_pmt class driver publishes it: a
+// directory under a fake PCI device of its package (that device's
+// numa_node is a node of the package: the profile's, or the package number
+// when the profile has no nodes) with guid, size and offset as plain files,
+// `device` linking to the auxiliary device above it, and `telem` a symlink
+// to ROOT/dev/intel_pmt/telemN on the FUSE mount, where every pread reaches
+// the simulated machine's aggregator (SimMachine::pmt_read64) as it
+// happens, 8-byte words at their byte offsets.
 //
 // --control SOCK serves the simulated machine's knobs, one JSON object per
 // line (the requests the daemon's control socket serves for the sim
@@ -38,6 +50,8 @@
 //                                C, or on every CPU) fails with EIO from now
 //                                on, as a register the CPU does not implement;
 //                                {"cmd":"fail_reads","clear":true} ends it
+//   {"cmd":"fail_pmt","fail":B}  every read of a telemetry aggregator's telem
+//                                file fails with EIO while B is true
 //   {"cmd":"write","cpu":C,"msr":M,"value":V}  writes a register behind the
 //                                broker's back (another tool on the machine);
 //                                not counted in "counts"
@@ -54,6 +68,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -61,6 +76,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -81,7 +97,11 @@ std::shared_ptr<hw::sim::SimMachine> g_machine;
 // ROOT/sys/devices/system/cpu, rewritten by the "cpu" command.
 std::filesystem::path g_sysfs_cpu;
 std::atomic<uint64_t> g_delay_us{0};
-std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0}, g_mmio_reads{0}, g_mmio_writes{0};
+std::atomic<uint64_t> g_reads{0}, g_writes{0}, g_cpuid{0}, g_mmio_reads{0}, g_mmio_writes{0},
+    g_pmt_reads{0};
+std::atomic<bool> g_fail_pmt{false};
+// The simulated machine's telemetry aggregators (telemN = index N).
+std::vector<hw::PmtRegion> g_pmt;
 std::atomic<uint64_t> g_waiting{0};  // accesses held back by "delay" right now
 
 // "fail_reads": (cpu or -1 for every CPU, register) whose reads fail.
@@ -148,13 +168,65 @@ void write_sysfs(const std::filesystem::path& dir, const hw::sim::Profile& p) {
 
 bool has_mem() { return !g_machine->irdt_blob().empty(); }
 
-// Paths: "/" (ROOT/dev), "/mem", "/cpu", "/cpu/N", "/cpu/N/cpuid", "/cpu/N/msr".
+// The intel_pmt class driver's view of the machine's telemetry aggregators
+// (see the top of this file), and the NUMA nodes' CPU lists that tie each
+// one to its package. `dev` is the FUSE mount (ROOT/dev).
+void write_pmt_sysfs(const std::filesystem::path& root, const std::filesystem::path& dev,
+                     const hw::sim::Profile& p) {
+  namespace fs = std::filesystem;
+  const auto topo = p.topology();
+  // Node -> CPUs, and a node for each package: the profile's nodes, or one
+  // node per package (numbered as the package) when it has none.
+  std::map<int, std::vector<unsigned>> node_cpus;
+  std::map<int, int> package_node;
+  bool nodes = false;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) nodes = nodes || topo.node[c] >= 0;
+  for (unsigned c = 0; c < topo.nr_cpus; ++c) {
+    if (!topo.online.test(c)) continue;
+    const int node = nodes ? topo.node[c] : topo.package[c];
+    if (node < 0) continue;
+    node_cpus[node].push_back(c);
+    package_node.emplace(topo.package[c], node);
+  }
+  for (const auto& [node, cpus] : node_cpus)
+    write_text(root / "sys/devices/system/node" / ("node" + std::to_string(node)) / "cpulist",
+               cpulist(cpus));
+  for (size_t i = 0; i < g_pmt.size(); ++i) {
+    const hw::PmtRegion& r = g_pmt[i];
+    const std::string n = "telem" + std::to_string(i);
+    char bus[8];
+    std::snprintf(bus, sizeof(bus), "%02x", 0x10 + 0x10 * (r.package_id & 0xF));
+    const fs::path pci = root / "sys/devices" / (std::string("pci0000:") + bus) /
+                         (std::string("0000:") + bus + ":03.1");
+    const auto node = package_node.find(r.package_id);
+    write_text(pci / "numa_node",
+               std::to_string(node == package_node.end() ? -1 : node->second) + "\n");
+    const fs::path dir =
+        pci / ("intel_vsec.telemetry." + std::to_string(r.package_id)) / "intel_pmt" / n;
+    char guid[16];
+    std::snprintf(guid, sizeof(guid), "0x%x\n", r.guid);
+    write_text(dir / "guid", guid);
+    write_text(dir / "size", std::to_string(r.size) + "\n");
+    write_text(dir / "offset", "0\n");
+    // A root laid out before (a restarted emulation) gets fresh links.
+    for (const fs::path& l : {dir / "device", dir / "telem", root / "sys/class/intel_pmt" / n})
+      fs::remove(l);
+    fs::create_directory_symlink("../..", dir / "device");
+    fs::create_symlink(fs::absolute(dev) / "intel_pmt" / n, dir / "telem");
+    fs::create_directories(root / "sys/class/intel_pmt");
+    fs::create_directory_symlink(fs::absolute(dir), root / "sys/class/intel_pmt" / n);
+  }
+}
+
+// Paths: "/" (ROOT/dev), "/mem", "/cpu", "/cpu/N", "/cpu/N/cpuid", "/cpu/N/msr",
+// "/intel_pmt", "/intel_pmt/telemN".
 struct Parsed {
-  int depth = 0;  // 0 cpu/, 1 cpu dir, 2 file; -1 dev/
+  int depth = 0;  // 0 cpu/ or intel_pmt/, 1 cpu dir, 2 file; -1 dev/
   unsigned cpu = 0;
   bool msr = false;
   bool ok = false;
   bool mem = false;
+  bool pmt = false;  // intel_pmt/ (depth 0) or telemN (depth 2, `cpu` = N)
 };
 
 Parsed parse(const char* path) {
@@ -162,6 +234,14 @@ Parsed parse(const char* path) {
   std::string s(path);
   if (s == "/") return Parsed{-1, 0, false, true};
   if (s == "/mem") return Parsed{2, 0, false, has_mem(), true};
+  if (s == "/intel_pmt") return Parsed{0, 0, false, !g_pmt.empty(), false, true};
+  if (s.rfind("/intel_pmt/telem", 0) == 0) {
+    const std::string num = s.substr(16);
+    if (num.empty() || num.size() > 6 || num.find_first_not_of("0123456789") != std::string::npos)
+      return p;
+    const auto n = static_cast<unsigned>(std::stoul(num));
+    return Parsed{2, n, false, n < g_pmt.size(), false, true};
+  }
   if (s.rfind("/cpu", 0) != 0) return p;
   s.erase(0, 4);
   if (s.empty()) return Parsed{0, 0, false, true};
@@ -186,10 +266,11 @@ int fs_getattr(const char* path, struct stat* st, fuse_file_info*) {
     st->st_mode = S_IFDIR | 0755;
     st->st_nlink = 2;
   } else {
-    st->st_mode = S_IFREG | (p.msr || p.mem ? 0600 : 0400);
+    st->st_mode = S_IFREG | (p.msr || p.mem ? 0600 : p.pmt ? 0440 : 0400);
     st->st_nlink = 1;
     // Physical addresses: the whole 52-bit space.
     if (p.mem) st->st_size = static_cast<off_t>(1ULL << 52);
+    if (p.pmt) st->st_size = static_cast<off_t>(g_pmt[p.cpu].size);
   }
   return 0;
 }
@@ -203,6 +284,10 @@ int fs_readdir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_fi
   if (p.depth == -1) {
     fill(buf, "cpu", nullptr, 0, FUSE_FILL_DIR_PLUS);
     if (has_mem()) fill(buf, "mem", nullptr, 0, FUSE_FILL_DIR_PLUS);
+    if (!g_pmt.empty()) fill(buf, "intel_pmt", nullptr, 0, FUSE_FILL_DIR_PLUS);
+  } else if (p.pmt) {
+    for (size_t i = 0; i < g_pmt.size(); ++i)
+      fill(buf, ("telem" + std::to_string(i)).c_str(), nullptr, 0, FUSE_FILL_DIR_PLUS);
   } else if (p.depth == 0) {
     for (unsigned c = 0; c < g_machine->profile().nr_cpus; ++c)
       if (g_machine->cpu_online(c))
@@ -248,6 +333,26 @@ bool mmio_access(size_t size, off_t off) {
 int fs_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info*) {
   Parsed p = parse(path);
   if (!p.ok || p.depth != 2) return -ENXIO;
+  if (p.pmt) {
+    // The aggregator's words covering [off, off + size), read now; a read
+    // past the end is short, as the driver's.
+    const uint64_t end = g_pmt[p.cpu].size;
+    if (off < 0 || static_cast<uint64_t>(off) >= end) return 0;
+    const uint64_t from = static_cast<uint64_t>(off);
+    const uint64_t to = std::min<uint64_t>(end, from + size);
+    ++g_pmt_reads;
+    if (g_fail_pmt.load()) return -EIO;
+    for (uint64_t w = from & ~uint64_t{7}; w < to; w += 8) {
+      auto v = g_machine->pmt_read64(p.cpu, w);
+      if (!v.ok()) return -EIO;
+      unsigned char bytes[8];
+      const uint64_t value = *v;
+      std::memcpy(bytes, &value, 8);  // little-endian
+      for (uint64_t b = std::max(w, from); b < std::min(w + 8, to); ++b)
+        buf[b - from] = static_cast<char>(bytes[b - w]);
+    }
+    return static_cast<int>(to - from);
+  }
   if (p.mem) {
     if (!mmio_access(size, off)) return -EIO;
     ++g_mmio_reads;
@@ -354,6 +459,10 @@ json handle(const json& req) {
     g_fail_reads.insert({cpu, req.at("msr").get<uint32_t>()});
     return {{"ok", true}};
   }
+  if (cmd == "fail_pmt") {
+    g_fail_pmt = req.at("fail").get<bool>();
+    return {{"ok", true}};
+  }
   if (cmd == "write") {
     auto r = g_machine->write(req.at("cpu").get<unsigned>(), req.at("msr").get<uint32_t>(),
                               req.at("value").get<uint64_t>());
@@ -407,6 +516,7 @@ json handle(const json& req) {
             {"cpuid", g_cpuid.load()},
             {"mmio_reads", g_mmio_reads.load()},
             {"mmio_writes", g_mmio_writes.load()},
+            {"pmt_reads", g_pmt_reads.load()},
             {"waiting", g_waiting.load()}};
   }
   return {{"ok", false}, {"error", "unknown command"}};
@@ -487,6 +597,8 @@ int main(int argc, char** argv) {
   }
   const auto dev = r / "dev";
   std::filesystem::create_directories(dev);
+  g_pmt = g_machine->pmt_regions();
+  if (!g_pmt.empty()) write_pmt_sysfs(r, dev, g_machine->profile());
 
   if (!control.empty()) {
     int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

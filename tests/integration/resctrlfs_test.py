@@ -68,8 +68,8 @@ simulated PLATFORM; RESCTRL_MSRD and RESCTRLFS_FAKEHW name the binaries).
 The simulated machine outlives restarts of the daemon and of the broker, as
 hardware does. The knobs of the simulated machine (clock, workload, fault,
 registers) go to resctrl-fakehw's control socket; what only the simulated
-scheduler can do skips the test loudly (msr_skip()), as does what the msr
-path does not do yet (msr_not_yet()). CPU hotplug ({"cmd": "cpu"}) goes to
+scheduler can do skips the test loudly (msr_skip()), as would what the msr
+path does not do yet (msr_not_yet(); nothing is left there now). CPU hotplug ({"cmd": "cpu"}) goes to
 resctrl-fakehw, which changes sysfs's online list as the kernel does; the
 call returns once the daemon, which follows that file, agrees.
 Mount.hw is the FakeHw, Mount.broker the Broker.

@@ -4,7 +4,8 @@ threads: an unknown thread id is refused with an error; `--tid T --cpu C`
 pins the thread's workload to CPU C; an unpinned thread's workload follows
 the thread's real affinity (sched_getaffinity): restricted to some of this
 machine's CPUs, it runs on those CPUs of the simulated machine; free to run
-anywhere, it spreads over every L3 domain."""
+anywhere, it spreads over every L3 domain, and its telemetry (PERF_PKG)
+over every package."""
 
 import os
 import subprocess
@@ -80,6 +81,32 @@ class ThreadWorkloads(rt.ResctrlfsTestCase):
         self.advance(2000)
         self.assertAbout(self.num(L3_0), 2e9)
         self.assertEqual(self.num(L3_1), 0)
+
+
+class TelemetryThreadWorkloads(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-aet"  # CPUs 0-3 in package 0, CPUs 4-7 in package 1
+    MANUAL_CLOCK = True
+
+    def test_unpinned_thread_counts_on_every_package(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        p = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(self.write("g/tasks", "%d\n" % p.pid), 0, self.lcs())
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % p.pid), 0, self.lcs())
+        self.workload(tid=p.pid, bandwidth_mbps=2000)
+        self.advance(2000)
+        for pkg in ("00", "01"):
+            mon = self.read("g/mon_groups/m/mon_data/mon_PERF_PKG_%s/unhalted_ref_cycles" % pkg)
+            ctrl = self.read("g/mon_data/mon_PERF_PKG_%s/unhalted_ref_cycles" % pkg)
+            # Half of two seconds on each package.
+            self.assertAlmostEqual(int(mon), 2.0e9, delta=2.0e6)
+            # The CTRL_MON group's own RMID never ran: the sum is the MON group's.
+            self.assertEqual(ctrl, mon)
+            self.assertRegex(self.read("g/mon_data/mon_PERF_PKG_%s/core_energy" % pkg),
+                             r"^[0-9]+\.[0-9]{6}\n$")
+        self.workload(tid=p.pid)
 
 
 if __name__ == "__main__":

@@ -141,9 +141,6 @@ class TelemetryCounting(Counting):
     PLATFORM = "intel-aet"
 
     def test_telemetry_counts_what_the_group_ran(self):
-        if rt.MSR:
-            self.skipTest("msr label: NOT YET: the msr backend does not read Intel PMT "
-                          "telemetry (/sys/class/intel_pmt); PERF_PKG is sim-only")
         self.group_on_cpu("g", 1)
         self.workload(cpu=1, bandwidth_mbps=1000)
         self.advance(3000)

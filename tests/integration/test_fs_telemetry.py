@@ -9,7 +9,6 @@ import errno
 import os
 import re
 import stat
-import subprocess
 
 import resctrlfs_test as rt
 
@@ -20,11 +19,6 @@ INTEGER = re.compile(r"^[0-9]+\n$")
 
 
 class Telemetry(rt.ResctrlfsTestCase):
-    def setUp(self):
-        rt.msr_not_yet("the msr backend does not read Intel PMT telemetry "
-                       "(/sys/class/intel_pmt); PERF_PKG is sim-only")
-        super().setUp()
-
     PLATFORM = "intel-aet"
     MANUAL_CLOCK = True
 
@@ -100,29 +94,26 @@ class Telemetry(rt.ResctrlfsTestCase):
         self.advance(1000)
         self.assertEqual(self.read(pkg1 + "core_energy"), stopped)
 
-    def test_task_workload_and_ctrl_mon_sums(self):
+    def test_ctrl_mon_group_sums_its_mon_groups(self):
+        # CPU 5 (package 1) belongs to the MON group m: the CTRL_MON group's
+        # own RMID runs nowhere, so its counts are m's.
         self.assertEqual(self.mkdir("g"), 0)
         self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
-        p = subprocess.Popen(["sleep", "60"])
-        try:
-            self.assertEqual(self.write("g/tasks", "%d\n" % p.pid), 0, self.lcs())
-            self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % p.pid), 0, self.lcs())
-            self.workload(tid=p.pid, bandwidth_mbps=2000)
-            self.advance(2000)
-            for pkg in ("00", "01"):
-                mon = self.read("g/mon_groups/m/mon_data/mon_PERF_PKG_%s/unhalted_ref_cycles"
-                                % pkg)
-                ctrl = self.read("g/mon_data/mon_PERF_PKG_%s/unhalted_ref_cycles" % pkg)
-                # An unpinned thread: half of two seconds on each package.
-                self.assertAlmostEqual(int(mon), 2.0e9, delta=2.0e6)
-                # The CTRL_MON group's own RMID never ran: the sum is the MON group's.
-                self.assertEqual(ctrl, mon)
-                energy = self.read("g/mon_data/mon_PERF_PKG_%s/core_energy" % pkg)
-                self.assertRegex(energy, FLOAT)
-            self.workload(tid=p.pid)
-        finally:
-            p.kill()
-            p.wait()
+        self.assertEqual(self.write("g/cpus_list", "5\n"), 0, self.lcs())
+        self.assertEqual(self.write("g/mon_groups/m/cpus_list", "5\n"), 0, self.lcs())
+        self.workload(cpu=5, bandwidth_mbps=2000)
+        self.advance(2000)
+        mon = "g/mon_groups/m/mon_data/mon_PERF_PKG_01/"
+        ctrl = "g/mon_data/mon_PERF_PKG_01/"
+        self.assertAlmostEqual(int(self.read(mon + "unhalted_ref_cycles")), 4.0e9, delta=4.0e6)
+        for e in EVENTS:
+            self.assertEqual(self.read(ctrl + e), self.read(mon + e), e)
+        self.assertRegex(self.read(ctrl + "core_energy"), FLOAT)
+        # Neither ran on package 0.
+        for group in ("g/", "g/mon_groups/m/"):
+            self.assertEqual(self.read(group + "mon_data/mon_PERF_PKG_00/core_energy"),
+                             "Unavailable\n")
+        self.workload(cpu=5)
 
     def test_groups_limited_by_perf_pkg_rmids(self):
         # RMID 0 is the root's: 575 more groups fit, whatever mix of kinds.

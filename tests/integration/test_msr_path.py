@@ -26,6 +26,11 @@ harness's msr mode, forced on here whatever the label).
   The width of a register whose RCS has REGW clear (4 or 8 bytes: the
   specification says both) is probed by the broker on the machine and
   found by the daemon through it: the tags land at that width's offsets.
+- Intel PMT telemetry: the daemon finds the aggregators resctrl-fakehw
+  publishes as the intel_pmt driver does (sys/class/intel_pmt/telem<N>), and
+  each read of a PERF_PKG file reads their telem files through resctrl-msrd
+  at that moment; a telem file whose reads fail makes the counter read
+  Unavailable, as one without data for the RMID, until it reads again.
 """
 
 import errno
@@ -292,6 +297,32 @@ class IoRdtChannels(rt.ResctrlfsTestCase):
         self.assertEqual(self.rmdir("g"), 0)
         self.assertEqual(self.mem(0xfed10000), 0)
         self.assertEqual(self.mem(0xfed10100), 0)
+
+
+class PmtTelemetry(rt.ResctrlfsTestCase):
+    PLATFORM = "intel-aet"
+    MANUAL_CLOCK = True
+
+    def test_counters_come_through_the_broker_and_a_failing_read_is_unavailable(self):
+        self.assertIn("serving 4 PMT telemetry aggregators", self.fs.broker.log())
+        self.assertEqual(sorted(os.listdir(os.path.join(self.fs.hw.root, "sys/class/intel_pmt"))),
+                         ["telem0", "telem1", "telem2", "telem3"])
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/cpus_list", "2\n"), 0, self.lcs())
+        self.workload(cpu=2, bandwidth_mbps=1000)
+        self.advance(1000)
+        f = "g/mon_data/mon_PERF_PKG_00/unhalted_core_cycles"
+        before = self.fs.hw.ctl({"cmd": "counts"})["pmt_reads"]
+        first = int(self.read(f))
+        self.assertAlmostEqual(first, 2.4e9, delta=2.4e6)
+        self.assertGreater(self.fs.hw.ctl({"cmd": "counts"})["pmt_reads"], before)
+        self.fs.hw.ctl({"cmd": "fail_pmt", "fail": True})
+        self.assertEqual(self.read(f), "Unavailable\n")
+        self.assertEqual(self.read("g/mon_data/mon_PERF_PKG_00/core_energy"), "Unavailable\n")
+        self.fs.hw.ctl({"cmd": "fail_pmt", "fail": False})
+        self.advance(1000)
+        self.assertAlmostEqual(int(self.read(f)), 4.8e9, delta=4.8e6)
+        self.workload(cpu=2)
 
 
 def regw_clear_profile(wide):
