@@ -626,6 +626,14 @@ int run_self_check(const SelfCheckOptions& opts, std::string& out) {
             std::to_string(unread.size()) + " reads failed, first: " + unread.front());
     }
   }
+  for (const hw::ProbeTelemetry& t : probe.telemetry()) {
+    if (t.served) {
+      r.add("telemetry", t.what, Verdict::kMatch,
+            "a known per-RMID layout, read through resctrl-msrd");
+    } else {
+      r.add("telemetry", t.what, Verdict::kNotChecked, t.note);
+    }
+  }
   if (probe.model()) compare_with_kernel(r, probe, opts.kernel_resctrl);
 
   unsigned n[3] = {0, 0, 0};

@@ -32,6 +32,14 @@ struct ProbeRegister {
   std::optional<uint64_t> machine;  // empty: not read (refused or failed)
 };
 
+// One Intel PMT telemetry aggregator the probe found (PERF_PKG), or one it
+// left out (then `served` is false and `note` says why).
+struct ProbeTelemetry {
+  std::string what;     // "telem3: GUID 0x26696143, package 0"
+  bool served = false;  // a counter of it was read through the broker
+  std::string note;     // why not, when not served
+};
+
 class HwProbe {
  public:
   virtual ~HwProbe() = default;
@@ -52,6 +60,9 @@ class HwProbe {
   // Register reads that failed (a register the broker refused or the CPU
   // did not implement), one line each.
   virtual std::vector<std::string> unread_registers() const = 0;
+  // The machine's per-RMID telemetry aggregators (sysfs intel_pmt), each
+  // with whether the broker served a read of it; and those left out.
+  virtual std::vector<ProbeTelemetry> telemetry() const = 0;
   // How many register reads were sent to the broker, and writes (always 0).
   virtual std::pair<uint64_t, uint64_t> machine_ops() const = 0;
   // The control registers of `model_closid` in the model next to those of

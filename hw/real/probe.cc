@@ -15,6 +15,7 @@
 #include "hw/real/dev_cpuid.h"
 #include "hw/x86/arch_x86.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/pmt_sysfs.h"
 #include "hw/x86/registers.h"
 #include "hw/x86/sysfs_topology.h"
 
@@ -63,6 +64,7 @@ class Probe final : public HwProbe {
   std::string model_error() const override { return model_error_; }
   std::string machine_error() const override { return machine_error_; }
   std::vector<std::string> unread_registers() const override { return unread_; }
+  std::vector<ProbeTelemetry> telemetry() const override { return telemetry_; }
   std::pair<uint64_t, uint64_t> machine_ops() const override { return {reads_sent_, 0}; }
 
   std::vector<ProbeRegister> closid_registers(uint32_t mc, uint32_t hc) const override {
@@ -198,18 +200,43 @@ class Probe final : public HwProbe {
   }
 
   void build_model(const CpuidSource& src, const x86::Topology& topo, const std::string& rdt,
-                   const std::string& socket) {
-    x86::X86Platform info = x86::decode_platform(src, topo, nullptr, x86::RdtOptions::parse(rdt));
+                   const std::string& socket, const std::string& root) {
+    const x86::RdtOptions opts = x86::RdtOptions::parse(rdt);
+    x86::X86Platform info = x86::decode_platform(src, topo, nullptr, opts);
     // STLB QoS is enumerated in registers, not CPUID: read (never written)
     // through the broker, as the daemon does at start-up. No broker: no
     // STLB in the model, and read_machine() says why.
-    {
-      broker::BrokerMsrDevice dev(socket);
-      if (dev.client().connect().ok()) {
-        x86::decode_stlb(info, src, dev);
-        reads_sent_ += dev.client().ops_sent();
+    auto dev = std::make_shared<broker::BrokerMsrDevice>(socket);
+    const bool connected = dev->client().connect().ok();
+    if (connected) x86::decode_stlb(info, src, *dev);
+    // Telemetry (PERF_PKG): the aggregators sysfs lists, as the daemon
+    // finds them; one counter of each read through the broker. The model's
+    // PERF_PKG resource is built from them either way (its info/ files
+    // depend only on the layouts).
+    std::vector<x86::PmtAggregator> pmt =
+        x86::read_pmt_aggregators(root, topo, [&](const std::string& line) {
+          telemetry_.push_back(ProbeTelemetry{"left out", false, line});
+        });
+    std::shared_ptr<PmtTelemetryDevice> telemetry;
+    if (!pmt.empty()) {
+      auto t = std::make_shared<broker::BrokerPmtDevice>(dev, pmt);
+      for (size_t i = 0; i < pmt.size(); ++i) {
+        char what[96];
+        std::snprintf(what, sizeof(what), "telem%u: GUID 0x%x, package %d", pmt[i].telem,
+                      pmt[i].region.guid, pmt[i].region.package_id);
+        ProbeTelemetry p{what, false, {}};
+        if (!connected) {
+          p.note = "the MSR broker (resctrl-msrd) is not reachable";
+        } else if (auto v = t->pmt_read64(i, 0); v.ok()) {
+          p.served = true;
+        } else {
+          p.note = "the broker did not serve a read of it: " + v.error().message;
+        }
+        telemetry_.push_back(std::move(p));
       }
+      telemetry = std::move(t);
     }
+    if (connected) reads_sent_ += dev->client().ops_sent();
     char model[64];
     std::snprintf(model, sizeof(model), " family %u model 0x%x stepping %u", info.family,
                   info.model, info.stepping);
@@ -226,7 +253,7 @@ class Probe final : public HwProbe {
     const unsigned first = topo.online.first();
     x86::HwLimits limits = x86::decode_limits(src, first < topo.nr_cpus ? first : 0);
     mem_ = std::make_shared<MemoryMsrDevice>();
-    auto arch = x86::X86Arch::create(std::move(info), limits, mem_, nullptr);
+    auto arch = x86::X86Arch::create(std::move(info), limits, mem_, nullptr, telemetry, opts);
     if (!arch.ok()) {
       model_error_ = "cannot build the model: " + arch.error().message;
       return;
@@ -304,6 +331,7 @@ class Probe final : public HwProbe {
   std::string model_error_;
   std::string machine_error_;
   std::vector<std::string> unread_;
+  std::vector<ProbeTelemetry> telemetry_;
   uint64_t reads_sent_ = 0;
   std::map<std::pair<unsigned, uint32_t>, uint64_t> machine_;
 };
@@ -321,7 +349,7 @@ Result<std::unique_ptr<HwProbe>> probe_hardware(const std::string& broker_socket
   real::DevCpuidSource per_cpu(root + "/dev/cpu", /*instruction_fallback=*/false);
   p->check_cpuid(per_cpu, topo, root + "/dev/cpu");
   real::DevCpuidSource cpuid(root + "/dev/cpu", /*instruction_fallback=*/root.empty());
-  p->build_model(cpuid, topo, rdt, broker_socket);
+  p->build_model(cpuid, topo, rdt, broker_socket, root);
   p->read_machine(broker_socket, topo);
   return std::unique_ptr<HwProbe>(std::move(p));
 }

@@ -190,6 +190,35 @@ class Matching(unittest.TestCase):
         self.assertIn("STLB domain 0 CLOSID %d" % g, reg["detail"])
         self.assertEqual(find(rep, "registers", "/")["result"], "match")
 
+    def test_telemetry_aggregators(self):
+        """Intel telemetry (PERF_PKG): the self-check finds the aggregators
+        in sysfs as the daemon does, reads one counter of each through the
+        broker, and its model has the PERF_PKG resource, so the tree's
+        info/PERF_PKG_MON compares; a broker that cannot read them says
+        NOT CHECKED, never MATCH."""
+        m = self.mount("intel-aet")
+        rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        self.assertEqual(rc, 0, json.dumps(results(rep, result="differ"), indent=1) + r.stderr)
+        telem = results(rep, "telemetry")
+        self.assertEqual(len(telem), 4, telem)  # energy and perf on each of two packages
+        for c in telem:
+            self.assertEqual(c["result"], "match", c)
+            self.assertRegex(c["item"], r"^telem\d+: GUID 0x[0-9a-f]+, package [01]$")
+        for f in ("info/PERF_PKG_MON/mon_features", "info/PERF_PKG_MON/num_rmids"):
+            self.assertEqual(find(rep, "info", f)["result"], "match", f)
+
+        self.assertTrue(m.hw.ctl({"cmd": "fail_pmt", "fail": True})["ok"])
+        try:
+            rc, rep, r = self_check(m.hw, m.broker.sock, m.mnt)
+        finally:
+            self.assertTrue(m.hw.ctl({"cmd": "fail_pmt", "fail": False})["ok"])
+        telem = results(rep, "telemetry")
+        self.assertEqual(len(telem), 4, telem)
+        for c in telem:
+            self.assertEqual(c["result"], "not_checked", c)
+            self.assertIn("did not serve a read", c["detail"])
+        self.assertEqual(find(rep, "info", "info/PERF_PKG_MON/mon_features")["result"], "match")
+
     def test_same_machine_by_value(self):
         m = self.mount("intel-2s")
         self.assertEqual(m.mkdir("g"), 0)
