@@ -179,7 +179,13 @@ void FsImpl::on_thread_exit(pid_t tid, pid_t tgid) {
     // (forget_reaped). Without tracking the walk of the task source lists
     // the zombie: only its tags are kept.
     const bool tracked = m_.live.tracking() && m_.live.contains(tid);
-    const pid_t process = tgid != 0 ? tgid : m_.live.tgid_of(tid);
+    // The kernel frees a thread's id (a thread other than its process's
+    // first is reaped as it exits) before it reports the exit: a thread of
+    // another process may have taken the id and been reported first. That
+    // thread is live; the exit is its predecessor's.
+    const pid_t known = m_.live.tgid_of(tid);
+    if (tracked && tgid != 0 && known != 0 && known != tgid) return;
+    const pid_t process = tgid != 0 ? tgid : known;
     const bool leader = process == tid || (process == 0 && tracked);
     const bool tagged = m_.threads.get(tid) != ThreadTags::Tags{0, 0};
     if (leader && (tracked || (!m_.live.tracking() && tagged))) {

@@ -162,6 +162,43 @@ TEST_CASE("tasks from the thread table: an exited process is listed until it is 
   CHECK(sh.cat("/tasks") == "10\n30\n");
 }
 
+TEST_CASE("tasks from the thread table: an exit reported after its id was reused",
+          "[tasks][threads]") {
+  // A thread other than its process's first is reaped as it exits, and the
+  // kernel reports the exit only afterwards: a fork that takes the freed id
+  // can be reported before it.
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  f.tasks.add(20);
+  f.tasks.add(21);
+  f.fs->on_thread_fork(10, 20, 20);
+  f.fs->on_thread_fork(20, 21, 20);
+  CHECK(sh.echo("/p0/tasks", "20") == 0);
+  CHECK(sh.echo("/p0/tasks", "21") == 0);
+  // 21 exits and is reaped; process 10 forks process 21 (a new process),
+  // and then the exit of 20's thread 21 is reported.
+  f.fs->on_thread_fork(10, 21, 21);
+  f.fs->on_thread_exit(21, 20);
+  CHECK(sh.cat("/tasks") == "10\n21\n");
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  // And a new thread of process 10 takes the id of 20's thread 22.
+  f.tasks.add(22);
+  f.fs->on_thread_fork(20, 22, 20);
+  f.fs->on_thread_fork(10, 22, 10);
+  f.fs->on_thread_exit(22, 20);
+  CHECK(sh.cat("/tasks") == "10\n21\n22\n");
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  // Their own exits are theirs.
+  f.tasks.remove(22);
+  f.fs->on_thread_exit(22, 10);
+  f.fs->on_thread_exit(21, 21);
+  f.tasks.remove(21);
+  CHECK(sh.cat("/tasks") == "10\n");
+}
+
 TEST_CASE("tasks from the thread table: a rescan after lost events", "[tasks][threads]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
