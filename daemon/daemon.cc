@@ -332,7 +332,7 @@ void Daemon::drain_proc() {
         fs.on_thread_fork(e.parent_tid, e.tid, e.tgid);
         break;
       case ProcEvent::Kind::kExit:
-        fs.on_exit(e.tid);
+        fs.on_thread_exit(e.tid, e.tgid);
         break;
       case ProcEvent::Kind::kExec:
         fs.on_exec(e.tid);

@@ -1,7 +1,7 @@
 // Defines ProcConnector: the kernel's process events connector (netlink
 // NETLINK_CONNECTOR, group CN_IDX_PROC), which reports every fork and exit
 // on the system. The daemon forwards them to fs::Filesystem::on_fork /
-// on_exit so children inherit their parent's group and dead threads leave
+// on_thread_exit so children inherit their parent's group and dead threads leave
 // their group, as in the kernel's resctrl. When the fork tracepoint can be
 // opened (fork_tracepoint.h) it supplies the forks and the connector the
 // exits, plus the forks the tracepoint never sees (merge_task_events).

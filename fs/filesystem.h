@@ -198,6 +198,17 @@ class Filesystem {
   // `child_tid` (whose group the child inherits), in the order they happened.
   virtual void on_fork(pid_t parent_tid, pid_t child_tid) = 0;
   virtual void on_exit(pid_t tid) = 0;
+  // on_exit() with the thread's process id (`tgid`, 0 if unknown). A
+  // process's leader (tid == tgid; while threads are tracked, also a thread
+  // whose process is not known) stays in its group after its exit, as a
+  // zombie does in the kernel's tasks files, until the TaskSource no longer
+  // shows it (its parent waited for it): no event reports that, so it is
+  // looked for at each tasks listing and each tick. Another thread is gone
+  // at its exit.
+  virtual void on_thread_exit(pid_t tid, pid_t tgid) {
+    (void)tgid;
+    on_exit(tid);
+  }
   // on_fork() with the child's process id (`child_tgid`, 0 if unknown).
   virtual void on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) {
     (void)child_tgid;

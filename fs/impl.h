@@ -75,6 +75,7 @@ class FsImpl final : public Filesystem {
   void tick(std::chrono::steady_clock::time_point now) override;
   void on_fork(pid_t parent_tid, pid_t child_tid) override;
   void on_exit(pid_t tid) override;
+  void on_thread_exit(pid_t tid, pid_t tgid) override;
   void on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) override;
   void on_exec(pid_t tgid) override;
   void track_threads(bool on) override;

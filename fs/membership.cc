@@ -153,6 +153,9 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 void FsImpl::on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!m_.mounted) return;
+  // The id of a zombie not yet seen reaped: the zombie is gone, this is a
+  // new thread.
+  if (m_.live.is_exited(child_tid)) p_.groups.thread_gone(child_tid);
   if (m_.live.tracking()) {
     m_.live.add(child_tid, child_tgid);
     m_.threads.touch({0, 0});  // a new untagged thread, or the default group's stamp anyway
@@ -165,8 +168,31 @@ void FsImpl::on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid)
   p_.groups.set_thread(child_tid, tags.first, tags.second);
 }
 
-void FsImpl::on_exit(pid_t tid) {
+void FsImpl::on_exit(pid_t tid) { on_thread_exit(tid, 0); }
+
+void FsImpl::on_thread_exit(pid_t tid, pid_t tgid) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (m_.mounted) {
+    // A process's leader is a zombie until its parent waits for it, listed
+    // in its group meanwhile; so may be a thread of the table whose process
+    // is not known. They are looked for again at the next listing and tick
+    // (forget_reaped). Without tracking the walk of the task source lists
+    // the zombie: only its tags are kept.
+    const bool tracked = m_.live.tracking() && m_.live.contains(tid);
+    // The kernel frees a thread's id (a thread other than its process's
+    // first is reaped as it exits) before it reports the exit: a thread of
+    // another process may have taken the id and been reported first. That
+    // thread is live; the exit is its predecessor's.
+    const pid_t known = m_.live.tgid_of(tid);
+    if (tracked && tgid != 0 && known != 0 && known != tgid) return;
+    const pid_t process = tgid != 0 ? tgid : known;
+    const bool leader = process == tid || (process == 0 && tracked);
+    const bool tagged = m_.threads.get(tid) != ThreadTags::Tags{0, 0};
+    if (leader && (tracked || (!m_.live.tracking() && tagged))) {
+      m_.live.mark_exited(tid);
+      return;
+    }
+  }
   p_.groups.thread_gone(tid);
 }
 
@@ -178,6 +204,9 @@ void FsImpl::on_exec(pid_t tgid) {
   // tags under its new id only if it was the leader (the table cannot tell
   // which other thread it was).
   for (pid_t tid : m_.live.others_of(tgid)) p_.groups.thread_gone(tid);
+  // A leader that exited before another thread's exec is reaped by the
+  // exec: the id is the exec'ing thread's now.
+  m_.live.unmark_exited(tgid);
   m_.live.add(tgid, tgid);
   m_.threads.touch(m_.threads.get(tgid));
 }
@@ -204,6 +233,14 @@ void Groups::thread_gone(pid_t tid) {
     m_.threads.touch({0, 0});
   }
   if (hw::ThreadTagger* t = m_.arch->thread_tagger()) t->thread_exited(tid);
+}
+
+void Groups::forget_reaped() {
+  if (m_.live.exited().empty()) return;
+  std::vector<pid_t> reaped;
+  for (pid_t tid : m_.live.exited())
+    if (m_.tasks == nullptr || !m_.tasks->exists(tid)) reaped.push_back(tid);
+  for (pid_t tid : reaped) thread_gone(tid);
 }
 
 void Groups::rescan_threads() {
@@ -239,6 +276,8 @@ void append_ids(std::string& out, std::vector<pid_t>& ids) {
 }  // namespace
 
 const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group* g) {
+  // Zombies reaped since the last listing leave it now (no event says so).
+  forget_reaped();
   const bool ctrl = g->type == GroupType::kCtrlMon;
   const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | g->rmid;
   const uint64_t stamp = ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->rmid);

@@ -417,6 +417,9 @@ void FsImpl::tick(std::chrono::steady_clock::time_point now) {
     elapsed_ms = std::chrono::duration<double, std::milli>(dt).count();
   }
   m_.last_tick = now;
+  // Zombies no listing looked for are forgotten once reaped, so that the
+  // table does not grow with them.
+  p_.groups.forget_reaped();
   p_.mon.limbo_pass();
   p_.mon.overflow_pass(elapsed_ms);
 }

@@ -227,6 +227,10 @@ class Groups final : public Part {
   void rescan_threads();
   // A thread is gone: it leaves the live table and its tags.
   void thread_gone(pid_t tid);
+  // The threads whose exit was reported while they may have been zombies
+  // (LiveThreads::mark_exited) and that the TaskSource no longer shows are
+  // gone.
+  void forget_reaped();
   Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
 };
 

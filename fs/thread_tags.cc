@@ -92,6 +92,9 @@ void LiveThreads::assign(const std::vector<std::pair<pid_t, pid_t>>& threads) {
   tgid_.clear();
   by_tgid_.clear();
   for (auto [tid, tgid] : threads) add(tid, tgid);
+  // An exited thread the task source still shows is still a zombie: it is
+  // looked for again until it is gone. (Without tracking nothing is kept.)
+  std::erase_if(exited_, [this](pid_t tid) { return !contains(tid); });
 }
 
 void LiveThreads::add(pid_t tid, pid_t tgid) {
@@ -105,6 +108,7 @@ void LiveThreads::add(pid_t tid, pid_t tgid) {
 }
 
 bool LiveThreads::remove(pid_t tid) {
+  exited_.erase(tid);
   auto it = tgid_.find(tid);
   if (it == tgid_.end()) return false;
   if (it->second != 0) {

@@ -6,7 +6,8 @@
 //
 // LiveThreads: every live thread of the system (with its process), kept
 // from fork/exec/exit events when they are reliable, so that a tasks file
-// is listed without walking /proc. ThreadTags stamps each CLOSID and RMID
+// is listed without walking /proc. A process that exited stays in it until
+// it is reaped (see LiveThreads::mark_exited). ThreadTags stamps each CLOSID and RMID
 // whenever a thread carrying it changes, so that a group's rendered tasks
 // text can be cached until one of its threads comes, goes or moves.
 #pragma once
@@ -77,8 +78,25 @@ class LiveThreads {
   // Replaces every entry: (tid, tgid) pairs, tgid 0 when unknown.
   void assign(const std::vector<std::pair<pid_t, pid_t>>& threads);
   void add(pid_t tid, pid_t tgid);
+  // Forgets a thread (also when it was marked exited); whether it was live.
   bool remove(pid_t tid);
   bool contains(pid_t tid) const { return tgid_.count(tid) != 0; }
+  // The process of a live thread, 0 when unknown or not live.
+  pid_t tgid_of(pid_t tid) const {
+    auto it = tgid_.find(tid);
+    return it == tgid_.end() ? 0 : it->second;
+  }
+  // A thread's exit was reported, but it may still be a zombie: a
+  // process's leader stays on the kernel's task list (and in /proc, and in
+  // the kernel's tasks files, in its group) from its exit until its parent
+  // waits for it, which no event reports. It keeps its entry and its tags
+  // until the task source says it is gone (exited()); remove(), a fork of
+  // its id (reaped and reused) or an exec of its process (its id taken by
+  // the exec'ing thread) unmarks it.
+  void mark_exited(pid_t tid) { exited_.insert(tid); }
+  void unmark_exited(pid_t tid) { exited_.erase(tid); }
+  bool is_exited(pid_t tid) const { return exited_.count(tid) != 0; }
+  const std::unordered_set<pid_t>& exited() const { return exited_; }
   // The other threads known to belong to process `tgid` (after an exec the
   // process has only its leader, whatever thread called exec).
   std::vector<pid_t> others_of(pid_t tgid) const;
@@ -93,6 +111,7 @@ class LiveThreads {
   uint64_t rescans_ = 0;
   std::unordered_map<pid_t, pid_t> tgid_;  // tid -> tgid (0: unknown)
   std::unordered_map<pid_t, std::unordered_set<pid_t>> by_tgid_;
+  std::unordered_set<pid_t> exited_;  // exits reported, maybe zombies
 };
 
 // A group's tasks text as last rendered, with the stamp it was rendered at.

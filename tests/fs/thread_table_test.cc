@@ -36,6 +36,7 @@ TEST_CASE("tasks from the thread table: events, not the task source", "[tasks][t
   CHECK(sh.cat("/p0/mon_groups/m/tasks") == "12\n13\n");
   CHECK(sh.cat("/p0/tasks") == "12\n13\n");
   CHECK(sh.cat("/tasks") == "10\n11\n");
+  f.tasks.remove(12);
   f.fs->on_exit(12);
   CHECK(sh.cat("/p0/mon_groups/m/tasks") == "13\n");
   f.fs->on_exit(11);
@@ -105,6 +106,99 @@ TEST_CASE("tasks from the thread table: exec leaves one thread", "[tasks][thread
   CHECK(sh.cat("/p0/tasks").empty());
 }
 
+TEST_CASE("tasks from the thread table: an exited process is listed until it is reaped",
+          "[tasks][threads]") {
+  // The connector reports a process's exit when it exits; it stays a zombie
+  // until its parent waits for it, and the kernel's tasks files (and /proc)
+  // list it meanwhile. A thread other than the leader is gone at its exit.
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  f.tasks.add(20);
+  f.tasks.add(21);
+  f.fs->on_thread_fork(10, 20, 20);
+  f.fs->on_thread_fork(20, 21, 20);
+  CHECK(sh.echo("/p0/tasks", "20") == 0);
+  CHECK(sh.echo("/p0/tasks", "21") == 0);
+  CHECK(sh.cat("/p0/tasks") == "20\n21\n");
+  f.tasks.remove(21);
+  f.fs->on_exit(21);
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  // 20 exited; its parent has not waited for it yet.
+  f.fs->on_exit(20);
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  CHECK(sh.cat("/tasks") == "10\n");
+  // Reaped: gone from every listing.
+  f.tasks.remove(20);
+  CHECK(sh.cat("/p0/tasks").empty());
+  CHECK(sh.cat("/tasks") == "10\n");
+  // A zombie reaped and its id taken by a new process before any listing:
+  // the new process is the parent's, not the zombie's group.
+  f.tasks.add(30);
+  f.fs->on_thread_fork(10, 30, 30);
+  CHECK(sh.echo("/p0/tasks", "30") == 0);
+  f.fs->on_exit(30);
+  f.tasks.remove(30);
+  f.tasks.add(30);
+  f.fs->on_thread_fork(10, 30, 30);
+  CHECK(sh.cat("/p0/tasks").empty());
+  CHECK(sh.cat("/tasks") == "10\n30\n");
+  // The daemon's events name the process: a leader that exits before its
+  // other threads (pthread_exit) is listed while they run and until it is
+  // reaped; a thread that is not the leader is gone at its exit, whatever
+  // the task source says.
+  f.tasks.add(40);
+  f.tasks.add(41);
+  f.fs->on_thread_fork(10, 40, 40);
+  f.fs->on_thread_fork(40, 41, 40);
+  f.fs->on_thread_exit(40, 40);
+  CHECK(sh.cat("/tasks") == "10\n30\n40\n41\n");
+  f.fs->on_thread_exit(41, 40);
+  CHECK(sh.cat("/tasks") == "10\n30\n40\n");
+  f.tasks.remove(41);
+  f.tasks.remove(40);
+  CHECK(sh.cat("/tasks") == "10\n30\n");
+}
+
+TEST_CASE("tasks from the thread table: an exit reported after its id was reused",
+          "[tasks][threads]") {
+  // A thread other than its process's first is reaped as it exits, and the
+  // kernel reports the exit only afterwards: a fork that takes the freed id
+  // can be reported before it.
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  f.tasks.add(20);
+  f.tasks.add(21);
+  f.fs->on_thread_fork(10, 20, 20);
+  f.fs->on_thread_fork(20, 21, 20);
+  CHECK(sh.echo("/p0/tasks", "20") == 0);
+  CHECK(sh.echo("/p0/tasks", "21") == 0);
+  // 21 exits and is reaped; process 10 forks process 21 (a new process),
+  // and then the exit of 20's thread 21 is reported.
+  f.fs->on_thread_fork(10, 21, 21);
+  f.fs->on_thread_exit(21, 20);
+  CHECK(sh.cat("/tasks") == "10\n21\n");
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  // And a new thread of process 10 takes the id of 20's thread 22.
+  f.tasks.add(22);
+  f.fs->on_thread_fork(20, 22, 20);
+  f.fs->on_thread_fork(10, 22, 10);
+  f.fs->on_thread_exit(22, 20);
+  CHECK(sh.cat("/tasks") == "10\n21\n22\n");
+  CHECK(sh.cat("/p0/tasks") == "20\n");
+  // Their own exits are theirs.
+  f.tasks.remove(22);
+  f.fs->on_thread_exit(22, 10);
+  f.fs->on_thread_exit(21, 21);
+  f.tasks.remove(21);
+  CHECK(sh.cat("/tasks") == "10\n");
+}
+
 TEST_CASE("tasks from the thread table: a rescan after lost events", "[tasks][threads]") {
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
@@ -142,6 +236,14 @@ TEST_CASE("tasks without tracking: every open walks the task source", "[tasks][t
   REQUIRE(sh.mkdir("/p0") == 0);
   CHECK(sh.echo("/p0/tasks", "14") == 0);
   f.tasks.remove(14);  // died without an exit event: forgotten by the walk
+  CHECK(sh.cat("/p0/tasks").empty());
+  // A process that exited is listed in its group until it is reaped.
+  f.tasks.add(15);
+  CHECK(sh.echo("/p0/tasks", "15") == 0);
+  f.fs->on_thread_exit(15, 15);
+  CHECK(sh.cat("/p0/tasks") == "15\n");
+  CHECK(sh.cat("/tasks") == "10\n");
+  f.tasks.remove(15);
   CHECK(sh.cat("/p0/tasks").empty());
   // Tracking turned off again falls back to the walk.
   f.fs->track_threads(true);

@@ -428,6 +428,38 @@ class TasksListing(HelperProcesses):
         self.assertIn(os.getpid(), listed)
         self.assertEqual((before & after) - listed, set())
 
+    def test_an_exited_process_is_listed_until_it_is_reaped(self):
+        # A process that exited is a zombie until its parent waits for it:
+        # the kernel's tasks files and /proc list it meanwhile (its exit was
+        # reported when it exited, not when it was reaped).
+        self.assertEqual(self.mkdir("g"), 0)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+        os.close(r)
+        try:
+            self.assertEqual(self.write("g/tasks", "%d\n" % pid), 0, self.lcs())
+        finally:
+            os.close(w)  # the child exits
+        for _ in range(200):
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        else:
+            os.waitpid(pid, 0)
+            self.fail("child %d did not exit" % pid)
+        try:
+            self.assertEqual(tasks(self, "g"), {pid})
+            self.assertNotIn(pid, tasks(self, ""))
+        finally:
+            os.waitpid(pid, 0)
+        self.assertEqual(tasks(self, "g"), set())
+        self.assertNotIn(pid, tasks(self, ""))
+
 
 # What the daemon logs when it cannot open the proc connector.
 NO_CONNECTOR = "tasks files walk /proc at each listing"
