@@ -147,6 +147,28 @@ def per_item(m, n, op):
     return {k: v / n for k, v in timed(m, op).items()}
 
 
+def close_settled(m, fds):
+    """Closes fds and waits until the daemon has served their RELEASEs.
+
+    close(2) on a FUSE file does not wait for its RELEASE: after the sweep's
+    fds are closed, thousands of RELEASEs (queued on the command thread for
+    these register-reading files) would otherwise be served during the next
+    timed command, whose cost would then grow with the number of groups."""
+    want = m.stats().get("RELEASE", 0) + len(fds)
+    for fd in fds:
+        os.close(fd)
+    deadline = time.time() + 30
+    while m.stats().get("RELEASE", 0) < want and time.time() < deadline:
+        time.sleep(0.02)
+    # Counted as they arrive: a read of a register-reading file is queued on
+    # the command thread behind the last of them.
+    fd = os.open(m.path("mon_groups/m0/mon_data/mon_L3_00/mbm_total_bytes"), os.O_RDONLY)
+    try:
+        os.pread(fd, 64, 0)
+    finally:
+        os.close(fd)
+
+
 def median_of(runs):
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
@@ -279,8 +301,7 @@ def run_growth_config(path, cpus, groups, iters, herd):
             out["sweep_per_counter"] = median_of(
                 [per_item(m, len(fds), sweep) for _ in range(max(1, 2000 // len(fds)))])
         finally:
-            for fd in fds:
-                os.close(fd)
+            close_settled(m, fds)
         # The helper's threads into a MON group (one write per id), the
         # listing right after (rendered) and then served, and back.
         if herd is not None:

@@ -150,8 +150,7 @@ def run_config(path, cpus, groups, iters, herd, out):
             sweep()
             batch("sweep_per_counter", len(fds), sweep)
         finally:
-            for fd in fds:
-                os.close(fd)
+            mp.close_settled(m, fds)
         if herd is not None:
             tids = herd.tids
             tasks = m.path(names[0] + "/tasks")
