@@ -40,7 +40,8 @@ import msr_path as mp  # noqa: E402
 
 rt = mp.rt
 COMMANDS = ("mkdir", "rmdir", "schemata_write", "cpus_write_mon", "cpus_write_ctrl",
-            "sweep_per_counter", "tasks_move_per_id", "tasks_list_per_id")
+            "sweep_per_counter", "tasks_move_per_id", "tasks_list_after_move_per_id",
+            "tasks_list_per_id")
 
 
 def handlers(daemon):
@@ -155,7 +156,7 @@ def run_config(path, cpus, groups, iters, herd, out):
             tids = herd.tids
             tasks = m.path(names[0] + "/tasks")
             batch("tasks_move_per_id", len(tids), lambda: mp.move_ids(tasks, tids))
-            mp.read_listing(tasks)  # rendered once; the counted ones are served
+            batch("tasks_list_after_move_per_id", len(tids), lambda: mp.read_listing(tasks))
             batch("tasks_list_per_id", len(tids) * iters,
                   lambda: [mp.read_listing(tasks) for _ in range(iters)])
             mp.move_ids(m.path("tasks"), tids)
