@@ -238,21 +238,17 @@ inline std::string format_cpu_mask(const CpuMask& mask) {
 inline std::string format_cpu_list(const CpuMask& mask) {
   std::string out;
   const unsigned n = mask.size();
-  unsigned c = 0;
-  while (c < n) {
-    if (!mask.test(c)) {
-      ++c;
-      continue;
-    }
-    const unsigned start = c;
-    while (c + 1 < n && mask.test(c + 1)) ++c;
+  // Run by run, a word per step (CpuMask::next / next_clear): the cost is
+  // the words and the runs, not every CPU of the machine.
+  for (unsigned start = mask.next(0); start < n;) {
+    const unsigned end = mask.next_clear(start);  // one past the run
     if (!out.empty()) out += ',';
     out += std::to_string(start);
-    if (c != start) {
+    if (end - 1 != start) {
       out += '-';
-      out += std::to_string(c);
+      out += std::to_string(end - 1);
     }
-    ++c;
+    start = mask.next(end);
   }
   return out;
 }

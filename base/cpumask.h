@@ -44,16 +44,19 @@ class CpuMask {
   }
   // Lowest set CPU, or size() when empty.
   unsigned first() const { return next(0); }
-  // Lowest set CPU >= from, or size() when none.
-  unsigned next(unsigned from) const {
-    for (unsigned c = from; c < nbits_; ++c)
-      if (test(c)) return c;
-    return nbits_;
-  }
+  // Lowest set CPU >= from, or size() when none. Scans a word (64 CPUs)
+  // per step: a command that looks at one CPU of a 512-CPU machine does
+  // not step over the other 511 one by one.
+  unsigned next(unsigned from) const { return scan(from, 0); }
+  // Lowest CPU >= from that is not set, or size() when none.
+  unsigned next_clear(unsigned from) const { return scan(from, ~uint64_t{0}); }
+  // The set CPUs in ascending order: O(words + set CPUs), not O(size()).
   std::vector<unsigned> cpus() const {
     std::vector<unsigned> out;
-    for (unsigned c = 0; c < nbits_; ++c)
-      if (test(c)) out.push_back(c);
+    for (size_t i = 0; i < words_.size(); ++i) {
+      for (uint64_t w = words_[i]; w != 0; w &= w - 1)
+        out.push_back(static_cast<unsigned>(i * 64 + std::countr_zero(w)));
+    }
     return out;
   }
 
@@ -86,6 +89,21 @@ class CpuMask {
   const std::vector<uint64_t>& words() const { return words_; }
 
  private:
+  // The lowest CPU >= from whose bit differs from `skip`'s (0: the next set
+  // CPU, all ones: the next clear one), or size(). Bits at or beyond
+  // size() are never set, so only the result needs the bound.
+  unsigned scan(unsigned from, uint64_t skip) const {
+    if (from >= nbits_) return nbits_;
+    size_t i = from / 64;
+    uint64_t w = (words_[i] ^ skip) & (~uint64_t{0} << (from % 64));
+    while (w == 0) {
+      if (++i == words_.size()) return nbits_;
+      w = words_[i] ^ skip;
+    }
+    const unsigned c = static_cast<unsigned>(i * 64 + std::countr_zero(w));
+    return c < nbits_ ? c : nbits_;
+  }
+
   unsigned nbits_ = 0;
   std::vector<uint64_t> words_;
 };

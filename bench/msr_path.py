@@ -25,10 +25,23 @@ MON group, a tasks move of a helper's threads into a MON group (one write per
 id) and that group's listing (read like cat, right after the move and then
 served), with the same growth check.
 
+With --repeat N (with --growth) every configuration is measured N times,
+the order reversed on every other round, so that a burst of load elsewhere
+on the machine or a warm-up lands on different configurations in different
+rounds; each figure is the median over the rounds, the per-round values are
+kept in the JSON, and the growth is also given per round (largest against
+smallest in the same round). Next to the wall time every command reports the
+CPU time the daemon spent during it (`daemon_cpu_us`, its process CPU clock:
+utime + stime of all its threads, in ns rather than /proc's 10 ms ticks) and
+the CPU time of the hardware side, resctrl-msrd and resctrl-fakehw together
+(`hw_cpu_us`): work grows with the CPU time, machine noise with the wall
+time alone. The load average (/proc/loadavg) is recorded before and after
+the run and around every configuration.
+
 Needs root, /dev/fuse and a build directory (RESCTRLFS_BUILD_DIR, default
 ./build). Usage: bench/msr_path.py [--iters N] [--json FILE]
-       bench/msr_path.py --growth [--iters N] [--configs 8/200,512/4000] [--threads N]
-                                  [--json FILE]
+       bench/msr_path.py --growth [--iters N] [--repeat N] [--configs 8/200,512/4000]
+                                  [--threads N] [--json FILE]
 """
 
 import argparse
@@ -84,14 +97,76 @@ class Herd:
             t.join()
 
 
-def per_item(m, n, op):
-    """op() once: time, round trips and MSR operations divided by n items."""
+def cpu_ns(pid):
+    """Process `pid`'s CPU time so far (utime + stime of all its threads), ns.
+
+    Its process CPU clock (clock_getcpuclockid(3): the clock id is
+    ((~pid) << 3) | CPUCLOCK_SCHED on Linux) counts in ns what /proc/PID/stat's
+    utime and stime count in 10 ms ticks, too coarse for a command of a few
+    hundred microseconds; /proc/PID/stat is the fallback."""
+    if pid is None:
+        return 0
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | 2)
+    except OSError:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 10**9 // os.sysconf("SC_CLK_TCK")
+
+
+def cpu_pair(m):
+    """(the daemon's CPU ns, resctrl-msrd's + resctrl-fakehw's CPU ns) so far."""
+    hw = 0
+    for holder in (m.broker, m.hw):
+        proc = getattr(holder, "proc", None)
+        if proc is not None:
+            hw += cpu_ns(proc.pid)
+    return cpu_ns(m.pid), hw
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def timed(m, op):
+    """op() once: wall us, daemon CPU us, hw-side CPU us, round trips, MSR ops."""
     t0, o0 = counts(m)
+    d0, h0 = cpu_pair(m)
     start = time.perf_counter()
     op()
     us = (time.perf_counter() - start) * 1e6
+    d1, h1 = cpu_pair(m)
     t1, o1 = counts(m)
-    return {"us": us / n, "round_trips": (t1 - t0) / n, "msr_ops": (o1 - o0) / n}
+    return {"us": us, "daemon_cpu_us": (d1 - d0) / 1e3, "hw_cpu_us": (h1 - h0) / 1e3,
+            "round_trips": t1 - t0, "msr_ops": o1 - o0}
+
+
+def per_item(m, n, op):
+    """op() once: time, CPU time, round trips and MSR operations divided by n items."""
+    return {k: v / n for k, v in timed(m, op).items()}
+
+
+def close_settled(m, fds):
+    """Closes fds and waits until the daemon has served their RELEASEs.
+
+    close(2) on a FUSE file does not wait for its RELEASE: after the sweep's
+    fds are closed, thousands of RELEASEs (queued on the command thread for
+    these register-reading files) would otherwise be served during the next
+    timed command, whose cost would then grow with the number of groups."""
+    want = m.stats().get("RELEASE", 0) + len(fds)
+    for fd in fds:
+        os.close(fd)
+    deadline = time.time() + 30
+    while m.stats().get("RELEASE", 0) < want and time.time() < deadline:
+        time.sleep(0.02)
+    # Counted as they arrive: a read of a register-reading file is queued on
+    # the command thread behind the last of them.
+    fd = os.open(m.path("mon_groups/m0/mon_data/mon_L3_00/mbm_total_bytes"), os.O_RDONLY)
+    try:
+        os.pread(fd, 64, 0)
+    finally:
+        os.close(fd)
 
 
 def median_of(runs):
@@ -138,23 +213,21 @@ def counts(m):
     """(broker round trips, MSR operations) so far; zeros on the sim backend."""
     if not rt.MSR:
         return 0, 0
-    trips = m.status()["daemon"]["broker"]["round_trips"]
+    # From `stats`, not `status`: status lists every group, so asking it
+    # between commands made the daemon's work around each timed command
+    # grow with the groups (4000 paths rendered, parsed and freed).
+    stats = m.ctl_ok({"cmd": "stats"})
+    if "broker" in stats:
+        trips = stats["broker"]["round_trips"]
+    else:  # a daemon from before stats had the broker's counts
+        trips = m.status()["daemon"]["broker"]["round_trips"]
     c = m.hw.ctl({"cmd": "counts"})
     return trips, c["reads"] + c["writes"]
 
 
 def measure(m, iters, one):
-    times, trips, ops = [], [], []
-    for i in range(iters):
-        t0, o0 = counts(m)
-        start = time.perf_counter()
-        one(i)
-        times.append(time.perf_counter() - start)
-        t1, o1 = counts(m)
-        trips.append(t1 - t0)
-        ops.append(o1 - o0)
-    return {"us": statistics.median(times) * 1e6, "round_trips": statistics.median(trips),
-            "msr_ops": statistics.median(ops)}
+    """one(i) for i < iters: the median of each figure (timed()) over them."""
+    return median_of([timed(m, lambda: one(i)) for i in range(iters)])
 
 
 def run(backend, path, iters):
@@ -199,9 +272,12 @@ def run_growth_config(path, cpus, groups, iters, herd):
         # The background: what the daemon's 1 s workers (MBM overflow pass,
         # limbo check) send to the broker with no command running.
         t0, o0 = counts(m)
+        d0, _ = cpu_pair(m)
         time.sleep(2.0)
+        d1, _ = cpu_pair(m)
         t1, o1 = counts(m)
-        idle = {"round_trips_per_s": (t1 - t0) / 2.0, "msr_ops_per_s": (o1 - o0) / 2.0}
+        idle = {"round_trips_per_s": (t1 - t0) / 2.0, "msr_ops_per_s": (o1 - o0) / 2.0,
+                "daemon_cpu_us_per_s": (d1 - d0) / 2e3}
         n = min(iters, 4096 - groups - 2 - 4)  # the free RMIDs left
         out = {
             "idle": idle,
@@ -232,8 +308,7 @@ def run_growth_config(path, cpus, groups, iters, herd):
             out["sweep_per_counter"] = median_of(
                 [per_item(m, len(fds), sweep) for _ in range(max(1, 2000 // len(fds)))])
         finally:
-            for fd in fds:
-                os.close(fd)
+            close_settled(m, fds)
         # The helper's threads into a MON group (one write per id), the
         # listing right after (rendered) and then served, and back.
         if herd is not None:
@@ -253,50 +328,87 @@ def run_growth_config(path, cpus, groups, iters, herd):
         m.cleanup()
 
 
+FIGURES = ("us", "daemon_cpu_us", "hw_cpu_us", "round_trips", "msr_ops")
+
+
+def ratio(large, small):
+    return large / small if small > 0 else float("nan")
+
+
 def growth(args):
     configs = [tuple(int(x) for x in c.split("/")) for c in args.configs.split(",")]
-    results = {}
+    names = ["%d/%d" % c for c in configs]
+    rounds = {c: [] for c in configs}  # per configuration: one result per round
+    loads = []
     herd = Herd(args.threads) if args.threads > 0 else None
+    load_before = loadavg()
     with tempfile.TemporaryDirectory() as d:
-        for cpus, groups in configs:
-            path = os.path.join(d, "%dcpu-2s.json" % cpus)
-            with open(path, "w") as f:
-                json.dump(profile(cpus), f)
-            start = time.perf_counter()
-            results[(cpus, groups)] = run_growth_config(path, cpus, groups, args.iters, herd)
-            print("%d CPUs, %d groups: %.1f s" % (cpus, groups, time.perf_counter() - start),
-                  file=sys.stderr)
-    small, large = configs[0], configs[-1]
-    print("%-16s %s" % ("command", " ".join("%16s" % ("%d/%d" % c) for c in configs)) +
-          "   growth (time, trips, ops)")
-    report = {"iters": args.iters, "configs": ["%d/%d" % c for c in configs], "commands": {}}
+        for c in configs:
+            with open(os.path.join(d, "%dcpu-2s.json" % c[0]), "w") as f:
+                json.dump(profile(c[0]), f)
+        # Every configuration `repeat` times, the order reversed on every
+        # other round, so a burst of load or a warm-up does not land on the
+        # same configuration every time.
+        for rnd in range(args.repeat):
+            order = configs if rnd % 2 == 0 else configs[::-1]
+            for cpus, groups in order:
+                path = os.path.join(d, "%dcpu-2s.json" % cpus)
+                before = loadavg()
+                start = time.perf_counter()
+                rounds[(cpus, groups)].append(
+                    run_growth_config(path, cpus, groups, args.iters, herd))
+                secs = time.perf_counter() - start
+                loads.append({"round": rnd + 1, "config": "%d/%d" % (cpus, groups),
+                              "loadavg_before": before, "loadavg_after": loadavg(),
+                              "seconds": secs})
+                print("round %d: %d CPUs, %d groups: %.1f s, load %.2f" %
+                      (rnd + 1, cpus, groups, secs, loads[-1]["loadavg_after"][0]),
+                      file=sys.stderr)
+    load_after = loadavg()
     if herd is not None:
         herd.close()
-    report["threads"] = args.threads
+    # The median over the rounds of each figure of each command.
+    results = {c: {} for c in configs}
+    for c in configs:
+        for key in rounds[c][0]:
+            results[c][key] = median_of([r[key] for r in rounds[c]])
+    small, large = configs[0], configs[-1]
+    print("%-16s %s" % ("command", " ".join("%22s" % n for n in names)) +
+          "   growth: time, daemon CPU, trips, ops; time per round")
+    report = {"iters": args.iters, "repeat": args.repeat, "threads": args.threads,
+              "configs": names, "loadavg_before": load_before, "loadavg_after": load_after,
+              "loadavg_per_config_run": loads, "commands": {}}
     for cmd in GROWTH_COMMANDS:
         if cmd not in results[small]:
             continue
         cells = []
         for c in configs:
             r = results[c][cmd]
-            fmt = "%7.1f %3.3g/%-4.3g" if r["us"] >= 10 else "%7.4f %3.3g/%-4.3g"
-            cells.append(fmt % (r["us"], r["round_trips"], r["msr_ops"]))
+            fmt = "%7.1f %6.1f %3.3g/%-4.3g" if r["us"] >= 10 else "%7.4f %6.4f %3.3g/%-4.3g"
+            cells.append(fmt % (r["us"], r["daemon_cpu_us"], r["round_trips"], r["msr_ops"]))
         s, r = results[small][cmd], results[large][cmd]
-        g_us = r["us"] / s["us"] if s["us"] > 0 else float("nan")
-        g_trips = r["round_trips"] / s["round_trips"] if s["round_trips"] else float("nan")
-        g_ops = r["msr_ops"] / s["msr_ops"] if s["msr_ops"] else float("nan")
-        print("%-16s %s   %.2fx %.2fx %.2fx" % (cmd, " ".join("%16s" % c for c in cells), g_us,
-                                                 g_trips, g_ops))
+        g = {k: ratio(r[k], s[k]) for k in FIGURES}
+        per_round = [ratio(rounds[large][i][cmd]["us"], rounds[small][i][cmd]["us"])
+                     for i in range(args.repeat)]
+        per_round_cpu = [ratio(rounds[large][i][cmd]["daemon_cpu_us"],
+                               rounds[small][i][cmd]["daemon_cpu_us"])
+                         for i in range(args.repeat)]
+        print("%-16s %s   %.2fx %.2fx %.2fx %.2fx; %s" % (
+            cmd, " ".join("%22s" % c for c in cells), g["us"], g["daemon_cpu_us"],
+            g["round_trips"], g["msr_ops"], " ".join("%.2f" % x for x in per_round)))
         report["commands"][cmd] = {
-            "per_config": {"%d/%d" % c: results[c][cmd] for c in configs},
-            "growth": {"us": g_us, "round_trips": g_trips, "msr_ops": g_ops,
-                       "target": 1.5, "met": g_us <= 1.5},
+            "per_config": {n: results[c][cmd] for n, c in zip(names, configs)},
+            "per_round": {n: [r[cmd] for r in rounds[c]] for n, c in zip(names, configs)},
+            "growth": dict(g, target=1.5, met=g["us"] <= 1.5, us_per_round=per_round,
+                           daemon_cpu_us_per_round=per_round_cpu),
         }
-    print("(cells: median us, broker round trips / MSR operations per command)")
+    print("(cells: median us, daemon CPU us, broker round trips / MSR operations per command"
+          " or item; medians over %d round(s))" % args.repeat)
     print("%-16s %s" % ("idle trips/ops/s", " ".join(
-        "%16s" % ("%g/%g" % (results[c]["idle"]["round_trips_per_s"],
+        "%22s" % ("%g/%g" % (results[c]["idle"]["round_trips_per_s"],
                              results[c]["idle"]["msr_ops_per_s"])) for c in configs)))
-    report["idle_per_s"] = {"%d/%d" % c: results[c]["idle"] for c in configs}
+    print("load average before %s, after %s" % (load_before, load_after))
+    report["idle_per_s"] = {n: results[c]["idle"] for n, c in zip(names, configs)}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
@@ -309,6 +421,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--threads", type=int, default=1000,
                     help="with --growth: helper threads for the tasks move and listing (0: none)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --growth: rounds over the configurations, the order reversed on"
+                    " every other round; medians over the rounds reported")
     ap.add_argument("--growth", action="store_true",
                     help="the machine-scale growth checks on the msr path")
     ap.add_argument("--configs", default=GROWTH_CONFIGS,

@@ -697,7 +697,14 @@ Result<json> Daemon::registers() {
 Result<json> Daemon::stats() {
   json counts = json::object();
   for (const auto& [name, n] : stats_.snapshot()) counts[name] = n;
-  return json{{"requests", std::move(counts)}};
+  json out = {{"requests", std::move(counts)}};
+  // The broker's counts too (status has them, but status lists every
+  // group: a benchmark asking between commands would time its own probe).
+  if (parts_ && parts_->backend.broker_counts) {
+    const auto [round_trips, ops] = parts_->backend.broker_counts();
+    out["broker"] = {{"round_trips", round_trips}, {"ops", ops}};
+  }
+  return out;
 }
 
 Result<json> Daemon::reset_stats() {

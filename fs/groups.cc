@@ -338,7 +338,7 @@ Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mod
   g->closid = pg->closid;
   g->rmid = *r;
   status = p_.mon.assign_cntrs_on_mkdir(g);
-  pg->mon_children.push_back(g);
+  attach_mon(pg, g);
   return add_group_dir(g, parent, name, mode, caller);
 }
 
@@ -361,10 +361,7 @@ Result<Attr> Groups::add_group_dir(Group* g, Node* parent, std::string_view name
 void Groups::destroy_group(Group* g) {
   p_.mon.unassign_all_cntrs(g);
   p_.io_ch.group_gone(g);
-  if (g->type == GroupType::kMon) {
-    auto& kids = g->parent->mon_children;
-    std::erase(kids, g);
-  }
+  if (g->type == GroupType::kMon) detach_mon(g);
   // No CPU may stay owned by the group.
   p_.cpus.forget_owner(g);
   p_.mon.forget_group(g);
@@ -414,7 +411,7 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   p_.cpus.to_default(touched);
   // MON children go with their parent; their entries are not named by the
   // request, so the kernel's dcache is told.
-  std::vector<Group*> kids = g->mon_children;
+  const std::vector<Group*> kids(g->mon_children.begin(), g->mon_children.end());
   for (Group* m : kids) {
     if (Node* md = m_.nodes.get(m->dir)) m_.nodes.remove(md, m_.inval);
     p_.mon.free_rmid(m->rmid);
@@ -523,9 +520,8 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
   src->ctime = m_.now_seconds();
   g->name = src->name;
   if (g->parent != new_parent_group) {
-    std::erase(g->parent->mon_children, g);
-    new_parent_group->mon_children.push_back(g);
-    g->parent = new_parent_group;
+    detach_mon(g);
+    attach_mon(new_parent_group, g);
     g->closid = new_parent_group->closid;
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);

@@ -63,7 +63,12 @@ struct Group {
   uint32_t rmid = 0;
   schemata::GroupMode mode = schemata::GroupMode::SHAREABLE;
   CpuMask cpus;
-  std::vector<Group*> mon_children;  // CTRL_MON groups only
+  // CTRL_MON groups only: their MON groups in creation order. A list, so
+  // that an rmdir takes its MON group out through mon_pos instead of
+  // searching every sibling (and removing a CTRL_MON group with n MON
+  // groups is not n searches); attach_mon / detach_mon keep both in step.
+  std::list<Group*> mon_children;
+  std::list<Group*>::iterator mon_pos;  // MON groups: their place in parent->mon_children
   hw::EventId mba_event = hw::EventId::MBM_LOCAL;
   Ino dir = 0;
   Ino mon_groups_dir = 0;
@@ -82,6 +87,13 @@ struct Group {
   // search the list.
   std::list<std::unique_ptr<Group>>::iterator pos;
 };
+
+// MON group `m` joins `parent`'s MON groups, last; detach_mon takes it out.
+inline void attach_mon(Group* parent, Group* m) {
+  m->parent = parent;
+  m->mon_pos = parent->mon_children.insert(parent->mon_children.end(), m);
+}
+inline void detach_mon(Group* m) { m->parent->mon_children.erase(m->mon_pos); }
 
 // A schema's resource and CDP half as hw/ names them (schemata/ numbers
 // them the same way).

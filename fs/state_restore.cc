@@ -400,10 +400,9 @@ Result<void> StateRestore::restore_mon_group(Group* g, const JsonIn& mo) {
   Group* m = p_.groups.new_group();
   m->type = GroupType::kMon;
   m->name = mname;
-  m->parent = g;
   m->closid = g->closid;
   m->rmid = rmid;
-  g->mon_children.push_back(m);
+  attach_mon(g, m);
   restore_dir(m, mg, mdir);
   m->cpus = mcpus;
   restore_assigned(m, massigned);

@@ -82,4 +82,50 @@ TEST_CASE("cpulist: map and list formats match the kernel's bitmap printing", "[
   CHECK(format_cpu_list(CpuMask(8)) == "");
 }
 
+// CpuMask scans a 64-CPU word per step (next, next_clear, cpus) and
+// format_cpu_list goes run by run; both must agree with a bit-by-bit walk at
+// every word boundary and at the end of a last, partial word.
+TEST_CASE("cpumask: word-wise scans agree with a bit-by-bit walk", "[cpulist]") {
+  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  auto rnd = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  for (unsigned n : {0U, 1U, 63U, 64U, 65U, 127U, 128U, 130U, 512U, 4097U}) {
+    for (int round = 0; round < 40; ++round) {
+      CpuMask m(n);
+      // Empty, full, sparse, dense and runs across word boundaries.
+      for (unsigned c = 0; c < n; ++c) {
+        const bool on = round == 0   ? false
+                        : round == 1 ? true
+                        : round < 20 ? rnd() % 16 == 0
+                                     : (c / (1 + round % 7)) % 2 == (round % 2);
+        m.set(c, on);
+      }
+      std::vector<unsigned> want;
+      std::string text;
+      for (unsigned c = 0; c < n; ++c) {
+        if (!m.test(c)) continue;
+        want.push_back(c);
+        const unsigned start = c;
+        while (c + 1 < n && m.test(c + 1)) want.push_back(++c);
+        text += (text.empty() ? "" : ",") + std::to_string(start);
+        if (c != start) text += "-" + std::to_string(c);
+      }
+      CHECK(m.cpus() == want);
+      CHECK(format_cpu_list(m) == text);
+      for (unsigned from = 0; from <= n + 1; ++from) {
+        unsigned set = from, clear = from;
+        while (set < n && !m.test(set)) ++set;
+        while (clear < n && m.test(clear)) ++clear;
+        CHECK(m.next(from) == std::min(set, n));
+        CHECK(m.next_clear(from) == std::min(clear, n));
+      }
+      CHECK(m.first() == (want.empty() ? n : want.front()));
+    }
+  }
+}
+
 }  // namespace resctrlfs

@@ -3,12 +3,65 @@
 // the hardware accordingly; bad documents are refused.
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "tests/fs/harness.h"
 
 namespace resctrlfs::fs::testing {
+
+// A CTRL_MON group's MON groups are a list whose members know their place
+// in it (so an rmdir does not search the siblings): a move to another
+// parent and back, rmdirs in the middle and of the parent keep that place
+// right, and the saved document lists them in the order they joined.
+TEST_CASE("state: MON groups keep their order through moves and rmdirs", "[state]") {
+  SimFixture a("intel-2s");
+  Shell& sa = *a.sh;
+  REQUIRE(sa.mkdir("/p0") == 0);
+  REQUIRE(sa.mkdir("/p1") == 0);
+  for (const char* m : {"a", "b", "c", "d"})
+    REQUIRE(sa.mkdir(std::string("/p0/mon_groups/") + m) == 0);
+  REQUIRE(sa.mv("/p0/mon_groups/b", "/p1/mon_groups/b") == 0);
+  REQUIRE(sa.rmdir("/p0/mon_groups/c") == 0);
+  REQUIRE(sa.mkdir("/p0/mon_groups/e") == 0);
+  REQUIRE(sa.mkdir("/p1/mon_groups/f") == 0);
+  REQUIRE(sa.mv("/p1/mon_groups/b", "/p0/mon_groups/b2") == 0);
+  auto order = [](const std::string& doc, std::vector<std::string> names) {
+    size_t at = 0;
+    for (const std::string& n : names) {
+      const size_t found = doc.find("\"name\":\"" + n + "\"", at);
+      if (found == std::string::npos) return false;
+      at = found;
+    }
+    return true;
+  };
+  const std::string saved = a.fs->save_state_json();
+  CHECK(order(saved, {"p0", "a", "d", "e", "b2", "p1", "f"}));
+  // The restored model holds the same order, and its list members know
+  // their places too.
+  SimFixture b("intel-2s");
+  REQUIRE(b.fs->restore_state_json(saved).ok());
+  CHECK(b.fs->save_state_json() == saved);
+  for (Shell* sh : {&sa, b.sh.get()}) {
+    REQUIRE(sh->rmdir("/p0/mon_groups/d") == 0);
+    REQUIRE(sh->rmdir("/p0/mon_groups/b2") == 0);
+    REQUIRE(sh->mkdir("/p0/mon_groups/g") == 0);
+  }
+  const std::string after = a.fs->save_state_json();
+  CHECK(order(after, {"p0", "a", "e", "g", "p1", "f"}));
+  CHECK(after.find("\"name\":\"d\"") == std::string::npos);
+  // (b's new MON group may get another RMID: the restored pool does not
+  // hold a's limbo.)
+  CHECK(order(b.fs->save_state_json(), {"p0", "a", "e", "g", "p1", "f"}));
+  // The parent's rmdir takes its MON groups with it.
+  REQUIRE(sa.rmdir("/p0") == 0);
+  CHECK(sa.ls("/p1/mon_groups") == std::set<std::string>{"f"});
+  CHECK(a.fs->save_state_json().find("\"name\":\"e\"") == std::string::npos);
+  REQUIRE(sa.mkdir("/p0") == 0);
+  REQUIRE(sa.mkdir("/p0/mon_groups/a") == 0);
+  CHECK(order(a.fs->save_state_json(), {"p1", "f", "p0", "a"}));
+}
 
 TEST_CASE("state: save and restore round trip", "[state]") {
   SimFixture a("intel-2s");
