@@ -151,6 +151,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
       flush_invalidations();
     });
   });
+  bridge_->set_write_reply_hook([this] { flush_invalidations(); });
   bridge_->set_commit_hook([this] {
     commit_journal();
     // Serialising the boot state (the RMID order alone is num_rmids numbers)

@@ -75,6 +75,7 @@ struct FuseBridge::Impl {
   unsigned max_read = 0;    // -o max_read=N, which init must repeat to libfuse
   std::function<void(uint32_t)> hook;
   std::function<void()> commit_hook;
+  std::function<void()> write_reply_hook;
   std::function<void(std::function<void()>)> runner;  // empty: run in place
 
   // Runs a command's handler body where commands run.
@@ -368,6 +369,7 @@ struct FuseBridge::Impl {
             return;
           }
           s->committed();
+          if (s->write_reply_hook) s->write_reply_hook();
           fuse_reply_write(req, *r);
         });
   }
@@ -608,6 +610,10 @@ void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
 
 void FuseBridge::set_commit_hook(std::function<void()> hook) {
   impl_->commit_hook = std::move(hook);
+}
+
+void FuseBridge::set_write_reply_hook(std::function<void()> hook) {
+  impl_->write_reply_hook = std::move(hook);
 }
 
 void FuseBridge::set_command_runner(std::function<void(std::function<void()>)> runner) {

@@ -72,6 +72,14 @@ class FuseBridge {
   // crash. Runs where the command runs.
   void set_commit_hook(std::function<void()> hook);
 
+  // Called after a successful write(2), after the commit hook and before
+  // the reply: the daemon tells the kernel there about the files and
+  // listings the write changed (info/L3_MON's files after a mode write),
+  // so that the writer's next request already sees them. A write holds no
+  // directory lock the kernel needs for that; mkdir, rmdir and rename do
+  // (the parent's), so theirs are told after the reply.
+  void set_write_reply_hook(std::function<void()> hook);
+
   // Where commands run: `runner` gets each command's handler (which calls
   // fs/, the commit hook and replies) and must run them one at a time, in
   // order. Unset: they run in place, on the loop's thread.
