@@ -252,6 +252,23 @@ def run(backend, path, iters):
         m.cleanup()
 
 
+def growth_layout(m, cpus, groups, check):
+    """The tree the growth checks run in: a CTRL_MON group `big` with the
+    upper half of the CPUs, `groups` MON groups alternating between the
+    default group and `big`, and big's first two MON groups monitoring one
+    CPU each. Returns the MON groups' paths."""
+    half = cpus // 2
+    check(m.mkdir("big"))
+    check(m.write("big/cpus_list", "%d-%d\n" % (half, cpus - 1)))
+    names = [("mon_groups/m%d" if i % 2 == 0 else "big/mon_groups/m%d") % i
+             for i in range(groups)]
+    for g in names:
+        check(m.mkdir(g))
+    check(m.write("big/mon_groups/m1/cpus_list", "%d\n" % half))
+    check(m.write("big/mon_groups/m3/cpus_list", "%d\n" % (half + 1)))
+    return names
+
+
 def run_growth_config(path, cpus, groups, iters, herd):
     """The machine-scale commands on the msr path, one configuration."""
     rt.MSR = True
@@ -262,13 +279,7 @@ def run_growth_config(path, cpus, groups, iters, herd):
                 raise RuntimeError("command failed: %s" % m.lcs())
 
         half = cpus // 2
-        check(m.mkdir("big"))
-        check(m.write("big/cpus_list", "%d-%d\n" % (half, cpus - 1)))
-        for i in range(groups):
-            check(m.mkdir(("mon_groups/m%d" if i % 2 == 0 else "big/mon_groups/m%d") % i))
-        # The first MON groups of `big` monitor one CPU each.
-        check(m.write("big/mon_groups/m1/cpus_list", "%d\n" % half))
-        check(m.write("big/mon_groups/m3/cpus_list", "%d\n" % (half + 1)))
+        names = growth_layout(m, cpus, groups, check)
         # The background: what the daemon's 1 s workers (MBM overflow pass,
         # limbo check) send to the broker with no command running.
         t0, o0 = counts(m)
@@ -296,8 +307,6 @@ def run_growth_config(path, cpus, groups, iters, herd):
                                          lambda i: check(m.write("big/cpus_list", ctrl[i % 2])))
         # A held-fd sweep: one mbm_total_bytes fd per MON group, pread in
         # turn; at least ~2000 reads, the first sweep untimed.
-        names = [("mon_groups/m%d" if i % 2 == 0 else "big/mon_groups/m%d") % i
-                 for i in range(groups)]
         fds = [os.open(m.path(g + "/mon_data/mon_L3_00/mbm_total_bytes"), os.O_RDONLY)
                for g in names]
         try:

@@ -115,14 +115,7 @@ def run_config(path, cpus, groups, iters, herd, out):
                 raise RuntimeError("command failed: %s" % m.lcs())
 
         half = cpus // 2
-        check(m.mkdir("big"))
-        check(m.write("big/cpus_list", "%d-%d\n" % (half, cpus - 1)))
-        names = [("mon_groups/m%d" if i % 2 == 0 else "big/mon_groups/m%d") % i
-                 for i in range(groups)]
-        for g in names:
-            check(m.mkdir(g))
-        check(m.write("big/mon_groups/m1/cpus_list", "%d\n" % half))
-        check(m.write("big/mon_groups/m3/cpus_list", "%d\n" % (half + 1)))
+        names = mp.growth_layout(m, cpus, groups, check)
         pid = m.pid
         res = {}
 
