@@ -106,12 +106,11 @@ TEST_CASE("tasks from the thread table: exec leaves one thread", "[tasks][thread
   CHECK(sh.cat("/p0/tasks").empty());
 }
 
-TEST_CASE("tasks from the thread table: an exited process is listed until it is reaped",
-          "[tasks][threads]") {
-  // The connector reports a process's exit when it exits; it stays a zombie
-  // until its parent waits for it, and the kernel's tasks files (and /proc)
-  // list it meanwhile. A thread other than the leader is gone at its exit.
-  SimFixture f("intel-2s");
+namespace {
+
+// Threads are tracked; process 10 is in the default group, and its child,
+// process 20 with a second thread 21, is in the new group p0.
+void process_with_thread_in_p0(SimFixture& f) {
   Shell& sh = *f.sh;
   f.tasks.add(10);
   f.fs->track_threads(true);
@@ -122,6 +121,18 @@ TEST_CASE("tasks from the thread table: an exited process is listed until it is 
   f.fs->on_thread_fork(20, 21, 20);
   CHECK(sh.echo("/p0/tasks", "20") == 0);
   CHECK(sh.echo("/p0/tasks", "21") == 0);
+}
+
+}  // namespace
+
+TEST_CASE("tasks from the thread table: an exited process is listed until it is reaped",
+          "[tasks][threads]") {
+  // The connector reports a process's exit when it exits; it stays a zombie
+  // until its parent waits for it, and the kernel's tasks files (and /proc)
+  // list it meanwhile. A thread other than the leader is gone at its exit.
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  process_with_thread_in_p0(f);
   CHECK(sh.cat("/p0/tasks") == "20\n21\n");
   f.tasks.remove(21);
   f.fs->on_exit(21);
@@ -169,15 +180,7 @@ TEST_CASE("tasks from the thread table: an exit reported after its id was reused
   // can be reported before it.
   SimFixture f("intel-2s");
   Shell& sh = *f.sh;
-  f.tasks.add(10);
-  f.fs->track_threads(true);
-  REQUIRE(sh.mkdir("/p0") == 0);
-  f.tasks.add(20);
-  f.tasks.add(21);
-  f.fs->on_thread_fork(10, 20, 20);
-  f.fs->on_thread_fork(20, 21, 20);
-  CHECK(sh.echo("/p0/tasks", "20") == 0);
-  CHECK(sh.echo("/p0/tasks", "21") == 0);
+  process_with_thread_in_p0(f);
   // 21 exits and is reaped; process 10 forks process 21 (a new process),
   // and then the exit of 20's thread 21 is reported.
   f.fs->on_thread_fork(10, 21, 21);
