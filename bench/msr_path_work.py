@@ -20,14 +20,24 @@ configuration to the last. Instruction counts are deterministic up to the
 daemon's own choices (a compaction at once when the log passes 1 MiB), so a
 growth here is work, not noise.
 
+With --all-threads every function of every daemon thread is counted while
+a batch runs, the tick's work included (its journal compaction, the MBM
+overflow pass, the boot-state write: whatever of it lands in the batch),
+and each command also reports the part inside StateJournal::compact
+(inclusive, per item, "<command>.compaction"). It adds a paced command,
+schemata_write_paced: --paced writes 0.5 s apart (longer than the tick, so
+the tick's work between commands is in the count), per command.
+
 Needs root, /dev/fuse, valgrind and a build directory (RESCTRLFS_BUILD_DIR,
 default ./build). Usage:
-  bench/msr_path_work.py [--configs 8/200,512/4000] [--iters N] [--threads N] [--json FILE]
+  bench/msr_path_work.py [--configs 8/200,512/4000] [--iters N] [--threads N]
+                         [--all-threads] [--paced N] [--json FILE]
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,14 +82,17 @@ def handlers(daemon):
     return sorted(names)
 
 
-def wrapper(directory, daemon):
+def wrapper(directory, daemon, all_threads=False):
     """A resctrlfsd that is the daemon under callgrind, collecting nothing
-    until told and then only inside the request handlers."""
+    until told and then only inside the request handlers (everywhere with
+    all_threads)."""
     path = os.path.join(directory, "resctrlfsd-callgrind")
+    toggles = "" if all_threads else " ".join("'--toggle-collect=%s'" % n
+                                              for n in handlers(daemon))
     with open(path, "w") as f:
         f.write("#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no %s "
                 "--callgrind-out-file=\"$RESCTRLFS_CALLGRIND_OUT\" %s \"$@\"\n" % (
-                    " ".join("'--toggle-collect=%s'" % n for n in handlers(daemon)), daemon))
+                    toggles, daemon))
     os.chmod(path, 0o755)
     return path
 
@@ -97,15 +110,29 @@ def counted(pid, out, label, n, op):
     # callgrind numbers its dumps: the newest file is this one.
     dumps = [f for f in os.listdir(os.path.dirname(out))
              if f.startswith(os.path.basename(out) + ".")]
-    newest = max(dumps, key=lambda f: int(f.rsplit(".", 1)[1]))
-    with open(os.path.join(os.path.dirname(out), newest)) as f:
+    newest = os.path.join(os.path.dirname(out),
+                          max(dumps, key=lambda f: int(f.rsplit(".", 1)[1])))
+    with open(newest) as f:
         for line in f:
             if line.startswith("totals:"):
-                return int(line.split()[1]) / n
+                return int(line.split()[1]) / n, newest
     raise RuntimeError("no totals in " + newest)
 
 
-def run_config(path, cpus, groups, iters, herd, out):
+def inclusive(dump, function, n):
+    """Instructions per item inside `function` (a prefix of its demangled
+    name, with its callees) in a callgrind dump; 0 when it did not run."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+                          check=True, capture_output=True, text=True).stdout
+    pattern = re.compile(r"\s*([\d,]+)\s.*[:\s]" + re.escape(function))
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if m:
+            return int(m.group(1).replace(",", "")) / n
+    return 0.0
+
+
+def run_config(path, cpus, groups, iters, herd, out, all_threads=False, paced=0):
     rt.MSR = True
     os.environ["RESCTRLFS_CALLGRIND_OUT"] = out
     m = rt.Mount(platform=path, timeout=300)
@@ -120,7 +147,10 @@ def run_config(path, cpus, groups, iters, herd, out):
         res = {}
 
         def batch(label, n, op):
-            res[label] = counted(pid, out, label, n, op)
+            res[label], dump = counted(pid, out, label, n, op)
+            if all_threads:
+                res[label + ".compaction"] = inclusive(
+                    dump, "resctrlfs::daemon::StateJournal::compact(", n)
 
         batch("mkdir", iters, lambda: [check(m.mkdir("mon_groups/x%d" % i))
                                        for i in range(iters)])
@@ -129,6 +159,12 @@ def run_config(path, cpus, groups, iters, herd, out):
         sch = ["L3:0=3;1=3\n", "L3:0=7fff;1=7fff\n"]
         batch("schemata_write", iters,
               lambda: [check(m.write("big/schemata", sch[i % 2])) for i in range(iters)])
+        if paced > 0:
+            def paced_writes():
+                for i in range(paced):
+                    check(m.write("big/schemata", sch[i % 2]))
+                    time.sleep(0.5)
+            batch("schemata_write_paced", paced, paced_writes)
         mon = ["big/mon_groups/m3/cpus_list", "big/mon_groups/m1/cpus_list"]
         batch("cpus_write_mon", iters,
               lambda: [check(m.write(mon[i % 2], "%d\n" % half)) for i in range(iters)])
@@ -164,6 +200,10 @@ def main():
                     help="CPUS/GROUPS,... (first = smallest, last = largest)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1000)
+    ap.add_argument("--all-threads", action="store_true",
+                    help="count every daemon thread while a batch runs, the tick included")
+    ap.add_argument("--paced", type=int, default=0,
+                    help="also N schemata writes 0.5 s apart (with --all-threads)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if rt.skip_reason():
@@ -178,7 +218,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as d:
         daemon = os.environ["RESCTRLFSD"]
-        os.environ["RESCTRLFSD"] = wrapper(d, daemon)
+        os.environ["RESCTRLFSD"] = wrapper(d, daemon, args.all_threads)
         try:
             for cpus, groups in configs:
                 path = os.path.join(d, "%dcpu-2s.json" % cpus)
@@ -186,7 +226,8 @@ def main():
                     json.dump(mp.profile(cpus), f)
                 start = time.perf_counter()
                 out = os.path.join(d, "callgrind-%d-%d.out" % (cpus, groups))
-                results[(cpus, groups)] = run_config(path, cpus, groups, args.iters, herd, out)
+                results[(cpus, groups)] = run_config(path, cpus, groups, args.iters, herd, out,
+                                                     args.all_threads, args.paced)
                 print("%d CPUs, %d groups: %.1f s" % (cpus, groups,
                                                       time.perf_counter() - start),
                       file=sys.stderr)
@@ -198,10 +239,16 @@ def main():
     small, large = configs[0], configs[-1]
     print("%-18s %s   growth" % ("instructions", " ".join("%10s" % n for n in names)))
     report = {"iters": args.iters, "threads": args.threads, "configs": names,
-              "counted": "instructions in FuseBridge::Impl::op_* and "
-                         "Daemon::flush_invalidations per command (per id, per counter)",
+              "counted": ("instructions in every daemon thread while the batch ran, "
+                          "per command (per id, per counter); <command>.compaction: the "
+                          "part inside StateJournal::compact" if args.all_threads else
+                          "instructions in FuseBridge::Impl::op_* and "
+                          "Daemon::flush_invalidations per command (per id, per counter)"),
               "commands": {}}
-    for cmd in COMMANDS:
+    cmds = list(COMMANDS) + ["schemata_write_paced"]
+    if args.all_threads:
+        cmds = [c + s for c in cmds for s in ("", ".compaction")]
+    for cmd in cmds:
         if cmd not in results[small]:
             continue
         row = [results[c][cmd] for c in configs]

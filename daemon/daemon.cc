@@ -371,8 +371,9 @@ void Daemon::tick_work() {
   // before it failed (tasks moved before a bad pid): fs/ reports nothing
   // when nothing changed, so this costs nothing on an idle daemon.
   commit_journal();
-  // The log's records go into a new snapshot once a second, off the path
-  // of any command.
+  // The log's records go into a new snapshot here, off the path of any
+  // command, when the journal's policy says it is time (see
+  // StateJournal::compaction_due).
   compact_journal();
   if (boot_state_dirty_) {
     boot_state_dirty_ = false;
@@ -490,6 +491,9 @@ void Daemon::commit_journal() {
 
 void Daemon::compact_journal() {
   if (!journal_ || !parts_ || !fs_mounted_) return;
+  // The real clock even when the simulated one is manual: this is about
+  // the files, not the model.
+  if (!journal_->compaction_due(std::chrono::steady_clock::now())) return;
   Result<void> r = journal_->compact(parts_->backend.platform_name, *parts_->fs);
   if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
 }

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -377,6 +378,7 @@ Result<void> StateJournal::open_log() {
   struct stat st;
   if (::fstat(log_fd_, &st) != 0) return sys_error("stat", log_path_);
   log_bytes_ = static_cast<uint64_t>(st.st_size);
+  if (log_bytes_ != 0) log_since_ = std::chrono::steady_clock::now();
   // The records' fdatasync does not make the file's name durable.
   if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
   return Ok();
@@ -445,6 +447,7 @@ Result<void> StateJournal::commit(const std::string& body) {
   if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
   generation_ = rec.generation;
   last_body_ = body;
+  snapshot_bytes_ = bytes.size();
   ++writes_;
   ++snapshots_;
   // The snapshot holds every record of the log now. A crash before the
@@ -487,6 +490,7 @@ Result<void> StateJournal::append(const std::string& delta) {
       return w;
     }
   }
+  if (log_bytes_ == 0) log_since_ = std::chrono::steady_clock::now();
   log_bytes_ += bytes.size();
   ++generation_;
   ++writes_;
@@ -511,6 +515,33 @@ Result<void> StateJournal::commit_state(const std::string& platform, fs::Filesys
 Result<void> StateJournal::compact(const std::string& platform, fs::Filesystem& fs) {
   if (!need_snapshot_ && log_bytes_ == 0) return Ok();
   return snapshot(platform, fs);
+}
+
+bool StateJournal::compaction_due(std::chrono::steady_clock::time_point now) const {
+  // Why compacting less often loses nothing: a restore always applies the
+  // whole log on top of the snapshot it follows, so the state it rebuilds
+  // is the same whether the last acknowledged command sits in the snapshot
+  // or in a record after it. Only the split between the two files changes,
+  // which is what this policy chooses; the records' durability does not
+  // depend on it (each is written before its command's reply).
+  //
+  // Why this split: a snapshot costs O(model) (and holds fs/'s model lock
+  // while it serialises every group), a record O(its change). Waiting until
+  // the log holds a fixed fraction of the snapshot's bytes spreads each
+  // snapshot over at least that many bytes of records, so a busy daemon
+  // pays O(1) per command for compaction, amortised, however many groups
+  // there are; the restore then replays at most that fraction again. The
+  // age bound gives an idle daemon a fresh snapshot soon after its last
+  // burst; it is counted from the oldest record, not the last snapshot, so
+  // the first command after a quiet spell is not followed at once by a
+  // snapshot (a listing right after a move would wait for it). A trickle of
+  // commands sparser than that fraction per kCompactAfter pays at most one
+  // snapshot per kCompactAfter.
+  if (need_snapshot_) return true;
+  if (log_bytes_ == 0) return false;
+  const uint64_t limit = std::min<uint64_t>(snapshot_bytes_, kMaxLogBytes) / kCompactLogFraction;
+  if (log_bytes_ >= limit) return true;
+  return now - log_since_ >= kCompactAfter;
 }
 
 Result<void> StateJournal::clear() {

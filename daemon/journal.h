@@ -20,9 +20,10 @@
 // kill -9 has a zero commit word (see decode_log). Elsewhere each record is
 // one write(2) and an fdatasync.
 // Compaction writes a new snapshot, then truncates the log: on the daemon's
-// 1 s tick when the log holds records, at once when it exceeds
-// kMaxLogBytes, and whenever fs/ cannot express a change as a delta (a
-// mount, an info setting, a cpus write). Restore = the snapshot, then every
+// 1 s tick when compaction_due() says so (the log has grown to a fraction of
+// the snapshot, or its oldest record has waited kCompactAfter), at once
+// when it exceeds kMaxLogBytes, and whenever fs/ cannot express a change as
+// a delta (a mount, an info setting, a cpus write). Restore = the snapshot, then every
 // log record after it, in order (fs::StateReplay), then
 // restore_state_json() of the result: the same document a snapshot at the
 // last acknowledged command would have held.
@@ -58,6 +59,7 @@
 // Threading: not synchronised; used from the daemon's event loop only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,6 +77,12 @@ inline constexpr const char* kJournalTmpFile = "state.json.tmp";
 inline constexpr const char* kJournalLogFile = "state.log";
 // The log is compacted into a new snapshot at once past this size.
 inline constexpr size_t kMaxLogBytes = 1024 * 1024;
+// The tick compacts once the log holds 1/kCompactLogFraction of the last
+// snapshot's bytes (and never waits past 1/kCompactLogFraction of
+// kMaxLogBytes, so that no command has to snapshot for it), or once its
+// oldest record is kCompactAfter old (see compaction_due()).
+inline constexpr size_t kCompactLogFraction = 2;
+inline constexpr std::chrono::seconds kCompactAfter{4};
 inline constexpr const char* kJournalRejectedSuffix = ".rejected";
 // A journal larger than this is not read (a model with 100k threads is ~2 MB).
 inline constexpr size_t kMaxJournalBytes = 64 * 1024 * 1024;
@@ -172,8 +180,15 @@ class StateJournal {
   // snapshot when there is none yet, the log is past kMaxLogBytes or an
   // earlier commit failed (the log would have a hole).
   Result<void> commit_state(const std::string& platform, fs::Filesystem& fs);
-  // Compaction for the periodic tick: a snapshot if the log holds records.
+  // Compaction: a snapshot if the log holds records (or a snapshot is
+  // owed). Unconditional; the tick asks compaction_due() first.
   Result<void> compact(const std::string& platform, fs::Filesystem& fs);
+  // The tick's policy: whether compact() should run at `now` (steady
+  // clock). True when a snapshot is owed, when the log holds
+  // 1/kCompactLogFraction of the last snapshot's bytes (or of
+  // kMaxLogBytes, whichever is less), or when it is not empty and its
+  // oldest record was appended kCompactAfter or more before `now`.
+  bool compaction_due(std::chrono::steady_clock::time_point now) const;
 
   // Removes the journal: the clean unmount resets resctrl, so nothing is
   // to be restored after it.
@@ -193,6 +208,8 @@ class StateJournal {
   uint64_t writes() const { return writes_; }
   uint64_t snapshots() const { return snapshots_; }
   uint64_t log_bytes() const { return log_bytes_; }
+  // Bytes of the last snapshot written (0 before the first).
+  uint64_t snapshot_bytes() const { return snapshot_bytes_; }
   // Whether the log is appended through a shared mapping (on tmpfs).
   bool log_mapped() const { return map_ != nullptr; }
   // Appends with write(2) even on tmpfs (tests of the plain path).
@@ -221,6 +238,10 @@ class StateJournal {
   uint64_t writes_ = 0;
   uint64_t snapshots_ = 0;
   uint64_t log_bytes_ = 0;
+  uint64_t snapshot_bytes_ = 0;
+  // When the log's oldest record was appended (when it went from empty to
+  // not empty; for a log found not empty when opened, when it was opened).
+  std::chrono::steady_clock::time_point log_since_{};
   bool fsync_ = true;
   bool log_in_memory_ = false;  // the log is on tmpfs: fdatasync is a no-op
   // An empty log in memory is allocated to kMappedLogBytes and mapped; its

@@ -61,8 +61,9 @@ class Journal(unittest.TestCase):
     def logged(self, commands, attempts=5):
         """Runs commands (callables taking the attempt number, returning 0)
         right after a compaction, so that their records are still in the log
-        (the tick compacts once a second; an attempt during which it did is
-        repeated). Returns the bytes each appended and the attempt."""
+        (the tick compacts once the log's oldest record is a few seconds old
+        or the log has grown to half the snapshot; an attempt during which
+        it did is repeated). Returns the bytes each appended and the attempt."""
         for k in range(attempts):
             self.wait_compacted()
             ino = os.stat(self.journal()).st_ino

@@ -313,8 +313,9 @@ class CrashRestore(unittest.TestCase):
             m.pid = None
             m._force_unmount()
             # The journal is a snapshot plus a log of per-command records,
-            # folded into the snapshot once a second: count the kills that
-            # left records to replay.
+            # folded into the snapshot by the tick (when the log reaches half
+            # the snapshot's size or its oldest record a few seconds of age):
+            # count the kills that left records to replay.
             log = os.path.join(m.state_dir, "state.log")
             # (On tmpfs the log file is allocated whole and mapped: zeros
             # after its last record.)
