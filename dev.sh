@@ -14,7 +14,7 @@ DEPS=(build-essential cmake ninja-build pkg-config git
       libfmt-dev libspdlog-dev libcli11-dev
       clang-14 libclang-rt-14-dev clang-format-14
       util-linux procps psmisc python3
-      libseccomp-dev systemd
+      libseccomp-dev libjemalloc-dev systemd
       intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
       prometheus chromium chromium-driver
       libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86)

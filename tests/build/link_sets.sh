@@ -7,7 +7,9 @@
 #     hold it (so the check can see simulator code when it is there);
 #   resctrlfsctl needs no libfuse at run time and its link command names
 #     neither libfuse nor fs/ or hw/, and it holds no fs/ or hw/ code;
-#     resctrlfsd does (the control).
+#     resctrlfsd does (the control);
+#   resctrlfsd allocates with jemalloc unless it is a sanitizer build
+#     (whose runtime brings its own allocator).
 # Arguments: the build directory, then the four binaries.
 set -euo pipefail
 build="$1" msrd="$2" msrd_sim="$3" ctl="$4" daemon="$5"
@@ -42,10 +44,17 @@ for ns in fs hw; do
   [ "$(defined "$daemon" "resctrlfs::$ns::")" != 0 ] ||
     bad "resctrlfsd holds no $ns/ code: the check cannot see it"
 done
+if readelf -d "$daemon" | grep NEEDED | grep -q -e libasan -e libtsan; then
+  [ "$(readelf -d "$daemon" | grep NEEDED | grep -c jemalloc || true)" = 0 ] ||
+    bad "the sanitizer build of resctrlfsd links jemalloc as well"
+else
+  [ "$(readelf -d "$daemon" | grep NEEDED | grep -c libjemalloc || true)" != 0 ] ||
+    bad "resctrlfsd does not allocate with jemalloc"
+fi
 case "$(link_line resctrlfsctl)" in
   *fuse3* | *resctrlfs_fs* | *resctrlfs_hw* | *resctrlfs_daemon*)
     bad "resctrlfsctl's link command names libfuse, fs/, hw/ or the daemon: $(link_line resctrlfsctl)"
     ;;
 esac
 [ "$fail" = 0 ] || exit 1
-echo "resctrl-msrd links no simulator; resctrlfsctl links no libfuse, fs/ or hw/"
+echo "resctrl-msrd links no simulator; resctrlfsctl links no libfuse, fs/ or hw/; resctrlfsd allocates as built"
