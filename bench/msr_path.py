@@ -23,7 +23,8 @@ MSR operations per command, and their growth from the smallest configuration
 to the largest; and, per item, a held-fd sweep of one mbm_total_bytes fd per
 MON group, a tasks move of a helper's threads into a MON group (one write per
 id) and that group's listing (read like cat, right after the move and then
-served), with the same growth check.
+served), with the same growth check; the move and the listing right after it
+are sampled MOVES (5) times per configuration, each time moved back after.
 
 With --repeat N (with --growth) every configuration is measured N times,
 the order reversed on every other round, so that a burst of load elsewhere
@@ -69,6 +70,7 @@ GROWTH_COMMANDS = ("mkdir", "rmdir", "schemata_write", "cpus_write_mon", "cpus_w
                    "sweep_per_counter", "tasks_move_per_id", "tasks_list_per_id",
                    "tasks_list_after_move_per_id")
 LIST_BUF = 1 << 20  # one read(2) per MiB, like the machine-scale benchmark
+MOVES = 5  # tasks moves per configuration and round (each with its listing)
 
 
 class Herd:
@@ -323,15 +325,22 @@ def run_growth_config(path, cpus, groups, iters, herd):
         if herd is not None:
             tids = herd.tids
             tasks = m.path(names[0] + "/tasks")
-            out["tasks_move_per_id"] = per_item(m, len(tids), lambda: move_ids(tasks, tids))
-            out["tasks_list_after_move_per_id"] = per_item(m, len(tids),
-                                                           lambda: read_listing(tasks))
-            out["tasks_list_per_id"] = median_of(
-                [per_item(m, len(tids), lambda: read_listing(tasks)) for _ in range(5)])
-            listed = read_listing(tasks).count(b"\n")
-            if listed != len(tids):
-                raise RuntimeError("the listing shows %d of %d ids" % (listed, len(tids)))
-            move_ids(m.path("tasks"), tids)
+            # A listing right after a move is one sample per move: the move,
+            # that listing and the move back, MOVES times (the median of
+            # each), the served listing in the last of them.
+            moves, after = [], []
+            for i in range(MOVES):
+                moves.append(per_item(m, len(tids), lambda: move_ids(tasks, tids)))
+                after.append(per_item(m, len(tids), lambda: read_listing(tasks)))
+                if i == MOVES - 1:
+                    out["tasks_list_per_id"] = median_of(
+                        [per_item(m, len(tids), lambda: read_listing(tasks)) for _ in range(5)])
+                listed = read_listing(tasks).count(b"\n")
+                if listed != len(tids):
+                    raise RuntimeError("the listing shows %d of %d ids" % (listed, len(tids)))
+                move_ids(m.path("tasks"), tids)
+            out["tasks_move_per_id"] = median_of(moves)
+            out["tasks_list_after_move_per_id"] = median_of(after)
         return out
     finally:
         m.cleanup()
