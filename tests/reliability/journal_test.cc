@@ -594,98 +594,100 @@ std::string delta_of_size(size_t bytes) {
   return d + "]}";
 }
 
-TEST_CASE("the tick's compaction waits for the log to reach half the snapshot", "[journal]") {
-  using Clock = std::chrono::steady_clock;
+// A journal of its own over a model document of about `state_bytes` bytes.
+struct SizedJournal {
+  explicit SizedJournal(size_t state_bytes) {
+    live.state = state_of_size(state_bytes);
+    auto opened = StateJournal::open(dir.path);
+    REQUIRE(opened.ok());
+    j = std::move(*opened);
+  }
+  // Commits the model's state: `delta` as one record, or (none) a snapshot.
+  void commit(std::optional<std::string> delta = std::nullopt) {
+    live.next_delta = delta;
+    REQUIRE(j->commit_state("intel-2s", live).ok());
+  }
   TempDir dir;
   StateOnlyFs live;
-  live.state = state_of_size(8000);
-  auto j = StateJournal::open(dir.path);
-  REQUIRE(j.ok());
+  std::unique_ptr<StateJournal> j;
+};
+
+TEST_CASE("the tick's compaction waits for the log to reach half the snapshot", "[journal]") {
+  using Clock = std::chrono::steady_clock;
+  SizedJournal sj(8000);
+  StateJournal& j = *sj.j;
   // No snapshot yet: one is owed, whatever the log.
-  CHECK((*j)->compaction_due(Clock::now()));
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  const uint64_t snapshot = (*j)->snapshot_bytes();
+  CHECK(j.compaction_due(Clock::now()));
+  sj.commit();
+  const uint64_t snapshot = j.snapshot_bytes();
   CHECK(snapshot > 8000);
-  CHECK_FALSE((*j)->compaction_due(Clock::now() + std::chrono::hours(1)));
+  CHECK_FALSE(j.compaction_due(Clock::now() + std::chrono::hours(1)));
   // Records of ~100 bytes: not due until they add up to half the snapshot.
   // `before` precedes every append, so the age bound cannot be what
   // decides here.
   const Clock::time_point before = Clock::now();
   const std::string delta = delta_of_size(100);
   int records = 0;
-  while ((*j)->log_bytes() + log_record_size(delta.size()) < snapshot / kCompactLogFraction) {
-    live.next_delta = delta;
-    REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  while (j.log_bytes() + log_record_size(delta.size()) < snapshot / kCompactLogFraction) {
+    sj.commit(delta);
     ++records;
-    CHECK_FALSE((*j)->compaction_due(before));
+    CHECK_FALSE(j.compaction_due(before));
   }
   CHECK(records > 30);
-  live.next_delta = delta;
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  CHECK((*j)->compaction_due(before));
+  sj.commit(delta);
+  CHECK(j.compaction_due(before));
   // Deciding is not compacting: the log is still there until compact().
-  CHECK((*j)->snapshots() == 1);
-  REQUIRE((*j)->compact("intel-2s", live).ok());
-  CHECK((*j)->snapshots() == 2);
-  CHECK((*j)->log_bytes() == 0);
-  CHECK_FALSE((*j)->compaction_due(Clock::now() + std::chrono::hours(1)));
+  CHECK(j.snapshots() == 1);
+  REQUIRE(j.compact("intel-2s", sj.live).ok());
+  CHECK(j.snapshots() == 2);
+  CHECK(j.log_bytes() == 0);
+  CHECK_FALSE(j.compaction_due(Clock::now() + std::chrono::hours(1)));
 }
 
 TEST_CASE("the tick's compaction comes once the log's oldest record is old enough", "[journal]") {
   using Clock = std::chrono::steady_clock;
-  TempDir dir;
-  StateOnlyFs live;
-  live.state = state_of_size(8000);
-  auto j = StateJournal::open(dir.path);
-  REQUIRE(j.ok());
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  SizedJournal sj(8000);
+  StateJournal& j = *sj.j;
+  sj.commit();
   const Clock::time_point before_first = Clock::now();
-  live.next_delta = delta_of_size(100);
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  sj.commit(delta_of_size(100));
   const Clock::time_point after_first = Clock::now();
   // The first record is at most kCompactAfter old just short of
   // before_first + kCompactAfter, and at least that old from
   // after_first + kCompactAfter on.
-  CHECK_FALSE((*j)->compaction_due(before_first + kCompactAfter - std::chrono::nanoseconds(1)));
-  CHECK((*j)->compaction_due(after_first + kCompactAfter));
+  CHECK_FALSE(j.compaction_due(before_first + kCompactAfter - std::chrono::nanoseconds(1)));
+  CHECK(j.compaction_due(after_first + kCompactAfter));
   // A later record does not make the log younger: its oldest record counts.
-  live.next_delta = delta_of_size(100);
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  CHECK((*j)->compaction_due(after_first + kCompactAfter));
-  REQUIRE((*j)->compact("intel-2s", live).ok());
+  sj.commit(delta_of_size(100));
+  CHECK(j.compaction_due(after_first + kCompactAfter));
+  REQUIRE(j.compact("intel-2s", sj.live).ok());
   // After the compaction the clock starts again with the next record.
-  CHECK_FALSE((*j)->compaction_due(Clock::now() + std::chrono::hours(1)));
+  CHECK_FALSE(j.compaction_due(Clock::now() + std::chrono::hours(1)));
   const Clock::time_point before_next = Clock::now();
-  live.next_delta = delta_of_size(100);
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  CHECK_FALSE((*j)->compaction_due(before_next + kCompactAfter - std::chrono::nanoseconds(1)));
-  CHECK((*j)->compaction_due(Clock::now() + kCompactAfter));
+  sj.commit(delta_of_size(100));
+  CHECK_FALSE(j.compaction_due(before_next + kCompactAfter - std::chrono::nanoseconds(1)));
+  CHECK(j.compaction_due(Clock::now() + kCompactAfter));
 }
 
 TEST_CASE("with a snapshot past kMaxLogBytes the tick compacts before a command must",
           "[journal]") {
   using Clock = std::chrono::steady_clock;
-  TempDir dir;
-  StateOnlyFs live;
-  live.state = state_of_size(kMaxLogBytes + 4096);
-  auto j = StateJournal::open(dir.path);
-  REQUIRE(j.ok());
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  REQUIRE((*j)->snapshot_bytes() > kMaxLogBytes);
+  SizedJournal sj(kMaxLogBytes + 4096);
+  StateJournal& j = *sj.j;
+  sj.commit();
+  REQUIRE(j.snapshot_bytes() > kMaxLogBytes);
   // Half of kMaxLogBytes, not half the snapshot: the tick's compaction
   // comes before commit_state() has to snapshot in a command's path.
   const Clock::time_point before = Clock::now();
   const std::string delta = delta_of_size(16 * 1024);
-  while ((*j)->log_bytes() + log_record_size(delta.size()) < kMaxLogBytes / kCompactLogFraction) {
-    live.next_delta = delta;
-    REQUIRE((*j)->commit_state("intel-2s", live).ok());
-    CHECK_FALSE((*j)->compaction_due(before));
+  while (j.log_bytes() + log_record_size(delta.size()) < kMaxLogBytes / kCompactLogFraction) {
+    sj.commit(delta);
+    CHECK_FALSE(j.compaction_due(before));
   }
-  live.next_delta = delta;
-  REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  CHECK((*j)->snapshots() == 1);
-  CHECK((*j)->log_bytes() < kMaxLogBytes);
-  CHECK((*j)->compaction_due(before));
+  sj.commit(delta);
+  CHECK(j.snapshots() == 1);
+  CHECK(j.log_bytes() < kMaxLogBytes);
+  CHECK(j.compaction_due(before));
 }
 
 TEST_CASE("the log's records must follow the snapshot without a gap", "[journal]") {
