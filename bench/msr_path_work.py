@@ -24,7 +24,8 @@ With --all-threads every function of every daemon thread is counted while
 a batch runs, the tick's work included (its journal compaction, the MBM
 overflow pass, the boot-state write: whatever of it lands in the batch),
 and each command also reports the part inside StateJournal::compact
-(inclusive, per item, "<command>.compaction"). It adds a paced command,
+(inclusive, per item, "<command>.compaction") and inside
+Daemon::save_boot_state ("<command>.boot_state"). It adds a paced command,
 schemata_write_paced: --paced writes 0.5 s apart (longer than the tick, so
 the tick's work between commands is in the count), per command.
 
@@ -49,6 +50,10 @@ sys.path.insert(0, HERE)
 import msr_path as mp  # noqa: E402
 
 rt = mp.rt
+# With --all-threads: the parts of the tick's work reported apart, inclusive,
+# per item ("<command>.<part>").
+PARTS = (("compaction", "resctrlfs::daemon::StateJournal::compact("),
+         ("boot_state", "resctrlfs::daemon::Daemon::save_boot_state("))
 COMMANDS = ("mkdir", "rmdir", "schemata_write", "cpus_write_mon", "cpus_write_ctrl",
             "sweep_per_counter", "tasks_move_per_id", "tasks_list_after_move_per_id",
             "tasks_list_per_id")
@@ -149,8 +154,8 @@ def run_config(path, cpus, groups, iters, herd, out, all_threads=False, paced=0)
         def batch(label, n, op):
             res[label], dump = counted(pid, out, label, n, op)
             if all_threads:
-                res[label + ".compaction"] = inclusive(
-                    dump, "resctrlfs::daemon::StateJournal::compact(", n)
+                for part, function in PARTS:
+                    res[label + "." + part] = inclusive(dump, function, n)
 
         batch("mkdir", iters, lambda: [check(m.mkdir("mon_groups/x%d" % i))
                                        for i in range(iters)])
@@ -240,14 +245,15 @@ def main():
     print("%-18s %s   growth" % ("instructions", " ".join("%10s" % n for n in names)))
     report = {"iters": args.iters, "threads": args.threads, "configs": names,
               "counted": ("instructions in every daemon thread while the batch ran, "
-                          "per command (per id, per counter); <command>.compaction: the "
-                          "part inside StateJournal::compact" if args.all_threads else
+                          "per command (per id, per counter); <command>.compaction and "
+                          "<command>.boot_state: the parts inside StateJournal::compact and "
+                          "Daemon::save_boot_state" if args.all_threads else
                           "instructions in FuseBridge::Impl::op_* and "
                           "Daemon::flush_invalidations per command (per id, per counter)"),
               "commands": {}}
     cmds = list(COMMANDS) + ["schemata_write_paced"]
     if args.all_threads:
-        cmds = [c + s for c in cmds for s in ("", ".compaction")]
+        cmds = [c + s for c in cmds for s in [""] + ["." + p for p, _ in PARTS]]
     for cmd in cmds:
         if cmd not in results[small]:
             continue

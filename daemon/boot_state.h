@@ -51,7 +51,8 @@ Result<std::optional<std::string>> parse_boot_state(std::string_view text,
                                                     const std::string& mountpoint);
 
 // Replaces `path` atomically (temporary file + rename), creating its
-// directory (mode 0755) if needed.
+// directory (mode 0755) if needed. `state_json` is fs/'s document, written
+// as it is: EINVAL if it is not even shaped like a JSON object.
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
                               const std::string& mountpoint, const std::string& state_json);
 

@@ -101,27 +101,63 @@ std::string FsImpl::save_boot_state_json() {
                                  m_.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
     j["bmec"] = b;
   }
+  std::string doc = j.dump();
   if (p_.mon.rmids().initialised()) {
+    // Counted groups: every group's RMID but the default group's and
+    // those of locksetup/locked groups (which hold none).
+    auto counted = [this](const Group& g) {
+      return &g != m_.root && g.mode != schemata::GroupMode::PSEUDO_LOCKSETUP &&
+             g.mode != schemata::GroupMode::PSEUDO_LOCKED;
+    };
     // The pool as an unmount now would leave it: every group's RMID freed
-    // in the order unmount frees them (locksetup/locked groups hold none).
-    RmidPool pool = p_.mon.rmids();
+    // in the order unmount frees them.
+    std::vector<uint32_t> held;
     if (m_.mounted) {
-      for (auto& g : m_.groups) {
-        if (g.get() == m_.root || g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
-            g->mode == schemata::GroupMode::PSEUDO_LOCKED)
-          continue;
-        pool.free(g->rmid);
+      for (auto& g : m_.groups)
+        if (counted(*g)) held.push_back(g->rmid);
+    }
+    std::vector<uint32_t> key;
+    key.reserve(boot_rmids_key_.size());
+    p_.mon.rmids().append_state(key);
+    key.push_back(m_.mounted ? 1 : 0);
+    key.insert(key.end(), held.begin(), held.end());
+    if (key != boot_rmids_key_ || boot_rmids_text_.empty()) {
+      const RmidPool::Released after = p_.mon.rmids().after_freeing(held);
+      auto write_list = [](const std::vector<uint32_t>& ids, std::string& out) {
+        out += '[';
+        char buf[16];
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (i != 0) out += ',';
+          auto r = std::to_chars(buf, buf + sizeof(buf), ids[i]);
+          out.append(buf, r.ptr);
+        }
+        out += ']';
+      };
+      std::string& text = boot_rmids_text_;
+      text.clear();
+      text += "{\"free\":";
+      write_list(after.free, text);
+      text += ",\"limbo\":{";
+      bool first = true;
+      for (const auto& [d, ids] : after.limbo) {
+        if (!first) text += ',';
+        first = false;
+        text += '"';
+        text += std::to_string(d);
+        text += "\":";
+        write_list(ids, text);
       }
+      text += "}}";
+      boot_rmids_key_ = std::move(key);
     }
-    json limbo = json::object();
-    for (int d : pool.domains()) {
-      std::vector<uint32_t> busy = pool.busy_in(d);
-      if (!busy.empty()) limbo[std::to_string(d)] = busy;
-    }
-    j["rmids"] = {{"free", std::vector<uint32_t>(pool.free_list().begin(), pool.free_list().end())},
-                  {"limbo", limbo}};
+    // `doc` is an object ("version" at least): "rmids" goes in before its
+    // closing brace.
+    doc.pop_back();
+    doc += ",\"rmids\":";
+    doc += boot_rmids_text_;
+    doc += '}';
   }
-  return j.dump();
+  return doc;
 }
 
 Result<void> FsImpl::restore_boot_state_json(const std::string& text) {

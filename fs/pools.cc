@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 namespace resctrlfs::fs {
 
@@ -143,6 +144,51 @@ void RmidPool::remove_domain(int domain) {
 bool RmidPool::has_busy(int domain) const {
   auto it = busy_.find(domain);
   return it != busy_.end() && !it->second.empty();
+}
+
+RmidPool::Released RmidPool::after_freeing(const std::vector<uint32_t>& rmids) const {
+  Released r;
+  r.free.assign(free_.begin(), free_.end());
+  // free() ignores RMID 0 and numbers past the pool.
+  std::vector<uint32_t> freed;
+  freed.reserve(rmids.size());
+  for (uint32_t rmid : rmids)
+    if (rmid != 0 && rmid < num_rmids_) freed.push_back(rmid);
+  if (!use_limbo_ || domains_.empty()) {
+    r.free.insert(r.free.end(), freed.begin(), freed.end());
+    return r;
+  }
+  std::sort(freed.begin(), freed.end());
+  freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
+  // Into limbo in every domain of the pool, with what is busy there already.
+  for (int d : domains_) {
+    auto it = busy_.find(d);
+    std::vector<uint32_t> all;
+    if (it == busy_.end()) {
+      all = freed;
+    } else {
+      all.reserve(it->second.size() + freed.size());
+      std::set_union(it->second.begin(), it->second.end(), freed.begin(), freed.end(),
+                     std::back_inserter(all));
+    }
+    if (!all.empty()) r.limbo.emplace(d, std::move(all));
+  }
+  return r;
+}
+
+void RmidPool::append_state(std::vector<uint32_t>& out) const {
+  out.push_back(num_rmids_);
+  out.push_back(use_limbo_ ? 1 : 0);
+  out.push_back(static_cast<uint32_t>(domains_.size()));
+  for (int d : domains_) out.push_back(static_cast<uint32_t>(d));
+  out.push_back(static_cast<uint32_t>(free_.size()));
+  out.insert(out.end(), free_.begin(), free_.end());
+  out.push_back(static_cast<uint32_t>(busy_.size()));
+  for (const auto& [d, rmids] : busy_) {
+    out.push_back(static_cast<uint32_t>(d));
+    out.push_back(static_cast<uint32_t>(rmids.size()));
+    out.insert(out.end(), rmids.begin(), rmids.end());
+  }
 }
 
 std::vector<uint32_t> RmidPool::busy_in(int domain) const {

@@ -78,6 +78,17 @@ class RmidPool {
   // RMIDs busy in a domain (for status).
   std::vector<uint32_t> busy_in(int domain) const;
   const std::vector<int>& domains() const { return domains_; }
+  // The free list and the non-empty limbo sets (domain -> ascending RMIDs)
+  // the pool would hold after free() of each of `rmids` in turn, without
+  // changing the pool or copying its sets.
+  struct Released {
+    std::vector<uint32_t> free;
+    std::map<int, std::vector<uint32_t>> limbo;
+  };
+  Released after_freeing(const std::vector<uint32_t>& rmids) const;
+  // Everything the pool holds, appended to `out` as numbers (sizes before
+  // lists): two pools append the same numbers only if they are equal.
+  void append_state(std::vector<uint32_t>& out) const;
 
  private:
   void unbusy(int domain, uint32_t rmid);

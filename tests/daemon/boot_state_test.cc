@@ -72,6 +72,20 @@ TEST_CASE("boot state: written, read back, ignored for another platform or mount
   CHECK_FALSE(read_boot_state(path, "amd-2s", "/mnt/r")->has_value());
   CHECK_FALSE(read_boot_state(path, "intel-2s", "/mnt/other")->has_value());
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  // The platform and the mount point are quoted as JSON strings.
+  const std::string odd = "odd\"name\\\n";
+  REQUIRE(write_boot_state(path, odd, "/mnt/r", R"({"rmids":{"free":[1,2]}})").ok());
+  got = read_boot_state(path, odd, "/mnt/r");
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  CHECK(**got == R"({"rmids":{"free":[1,2]}})");
+  // fs/'s document is written as it is, but it must be an object.
+  for (const char* bad : {"", "[1]", "{", "7"}) {
+    auto w = write_boot_state(path, "intel-2s", "/mnt/r", bad);
+    REQUIRE_FALSE(w.ok());
+    CHECK(w.error().code == EINVAL);
+  }
+  CHECK(read_boot_state(path, odd, "/mnt/r")->has_value());  // the last good file stays
   { std::ofstream(path) << "{broken"; }
   CHECK(read_boot_state(path, "intel-2s", "/mnt/r").error().code == EINVAL);
   std::filesystem::remove_all(tmpl);

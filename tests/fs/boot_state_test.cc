@@ -4,6 +4,8 @@
 // the same mount point.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
 
 #include "tests/fs/harness.h"
 
@@ -68,6 +70,52 @@ TEST_CASE("51: a remount keeps max_threshold_occupancy and the RMID pool", "[boo
   REQUIRE(sh.mkdir("/g3") == 0);
   CHECK(sh.cat("/g3/mon_hw_id") == "3\n");
   CHECK(b.fs->restore_boot_state_json(saved).error().code == EBUSY);
+}
+
+TEST_CASE("boot state: its RMIDs follow every change of the pool and of the groups",
+          "[bootstate]") {
+  using nlohmann::json;
+  SimFixture a("intel-2s");
+  Shell& sh = *a.sh;
+  // The document is asked for after every command; its RMID part is kept
+  // between asks that find the pool and the groups as they were.
+  auto rmids = [&] { return json::parse(a.fs->save_boot_state_json())["rmids"]; };
+  auto limbo = [](const json& r) {
+    std::set<std::vector<uint32_t>> per_domain;
+    for (auto& [d, ids] : r["limbo"].items()) per_domain.insert(ids.get<std::vector<uint32_t>>());
+    return per_domain;
+  };
+  using Limbo = std::set<std::vector<uint32_t>>;
+  const json r0 = rmids();
+  CHECK(r0["limbo"].empty());
+  CHECK(r0["free"].front() == 1);
+  CHECK(rmids() == r0);
+  REQUIRE(sh.mkdir("/g1") == 0);               // RMID 1
+  REQUIRE(sh.mkdir("/g1/mon_groups/m") == 0);  // RMID 2
+  // Taken while mounted: both RMIDs count as released, into limbo in every
+  // domain (intel-2s has two), as an unmount would leave them.
+  const json r1 = rmids();
+  CHECK(r1["free"].front() == 3);
+  CHECK(r1["limbo"].size() == 2);
+  CHECK(limbo(r1) == Limbo{{1, 2}});
+  CHECK(a.fs->save_boot_state_json() == a.fs->save_boot_state_json());
+  // m's RMID is in limbo now for real: the same document.
+  REQUIRE(sh.rmdir("/g1/mon_groups/m") == 0);
+  CHECK(rmids() == r1);
+  // A limbo pass finds RMID 2 clean: it joins the free list's tail.
+  a.fs->tick(std::chrono::steady_clock::now());
+  const json r2 = rmids();
+  CHECK(limbo(r2) == Limbo{{1}});
+  CHECK(r2["free"].front() == 3);
+  CHECK(r2["free"].back() == 2);
+  // A new group takes RMID 3, the head.
+  REQUIRE(sh.mkdir("/g2") == 0);
+  const json r3 = rmids();
+  CHECK(r3["free"].front() == 4);
+  CHECK(limbo(r3) == Limbo{{1, 3}});
+  // The unmount frees what the document already counted as freed.
+  a.fs->unmount();
+  CHECK(rmids() == r3);
 }
 
 TEST_CASE("boot state: assignment mode, event filters and BMEC on amd-2s", "[bootstate]") {
