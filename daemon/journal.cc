@@ -99,12 +99,93 @@ uint32_t crc32c_portable(std::string_view data) {
   return crc32c_table(0xFFFFFFFFU, data) ^ 0xFFFFFFFFU;
 }
 
+namespace {
+
+// Appends `s` as a JSON string, with the escapes nlohmann::json's dump()
+// writes (\" \\ \b \f \n \r \t, other bytes below 0x20 as \u00xx, the rest
+// as they are), when `s` is ASCII; false (nothing appended) otherwise: bytes
+// of 0x80 and up need dump()'s UTF-8 check. A snapshot's body is the whole
+// model's text (~2 MB at 4000 groups, a quote every few bytes): dump() spent
+// ~10 instructions per byte on it; this measures the result first and then
+// fills it in place.
+bool append_ascii_json_string(std::string_view s, std::string& out) {
+  // The length of each ASCII byte's form.
+  static constexpr std::array<uint8_t, 128> kLen = [] {
+    std::array<uint8_t, 128> t{};
+    for (int c = 0; c < 128; ++c) t[c] = c < 0x20 ? 6 : 1;
+    for (char c : {'\b', '\f', '\n', '\r', '\t', '"', '\\'}) t[static_cast<uint8_t>(c)] = 2;
+    return t;
+  }();
+  size_t n = 2;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) return false;
+    n += kLen[c];
+  }
+  const size_t at = out.size();
+  out.resize(at + n);
+  char* p = out.data() + at;
+  *p++ = '"';
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (kLen[c] == 1) {
+      *p++ = ch;
+      continue;
+    }
+    *p++ = '\\';
+    switch (c) {
+      case '"':
+        *p++ = '"';
+        break;
+      case '\\':
+        *p++ = '\\';
+        break;
+      case '\b':
+        *p++ = 'b';
+        break;
+      case '\f':
+        *p++ = 'f';
+        break;
+      case '\n':
+        *p++ = 'n';
+        break;
+      case '\r':
+        *p++ = 'r';
+        break;
+      case '\t':
+        *p++ = 't';
+        break;
+      default:
+        static constexpr char kHex[] = "0123456789abcdef";
+        *p++ = 'u';
+        *p++ = '0';
+        *p++ = '0';
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 0xF];
+    }
+  }
+  *p = '"';
+  return true;
+}
+
+}  // namespace
+
 std::string encode_journal_record(const JournalRecord& rec) {
   char crc[16];
   std::snprintf(crc, sizeof(crc), "%08x", crc32c(rec.body));
-  nlohmann::json j = {{"format", kFormat},         {"version", 1},  {"generation", rec.generation},
-                      {"length", rec.body.size()}, {"crc32c", crc}, {"body", rec.body}};
-  return j.dump() + "\n";
+  // The envelope's keys in the order dump() prints an object's.
+  std::string out = "{\"body\":";
+  if (!append_ascii_json_string(rec.body, out)) out += nlohmann::json(rec.body).dump();
+  out += ",\"crc32c\":\"";
+  out += crc;
+  out += "\",\"format\":\"";
+  out += kFormat;
+  out += "\",\"generation\":";
+  out += std::to_string(rec.generation);
+  out += ",\"length\":";
+  out += std::to_string(rec.body.size());
+  out += ",\"version\":1}\n";
+  return out;
 }
 
 Result<JournalRecord> decode_journal_record(std::string_view in) {
