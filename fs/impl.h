@@ -109,9 +109,9 @@ class FsImpl final : public Filesystem {
   std::vector<Ino> deferred_release_;  // under mu_
   // save_boot_state_json()'s "rmids" text and what it was made from (the
   // pool, whether mounted and the groups' RMIDs, as numbers), under mu_:
-  // the tick after any command asks for the document, and the RMIDs are
-  // the part that grows with the machine (its pool copy and limbo sets cost
-  // ~1 ms at 4096 RMIDs) while most commands do not change them.
+  // the tick after any command asks for the document, and its RMID lists
+  // are the part that grows with the machine (thousands of numbers to
+  // merge and print) while most commands do not change them.
   std::vector<uint32_t> boot_rmids_key_;
   std::string boot_rmids_text_;
   Model m_;
