@@ -1,46 +1,77 @@
 #!/usr/bin/env bash
 # The project's one entry point for people and CI.
-#   ./dev.sh mount [daemon options]  install deps, build, mount on the default platform
-#   ./dev.sh test                    install deps, build, run every test (what CI runs)
-#   ./dev.sh deps | build            the steps on their own
+#   ./dev.sh mount [daemon options]  install what the programs need, build them, mount
+#   ./dev.sh test                    install everything, build, run every test (what CI runs)
+#   ./dev.sh deps | build | build-all  the steps on their own (build: the programs only)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
 JOBS=$(nproc)
+T0=$(date +%s)
 
 # Debian 12 packages, each for a reason given in README.md "Dependencies".
-DEPS=(build-essential cmake ninja-build pkg-config git
-      libfuse3-dev fuse3 libboost-dev nlohmann-json3-dev catch2
-      libfmt-dev libspdlog-dev libcli11-dev
-      clang-14 libclang-rt-14-dev clang-format-14
-      util-linux procps psmisc python3
-      libseccomp-dev libjemalloc-dev systemd
+# What building and running the programs needs:
+PROGRAM_DEPS=(build-essential cmake ninja-build pkg-config
+      libfuse3-dev fuse3 libboost-dev nlohmann-json3-dev
+      libfmt-dev libspdlog-dev libcli11-dev libseccomp-dev libjemalloc-dev)
+# What the tests need besides:
+TEST_DEPS=(git catch2 python3 clang-14 libclang-rt-14-dev clang-format-14
+      util-linux procps psmisc systemd
       intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
       prometheus chromium chromium-driver
       libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86)
+# The programs `./dev.sh mount` and `./dev.sh build` build.
+PROGRAMS=(resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter)
 
-deps() {
+step() { printf '== [%ds] %s\n' $(($(date +%s) - T0)) "$*"; }
+
+install_packages() {
   local missing=()
-  for p in "${DEPS[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
-  if ((${#missing[@]})); then
-    echo "== installing: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if ((${#missing[@]} == 0)); then
+    step "all ${#@} Debian packages are installed"
+    return
   fi
+  local sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "dev.sh: installing ${missing[*]} needs root: run as root or install sudo" >&2
+      exit 1
+    }
+    sudo=(sudo)
+  fi
+  step "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  step "packages installed"
 }
 
-build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# configure [TESTS=ON|OFF]: build/, RelWithDebInfo. `mount` configures it
+# without the tests, so that a first mount needs no test package; the test
+# command turns them on again in the same tree (the programs' objects stay).
+configure() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESCTRLFS_TESTS="$1" >/dev/null
+}
+
+build_programs() {
+  local tests=OFF
+  # A tree configured with the tests keeps them (no reconfigure back and forth).
+  grep -q '^RESCTRLFS_TESTS:BOOL=ON' build/CMakeCache.txt 2>/dev/null && tests=ON
+  step "building ${PROGRAMS[*]} in build/ ($JOBS jobs)"
+  configure "$tests"
+  cmake --build build -j"$JOBS" --target "${PROGRAMS[@]}" | grep -v '^\[' || true
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "dev.sh: the build failed (see above)" >&2; exit 1; }
+  step "built"
+}
+
+build_all() {
+  step "building every target (programs, tests, benchmarks) in build/ ($JOBS jobs)"
+  configure ON
   cmake --build build -j"$JOBS"
-}
-
-build_fuzz() {
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESCTRLFS_FUZZ=ON >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzzers
+  step "built"
 }
 
 mountpoint_default() {
@@ -48,24 +79,31 @@ mountpoint_default() {
 }
 
 case "${1:-}" in
-  deps) deps ;;
-  build) deps; build ;;
+  deps) install_packages "${PROGRAM_DEPS[@]}" "${TEST_DEPS[@]}" ;;
+  build) install_packages "${PROGRAM_DEPS[@]}"; build_programs ;;
+  build-all) install_packages "${PROGRAM_DEPS[@]}" "${TEST_DEPS[@]}"; build_all ;;
   mount)
     shift
-    deps; build
+    install_packages "${PROGRAM_DEPS[@]}"
+    build_programs
     mp=$(mountpoint_default)
     mkdir -p "$mp"
+    step "mounting on $mp: build/daemon/resctrlfsd --control /run/resctrlfsd.sock $* $mp"
     "$ROOT/build/daemon/resctrlfsd" --control /run/resctrlfsd.sock "$@" "$mp"
-    echo "resctrlfs is mounted at $mp (platform: host unless --platform was given)."
-    echo "Unmount with: fusermount3 -u $mp"
+    step "resctrlfs is mounted at $mp (platform: host unless --platform was given)."
+    cat <<EOF
+Next:
+  ls $mp; cat $mp/schemata                 the tree, as the kernel's resctrl shows it
+  build/daemon/resctrlfsctl --socket /run/resctrlfsd.sock status
+                                            the daemon's control socket (status, workloads)
+  build/sandbox/resctrlfs-sandbox --platform intel-2s -- bash
+                                            a shell that sees a tree at /sys/fs/resctrl
+  fusermount3 -u $mp                        unmount
+The programs are in build/daemon, build/sandbox, build/exporter and build/hw.
+EOF
     ;;
   test)
-    deps; build
-    echo "== clang-format check"
-    git ls-files '*.h' '*.cc' | xargs -r clang-format-14 --dry-run --Werror
-    echo "== unit and integration tests"
-    (cd build && ctest --output-on-failure -j"$JOBS")
-    if [ -x tests/run-extra.sh ]; then tests/run-extra.sh; fi
+    exec tests/ci.sh
     ;;
-  *) sed -n '2,6p' "$0"; exit 2 ;;
+  *) sed -n '2,5p' "$0"; exit 2 ;;
 esac

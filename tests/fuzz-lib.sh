@@ -1,5 +1,5 @@
-# Shared by the fuzz stages (tests/schemata/run-extra.sh,
-# tests/reliability/run-extra.sh); sourced, not run. Each libFuzzer target is
+# Shared by the fuzz stage of tests/ci.sh (every target of
+# tests/schemata and tests/reliability/fuzz); sourced, not run. Each libFuzzer target is
 # run in two steps:
 #
 #   fuzz_replay   every checked-in corpus file, one by one, as a

@@ -2,7 +2,6 @@
 // refuses garbage, truncation, non-UTF-8 and deep nesting without throwing;
 // JsonIn refuses wrong types, missing keys and out-of-range numbers with the
 // value's path in the message.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>

@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Every test stage, timed: what `./dev.sh test` and CI (.ci/run) run.
+#
+# Each stage prints a banner with the time since the start when it starts
+# and when it ends; a table of every stage (seconds, result) closes the run,
+# and the run fails if any stage failed. A stage that fails does not stop
+# the others (the table shows them all), except that a stage whose build
+# failed is not run.
+#
+# Trees (all from the same sources):
+#   build/       gcc, RelWithDebInfo: the shipped programs (jemalloc)
+#   build-asan/  gcc, ASan+UBSan (-DRESCTRLFS_SANITIZE=ON), no benchmarks
+#   build-tsan/  gcc, TSan (-DRESCTRLFS_TSAN=ON): the threaded programs only
+#   build-fuzz/  clang-14, the libFuzzer targets only
+#
+# Stages, in the order they start ("||" = at the same time as the line
+# above; background stages run under `nice -n 19`, so the tests of the
+# foreground stage get the CPU whenever they want it and a build or a
+# fuzzer takes only what they leave):
+#   deps         ./dev.sh deps (the Debian packages of dev.sh's lists)
+#   build        build/, every target
+#   format       clang-format-14 --dry-run --Werror on every tracked C++ file
+#   ctest        ctest -j2 in build/: see "What runs where" below
+#   || build-asan, build-tsan, build-fuzz (one after the other)
+#   asan         ctest -j2 in build-asan/ (leak checking on)
+#   || fuzz      every fuzz target: replays its checked-in corpus (a
+#                regression fails every run), then explores for
+#                FUZZ_SECONDS (60 s for fuzz_schemata, 20 s for the others)
+#   tsan         ctest in build-tsan/ for the threaded programs
+#
+# What runs where. Every test runs at least once; the mounted suites (the
+# slow part) run once per backend, not once per tree:
+#   - unit tests (Catch2: base, schemata, hw, fs, daemon, exporter,
+#     sandbox, reliability.journal/restore) and build.*, packaging.*, hw.*:
+#     in build/ and under ASan (seconds; a sanitizer report there is a
+#     finding of its own);
+#   - the simulated backend's mounted suites (integration.*, reliability.*
+#     through the daemon, client_*): under ASan+UBSan only. The plain tree
+#     ran them too, before this script: the same tests over the same code,
+#     a pass that could only find what the sanitized pass also finds, for
+#     7 minutes of CI;
+#   - the real-hardware path's mounted suites (ctest label msr:
+#     integration_msr.*, reliability_msr.*, client_msr.*, and
+#     integration.test_msr_path/test_msr_self_check): in build/, the shipped
+#     programs with jemalloc, so the release build is still what the
+#     integration, reliability and client suites drive, end to end. Under
+#     ASan only test_msr_path and test_msr_self_check of these run (the
+#     broker, its client and the x86 backend are also under ASan in
+#     hw_tests); the msr second passes would add a quarter of an hour;
+#   - under TSan: hw_tests, daemon.*, integration.* and the reliability
+#     tests that kill, race or fault the daemon.
+#
+# Environment: FUZZ_SECONDS (exploration per fuzz target; default 20, and 60
+# for fuzz_schemata), CI_STAGES (default "format ctest asan fuzz tsan";
+# deps and build always run), BUILD_DIR, ASAN_BUILD_DIR, TSAN_BUILD_DIR,
+# FUZZ_BUILD_DIR, JOBS (default: the number of CPUs).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+BUILD_DIR="${BUILD_DIR:-build}"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-tsan}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
+JOBS="${JOBS:-$(nproc)}"
+CI_STAGES=" ${CI_STAGES:-format ctest asan fuzz tsan} "
+# Background chains run as `tests/ci.sh --bg FUNCTION` (under nice), with
+# the log directory and the start time of the run in the environment.
+LOGS="${CI_LOGS:-$(mktemp -d /tmp/resctrlfs-ci.XXXXXX)}"
+T0="${CI_T0:-$(date +%s)}"
+export CI_LOGS="$LOGS" CI_T0="$T0"
+
+# The fuzz targets and their corpora; the exploration time of each.
+FUZZ_TARGETS=(
+  "fuzz_schemata:tests/schemata/corpus:60"
+  "fuzz_fs_files:tests/reliability/fuzz/corpus/fuzz_fs_files:20"
+  "fuzz_control:tests/reliability/fuzz/corpus/fuzz_control:20"
+  "fuzz_journal:tests/reliability/fuzz/corpus/fuzz_journal:20"
+  "fuzz_boot_state:tests/reliability/fuzz/corpus/fuzz_boot_state:20"
+  "fuzz_profile:tests/reliability/fuzz/corpus/fuzz_profile:20"
+  "fuzz_lwp:tests/reliability/fuzz/corpus/fuzz_lwp:20"
+  "fuzz_irdt:tests/reliability/fuzz/corpus/fuzz_irdt:20"
+)
+# The threaded programs and the tests that drive them, for TSan.
+TSAN_TARGETS=(resctrlfsd resctrlfsctl resctrlfs-exporter resctrl-msrd resctrl-msrd-sim
+              resctrl-fakehw floor_fs hw_tests daemon_unit_tests)
+TSAN_TESTS='^(hw_tests|daemon\.|integration\.|reliability\.(test_crash|test_conc|test_hw))'
+# The plain tree leaves out what ASan runs: the simulated backend's mounted
+# suites (see the header).
+PLAIN_EXCLUDE='^((integration|reliability)\.test_|client_)'
+ASAN_EXCLUDE='^[a-z_]+_msr\.'
+
+# shellcheck source=tests/fuzz-lib.sh
+. tests/fuzz-lib.sh
+
+clock() {
+  local s=$(($(date +%s) - T0))
+  printf '%02d:%02d' $((s / 60)) $((s % 60))
+}
+banner() { printf '\n==== [%s] %s\n' "$(clock)" "$*"; }
+
+# One row per stage: "name|started at|seconds|result".
+ROWS=()
+FAILED=()
+record() {
+  ROWS+=("$1|$2|$3|$4")
+  [ "$4" = passed ] || FAILED+=("$1")
+}
+
+# run_stage NAME FUNCTION: runs it in the foreground.
+run_stage() {
+  local name="$1" fn="$2" start at rc=0
+  start=$(date +%s)
+  at=$(clock)
+  banner "stage $name: started"
+  "$fn" || rc=$?
+  local secs=$(($(date +%s) - start)) result=passed
+  [ "$rc" = 0 ] || result="FAILED"
+  banner "stage $name: $result after ${secs} s"
+  record "$name" "$at" "$secs" "$result"
+  return "$rc"
+}
+
+# In the background, a chain of stages: their output goes to $LOGS/NAME.log
+# and each leaves "rc seconds started-at" in $LOGS/NAME.rc.
+bg_stage() {
+  local name="$1" fn="$2" start at rc=0
+  start=$(date +%s)
+  at=$(clock)
+  "$fn" >"$LOGS/$name.log" 2>&1 || rc=$?
+  echo "$rc $(($(date +%s) - start)) $at" >"$LOGS/$name.rc"
+  return "$rc"
+}
+# bg_report NAME: after the chain ended, prints the stage's log (all of it
+# when it failed, its end otherwise) and records it.
+bg_report() {
+  local name="$1" rc secs at
+  if [ ! -f "$LOGS/$name.rc" ]; then
+    banner "stage $name: not run (an earlier stage of its chain failed)"
+    record "$name" "-" 0 "NOT RUN"
+    return 1
+  fi
+  read -r rc secs at <"$LOGS/$name.rc"
+  local result=passed
+  [ "$rc" = 0 ] || result=FAILED
+  banner "stage $name (ran in the background from $at): $result after ${secs} s; its output:"
+  if [ "$rc" = 0 ]; then
+    tail -n 25 "$LOGS/$name.log"
+  else
+    cat "$LOGS/$name.log"
+  fi
+  record "$name" "$at" "$secs" "$result"
+  [ "$rc" = 0 ]
+}
+
+wants() { [[ "$CI_STAGES" == *" $1 "* ]]; }
+
+# ---- the stages ----
+
+stage_deps() { ./dev.sh deps; }
+stage_build() { ./dev.sh build-all; }
+
+stage_format() {
+  git ls-files '*.h' '*.cc' | xargs -r clang-format-14 --dry-run --Werror
+}
+
+# The failed tests of the last ctest run in build dir $1, each with the end
+# of its output again: the next stage's output would otherwise bury it.
+failed_tests() {
+  local list="$1/Testing/Temporary/LastTestsFailed.log" log="$1/Testing/Temporary/LastTest.log"
+  [ -f "$list" ] || return 0
+  while IFS=: read -r _ name; do
+    echo "---- $name: the end of its output ($log)"
+    awk -v n="$name" '
+      index($0, "Testing: " n) && substr($0, length($0) - length(n) + 1) == n { on = 1; next }
+      on && index($0, "\"" n "\" end time") == 1 { on = 0 }
+      on { print }' "$log" | tail -n 40
+  done <"$list"
+}
+
+# run_ctest DIR ARGS...: ctest there; on failure, repeats the failures' ends.
+run_ctest() {
+  local dir="$1"
+  shift
+  rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
+  if ctest --test-dir "$dir" --output-on-failure "$@"; then return 0; fi
+  failed_tests "$dir"
+  return 1
+}
+
+stage_ctest() { run_ctest "$BUILD_DIR" -j"$JOBS" -E "$PLAIN_EXCLUDE"; }
+
+# configure DIR OPTIONS...: a tree of the same sources with other options.
+configure() {
+  local dir="$1"
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+}
+# Sanitizer trees keep -O2 and carry line tables only (-g1): enough for the
+# sanitizers' symbolised stack traces, and a third less compile time than -g.
+SAN_FLAGS=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DRESCTRLFS_FUZZ=OFF -DRESCTRLFS_BENCH=OFF)
+
+stage_build_asan() {
+  configure "$ASAN_BUILD_DIR" -DRESCTRLFS_SANITIZE=ON "${SAN_FLAGS[@]}" &&
+    cmake --build "$ASAN_BUILD_DIR" -j"$JOBS"
+}
+stage_build_tsan() {
+  configure "$TSAN_BUILD_DIR" -DRESCTRLFS_TSAN=ON "${SAN_FLAGS[@]}" &&
+    cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${TSAN_TARGETS[@]}"
+}
+stage_build_fuzz() {
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$FUZZ_BUILD_DIR" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESCTRLFS_FUZZ=ON -DRESCTRLFS_BENCH=OFF >/dev/null || return 1
+  if ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' "$FUZZ_BUILD_DIR/CMakeCache.txt"; then
+    echo "$FUZZ_BUILD_DIR was configured without clang; remove it and rerun" >&2
+    return 1
+  fi
+  local names=()
+  for entry in "${FUZZ_TARGETS[@]}"; do names+=("${entry%%:*}"); done
+  cmake --build "$FUZZ_BUILD_DIR" -j"$JOBS" --target "${names[@]}"
+}
+# The sanitizer and fuzz builds the chosen stages need, one after the
+# other, in the background.
+build_chain() {
+  if wants asan; then bg_stage build-asan stage_build_asan; fi
+  if wants tsan; then bg_stage build-tsan stage_build_tsan; fi
+  if wants fuzz; then bg_stage build-fuzz stage_build_fuzz; fi
+  return 0
+}
+fuzz_chain() { bg_stage fuzz stage_fuzz; }
+
+stage_asan() {
+  # Leak checking on: a process that exits normally must free what it
+  # allocated (a kill -9 in the crash test is not an exit). Fewer kills
+  # than the plain run: the sanitized daemon starts slower.
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:${ASAN_OPTIONS:-}" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+  RELIABILITY_KILLS="${RELIABILITY_KILLS:-20}" \
+    run_ctest "$ASAN_BUILD_DIR" -j"$JOBS" --timeout 1200 -E "$ASAN_EXCLUDE"
+}
+
+stage_tsan() {
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
+  RELIABILITY_KILLS="${RELIABILITY_KILLS:-10}" \
+    run_ctest "$TSAN_BUILD_DIR" -j1 --timeout 1200 -R "$TSAN_TESTS"
+}
+
+stage_fuzz() {
+  local scratch status=0
+  scratch="$(mktemp -d /tmp/resctrlfs-fuzz.XXXXXX)"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    local target="${entry%%:*}" rest="${entry#*:}"
+    local corpus="${rest%%:*}" seconds="${FUZZ_SECONDS:-${rest##*:}}" bin
+    bin="$(find "$FUZZ_BUILD_DIR" -type f -name "$target" -perm -u+x | head -n 1)"
+    if [ -z "$bin" ]; then
+      echo "$target was not built" >&2
+      status=1
+      continue
+    fi
+    if ! fuzz_replay "$target" "$bin" "$corpus" "$scratch/$target.replay.log"; then
+      status=1
+      continue
+    fi
+    fuzz_explore "$target" "$bin" "$corpus" "$scratch/$target" \
+      "$ROOT/$FUZZ_BUILD_DIR/fuzz-artifacts/$target" "$seconds" "$scratch/$target.log" || status=1
+  done
+  rm -rf "$scratch"
+  [ "$status" = 0 ] || echo "fuzz: reproducers are in $FUZZ_BUILD_DIR/fuzz-artifacts/" >&2
+  return "$status"
+}
+
+# ---- the run ----
+
+if [ "${1:-}" = --bg ]; then
+  case "${2:-}" in
+    build_chain | fuzz_chain) "$2"; exit ;;
+    *) echo "tests/ci.sh --bg: unknown chain ${2:-}" >&2; exit 2 ;;
+  esac
+fi
+built() { [ "$(cut -d' ' -f1 "$LOGS/$1.rc" 2>/dev/null)" = 0 ]; }
+
+banner "resctrlfs CI: stages${CI_STAGES}on $(nproc) CPUs; background logs in $LOGS"
+run_stage deps stage_deps || { banner "deps failed: nothing else can run"; exit 1; }
+build_ok=1
+run_stage build stage_build || build_ok=0
+wants format && run_stage format stage_format
+
+if [ "$build_ok" = 1 ]; then
+  chain=
+  if wants asan || wants tsan || wants fuzz; then
+    nice -n 19 "$0" --bg build_chain &
+    chain=$!
+    banner "the sanitizer and fuzz builds started in the background (nice 19)"
+  fi
+  wants ctest && run_stage ctest stage_ctest
+  if [ -n "$chain" ]; then
+    wait "$chain"
+    for s in asan tsan fuzz; do
+      if wants "$s"; then bg_report "build-$s"; fi
+    done
+  fi
+  fuzz_pid=
+  if wants fuzz && built build-fuzz; then
+    nice -n 19 "$0" --bg fuzz_chain &
+    fuzz_pid=$!
+    banner "stage fuzz: started in the background (nice 19)"
+  fi
+  if wants asan && built build-asan; then run_stage asan stage_asan; fi
+  if [ -n "$fuzz_pid" ]; then
+    wait "$fuzz_pid"
+    bg_report fuzz
+  fi
+  if wants tsan && built build-tsan; then run_stage tsan stage_tsan; fi
+fi
+
+total=$(($(date +%s) - T0))
+banner "summary"
+printf '%-12s %-10s %8s  %s\n' stage "started" seconds result
+for row in "${ROWS[@]}"; do
+  IFS='|' read -r name at secs result <<<"$row"
+  printf '%-12s %-10s %8s  %s\n' "$name" "$at" "$secs" "$result"
+done
+printf '%-12s %-10s %8s  %s\n' total "" "$total" "$([ ${#FAILED[@]} = 0 ] && echo passed || echo "FAILED: ${FAILED[*]}")"
+rm -rf "$LOGS"
+[ ${#FAILED[@]} = 0 ]

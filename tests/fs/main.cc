@@ -1,3 +1,0 @@
-// Catch2 main for the fs/ unit tests.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
