@@ -13,20 +13,22 @@
 #   build-tsan/  gcc, TSan (-DRESCTRLFS_TSAN=ON): the threaded programs only
 #   build-fuzz/  clang-14, the libFuzzer targets only
 #
-# Stages, in the order they start ("||" = at the same time as the line
-# above; background stages run under `nice -n 19`, so the tests of the
-# foreground stage get the CPU whenever they want it and a build or a
-# fuzzer takes only what they leave):
+# Stages, in the order they start ("||" = at the same time as the stages
+# beside it; the background builds run under `nice -n 19` and the fuzzers
+# under `nice -n 10`, so the tests of the foreground stage get the CPU
+# whenever they want it):
 #   deps         ./dev.sh deps (the Debian packages of dev.sh's lists)
 #   build        build/, every target
 #   format       clang-format-14 --dry-run --Werror on every tracked C++ file
 #   ctest        ctest -j2 in build/: see "What runs where" below
-#   || build-asan, build-tsan, build-fuzz (one after the other)
-#   asan         ctest -j2 in build-asan/ (leak checking on)
-#   || fuzz      every fuzz target: replays its checked-in corpus (a
-#                regression fails every run), then explores for
-#                FUZZ_SECONDS (60 s for fuzz_schemata, 20 s for the others)
-#   tsan         ctest in build-tsan/ for the threaded programs
+#     || build-asan, build-tsan, build-fuzz (one after the other), then fuzz
+#   asan         ctest -j2 in build-asan/ (leak checking on), once build-asan
+#                is done
+#   tsan         ctest -j2 in build-tsan/ for the threaded programs
+#   fuzz         (in the background, once build-fuzz is done) every fuzz
+#                target: replays its checked-in corpus (a regression fails
+#                every run), then explores for FUZZ_SECONDS (60 s for
+#                fuzz_schemata, 20 s for the others)
 #
 # What runs where. Every test runs at least once; the mounted suites (the
 # slow part) run once per backend, not once per tree:
@@ -220,14 +222,22 @@ stage_build_fuzz() {
   cmake --build "$FUZZ_BUILD_DIR" -j"$JOBS" --target "${names[@]}"
 }
 # The sanitizer and fuzz builds the chosen stages need, one after the
-# other, in the background.
+# other, in the background: each foreground stage waits only for its own
+# tree, so the ASan suite runs while the TSan and fuzz trees build.
 build_chain() {
   if wants asan; then bg_stage build-asan stage_build_asan; fi
   if wants tsan; then bg_stage build-tsan stage_build_tsan; fi
   if wants fuzz; then bg_stage build-fuzz stage_build_fuzz; fi
   return 0
 }
-fuzz_chain() { bg_stage fuzz stage_fuzz; }
+# The fuzzers, once their tree is built (a second background process, at
+# nice 10: the fuzzers are time-bounded, so a share of the CPU is a share of
+# their executions, not a longer run).
+fuzz_chain() {
+  wait_for build-fuzz || return 0
+  built build-fuzz && bg_stage fuzz stage_fuzz
+  return 0
+}
 
 stage_asan() {
   # Leak checking on: a process that exits normally must free what it
@@ -242,7 +252,7 @@ stage_asan() {
 stage_tsan() {
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}" \
   RELIABILITY_KILLS="${RELIABILITY_KILLS:-10}" \
-    run_ctest "$TSAN_BUILD_DIR" -j1 --timeout 1200 -R "$TSAN_TESTS"
+    run_ctest "$TSAN_BUILD_DIR" -j"$JOBS" --timeout 1200 -R "$TSAN_TESTS"
 }
 
 stage_fuzz() {
@@ -271,14 +281,30 @@ stage_fuzz() {
 
 # ---- the run ----
 
+built() { [ "$(cut -d' ' -f1 "$LOGS/$1.rc" 2>/dev/null)" = 0 ]; }
+# wait_for STAGE: until the background STAGE has ended (its .rc exists), or
+# fails if the chain that runs it has exited without running it.
+wait_for() {
+  while [ ! -f "$LOGS/$1.rc" ]; do
+    if [ ! -f "$LOGS/chain.running" ]; then
+      [ -f "$LOGS/$1.rc" ]
+      return
+    fi
+    sleep 1
+  done
+}
+
 if [ "${1:-}" = --bg ]; then
   case "${2:-}" in
-    build_chain | fuzz_chain) "$2"; exit ;;
+    build_chain)
+      build_chain
+      rm -f "$LOGS/chain.running"
+      exit 0
+      ;;
+    fuzz_chain) fuzz_chain; exit 0 ;;
     *) echo "tests/ci.sh --bg: unknown chain ${2:-}" >&2; exit 2 ;;
   esac
 fi
-built() { [ "$(cut -d' ' -f1 "$LOGS/$1.rc" 2>/dev/null)" = 0 ]; }
-
 banner "resctrlfs CI: stages${CI_STAGES}on $(nproc) CPUs; background logs in $LOGS"
 run_stage deps stage_deps || { banner "deps failed: nothing else can run"; exit 1; }
 build_ok=1
@@ -286,31 +312,28 @@ run_stage build stage_build || build_ok=0
 wants format && run_stage format stage_format
 
 if [ "$build_ok" = 1 ]; then
-  chain=
+  bg=()
   if wants asan || wants tsan || wants fuzz; then
+    touch "$LOGS/chain.running"
     nice -n 19 "$0" --bg build_chain &
-    chain=$!
-    banner "the sanitizer and fuzz builds started in the background (nice 19)"
+    bg+=($!)
+    banner "the sanitizer and fuzz trees build in the background (nice 19): the stages below wait for their own"
+    if wants fuzz; then
+      nice -n 10 "$0" --bg fuzz_chain &
+      bg+=($!)
+    fi
   fi
   wants ctest && run_stage ctest stage_ctest
-  if [ -n "$chain" ]; then
-    wait "$chain"
-    for s in asan tsan fuzz; do
-      if wants "$s"; then bg_report "build-$s"; fi
-    done
+  if wants asan; then
+    wait_for build-asan
+    bg_report build-asan && run_stage asan stage_asan
   fi
-  fuzz_pid=
-  if wants fuzz && built build-fuzz; then
-    nice -n 19 "$0" --bg fuzz_chain &
-    fuzz_pid=$!
-    banner "stage fuzz: started in the background (nice 19)"
+  if wants tsan; then
+    wait_for build-tsan
+    bg_report build-tsan && run_stage tsan stage_tsan
   fi
-  if wants asan && built build-asan; then run_stage asan stage_asan; fi
-  if [ -n "$fuzz_pid" ]; then
-    wait "$fuzz_pid"
-    bg_report fuzz
-  fi
-  if wants tsan && built build-tsan; then run_stage tsan stage_tsan; fi
+  if ((${#bg[@]})); then wait "${bg[@]}"; fi
+  if wants fuzz; then bg_report build-fuzz && bg_report fuzz; fi
 fi
 
 total=$(($(date +%s) - T0))
