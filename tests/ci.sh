@@ -185,9 +185,26 @@ run_ctest() {
   local dir="$1"
   shift
   rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
-  if ctest --test-dir "$dir" --output-on-failure "$@"; then return 0; fi
+  if ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$LOGS/ctest.${dir//\//_}.out"; then
+    return 0
+  fi
   failed_tests "$dir"
   return 1
+}
+# The counts of every ctest stage together, from ctest's own summaries
+# ("N% tests passed, F tests failed out of T", and a "(Skipped)" line for
+# each skipped test, which ctest counts as passed).
+ctest_counts() {
+  local total=0 failed=0 skipped=0 f t x
+  for f in "$LOGS"/ctest.*.out; do
+    [ -f "$f" ] || continue
+    t=$(sed -n 's/.* tests failed out of \([0-9]*\)$/\1/p' "$f" | tail -n 1)
+    x=$(sed -n 's/.*, \([0-9]*\) tests failed out of .*/\1/p' "$f" | tail -n 1)
+    total=$((total + ${t:-0}))
+    failed=$((failed + ${x:-0}))
+    skipped=$((skipped + $(grep -c '(Skipped)$' "$f" || true)))
+  done
+  echo "ctest: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
 }
 
 stage_ctest() { run_ctest "$BUILD_DIR" -j"$JOBS" -E "$PLAIN_EXCLUDE"; }
@@ -347,5 +364,6 @@ for row in "${ROWS[@]}"; do
   printf '%-12s %-10s %8s  %s\n' "$name" "$at" "$secs" "$result"
 done
 printf '%-12s %-10s %8s  %s\n' total "" "$total" "$([ ${#FAILED[@]} = 0 ] && echo passed || echo "FAILED: ${FAILED[*]}")"
+ctest_counts
 rm -rf "$LOGS"
 [ ${#FAILED[@]} = 0 ]
