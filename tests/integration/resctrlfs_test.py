@@ -205,6 +205,51 @@ def wait_until(predicate, what, interval=0.02, give_up=None, report=None):
         time.sleep(interval)
 
 
+class RequestCounter:
+    """The FUSE requests an action causes, as a daemon counts them: counts()
+    returns {OPCODE: n} since the last reset() (both callables given).
+
+    RELEASE (and RELEASEDIR) reach the daemon asynchronously, after close()
+    returned, as late as the machine's load makes them. So the counter keeps
+    the balance of opens and releases across resets and waits for events,
+    not for quiet: before the reset, until every file the test does not hold
+    open (`held`) was released (an earlier action's RELEASE must not be
+    counted for this one); after the action, likewise (its own RELEASEs
+    must be). Create it before the first reset (the counts then start at the
+    daemon's start)."""
+
+    OPENS = ("OPEN", "CREATE", "OPENDIR")
+    RELEASES = ("RELEASE", "RELEASEDIR")
+
+    def __init__(self, counts, reset):
+        self._counts = counts
+        self._reset = reset
+        self.held = 0  # files the test keeps open across a measure()
+        self._unreleased = 0  # opens minus releases counted before the last reset
+
+    def _unreleased_in(self, counts):
+        return (self._unreleased + sum(counts.get(k, 0) for k in self.OPENS) -
+                sum(counts.get(k, 0) for k in self.RELEASES))
+
+    def settled(self):
+        """The counts since the last reset once every file but the held
+        ones was released (no deadline)."""
+        def balanced():
+            c = self._counts()
+            return (c,) if self._unreleased_in(c) <= self.held else None
+        return wait_until(balanced, "the RELEASEs of closed files (%d held open)" % self.held,
+                          interval=0.01)[0]
+
+    def measure(self, action):
+        """The non-zero request counts `action` causes, its RELEASEs included."""
+        self._unreleased = self._unreleased_in(self.settled())
+        self._reset()
+        action()
+        self.settled()
+        time.sleep(0.05)  # a request nobody waits for (a FORGET) would show up now
+        return {k: v for k, v in self._counts().items() if v}
+
+
 def stop_process(proc, sig=signal.SIGTERM, timeout=10):
     """Sends `sig` to a child still running and waits `timeout` seconds for
     it, then kills it."""
