@@ -104,7 +104,9 @@ fi
 ran=$?
 check_eq "ctr run -d --rdt-class gold succeeds" $ran 0
 cat "$W/run.log"
-task_pid() { "${CTR[@]}" task ls 2>/dev/null | awk -v id="$ID" '$1 == id && $3 == "RUNNING" {print $2}'; }
+task_pid() {
+  "${CTR[@]}" task ls 2>/dev/null | awk -v id="$ID" '$1 == id && $3 == "RUNNING" {print $2}'
+}
 init=""
 # The task was created; it is RUNNING once containerd says so (if it started).
 [ "$ran" = 0 ] && wait_output init "$CTRD_PID" task_pid
@@ -115,8 +117,10 @@ child=$(head -1 <<<"$child")
 check "the task's init forked a child (${child:-none})" test -n "$child"
 if [ "$CTRD_EXPECT" = gold ]; then
   # A task that exited can no longer appear in a tasks file.
-  check "the task's init ($init) is in gold/tasks" wait_while_alive "${init:-x}" in_tasks $RES/gold "${init:-x}"
-  check "its child ($child) is in gold/tasks" wait_while_alive "${child:-x}" in_tasks $RES/gold "${child:-x}"
+  check "the task's init ($init) is in gold/tasks" \
+    wait_while_alive "${init:-x}" in_tasks $RES/gold "${init:-x}"
+  check "its child ($child) is in gold/tasks" \
+    wait_while_alive "${child:-x}" in_tasks $RES/gold "${child:-x}"
   check "the init is not in the root group's tasks" bash -c "! grep -qx '${init:-x}' $RES/tasks"
   check "the child is not in the root group's tasks" bash -c "! grep -qx '${child:-x}' $RES/tasks"
   shim=$(ps -o ppid= -p "${init:-1}" | tr -d ' ')

@@ -507,7 +507,8 @@ class Mount:
             if rc != 0:
                 raise RuntimeError("resctrlfsd exited %d:\n%s" % (rc, self.daemon_log()))
         try:
-            wait_until(lambda: is_mounted(self.mnt) and (not self.sock or os.path.exists(self.sock)),
+            wait_until(lambda: is_mounted(self.mnt) and
+                       (not self.sock or os.path.exists(self.sock)),
                        "resctrlfsd to mount %s" % self.mnt,
                        give_up=lambda: self.foreground and exited(self.proc),
                        report=self.daemon_log)

@@ -134,7 +134,8 @@ class ManualClockDrivesWorkers(rt.ResctrlfsTestCase):
 
 class HostileClients(rt.ResctrlfsTestCase):
     def raw(self, payload, read_reply=True):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # blocking: answers come late under load
+        # Blocking, no timeout: a busy machine answers late.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.fs.sock)
         try:
             s.sendall(payload)
