@@ -151,6 +151,19 @@ check "COMMAND is gone after the sandbox was SIGKILLed" wait_for exited "${sleep
 for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; done
 check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
 
+# A daemon that leaves a child behind (here one holding the caller's
+# stdout, as a $(...) sees it): the sandbox ends its process group when it
+# stops the daemon, so the $(...) gets its EOF and nothing outlives it.
+printf '#!/usr/bin/env bash\nsleep 600 &\necho $! >"%s"\nexec "%s" "$@"\n' \
+  "$WORK/leaky.pid" "$FAKE" >"$WORK/leaky.sh"
+chmod +x "$WORK/leaky.sh"
+rm -f "$WORK/leaky.pid"
+out=$("$SB" --daemon "$WORK/leaky.sh" --platform "$WORK/full.json" -- true 2>/dev/null)
+check_eq "a daemon's leftover child does not hold \$(resctrlfs-sandbox ...) open" $? 0
+leaky=$(cat "$WORK/leaky.pid" 2>/dev/null)
+check "the daemon started its child (${leaky:-none})" test -n "$leaky"
+[ -n "$leaky" ] && check "the daemon's leftover child is gone with the sandbox" wait_for exited "$leaky"
+
 if command -v setpriv >/dev/null; then
   setpriv --reuid=65534 --regid=65534 --clear-groups "${RESCTRLFS_SANDBOX_REAL:-$SB}" --daemon "$FAKE" -- true 2>"$WORK/stderr"
   check_eq "not root: refused with 125" $? 125
