@@ -140,7 +140,7 @@ def inclusive(dump, function, n):
 def run_config(path, cpus, groups, iters, herd, out, all_threads=False, paced=0):
     rt.MSR = True
     os.environ["RESCTRLFS_CALLGRIND_OUT"] = out
-    m = rt.Mount(platform=path, timeout=300)
+    m = rt.Mount(platform=path)  # waits for the mount without a deadline (callgrind is slow)
     try:
         def check(rc):
             if rc != 0:

@@ -503,18 +503,30 @@ int Sandbox::run_command() {
 void Sandbox::stop() {
   supervisor_.reset();
   if (daemon_pid_ > 0) {
+    // Whether the daemon has exited, leaving it a zombie (not reaped).
+    auto exited = [pid = daemon_pid_](int flags) {
+      siginfo_t si{};
+      return ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOWAIT | flags) == 0 &&
+             si.si_pid == pid;
+    };
     ::kill(daemon_pid_, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    int status;
-    while (::waitpid(daemon_pid_, &status, WNOHANG) == 0) {
+    while (!exited(WNOHANG)) {
       if (std::chrono::steady_clock::now() > deadline) {
         log("resctrlfsd did not stop within 5 s; killing it");
         ::kill(daemon_pid_, SIGKILL);
-        ::waitpid(daemon_pid_, &status, 0);
+        exited(0);
         break;
       }
       ::usleep(20 * 1000);
     }
+    // Whatever the daemon started and left in its process group (its own,
+    // see start_daemon) must not outlive the sandbox: it would keep this
+    // mount namespace and the caller's stdout and stderr (a $(...) waiting
+    // for EOF) for ever. The daemon is still a zombie, so the group's id
+    // cannot have been reused.
+    ::kill(-daemon_pid_, SIGKILL);
+    ::waitpid(daemon_pid_, nullptr, 0);
     daemon_pid_ = 0;
   }
   if (!staging_.empty()) {

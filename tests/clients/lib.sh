@@ -10,6 +10,9 @@
 #   on_msr                true under the msr label (RESCTRLFS_BACKEND=msr)
 #   msr_skip DESC REASON  under the msr label: says loudly that check DESC is
 #                         not made there and why (true), else false
+#   wait_for CMD...       run CMD until it succeeds (no deadline; see below)
+#   wait_while_alive PID CMD...  the same, giving up once PID has exited
+#   wait_output VAR PID CMD...   until CMD prints something, into VAR
 #   hwctl ARGS...         resctrlfsctl to the machine's knobs (workloads): the
 #                         daemon's control socket, or under the msr label
 #                         resctrl-fakehw's (RESCTRLFS_HW_CONTROL)
@@ -174,11 +177,45 @@ schemata_value() {
   sed -n "s/^ *$res:\(.*\)$/\1/p" "$group/schemata" | tr ';' '\n' | sed -n "s/^ *$id=//p" | tr -d ' '
 }
 
-# Waits up to 15 s (a loaded CI machine) for `test` to succeed.
-wait_for() {
-  local i
-  for i in $(seq 150); do "$@" && return 0; sleep 0.1; done
-  return 1
+# wait_for CMD...: runs CMD every 0.1 s until it succeeds (status 0). No
+# deadline: an event comes late on a busy machine, not never, and ctest's
+# per-test TIMEOUT ends a test where it truly never comes; after 60 s the
+# wait says once on stderr what it is waiting for (so that such a test's
+# output names it).
+wait_for() { _wait_until "" "$@"; }
+
+# wait_while_alive PID CMD...: wait_for CMD, but it gives up (CMD's status,
+# tried once more) once PID has exited or is not a number: the process that
+# would make the event is gone.
+wait_while_alive() { _wait_until "$@"; }
+
+# wait_output VAR PID CMD...: waits (while PID, if not empty, lives) until
+# CMD succeeds and prints something; VAR gets its output.
+wait_output() {
+  local _wo_var=$1 _wo_pid=$2
+  shift 2
+  _wo_found() { _wo_out=$("$@") && [ -n "$_wo_out" ]; }
+  local _wo_out=""
+  _wait_until "$_wo_pid" _wo_found "$@"
+  local rc=$?
+  printf -v "$_wo_var" '%s' "$_wo_out"
+  return $rc
+}
+
+_wait_until() {
+  local pid=$1 start=$SECONDS said=""
+  shift
+  until "$@"; do
+    if [ -n "$pid" ] && exited "$pid"; then
+      "$@"
+      return
+    fi
+    if [ -z "$said" ] && [ $((SECONDS - start)) -ge 60 ]; then
+      said=1
+      echo "$TEST_NAME: still waiting for: $* (60 s)" >&2
+    fi
+    sleep 0.1
+  done
 }
 
 in_tasks() { grep -qx "$2" "$1/tasks"; }  # in_tasks GROUP PID

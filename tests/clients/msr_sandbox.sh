@@ -50,8 +50,8 @@ mkdir "$root"
 ( exec setsid "${RESCTRLFS_FAKEHW:?}" --platform "$hwp" --root "$root" --control "$dir/hw.sock" \
     </dev/null >"$dir/fakehw.log" 2>&1 & echo $! >"$dir/fakehw.pid" )
 mounted() { grep -q " $root/dev " /proc/self/mounts; }
-for _ in $(seq 1000); do
-  mounted && [ -S "$dir/hw.sock" ] && break
+# Until it serves (however long a busy machine makes that) or exits.
+until mounted && [ -S "$dir/hw.sock" ]; do
   kill -0 "$(cat "$dir/fakehw.pid")" 2>/dev/null || break
   sleep 0.02
 done
@@ -65,7 +65,10 @@ broker=(--socket "$dir/msrd.sock" --hw-root "$root" --allow-uid 0)
 [ -f "$root/irdt_wide_bytes" ] && broker+=(--irdt-wide-bytes "$(cat "$root/irdt_wide_bytes")")
 ( exec setsid "${RESCTRL_MSRD:?}" "${broker[@]}" </dev/null >"$dir/msrd.log" 2>&1 &
   echo $! >"$dir/msrd.pid" )
-for _ in $(seq 1000); do [ -S "$dir/msrd.sock" ] && break; sleep 0.02; done
+until [ -S "$dir/msrd.sock" ]; do
+  kill -0 "$(cat "$dir/msrd.pid")" 2>/dev/null || break
+  sleep 0.02
+done
 rdt=$(sed -n 's/.* rdt=\([^ ]*\).*/\1/p' "$root/proc/cmdline")
 sandbox=$$
 ( exec setsid bash -c '

@@ -77,7 +77,7 @@ trap cleanup EXIT
 containerd --config "$W/config.toml" >"$W/containerd.log" 2>&1 &
 CTRD_PID=$!
 up() { "${CTR[@]}" version >/dev/null 2>&1; }
-if ! wait_for up; then
+if ! wait_while_alive "$CTRD_PID" up; then
   echo "--- containerd log:" >&2
   tail -20 "$W/containerd.log" >&2
   skip "containerd did not start here (log above)"
@@ -101,21 +101,26 @@ fi
 
 "${CTR[@]}" run -d --rdt-class gold --rootfs "$CTRD_WORK/rootfs" "$ID" \
   /bin/sh -c 'sleep 300 & exec /bin/sleep 301' >"$W/run.log" 2>&1
-check_eq "ctr run -d --rdt-class gold succeeds" $? 0
+ran=$?
+check_eq "ctr run -d --rdt-class gold succeeds" $ran 0
 cat "$W/run.log"
+task_pid() {
+  "${CTR[@]}" task ls 2>/dev/null | awk -v id="$ID" '$1 == id && $3 == "RUNNING" {print $2}'
+}
 init=""
-for i in $(seq 150); do
-  init=$("${CTR[@]}" task ls 2>/dev/null | awk -v id="$ID" '$1 == id && $3 == "RUNNING" {print $2}')
-  [ -n "$init" ] && break
-  sleep 0.1
-done
+# The task was created; it is RUNNING once containerd says so (if it started).
+[ "$ran" = 0 ] && wait_output init "$CTRD_PID" task_pid
 check "the task is running (init pid ${init:-none})" test -n "$init"
 child=""
-for i in $(seq 150); do child=$(pgrep -P "${init:-1}" | head -1); [ -n "$child" ] && break; sleep 0.1; done
+wait_output child "${init:-x}" pgrep -P "${init:-x}"
+child=$(head -1 <<<"$child")
 check "the task's init forked a child (${child:-none})" test -n "$child"
 if [ "$CTRD_EXPECT" = gold ]; then
-  check "the task's init ($init) is in gold/tasks" wait_for in_tasks $RES/gold "${init:-x}"
-  check "its child ($child) is in gold/tasks" wait_for in_tasks $RES/gold "${child:-x}"
+  # A task that exited can no longer appear in a tasks file.
+  check "the task's init ($init) is in gold/tasks" \
+    wait_while_alive "${init:-x}" in_tasks $RES/gold "${init:-x}"
+  check "its child ($child) is in gold/tasks" \
+    wait_while_alive "${child:-x}" in_tasks $RES/gold "${child:-x}"
   check "the init is not in the root group's tasks" bash -c "! grep -qx '${init:-x}' $RES/tasks"
   check "the child is not in the root group's tasks" bash -c "! grep -qx '${child:-x}' $RES/tasks"
   shim=$(ps -o ppid= -p "${init:-1}" | tr -d ' ')
@@ -126,7 +131,7 @@ else
 fi
 
 "${CTR[@]}" task kill -s KILL "$ID" >/dev/null 2>&1
-check "the task exits after SIGKILL" wait_for exited "${init:-1}"
+check "the task exits after SIGKILL" wait_while_alive "${init:-x}" exited "${init:-1}"
 "${CTR[@]}" task delete "$ID" >/dev/null 2>&1
 "${CTR[@]}" container delete "$ID" >/dev/null 2>&1
 check "the container is gone" bash -c "! ${CTR[*]} container ls -q | grep -qx $ID"

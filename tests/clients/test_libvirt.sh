@@ -211,7 +211,8 @@ vcpu_tid() {  # the thread named "CPU 0/KVM" (or /TCG) of the guest's QEMU
   return 1
 }
 guest_up() { [ -n "$(group)" ] && vcpu_tid >/dev/null && in_tasks "$(group)" "$(vcpu_tid)"; }
-if ! wait_for guest_up && ! wait_for guest_up; then
+# However long QEMU takes to boot the guest on a busy machine, unless it exits.
+if ! wait_while_alive "$VMPID" guest_up; then
   sed 's/^/  virt-qemu-run: /' "$WORK/run.log" | tail -15
   tail -5 "$WORK"/root/log/qemu/*.log 2>/dev/null | sed 's/^/  qemu log: /'
 fi

@@ -212,11 +212,12 @@ last_sample() { awk -v id="$2" '$1 == id {v = $(NF - 2) " " $(NF - 1)} END {prin
 $PQ $MON -m "all:0,1" -t 3 -i 5 >"$WORK/m" 2>&1 &
 mpid=$!
 has_mon_group() { mon_groups_with "$1" "$2" | grep -q "^$3"; }  # FILE VALUE PREFIX
+# pqos monitors for 3 s (-t 3) once it has started, however long that takes.
 check "while -m runs, core 0 has a mon group under COS1" \
-  wait_for has_mon_group cpus_list 0 "$R/COS1/mon_groups/pqos-"
+  wait_while_alive $mpid has_mon_group cpus_list 0 "$R/COS1/mon_groups/pqos-"
 [ "$NCPU" -ge 2 ] &&
   check "while -m runs, core 1 has a mon group under the root" \
-    wait_for has_mon_group cpus_list 1 "$R/mon_groups/pqos-"
+    wait_while_alive $mpid has_mon_group cpus_list 1 "$R/mon_groups/pqos-"
 wait $mpid
 check_eq "pqos -m exit status" $? 0
 cat "$WORK/m" | tail -4
@@ -230,7 +231,7 @@ check_eq "mon groups removed after -m" "$(ls -d $R/mon_groups/pqos-* $R/COS*/mon
 $PQ $MON -p "all:$PID" -t 3 -i 5 >"$WORK/p" 2>&1 &
 mpid=$!
 check "while -p runs, pid $PID has a mon group under COS2" \
-  wait_for has_mon_group tasks $PID "$R/COS2/mon_groups/pqos-"
+  wait_while_alive $mpid has_mon_group tasks $PID "$R/COS2/mon_groups/pqos-"
 wait $mpid
 check_eq "pqos -p exit status" $? 0
 check_match "-p printed a sample line for the pid" "$(cat "$WORK/p")" "^ +$PID +"
@@ -262,11 +263,15 @@ check "after -R pid $PID is back in the root" in_tasks $R $PID
 
 echo "== rdtset -I (run a command with a class)"
 l3_of_cpu0=$(cat $(dirname $(grep -l '^3$' /sys/devices/system/cpu/cpu0/cache/index*/level))/id)
-rdtset -I -t 'l3=0xf' -c 0 -- sh -c "echo \$\$ > $WORK/rdtset.pid; exec sleep 10" >"$WORK/rdtset" 2>&1 &
+# The command runs until the test lets it go (one byte on a FIFO the test
+# holds open), not for a time the checks below would have to fit in.
+mkfifo "$WORK/rdtset.go"
+exec 3<>"$WORK/rdtset.go"
+rdtset -I -t 'l3=0xf' -c 0 -- sh -c "echo \$\$ > $WORK/rdtset.pid; exec head -c1 $WORK/rdtset.go" >"$WORK/rdtset" 2>&1 &
 rpid=$!
 # rdtset initialises the library (reading every task's group) before it
 # starts the command: that can take a while on a loaded machine.
-for i in $(seq 300); do [ -s "$WORK/rdtset.pid" ] && break; sleep 0.1; done
+wait_while_alive $rpid test -s "$WORK/rdtset.pid"
 sp=$(cat "$WORK/rdtset.pid" 2>/dev/null)
 check "rdtset started the command (pid ${sp:-none})" test -n "$sp"
 find_group() {
@@ -275,14 +280,16 @@ find_group() {
   return 1
 }
 grp=""
-for i in $(seq 150); do grp=$(find_group "${sp:-x}") && break; sleep 0.1; done
+wait_output grp "${sp:-x}" find_group "${sp:-x}"
 check "the command's pid is in a COS group's tasks (${grp:-none})" test -n "$grp"
 if [ -n "$grp" ]; then
   check_eq "that group's L3 on cpu0's domain $l3_of_cpu0 is 0xf" \
     "$((16#$(schemata_value $grp L3 $l3_of_cpu0)))" 15
 fi
 check_match "the command runs on cpu 0 only" "$(taskset -pc ${sp:-1} 2>&1)" 'list: 0$'
+echo >&3  # the command ends
 wait $rpid
+exec 3>&-
 check_eq "rdtset exit status (the command's)" $? 0
 sed 's/^/  rdtset: /' "$WORK/rdtset" | tail -5
 finish

@@ -87,12 +87,15 @@ echo "container init pid: $init; group tasks:"; cat "$G/tasks" 2>/dev/null | tr 
 # stages, the container's init among them, with clone(CLONE_PARENT), so their
 # parent is runc itself. The kernel (and resctrlfsd, through the fork
 # tracepoint) gives them the group of the stage that cloned them.
-check "the container's init ($init) is in $CTR/tasks" wait_for in_tasks "$G" "$init"
+# A task that exited can no longer appear in a tasks file.
+check "the container's init ($init) is in $CTR/tasks" \
+  wait_while_alive "${init:-x}" in_tasks "$G" "${init:-x}"
 child=""
-for i in $(seq 150); do child=$(pgrep -P "${init:-1}" | head -1); [ -n "$child" ] && break; sleep 0.1; done
+wait_output child "${init:-x}" pgrep -P "${init:-x}"
+child=$(head -1 <<<"$child")
 check "the init forked a child" test -n "$child"
 check "the forked child ($child) is in $CTR/tasks (fork inheritance)" \
-  wait_for in_tasks "$G" "${child:-x}"
+  wait_while_alive "${child:-x}" in_tasks "$G" "${child:-x}"
 check "the init is not in the root group's tasks" bash -c "! grep -qx '$init' $R/tasks"
 out=$(runc --root "$ROOT" events --stats "$CTR" 2>&1)
 # runc 1.1 reads the group's monitoring data with its schemata. On real
@@ -114,5 +117,5 @@ runc --root "$ROOT" delete -f "$CTR" >"$WORK/delete.log" 2>&1
 check_eq "runc delete -f succeeds" $? 0
 cat "$WORK/delete.log"
 check "group $CTR is gone after delete" bash -c "! test -e $G"
-check "the init has exited" wait_for exited "$init"
+check "the init has exited" wait_while_alive "${init:-x}" exited "${init:-1}"
 finish

@@ -25,9 +25,8 @@ BEFORE_STAGING=$(staging_dirs)
 # directory is left, and that the host never saw the mount.
 check_clean() {
   local what=$1 pid=$2
-  local i
-  for i in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  check "$what: daemon $pid stopped" bash -c "! kill -0 $pid 2>/dev/null"
+  # (After a SIGKILLed sandbox the daemon goes on its parent-death signal.)
+  check "$what: daemon ${pid:-none} stopped" wait_for exited "${pid:-none}"
   check_eq "$what: no staging directory left" "$(staging_dirs)" "$BEFORE_STAGING"
   check "$what: host has no /sys/fs/resctrl mount" bash -c "! grep -q ' /sys/fs/resctrl ' /proc/self/mountinfo"
 }
@@ -125,9 +124,9 @@ check_eq "no staging directory left after a failed start" "$(staging_dirs)" "$BE
 "$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
   sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
 sbpid=$!
-for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+wait_while_alive "$sbpid" test -s "$WORK/pid"
 sleep_pid=""
-for i in $(seq 100); do sleep_pid=$(pgrep -P "$sbpid" -x sleep) && break; sleep 0.1; done
+wait_output sleep_pid "$sbpid" pgrep -P "$sbpid" -x sleep
 check "COMMAND (sleep) is running as the sandbox's child (${sleep_pid:-none})" test -n "$sleep_pid"
 kill -TERM "$sbpid"
 wait "$sbpid"
@@ -141,16 +140,29 @@ rm -f "$WORK/pid"
 "$SB" --daemon "$FAKE" --platform "$WORK/full.json" -- \
   sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
 sbpid=$!
-for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+wait_while_alive "$sbpid" test -s "$WORK/pid"
 sleep_pid=""
-for i in $(seq 100); do sleep_pid=$(pgrep -P "$sbpid" -x sleep) && break; sleep 0.1; done
+wait_output sleep_pid "$sbpid" pgrep -P "$sbpid" -x sleep
 check "COMMAND (sleep) is running as the sandbox's child (${sleep_pid:-none})" test -n "$sleep_pid"
 kill -KILL "$sbpid"
 wait "$sbpid" 2>/dev/null
-for i in $(seq 150); do kill -0 "${sleep_pid:-999999}" 2>/dev/null || break; sleep 0.1; done
-check "COMMAND is gone after the sandbox was SIGKILLed" bash -c "! kill -0 ${sleep_pid:-999999} 2>/dev/null"
+# COMMAND goes on its parent-death signal.
+check "COMMAND is gone after the sandbox was SIGKILLed" wait_for exited "${sleep_pid:-999999}"
 for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do rmdir "$d"; done
 check_clean "after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
+
+# A daemon that leaves a child behind (here one holding the caller's
+# stdout, as a $(...) sees it): the sandbox ends its process group when it
+# stops the daemon, so the $(...) gets its EOF and nothing outlives it.
+printf '#!/usr/bin/env bash\nsleep 600 &\necho $! >"%s"\nexec "%s" "$@"\n' \
+  "$WORK/leaky.pid" "$FAKE" >"$WORK/leaky.sh"
+chmod +x "$WORK/leaky.sh"
+rm -f "$WORK/leaky.pid"
+out=$("$SB" --daemon "$WORK/leaky.sh" --platform "$WORK/full.json" -- true 2>/dev/null)
+check_eq "a daemon's leftover child does not hold \$(resctrlfs-sandbox ...) open" $? 0
+leaky=$(cat "$WORK/leaky.pid" 2>/dev/null)
+check "the daemon started its child (${leaky:-none})" test -n "$leaky"
+[ -n "$leaky" ] && check "the daemon's leftover child is gone with the sandbox" wait_for exited "$leaky"
 
 if command -v setpriv >/dev/null; then
   setpriv --reuid=65534 --regid=65534 --clear-groups "${RESCTRLFS_SANDBOX_REAL:-$SB}" --daemon "$FAKE" -- true 2>"$WORK/stderr"
@@ -282,12 +294,17 @@ else
   "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/cmt.json" -o cdp -- true 2>"$WORK/stderr"
   check_eq "real daemon refusing -o cdp on a platform without CAT gives 125" $? 125
   check_match "the refusal is reported" "$(cat "$WORK/stderr")" 'exited before mounting'
-  "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c 'mkdir /sys/fs/resctrl/g1; sleep 3' 2>/dev/null &
+  # The first sandbox has made g1 and waits until the second has run.
+  rm -f "$WORK/first.ready" "$WORK/first.go"
+  "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- sh -c \
+    "mkdir /sys/fs/resctrl/g1 && touch $WORK/first.ready; until [ -e $WORK/first.go ]; do sleep 0.1; done" \
+    2>/dev/null &
   sbpid=$!
-  sleep 1
+  check "real daemon: the first sandbox made g1" wait_while_alive "$sbpid" test -e "$WORK/first.ready"
   out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- ls /sys/fs/resctrl 2>"$WORK/stderr")
   check_eq "real daemon: a second sandbox runs while the first does" $? 0
   check_nomatch "real daemon: each sandbox has its own tree" "$out" '^g1$'
+  touch "$WORK/first.go"
   wait $sbpid
   check_eq "real daemon: the first sandbox finished normally" $? 0
   out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- ls /sys/fs/resctrl 2>/dev/null)
@@ -296,11 +313,14 @@ else
   "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- \
     sh -c 'echo $RESCTRLFSD_PID > '"$WORK/pid"'; exec sleep 600' 2>/dev/null &
   sbpid=$!
-  for i in $(seq 300); do [ -s "$WORK/pid" ] && break; sleep 0.1; done
+  wait_while_alive "$sbpid" test -s "$WORK/pid"
   kill -KILL "$sbpid"
   wait "$sbpid" 2>/dev/null
+  # The staging directory can go once the daemon (the last process in the
+  # sandbox's namespace) has exited on its parent-death signal.
+  dpid=$(cat "$WORK/pid" 2>/dev/null)
   for d in $(comm -13 <(echo "$BEFORE_STAGING") <(staging_dirs)); do
-    for i in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+    wait_while_alive "${dpid:-none}" rmdir "$d" 2>/dev/null
   done
   check_clean "real daemon, after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
 fi

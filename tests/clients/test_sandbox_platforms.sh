@@ -119,13 +119,12 @@ sb --platform intel-2s -- bash -c "
   R=/sys/fs/resctrl
   mkdir \$R/ga && echo 131072 >\$R/info/L3_MON/max_threshold_occupancy || exit 3
   touch $WORK/a.ready
-  for i in \$(seq 600); do [ -e $WORK/a.go ] && break; sleep 0.1; done
+  until [ -e $WORK/a.go ]; do sleep 0.1; done
   echo \"ga \$(test -d \$R/ga && echo yes) gb \$(test -d \$R/gb && echo yes)\"
   echo \"threshold \$(cat \$R/info/L3_MON/max_threshold_occupancy) mask \$(cat \$R/info/L3/cbm_mask)\"
 " >"$WORK/a.out" 2>"$WORK/a.err" &
 apid=$!
-for i in $(seq 600); do [ -e "$WORK/a.ready" ] && break; sleep 0.1; done
-check "the first sandbox (intel-2s) is ready" test -e "$WORK/a.ready"
+check "the first sandbox (intel-2s) is ready" wait_while_alive "$apid" test -e "$WORK/a.ready"
 out=$(sb --platform amd-2s -- bash -c '
   R=/sys/fs/resctrl
   echo "ga $(test -d $R/ga && echo yes) threshold $(cat $R/info/L3_MON/max_threshold_occupancy) mask $(cat $R/info/L3/cbm_mask)"

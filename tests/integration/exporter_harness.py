@@ -5,7 +5,6 @@ format."""
 import os
 import re
 import subprocess
-import time
 import urllib.request
 
 import resctrlfs_test as rt
@@ -24,26 +23,21 @@ class Exporter:
         self.proc = subprocess.Popen(
             [exporter_binary(), "--root", root, "--listen", "127.0.0.1:0"] + list(args),
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        self.url = None
-        while time.time() < deadline and self.url is None:
-            m = re.search(r"on (http://[0-9.]+:\d+)/", self.output())
-            if m:
-                self.url = m.group(1)
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError("resctrlfs-exporter exited: " + self.output())
-            time.sleep(0.02)
-        if self.url is None:
+        try:
+            m = rt.wait_until(lambda: re.search(r"on (http://[0-9.]+:\d+)/", self.output()),
+                              "resctrlfs-exporter to listen",
+                              give_up=lambda: rt.exited(self.proc), report=self.output)
+        except RuntimeError as e:
             self.stop()
-            raise RuntimeError("resctrlfs-exporter did not start: " + self.output())
+            raise RuntimeError("resctrlfs-exporter did not start (%s): %s" % (e, self.output()))
+        self.url = m.group(1)
 
     def output(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()
 
     def get(self, path):
-        with urllib.request.urlopen(self.url + path, timeout=60) as r:
+        with urllib.request.urlopen(self.url + path) as r:  # no timeout: a busy machine is slow
             return r.status, r.headers.get("Content-Type"), r.read().decode()
 
     def metrics(self):

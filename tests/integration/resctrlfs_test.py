@@ -47,6 +47,14 @@ daemons or start them differently):
     fail_writes(n, cpu=None)  make the next n MSR writes fail
     daemon_log() -> str
 
+Waiting: wait_until(predicate, what) polls until predicate() is true and
+returns its value. It has no deadline: how long an event takes depends on how
+busy the machine is, so no verdict may hang on the clock; ctest's per-test
+TIMEOUT is the only backstop, and a wait that lasts says on stderr what it
+waits for (so a test killed by that TIMEOUT leaves its cause in the log).
+Where a time bound is what a test checks (a product guarantee), the test
+says so where it measures it.
+
 Control socket requests ({"cmd": ...}): status, clock (mode manual|real, or
 advance_ms N), workload, fault (fail_writes N [, cpu C]), registers, stats,
 stats-reset. Errors come back as {"ok": false, "error": "..."}.
@@ -160,6 +168,90 @@ def msr_not_yet(what):
         raise unittest.SkipTest("msr label: NOT YET: %s" % what)
 
 
+# After this long, a wait_until that is still waiting says so on stderr, once
+# (the test goes on waiting: this is a diagnostic, never a verdict).
+WAIT_REPORT_S = 60
+
+
+def wait_until(predicate, what, interval=0.02, give_up=None, report=None):
+    """Calls predicate() every `interval` seconds until it returns a true
+    value, and returns that value.
+
+    There is no deadline: an event awaited here comes late on a busy machine,
+    not never, and ctest's per-test TIMEOUT ends a test that truly hangs.
+    After WAIT_REPORT_S seconds without it the wait says on stderr that it
+    is still waiting for `what` (with report()'s text, e.g. a daemon's log),
+    so that such a test's output names what never came.
+
+    give_up: called when predicate() was false; a true value means the event
+    can no longer come (e.g. the process that would make it exited): the
+    wait raises RuntimeError naming `what` and that value."""
+    start = time.monotonic()
+    reported = False
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if give_up is not None:
+            why = give_up()
+            if why:
+                raise RuntimeError("gave up waiting for %s: %s" % (what, why))
+        if not reported and time.monotonic() - start > WAIT_REPORT_S:
+            reported = True
+            extra = report() if report is not None else ""
+            sys.stderr.write("still waiting for %s after %d s%s\n" % (
+                what, WAIT_REPORT_S, (":\n" + extra) if extra else ""))
+            sys.stderr.flush()
+        time.sleep(interval)
+
+
+class RequestCounter:
+    """The FUSE requests an action causes, as a daemon counts them: counts()
+    returns {OPCODE: n} since the last reset() (both callables given).
+
+    RELEASE reaches the daemon asynchronously, after close() returned, as
+    late as the machine's load makes it. So the counter keeps the balance of
+    file opens and releases across resets and waits for events,
+    not for quiet: before the reset, until every file the test does not hold
+    open (`held`) was released (an earlier action's RELEASE must not be
+    counted for this one); after the action, likewise (its own RELEASEs
+    must be). Create it before the first reset (the counts then start at the
+    daemon's start). Directories are not balanced: the daemon answers the
+    first OPENDIR with ENOSYS (zero-message opendir), which has no
+    RELEASEDIR, and the kernel sends neither from then on."""
+
+    OPENS = ("OPEN", "CREATE")
+    RELEASES = ("RELEASE",)
+
+    def __init__(self, counts, reset):
+        self._counts = counts
+        self._reset = reset
+        self.held = 0  # files the test keeps open across a measure()
+        self._unreleased = 0  # opens minus releases counted before the last reset
+
+    def _unreleased_in(self, counts):
+        return (self._unreleased + sum(counts.get(k, 0) for k in self.OPENS) -
+                sum(counts.get(k, 0) for k in self.RELEASES))
+
+    def settled(self):
+        """The counts since the last reset once every file but the held
+        ones was released (no deadline)."""
+        def balanced():
+            c = self._counts()
+            return (c,) if self._unreleased_in(c) <= self.held else None
+        return wait_until(balanced, "the RELEASEs of closed files (%d held open)" % self.held,
+                          interval=0.01)[0]
+
+    def measure(self, action):
+        """The non-zero request counts `action` causes, its RELEASEs included."""
+        self._unreleased = self._unreleased_in(self.settled())
+        self._reset()
+        action()
+        self.settled()
+        time.sleep(0.05)  # a request nobody waits for (a FORGET) would show up now
+        return {k: v for k, v in self._counts().items() if v}
+
+
 def stop_process(proc, sig=signal.SIGTERM, timeout=10):
     """Sends `sig` to a child still running and waits `timeout` seconds for
     it, then kills it."""
@@ -171,6 +263,13 @@ def stop_process(proc, sig=signal.SIGTERM, timeout=10):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def exited(proc):
+    """For wait_until's give_up: why waiting on what `proc` would do is
+    pointless ("exited with status N"), or None while it runs."""
+    rc = proc.poll()
+    return None if rc is None else "exited with status %d" % rc
 
 
 def read_log(path):
@@ -214,12 +313,13 @@ class FakeHw:
                  platform, "--root", self.root, "--control", self.sock],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         dev = os.path.join(self.root, "dev")  # the FUSE mount: dev/cpu/N, dev/mem
-        deadline = time.time() + 20
-        while not (is_mounted(dev) and os.path.exists(self.sock)):
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                raise RuntimeError("resctrl-fakehw did not start:\n" + self.log())
-            time.sleep(0.02)
+        try:
+            wait_until(lambda: is_mounted(dev) and os.path.exists(self.sock),
+                       "resctrl-fakehw to mount %s and listen" % dev,
+                       give_up=lambda: exited(self.proc), report=self.log)
+        except RuntimeError as e:
+            self.stop()
+            raise RuntimeError("resctrl-fakehw did not start (%s):\n%s" % (e, self.log()))
 
     def rdt(self):
         with open(os.path.join(self.root, "proc/cmdline")) as f:
@@ -267,11 +367,11 @@ class Broker:
             self.proc = subprocess.Popen(
                 argv,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.time() + 20
-        while not os.path.exists(self.sock):
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("resctrl-msrd did not start:\n" + self.log())
-            time.sleep(0.02)
+        try:
+            wait_until(lambda: os.path.exists(self.sock), "resctrl-msrd to listen",
+                       give_up=lambda: exited(self.proc), report=self.log)
+        except RuntimeError as e:
+            raise RuntimeError("resctrl-msrd did not start (%s):\n%s" % (e, self.log()))
 
     def stop(self, sig=signal.SIGTERM):
         stop_process(self.proc, sig)
@@ -288,21 +388,17 @@ HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts", "fa
                "write")
 
 
-def control_request(sock_path, request, timeout=30):
-    """Sends one JSON request line to a control socket; returns the reply."""
-    deadline = time.time() + timeout
-    while True:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        try:
-            s.connect(sock_path)
-            break
-        except BlockingIOError:
-            # The listen backlog is full (the daemon is busy): try again.
-            s.close()
-            if time.time() > deadline:
-                raise
-            time.sleep(0.01)
+def control_request(sock_path, request):
+    """Sends one JSON request line to a control socket; returns the reply.
+
+    Blocking, without a timeout: a busy daemon (or machine) answers late, and
+    a connect() with the listen backlog full waits for a place in it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(sock_path)
+    except BaseException:
+        s.close()
+        raise
     try:
         s.sendall((json.dumps(request) + "\n").encode())
         buf = b""
@@ -333,15 +429,16 @@ class Mount:
     platform: --platform; options: list of -o options; args: extra arguments;
     foreground: pass -f (the default; without it the daemon detaches and
     self.proc is the short-lived parent).
+    Starting and stopping wait for the daemon's mount and exit without a
+    deadline (wait_until).
     """
 
     def __init__(self, platform="intel-2s", options=(), args=(), foreground=True,
-                 control=True, start=True, timeout=10):
+                 control=True, start=True):
         self.platform = platform
         self.options = list(options)
         self.args = list(args)
         self.foreground = foreground
-        self.timeout = timeout
         self.dir = tempfile.mkdtemp(prefix="resctrlfs-it-")
         self.mnt = os.path.join(self.dir, "mnt")
         os.mkdir(self.mnt)
@@ -404,26 +501,20 @@ class Mount:
                                          stdin=subprocess.DEVNULL)
         finally:
             log.close()
-        deadline = time.time() + self.timeout
         if not self.foreground:
-            try:
-                rc = self.proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise RuntimeError("resctrlfsd did not detach:\n" + self.daemon_log())
+            # The parent exits once the daemon has detached.
+            rc = self.proc.wait()
             if rc != 0:
                 raise RuntimeError("resctrlfsd exited %d:\n%s" % (rc, self.daemon_log()))
-        while time.time() < deadline:
-            if is_mounted(self.mnt) and (not self.sock or os.path.exists(self.sock)):
-                break
-            if self.foreground and self.proc.poll() is not None:
-                raise RuntimeError("resctrlfsd exited %d before mounting:\n%s" %
-                                   (self.proc.returncode, self.daemon_log()))
-            time.sleep(0.02)
-        else:
-            self.kill()
-            raise RuntimeError("resctrlfsd did not mount within %ss:\n%s" %
-                               (self.timeout, self.daemon_log()))
+        try:
+            wait_until(lambda: is_mounted(self.mnt) and
+                       (not self.sock or os.path.exists(self.sock)),
+                       "resctrlfsd to mount %s" % self.mnt,
+                       give_up=lambda: self.foreground and exited(self.proc),
+                       report=self.daemon_log)
+        except RuntimeError as e:
+            raise RuntimeError("resctrlfsd %s before mounting:\n%s" %
+                               (exited(self.proc), self.daemon_log())) from e
         self.pid = self.proc.pid if self.foreground else self._pid_from_lock()
         return self
 
@@ -450,30 +541,21 @@ class Mount:
         except OSError:
             return False
 
-    def _wait_gone(self, timeout):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if not self.alive():
-                return True
-            time.sleep(0.02)
-        return False
+    def _wait_gone(self, what="resctrlfsd to exit"):
+        """Waits (no deadline) until the daemon has exited; True."""
+        return wait_until(lambda: not self.alive(), what, report=self.daemon_log)
 
-    def stop(self, sig=signal.SIGTERM, timeout=10):
-        """Signals the daemon and waits; returns its exit status (None if
-        detached). Kills it and unmounts lazily if it does not go away."""
+    def stop(self, sig=signal.SIGTERM):
+        """Signals the daemon and waits for it to exit (no deadline: a
+        daemon that ignores the signal hangs the test until ctest's TIMEOUT,
+        its log on stderr after WAIT_REPORT_S); returns its exit status (None
+        if detached), then unmounts lazily whatever is left mounted."""
         rc = None
         if self.alive():
             os.kill(self.pid, sig)
+            self._wait_gone("resctrlfsd to exit on signal %d" % sig)
             if self.foreground:
-                try:
-                    rc = self.proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    self.kill()
-                    raise RuntimeError("resctrlfsd ignored signal %d:\n%s" %
-                                       (sig, self.daemon_log()))
-            elif not self._wait_gone(timeout):
-                self.kill()
-                raise RuntimeError("resctrlfsd ignored signal %d" % sig)
+                rc = self.proc.wait()
         elif self.foreground and self.proc is not None:
             rc = self.proc.wait()
         self._force_unmount()
@@ -488,7 +570,7 @@ class Mount:
             if self.foreground:
                 self.proc.wait()
             else:
-                self._wait_gone(5)
+                self._wait_gone("resctrlfsd to die of SIGKILL")
         self._force_unmount()
 
     def _force_unmount(self):
@@ -591,21 +673,19 @@ class Mount:
             raise RuntimeError("started without a control socket")
         return control_request(self.sock, request)
 
-    def _hotplug(self, request, timeout=20):
+    def _hotplug(self, request):
         """Under the msr label: resctrl-fakehw takes the CPU away or brings it
         back and says so in sysfs's online list, as the kernel does; the
         daemon follows that file on its 1 s tick. Returns the machine's reply
-        once the daemon's online CPUs (status) are the machine's."""
+        once the daemon's online CPUs (status) are the machine's (however
+        many ticks a busy machine takes)."""
         reply = self.hw.ctl(request)
         if not reply.get("ok"):
             return reply
-        deadline = time.time() + timeout
-        while self.status()["daemon"].get("online_cpus") != reply["online_cpus"]:
-            if time.time() > deadline:
-                raise AssertionError("the daemon did not follow CPU %d %s within %ds:\n%s" % (
-                    request["cpu"], "online" if request["online"] else "offline", timeout,
-                    self.daemon_log()[-3000:]))
-            time.sleep(0.05)
+        wait_until(lambda: self.status()["daemon"].get("online_cpus") == reply["online_cpus"],
+                   "the daemon to follow CPU %d %s" % (
+                       request["cpu"], "online" if request["online"] else "offline"),
+                   interval=0.05, report=lambda: self.daemon_log()[-3000:])
         return reply
 
     def ctl_ok(self, request):

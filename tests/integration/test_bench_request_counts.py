@@ -30,19 +30,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-# The daemon engineer's harness, when present, knows how to find and mount
-# resctrlfsd; this file falls back to its own small helper otherwise.
+# The daemon engineer's harness knows how to find and mount resctrlfsd, how
+# to wait without a deadline and how to count an action's requests.
 sys.path.insert(0, HERE)
-try:
-    import resctrlfs_test  # noqa: F401
-except ImportError:
-    resctrlfs_test = None
+import resctrlfs_test  # noqa: E402
 
 
 def find_binary(env_name, rel_path):
@@ -63,8 +59,7 @@ def find_binary(env_name, rel_path):
 
 def control(sock_path, cmd):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock_path)
+    s.connect(sock_path)  # blocking: a busy machine answers late
     s.sendall((json.dumps(cmd) + "\n").encode())
     buf = b""
     while b"\n" not in buf:
@@ -101,17 +96,16 @@ class Daemon:
         self.proc = subprocess.Popen(
             argv_prefix + ["-f", "--control", self.sock, self.mnt],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if os.path.ismount(self.mnt) and os.path.exists(self.sock):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.log.seek(0)
-        log = self.log.read()
-        self.close()
-        raise RuntimeError("%s did not mount:\n%s" % (name, log))
+        try:
+            resctrlfs_test.wait_until(
+                lambda: os.path.ismount(self.mnt) and os.path.exists(self.sock),
+                "%s to mount" % name, interval=0.05,
+                give_up=lambda: resctrlfs_test.exited(self.proc))
+        except RuntimeError as e:
+            self.log.seek(0)
+            log = self.log.read()
+            self.close()
+            raise RuntimeError("%s did not mount (%s):\n%s" % (name, e, log))
 
     def reset(self):
         control(self.sock, {"cmd": "stats-reset"})
@@ -152,42 +146,21 @@ class HarnessDaemon:
         self.m.cleanup()
 
 
-def settle(d):
-    """Waits until no request has arrived for 50 ms: RELEASE is asynchronous,
-    and one that the previous operation caused must not be counted for the
-    next (it arrived after the reset once, under load)."""
-    prev = d.counts()
-    deadline = time.time() + 2
-    while time.time() < deadline:
-        time.sleep(0.05)
-        cur = d.counts()
-        if cur == prev:
-            return
-        prev = cur
-
-
-def measure(d, action, expect_release=0):
-    """Requests `action` causes; waits for asynchronous RELEASEs to arrive."""
-    settle(d)
-    d.reset()
-    action()
-    deadline = time.time() + 2
-    counts = d.counts()
-    while counts.get("RELEASE", 0) < expect_release and time.time() < deadline:
-        time.sleep(0.01)
-        counts = d.counts()
-    time.sleep(0.05)  # anything that would arrive late (a FLUSH, a FORGET)
-    return d.counts()
-
-
 def check_daemon(d, schemata_line):
     failures = []
+    # RELEASE is asynchronous: the counter waits for every closed file's
+    # RELEASE before the reset and after the action (resctrlfs_test).
+    counter = resctrlfs_test.RequestCounter(d.counts, d.reset)
+
+    def measure(action):
+        return counter.measure(action)
     schemata = os.path.join(d.mnt, "schemata")
     mon_dir = os.path.join(d.mnt, "mon_data")
-    counter = None
+    counter_file = None
     if os.path.isdir(mon_dir):
         dom = sorted(os.listdir(mon_dir))[0]
-        counter = os.path.join(mon_dir, dom, sorted(os.listdir(os.path.join(mon_dir, dom)))[0])
+        counter_file = os.path.join(mon_dir, dom,
+                                    sorted(os.listdir(os.path.join(mon_dir, dom)))[0])
 
     def expect(what, got, want):
         if got != want:
@@ -207,7 +180,7 @@ def check_daemon(d, schemata_line):
         os.close(fd)
 
     # Warm the dentry and attribute caches: the counts below are steady state.
-    for p in [schemata] + ([counter] if counter else []):
+    for p in [schemata] + ([counter_file] if counter_file else []):
         os.stat(p)
         read_close(p)
     os.listdir(d.mnt)
@@ -216,32 +189,33 @@ def check_daemon(d, schemata_line):
     # (GETXATTR); the daemon answers ENOSYS and the kernel never asks again.
     echo(schemata, schemata_line)
 
-    for path in [schemata] + ([counter] if counter else []):
+    for path in [schemata] + ([counter_file] if counter_file else []):
         rel = os.path.relpath(path, d.mnt)
         expect("cat %s" % rel,
-               measure(d, lambda: subprocess.check_call(["cat", path], stdout=subprocess.DEVNULL),
-                       expect_release=1),
+               measure(lambda: subprocess.check_call(["cat", path], stdout=subprocess.DEVNULL)),
                {"OPEN": 1, "GETATTR": 1, "READ": 2, "RELEASE": 1})
-        expect("open+read+close %s" % rel, measure(d, lambda: read_close(path), expect_release=1),
+        expect("open+read+close %s" % rel, measure(lambda: read_close(path)),
                {"OPEN": 1, "READ": 2, "RELEASE": 1})
         fd = os.open(path, os.O_RDONLY)
-        expect("pread on a held fd of %s" % rel, measure(d, lambda: os.pread(fd, 4096, 0)),
+        counter.held += 1
+        expect("pread on a held fd of %s" % rel, measure(lambda: os.pread(fd, 4096, 0)),
                {"READ": 1})
         os.close(fd)
+        counter.held -= 1
         # A read marks the inode's atime stale, so the first stat after it
         # asks the daemon (that is cat's GETATTR above); repeated stats of an
         # unchanged file must all be served from the kernel's cache.
         os.stat(path)
-        expect("stat %s (cached)" % rel, measure(d, lambda: os.stat(path)), {})
+        expect("stat %s (cached)" % rel, measure(lambda: os.stat(path)), {})
 
-    expect("readdir of the root (warm)", measure(d, lambda: os.listdir(d.mnt)), {})
-    expect("echo > schemata", measure(d, lambda: echo(schemata, schemata_line), expect_release=1),
+    expect("readdir of the root (warm)", measure(lambda: os.listdir(d.mnt)), {})
+    expect("echo > schemata", measure(lambda: echo(schemata, schemata_line)),
            {"OPEN": 1, "WRITE": 1, "RELEASE": 1})
     # The shell's redirection adds O_CREAT; with the dentry cached it is the same.
     expect("sh -c 'echo > schemata'",
-           measure(d, lambda: subprocess.check_call(
+           measure(lambda: subprocess.check_call(
                ["sh", "-c", "echo '%s' > '%s'" % (schemata_line.strip(), schemata)]),
-               expect_release=1),
+),
            {"OPEN": 1, "WRITE": 1, "RELEASE": 1})
 
     # A group: its listing is cached like the root's, a tasks write is one command.
@@ -254,11 +228,11 @@ def check_daemon(d, schemata_line):
         # then on a listing costs no request.
         os.listdir(group)
         os.listdir(group)
-        expect("readdir of a group (warm)", measure(d, lambda: os.listdir(group)), {})
+        expect("readdir of a group (warm)", measure(lambda: os.listdir(group)), {})
         tasks = os.path.join(group, "tasks")
         os.stat(tasks)
         expect("echo PID > tasks",
-               measure(d, lambda: echo(tasks, "%d\n" % sleeper.pid), expect_release=1),
+               measure(lambda: echo(tasks, "%d\n" % sleeper.pid)),
                {"OPEN": 1, "WRITE": 1, "RELEASE": 1})
     finally:
         sleeper.kill()
@@ -290,9 +264,7 @@ def main():
         return Daemon("floor", [floor, "--domains", "2"])
 
     def start_resctrlfsd():
-        if resctrlfs_test is not None:
-            return HarnessDaemon("intel-2s")
-        return Daemon("resctrlfsd", [resctrlfsd, "--platform", "intel-2s"])
+        return HarnessDaemon("intel-2s")
 
     failures = []
     for start in (start_floor, start_resctrlfsd):

@@ -205,8 +205,7 @@ class BadJson(unittest.TestCase):
                 with open(profile, "wb") as f:
                     f.write(data)
                 m.platform = profile
-                p = subprocess.run(m.argv(), stdin=subprocess.DEVNULL, capture_output=True,
-                                   timeout=60)
+                p = subprocess.run(m.argv(), stdin=subprocess.DEVNULL, capture_output=True)
                 err = p.stderr.decode(errors="replace")
                 self.assertEqual(p.returncode, 1, err)
                 self.assertIn("platform profile", err)
@@ -242,7 +241,7 @@ class BadJson(unittest.TestCase):
         with open(profile, "w") as f:
             f.write(base % '{"0x10.1":["0xf","0","0","3"]}')
         m.platform = profile
-        p = subprocess.run(m.argv(), stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        p = subprocess.run(m.argv(), stdin=subprocess.DEVNULL, capture_output=True)
         err = p.stderr.decode(errors="replace")
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("CPU 1 leaf 0x10.1: eax=0xf", err)

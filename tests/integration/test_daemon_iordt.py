@@ -327,7 +327,7 @@ class Refused(unittest.TestCase):
     def test_platform_without_io_rdt_refuses_the_option(self):
         m = rt.Mount(start=False, platform="intel-2s", options=["iordt"])
         self.addCleanup(m.cleanup)
-        r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=60)
+        r = subprocess.run(m.argv(), capture_output=True, text=True)
         self.assertFalse(rt.is_mounted(m.mnt), r.stderr)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("iordt: this machine has no I/O RDT channels", r.stderr)

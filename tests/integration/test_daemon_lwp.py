@@ -33,7 +33,7 @@ class Lwp(rt.ResctrlfsTestCase):
 
     def run_ctl(self, *args, ok=True):
         out = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock] + list(args),
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True)
         if ok:
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         return out

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import resctrlfs_test as rt
@@ -36,18 +35,16 @@ class Holder:
     def __init__(self):
         self.proc = subprocess.Popen(["unshare", "-m", "--propagation", "private",
                                       "sleep", "3600"])
-        deadline = time.time() + 30
-        while ns_inode(self.proc.pid) == ns_inode(os.getpid()):
-            if time.time() > deadline:
-                raise RuntimeError("unshare did not enter a new mount namespace")
-            time.sleep(0.01)
+        rt.wait_until(lambda: ns_inode(self.proc.pid) != ns_inode(os.getpid()),
+                      "unshare to enter a new mount namespace", interval=0.01,
+                      give_up=lambda: rt.exited(self.proc))
         self.inode = ns_inode(self.proc.pid)
 
     def argv(self, cmd):
         return ["nsenter", "-t", str(self.proc.pid), "-m", "--"] + cmd
 
     def run(self, cmd, **kw):
-        return subprocess.run(self.argv(cmd), capture_output=True, text=True, timeout=60, **kw)
+        return subprocess.run(self.argv(cmd), capture_output=True, text=True, **kw)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -113,7 +110,7 @@ class Namespaces(unittest.TestCase):
         one); returns the result of the starting command."""
         argv = self.daemon_argv(platform)
         r = holder.run(argv) if holder else subprocess.run(
-            argv, capture_output=True, text=True, timeout=60)
+            argv, capture_output=True, text=True)
         self.logs.append(r.stderr)
         return r
 
@@ -211,7 +208,7 @@ class Namespaces(unittest.TestCase):
             # boot state and exiting when the new one starts.
             r = subprocess.run(["sh", "-c", 'm=$1; shift; fusermount3 -u "$m" && exec "$@"', "sh",
                                 self.mnt] + self.daemon_argv(),
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, "round %d: %s" % (i, r.stderr))
             self.assertNotIn("already serves", r.stderr)
             waited += "waiting for the previous resctrlfsd" in r.stderr

@@ -11,25 +11,19 @@ timeouts, cached listings, no flush, atomic_o_trunc) are in effect.
 
 import os
 import subprocess
-import time
 
 import resctrlfs_test as rt
 
 
 class RequestCounts(rt.ResctrlfsTestCase):
-    def counts_of(self, action, releases=0):
-        """The non-zero request counts `action` causes (RELEASE arrives
-        asynchronously after close, so wait for the expected number)."""
-        self.reset_stats()
-        action()
-        deadline = time.time() + 3
-        while True:
-            s = self.stats()
-            if s.get("RELEASE", 0) >= releases or time.time() > deadline:
-                break
-            time.sleep(0.01)
-        time.sleep(0.05)  # a late FLUSH or FORGET would show up now
-        return {k: v for k, v in self.stats().items() if v}
+    def setUp(self):
+        super().setUp()
+        self.counter = rt.RequestCounter(self.stats, self.reset_stats)
+
+    def counts_of(self, action):
+        """The non-zero request counts `action` causes, once the RELEASEs
+        of every file it closed have arrived (they are asynchronous)."""
+        return self.counter.measure(action)
 
     def warm(self, rel):
         """Dentries and attributes cached; the last access was a read (which
@@ -41,7 +35,7 @@ class RequestCounts(rt.ResctrlfsTestCase):
         for rel in ("schemata", "mon_data/mon_L3_00/llc_occupancy", "info/L3/cbm_mask"):
             self.warm(rel)
             got = self.counts_of(lambda: subprocess.check_call(
-                ["cat", self.path(rel)], stdout=subprocess.DEVNULL), releases=1)
+                ["cat", self.path(rel)], stdout=subprocess.DEVNULL))
             self.assertEqual(got, {"OPEN": 1, "GETATTR": 1, "READ": 2, "RELEASE": 1}, rel)
 
     def test_cached_stat_costs_nothing(self):
@@ -68,19 +62,21 @@ class RequestCounts(rt.ResctrlfsTestCase):
             fd = os.open(self.path("schemata"), os.O_WRONLY | os.O_TRUNC | os.O_CREAT)
             os.write(fd, b"L3:0=7ff\n")
             os.close(fd)
-        got = self.counts_of(echo, releases=1)
+        got = self.counts_of(echo)
         self.assertEqual(got, {"OPEN": 1, "WRITE": 1, "RELEASE": 1})
         got = self.counts_of(lambda: subprocess.check_call(
-            ["sh", "-c", "echo 'L3:0=7ff' > '%s'" % self.path("schemata")]), releases=1)
+            ["sh", "-c", "echo 'L3:0=7ff' > '%s'" % self.path("schemata")]))
         self.assertEqual(got, {"OPEN": 1, "WRITE": 1, "RELEASE": 1})
 
     def test_pread_on_a_held_fd_is_one_read(self):
         fd = os.open(self.path("schemata"), os.O_RDONLY)
+        self.counter.held += 1
         try:
             os.pread(fd, 4096, 0)
             self.assertEqual(self.counts_of(lambda: os.pread(fd, 4096, 0)), {"READ": 1})
         finally:
             os.close(fd)
+            self.counter.held -= 1
 
     def test_mkdir_rmdir(self):
         os.listdir(self.path())

@@ -66,7 +66,7 @@ class Stop(rt.unittest.TestCase):
     def unmount_and_start(self, argv):
         self.make_state()
         subprocess.check_call(argv + [self.m.mnt])
-        self.assertTrue(self.m._wait_gone(10), self.m.daemon_log())
+        self.m._wait_gone("resctrlfsd to exit after the unmount")
         self.m.start()
 
     def test_fusermount_unmount_clears_the_groups(self):

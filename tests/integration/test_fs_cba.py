@@ -147,7 +147,7 @@ class Refused(unittest.TestCase):
     def test_platform_without_cba_refuses_the_option(self):
         m = rt.Mount(start=False, platform="intel-gnr-io", options=["cba"])
         self.addCleanup(m.cleanup)
-        r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=60)
+        r = subprocess.run(m.argv(), capture_output=True, text=True)
         self.assertFalse(rt.is_mounted(m.mnt), r.stderr)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cba: this machine has no Cache Bandwidth Allocation", r.stderr)

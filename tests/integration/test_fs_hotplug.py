@@ -30,7 +30,7 @@ class Hotplug(rt.ResctrlfsTestCase):
             reply = self.cpu(int(args[2]), args[1] == "online")
             return (0 if reply.get("ok") else 1), reply
         r = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "--raw"] + list(args),
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True)
         return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None)
 
     def cpu(self, n, online):
@@ -128,7 +128,7 @@ class Hotplug(rt.ResctrlfsTestCase):
             # path it is refused (the kernel, here resctrl-fakehw, hotplugs
             # and refuses bad requests in sysfs), and nothing changes.
             r = subprocess.run([rt.ctl_binary(), "--socket", self.fs.sock, "--raw", "cpu",
-                                "offline", "4"], capture_output=True, text=True, timeout=30)
+                                "offline", "4"], capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
             reply = json.loads(r.stdout)
             self.assertFalse(reply["ok"])

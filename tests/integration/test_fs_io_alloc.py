@@ -143,7 +143,7 @@ class IoAlloc(rt.ResctrlfsTestCase):
         self.assertEqual(self.mkdir("g15"), errno.ENOSPC)
         # A user's unmount resets it like the kernel's teardown.
         subprocess.check_call(["fusermount3", "-u", self.fs.mnt])
-        self.assertEqual(self.fs.proc.wait(timeout=10), 0)
+        self.assertEqual(self.fs.proc.wait(), 0)
         self.fs.start()
         self.assertEqual(self.read("info/L3/io_alloc"), "disabled\n")
         self.assertTrue(all(v & SDCIAE_EN == 0 for v in ext_cfg_values(self.fs).values()))

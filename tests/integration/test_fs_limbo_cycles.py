@@ -37,6 +37,11 @@ PLATFORMS = ["intel-2s", "intel-bdx", "intel-l2", "intel-cmt", "amd-2s", "amd-io
 DIRTY_EVERY = 1200
 # More worker intervals than any RMID needs to decay below a realistic
 # threshold; a platform that needs more keeps its RMIDs in limbo for ever.
+# On the real clock this bound is counted in polls, each at least 0.25 s
+# apart (MAX_INTERVALS * 4 polls: a minute or more), not in a deadline: a
+# busy machine makes the polls, and with them the bound, longer, while the
+# occupancy decays with the clock, so it cannot fail a slow run. (Kept: it
+# is what tells "in limbo for ever" from "not yet".)
 MAX_INTERVALS = 60
 
 

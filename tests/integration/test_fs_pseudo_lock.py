@@ -12,7 +12,6 @@ import errno
 import os
 import stat
 import subprocess
-import time
 import unittest
 
 import resctrlfs_test as rt
@@ -31,11 +30,9 @@ class PseudoLock(rt.ResctrlfsTestCase):
     def wait_mode(self, rel, want):
         """The daemon tells the kernel about a mode change it made on its
         own (not by chmod) right after replying; a stat racing that notice
-        may still see the cached mode, so look again for a while."""
-        for _ in range(200):
-            if self.mode_of(rel) == want:
-                break
-            time.sleep(0.01)
+        may still see the cached mode, so look again until the notice is in."""
+        rt.wait_until(lambda: self.mode_of(rel) == want, "%s to have mode %o" % (rel, want),
+                      interval=0.01)
         return self.mode_of(rel)
 
     def locksetup(self, name="p0"):

@@ -26,7 +26,7 @@ class Remount(unittest.TestCase):
     def remount(self, m=None):
         m = m or self.m
         subprocess.check_call(["fusermount3", "-u", m.mnt])
-        self.assertEqual(m.proc.wait(timeout=10), 0, m.daemon_log())
+        self.assertEqual(m.proc.wait(), 0, m.daemon_log())
         m.start()
 
     def test_51_groups_gone_threshold_kept(self):
@@ -72,13 +72,13 @@ class RemountAmd(unittest.TestCase):
         self.assertEqual(m.write("info/L3_MON/mbm_assign_on_mkdir", "0\n"), 0)
         self.assertEqual(m.read("info/L3_MON/mbm_assign_mode"), "[mbm_event]\ndefault\n")
         subprocess.check_call(["fusermount3", "-u", m.mnt])
-        self.assertEqual(m.proc.wait(timeout=10), 0, m.daemon_log())
+        self.assertEqual(m.proc.wait(), 0, m.daemon_log())
         m.start()
         self.assertEqual(m.read("info/L3_MON/mbm_assign_on_mkdir"), "0\n")
         self.assertEqual(m.write("info/L3_MON/mbm_assign_mode", "default\n"), 0)
         self.assertEqual(m.write("info/L3_MON/mbm_total_bytes_config", "1=0x33\n"), 0)
         subprocess.check_call(["fusermount3", "-u", m.mnt])
-        self.assertEqual(m.proc.wait(timeout=10), 0, m.daemon_log())
+        self.assertEqual(m.proc.wait(), 0, m.daemon_log())
         m.start()
         self.assertEqual(m.read("info/L3_MON/mbm_assign_mode"), "[default]\nmbm_event\n")
         self.assertEqual(m.read("info/L3_MON/mbm_total_bytes_config"), "0=0x7f;1=0x33\n")

@@ -136,7 +136,7 @@ class IntelSncMbaMbps(rt.ResctrlfsTestCase):
     def test_mba_mbps_is_refused(self):
         m = rt.Mount(platform="intel-snc", options=["mba_MBps"], start=False)
         self.addCleanup(m.cleanup)
-        p = subprocess.run(m.argv(), capture_output=True, text=True, timeout=30)
+        p = subprocess.run(m.argv(), capture_output=True, text=True)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                       "MBA at L3 scope", p.stderr)

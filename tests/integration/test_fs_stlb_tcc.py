@@ -33,7 +33,7 @@ def refused_mount(test, platform, options, message):
     exits with `message` on stderr."""
     m = rt.Mount(start=False, platform=platform, options=options)
     test.addCleanup(m.cleanup)
-    r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(m.argv(), capture_output=True, text=True)
     test.assertFalse(rt.is_mounted(m.mnt), r.stderr)
     test.assertNotEqual(r.returncode, 0)
     test.assertIn(message, r.stderr)

@@ -63,7 +63,7 @@ class Transcript(rt.ResctrlfsTestCase):
         env = dict(os.environ, LC_ALL="C", COLUMNS="80")
         for cmd, want_out, want_err in TRANSCRIPT:
             p = subprocess.run(["bash", "-c", cmd], cwd=self.fs.mnt, env=env,
-                               capture_output=True, text=True, timeout=30)
+                               capture_output=True, text=True)
             self.assertEqual(p.stdout, want_out, "stdout of: %s\nstderr: %s" % (cmd, p.stderr))
             if want_err is None:
                 self.assertEqual(p.stderr, "", "stderr of: %s" % cmd)

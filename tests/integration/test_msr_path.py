@@ -41,7 +41,6 @@ import socket
 import struct
 import subprocess
 import threading
-import time
 import unittest
 
 import resctrlfs_test as rt
@@ -72,13 +71,13 @@ class RdtEvidence(unittest.TestCase):
         argv = [rt.daemon_binary(), "-f", "--backend", "msr", "--hw-root", hw.root,
                 "--rdt-from-cpuid", "--broker", os.path.join(m.dir, "none.sock"),
                 "--state-dir", m.state_dir, m.mnt]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(argv, capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no RDT/PQoS", r.stderr)
         self.assertFalse(rt.is_mounted(m.mnt))
         b = subprocess.run([rt._find_binary("RESCTRL_MSRD", "hw/resctrl-msrd"), "--socket",
                             os.path.join(m.dir, "b.sock"), "--hw-root", hw.root],
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True)
         self.assertEqual(b.returncode, 3, b.stderr)
         self.assertIn("enumerates no RDT/PQoS", b.stderr)
 
@@ -91,7 +90,7 @@ class RdtEvidence(unittest.TestCase):
         if not host_has_rdt:
             # Without --rdt-from-cpuid, /proc/cpuinfo is the evidence: refused.
             plain = [a for a in argv if a != "--rdt-from-cpuid"]
-            r = subprocess.run(plain, capture_output=True, text=True, timeout=30)
+            r = subprocess.run(plain, capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("/proc/cpuinfo", r.stderr)
             self.assertFalse(rt.is_mounted(m.mnt))
@@ -146,16 +145,15 @@ class BrokerFaults(rt.ResctrlfsTestCase):
         self.assertEqual(after[(2, 0xC8F)], g_assoc)
         self.assertEqual(after[(3, 0xC8F)], g_assoc)
 
-    def wait_for_registers(self, pred, timeout=120):
-        deadline = time.monotonic() + timeout
-        while True:
+    def wait_for_registers(self, pred):
+        """The registers once pred() holds for them: the daemon re-programs
+        them on its tick after the broker is back, however late."""
+        def matching():
             regs = self.regs()
-            if pred(regs):
-                return regs
-            if time.monotonic() > deadline:
-                self.fail("the daemon did not re-program the registers: %s\n%s" %
-                          (self.fs.daemon_log()[-2000:], self.fs.broker.log()[-2000:]))
-            time.sleep(0.2)
+            return (regs,) if pred(regs) else None
+        return rt.wait_until(matching, "the daemon to re-program the registers", interval=0.2,
+                             report=lambda: self.fs.daemon_log()[-2000:] + "\n" +
+                             self.fs.broker.log()[-2000:])[0]
 
     def test_broker_killed_in_the_middle_of_a_command(self):
         """The broker dies while it holds a batch: the first register of the
@@ -175,10 +173,8 @@ class BrokerFaults(rt.ResctrlfsTestCase):
         t = threading.Thread(target=writer)
         t.start()
         try:
-            deadline = time.monotonic() + 120
-            while self.fs.hw.ctl({"cmd": "counts"})["waiting"] == 0:
-                self.assertLess(time.monotonic(), deadline, "the write never reached the machine")
-                time.sleep(0.05)
+            rt.wait_until(lambda: self.fs.hw.ctl({"cmd": "counts"})["waiting"] != 0,
+                          "the write to reach the machine", interval=0.05)
             # The broker dies as soon as its access returns (a process in
             # a FUSE request the file system has taken waits for the answer).
             self.fs.broker.proc.send_signal(signal.SIGKILL)
@@ -461,7 +457,7 @@ class PeerRefused(unittest.TestCase):
         os.chmod(m.dir, 0o755)
         os.chmod(sock, 0o777)
         r = subprocess.run(["python3", "-c", code, sock], preexec_fn=as_nobody,
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True)
         self.assertEqual(r.stdout.strip(), "0", r.stderr)  # EOF, no reply
         self.assertIn("refused connection from", m.broker.log())
         self.assertIn("uid 65534", m.broker.log())
@@ -472,7 +468,7 @@ class PeerRefused(unittest.TestCase):
         m._ensure_hw()
         m.broker.stop()
         m.broker.start(allow_uid=12345)
-        r = subprocess.run(m.argv(), capture_output=True, text=True, timeout=30)
+        r = subprocess.run(m.argv(), capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0, r.stdout)
         self.assertFalse(rt.is_mounted(m.mnt))
         self.assertIn("broker", r.stderr)

@@ -50,7 +50,7 @@ def self_check(hw, broker_sock, kernel, as_json=True):
         argv += ["--rdt", hw.rdt()]
     if as_json:
         argv.append("--json")
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(argv, capture_output=True, text=True)
     if as_json:
         try:
             return r.returncode, json.loads(r.stdout), r

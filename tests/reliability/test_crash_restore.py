@@ -3,9 +3,11 @@
 and rmdir of CTRL_MON and MON groups, schemata, mode, cpus_list, tasks moves
 of live sleeper threads, MON group renames, max_threshold_occupancy) at a
 daemon started with --state-dir, while a killer thread sends SIGKILL at
-random moments. After each kill the dead FUSE mount is detached, the daemon
-restarted on the same state directory, and the restored tree compared with
-the client's log of acknowledged commands:
+random moments (each after at least ACKED_PER_KILL acknowledged commands,
+so that a busy machine cannot make a round too short). After each kill the
+dead FUSE mount is detached, the daemon restarted on the same state
+directory, and the restored tree compared with the client's log of
+acknowledged commands:
 
   - every acknowledged command is there (nothing acknowledged is lost);
   - the one command in flight at the kill is either wholly applied or not
@@ -36,6 +38,7 @@ import reltree
 from reltree import rt
 
 KILLS = int(os.environ.get("RELIABILITY_KILLS", "50"))
+ACKED_PER_KILL = 20  # commands acknowledged before each kill, at least
 SEED = int(os.environ.get("RELIABILITY_SEED", str(int(time.time()))))
 CPUS = list(range(8))  # intel-2s
 DOMAINS = [0, 1]
@@ -272,10 +275,17 @@ class CrashRestore(unittest.TestCase):
         kills_with_log = 0
         for kill_no in range(KILLS):
             killing = threading.Event()
+            # The kill comes at a random time, but not before this round
+            # has had ACKED_PER_KILL commands acknowledged: a count, which a
+            # busy machine only makes take longer (a time alone gave it
+            # fewer commands to lose).
+            enough = threading.Event()
+            round_acked = 0
             delay = rnd.uniform(0.0, 1.2)
 
             def killer():
                 time.sleep(delay)
+                enough.wait()
                 killing.set()
                 os.kill(m.pid, signal.SIGKILL)
 
@@ -288,6 +298,9 @@ class CrashRestore(unittest.TestCase):
                 if rc == 0:
                     apply(model)
                     acked += 1
+                    round_acked += 1
+                    if round_acked >= ACKED_PER_KILL:
+                        enough.set()
                     # Learn what the daemon chose for a new group (if it is
                     # still there to ask).
                     try:
@@ -357,11 +370,11 @@ class CrashRestore(unittest.TestCase):
         print("%d kills (%d with log records to replay), %d acknowledged commands, %d in-flight "
               "commands found applied" % (KILLS, kills_with_log, acked, in_flight_applied),
               flush=True)
-        self.assertGreaterEqual(acked, KILLS * 20)
+        self.assertGreaterEqual(acked, KILLS * ACKED_PER_KILL)
         self.assertGreater(kills_with_log, 0)
         # A clean unmount clears the journal: the next start is fresh.
         subprocess.check_call(["fusermount3", "-u", m.mnt])
-        m.proc.wait(timeout=20)
+        m.proc.wait()
         m.start()
         self.assertEqual([n for n in m.listdir("") if n not in reltree.ROOT_FIXED and
                           os.path.isdir(m.path(n))], [])

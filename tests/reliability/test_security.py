@@ -133,7 +133,7 @@ class Security(unittest.TestCase):
 
     def test_second_instance_is_refused(self):
         argv = self.m.argv()
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(argv, capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(str(self.m.pid), r.stdout + r.stderr)
         self.assertTrue(self.m.alive())
