@@ -39,12 +39,18 @@ Result<PrivateDir> PrivateDir::open(const std::string& path_in, std::string_view
   const uid_t euid = ::geteuid();
   bool created = false;
   if (create) {
+    // Parents as mkdir -p makes them, but never writable by group or others
+    // (a umask of 0 would leave them so: whoever can write to one could put
+    // another directory in the place of the one below it).
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      return Error::make(ec.value(), std::string(what) + " " + path + ": cannot create " +
-                                         parent.string() + ": " + ec.message());
+    std::filesystem::path made;
+    for (const std::filesystem::path& part : parent) {
+      made /= part;
+      if (::mkdir(made.c_str(), 0755) != 0 && errno != EEXIST) {
+        const int e = errno;
+        return Error::make(e, std::string(what) + " " + path + ": cannot create " + made.string() +
+                                  ": " + std::strerror(e));
+      }
     }
     if (::mkdir(path.c_str(), 0700) == 0) {
       created = true;

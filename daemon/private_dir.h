@@ -24,7 +24,7 @@ namespace resctrlfs::daemon {
 class PrivateDir {
  public:
   // Opens `path` (O_DIRECTORY|O_NOFOLLOW). With `create`, missing parents are
-  // made (mkdir -p, the umask's modes) and the directory itself with mode
+  // made (mkdir -p, 0755 less the umask) and the directory itself with mode
   // 0700, whatever the umask. `what` names the directory in messages
   // ("--state-dir"). Refused with EPERM and a message saying what to do when
   // `path` is a symbolic link, is owned by a uid other than the effective

@@ -129,6 +129,7 @@ TEST_CASE("directories the daemon creates are 0700 whatever the umask", "[state-
     auto lock = InstanceLock::acquire(top.path + "/a/locks", "/mnt/r");
     REQUIRE(lock.ok());
     CHECK(mode_of(top.path + "/a/locks") == 0700);
+    CHECK(mode_of(top.path + "/a") == 0755);  // a parent: never writable by others
     REQUIRE(StateJournal::open(top.path + "/b/journal").ok());
     CHECK(mode_of(top.path + "/b/journal") == 0700);
     const std::string boot = boot_state_path(top.path + "/c/boot", "/mnt/r");
