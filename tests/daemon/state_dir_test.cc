@@ -74,7 +74,7 @@ void check_refused_everywhere(const std::string& dir, const std::string& why) {
   auto lock = InstanceLock::acquire(dir, "/mnt/r");
   REQUIRE_FALSE(lock.ok());
   CHECK(contains(lock.error().message, why));
-  CHECK(contains(lock.error().message, "chmod 0700"));
+  CHECK(contains(lock.error().message, "or let resctrlfsd create it"));
   auto journal = StateJournal::open(dir);
   REQUIRE_FALSE(journal.ok());
   CHECK(contains(journal.error().message, why));
@@ -92,7 +92,9 @@ TEST_CASE("a state directory owned by another user is refused", "[state-dir]") {
   if (::geteuid() != 0) RESCTRLFS_SKIP("needs root to chown a directory to nobody");
   TempDir dir;
   REQUIRE(::chown(dir.path.c_str(), kNobody, kNobody) == 0);
-  check_refused_everywhere(dir.path, "owned by uid 65534, not by root");
+  check_refused_everywhere(dir.path,
+                           "owned by uid 65534, not by root: use a directory only root "
+                           "can write (chown root, chmod 0700)");
 }
 
 TEST_CASE("a state directory group or others may write to is refused", "[state-dir]") {
