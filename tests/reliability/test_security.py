@@ -168,10 +168,14 @@ class StateDirectories(unittest.TestCase):
     """Directories another user prepared for root's daemon."""
 
     def setUp(self):
+        # Removed after the daemon's cleanup (cleanups run last first): a
+        # daemon that wrongly started may still write there until stopped.
+        self.dirs = []
+        self.addCleanup(lambda: [shutil.rmtree(d, ignore_errors=True) for d in self.dirs])
         self.m = rt.Mount(platform="intel-2s", start=False, control=False)
         self.addCleanup(self.m.cleanup)
         self.victim_dir = tempfile.mkdtemp(prefix="resctrlfs-victim-")
-        self.addCleanup(shutil.rmtree, self.victim_dir, ignore_errors=True)
+        self.dirs.append(self.victim_dir)
         self.victim = os.path.join(self.victim_dir, "shadow")
         self.victim_text = "root:secret:19000:0:99999:7:::\n"
         with open(self.victim, "w") as f:
@@ -179,7 +183,7 @@ class StateDirectories(unittest.TestCase):
 
     def planted_dir(self, owner=None, mode=0o700):
         d = tempfile.mkdtemp(prefix="resctrlfs-planted-")
-        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        self.dirs.append(d)
         if owner is not None:
             os.chown(d, owner, owner)
         os.chmod(d, mode)
