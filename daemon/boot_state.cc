@@ -1,6 +1,7 @@
 // Implements the boot-state file (see boot_state.h).
 #include "daemon/boot_state.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,11 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <vector>
 
 #include "base/json_input.h"
+#include "daemon/private_dir.h"
 
 namespace resctrlfs::daemon {
 
@@ -44,6 +45,20 @@ std::string escaped_name(const std::string& mountpoint) {
   return name + ".json";
 }
 
+// A boot-state file's path split into its directory and its name.
+struct DirAndName {
+  std::string dir;
+  std::string name;
+};
+DirAndName split(const std::string& path) {
+  const std::filesystem::path p(path);
+  return {p.parent_path().string(), p.filename().string()};
+}
+
+Error boot_error(const std::string& path, int e) {
+  return Error::make(e, "boot state " + path + ": " + std::strerror(e));
+}
+
 }  // namespace
 
 std::string boot_state_path(const std::string& dir, const std::string& mountpoint,
@@ -55,9 +70,20 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
                               const std::string& ns_key, const std::string& keep) {
   if (ns_key.empty()) return;
   const std::string prefix = ns_key + "-", suffix = escaped_name(mountpoint);
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
+  Result<PrivateDir> pdir = PrivateDir::open(dir, "boot state", false);
+  if (!pdir.ok()) return;
+  // Listed and removed through the checked descriptor, not by path.
+  const int list_fd = ::fcntl(pdir->fd(), F_DUPFD_CLOEXEC, 0);
+  if (list_fd < 0) return;
+  DIR* d = ::fdopendir(list_fd);
+  if (d == nullptr) {
+    ::close(list_fd);
+    return;
+  }
+  std::vector<std::string> doomed;
+  const std::string keep_name = std::filesystem::path(keep).filename().string();
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
     if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
         name.compare(name.size() - suffix.size(), suffix.size(), suffix))
       continue;
@@ -68,9 +94,10 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
         mid.find_first_not_of("0123456789-") != std::string::npos ||
         mid.find('-', dash + 1) != std::string::npos)
       continue;
-    if (name != std::filesystem::path(keep).filename().string())
-      std::filesystem::remove(e.path(), ec);
+    if (name != keep_name) doomed.push_back(name);
   }
+  ::closedir(d);
+  for (const std::string& name : doomed) (void)::unlinkat(pdir->fd(), name.c_str(), 0);
 }
 
 Result<std::optional<std::string>> parse_boot_state(std::string_view text,
@@ -101,14 +128,32 @@ Result<std::optional<std::string>> parse_boot_state(std::string_view text,
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
                                                    const std::string& mountpoint) {
-  std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return std::optional<std::string>();
-    return Error::make(errno, "boot state " + path + ": " + std::strerror(errno));
+  const DirAndName where = split(path);
+  Result<PrivateDir> pdir = PrivateDir::open(where.dir, "boot state", false);
+  if (!pdir.ok()) {
+    if (pdir.error().code == ENOENT) return std::optional<std::string>();
+    return std::move(pdir).error();
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Result<std::optional<std::string>> doc = parse_boot_state(ss.str(), platform, mountpoint);
+  const int fd = ::openat(pdir->fd(), where.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return boot_error(path, errno);
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return boot_error(path, e);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  Result<std::optional<std::string>> doc = parse_boot_state(text, platform, mountpoint);
   if (!doc.ok()) return Error::make(EINVAL, "boot state " + path + ": " + doc.error().message);
   return doc;
 }
@@ -121,10 +166,9 @@ Result<void> write_boot_state(const std::string& path, const std::string& platfo
   // library prints an object's keys.
   if (state_json.size() < 2 || state_json.front() != '{' || state_json.back() != '}')
     return Error::make(EINVAL, "boot state: not a JSON object");
-  std::error_code ec;
-  std::filesystem::path p(path);
-  std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) return Error::make(ec.value(), "boot state " + path + ": " + ec.message());
+  const DirAndName where = split(path);
+  RESCTRLFS_ASSIGN_OR_RETURN(PrivateDir pdir, PrivateDir::open(where.dir, "boot state", true));
+  const std::string tmp_name = where.name + ".tmp";
   const std::string tmp = path + ".tmp";
   std::string text = "{\"mountpoint\":";
   text += json(normalised(mountpoint)).dump();
@@ -133,21 +177,34 @@ Result<void> write_boot_state(const std::string& path, const std::string& platfo
   text += ",\"state\":";
   text += state_json;
   text += ",\"version\":1}\n";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::make(errno, "boot state " + tmp + ": " + std::strerror(errno));
+  // A new file, never one found under the temporary name.
+  if (::unlinkat(pdir.fd(), tmp_name.c_str(), 0) != 0 && errno != ENOENT)
+    return boot_error(tmp, errno);
+  int fd = ::openat(pdir.fd(), tmp_name.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return boot_error(tmp, errno);
   const ssize_t n = ::write(fd, text.data(), text.size());
   const int werr = errno;
   ::close(fd);
   if (n != static_cast<ssize_t>(text.size())) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(pdir.fd(), tmp_name.c_str(), 0);
     return Error::make(n < 0 ? werr : EIO, "boot state " + tmp + ": short write");
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::renameat(pdir.fd(), tmp_name.c_str(), pdir.fd(), where.name.c_str()) != 0) {
     const int e = errno;
-    ::unlink(tmp.c_str());
-    return Error::make(e, "boot state " + path + ": " + std::strerror(e));
+    ::unlinkat(pdir.fd(), tmp_name.c_str(), 0);
+    return boot_error(path, e);
   }
   return Ok();
+}
+
+Result<std::string> set_boot_state_aside(const std::string& path) {
+  const DirAndName where = split(path);
+  RESCTRLFS_ASSIGN_OR_RETURN(PrivateDir pdir, PrivateDir::open(where.dir, "boot state", false));
+  const std::string aside_name = where.name + kBootStateRejectedSuffix;
+  if (::renameat(pdir.fd(), where.name.c_str(), pdir.fd(), aside_name.c_str()) != 0)
+    return boot_error(path, errno);
+  return path + kBootStateRejectedSuffix;
 }
 
 }  // namespace resctrlfs::daemon

@@ -8,6 +8,12 @@
 //
 // File: {"version": 1, "platform": "<name>", "mountpoint": "<abs path>",
 //        "state": {<the Filesystem's document>}}.
+//
+// The directory holding these files must be private to the daemon's uid
+// (PrivateDir in private_dir.h: owned by it, writable by nobody else, not a
+// symlink): the functions below fail with EPERM (and remove nothing) in any
+// other, and reach every file through the directory's descriptor, never
+// following a symlink at a file's name (ELOOP).
 #pragma once
 
 #include <optional>
@@ -32,7 +38,8 @@ std::string boot_state_path(const std::string& dir, const std::string& mountpoin
 
 // Removes the files in `dir` for `mountpoint` left by dead namespaces that
 // had the inode number of `ns_key` ("mnt-<inode>"): every
-// "<ns_key>-<pid>-<start><mount point>.json" other than `keep`.
+// "<ns_key>-<pid>-<start><mount point>.json" other than `keep`. Nothing in a
+// directory that is not private (see below).
 void remove_stale_boot_states(const std::string& dir, const std::string& mountpoint,
                               const std::string& ns_key, const std::string& keep);
 
@@ -50,8 +57,12 @@ Result<std::optional<std::string>> parse_boot_state(std::string_view text,
                                                     const std::string& platform,
                                                     const std::string& mountpoint);
 
+// Renames the file at `path` to `path` + kBootStateRejectedSuffix; the new
+// path.
+Result<std::string> set_boot_state_aside(const std::string& path);
+
 // Replaces `path` atomically (temporary file + rename), creating its
-// directory (mode 0755) if needed. `state_json` is fs/'s document, written
+// directory (mode 0700) if needed. `state_json` is fs/'s document, written
 // as it is: EINVAL if it is not even shaped like a JSON object.
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
                               const std::string& mountpoint, const std::string& state_json);

@@ -444,13 +444,13 @@ void Daemon::load_boot_state() {
   // to start would turn one bad file under /run into a daemon that never
   // comes back under systemd. A file that cannot be read is left alone.
   auto set_aside = [this](const std::string& why) {
-    const std::string aside = boot_state_path_ + kBootStateRejectedSuffix;
-    if (::rename(boot_state_path_.c_str(), aside.c_str()) != 0) {
-      spdlog::error("{}; cannot move it to {}: {}; starting from boot defaults", why, aside,
-                    std::strerror(errno));
+    Result<std::string> aside = set_boot_state_aside(boot_state_path_);
+    if (!aside.ok()) {
+      spdlog::error("{}; cannot move it to {}{}: {}; starting from boot defaults", why,
+                    boot_state_path_, kBootStateRejectedSuffix, aside.error().message);
       return;
     }
-    spdlog::error("{}; moved to {}; starting from boot defaults", why, aside);
+    spdlog::error("{}; moved to {}; starting from boot defaults", why, *aside);
   };
   if (!doc.ok()) {
     if (doc.error().code == EINVAL) return set_aside(doc.error().message);

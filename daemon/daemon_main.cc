@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "daemon/daemon.h"
+#include "daemon/private_dir.h"
 #include "daemon/self_check.h"
 #include "daemon/startup.h"
 
@@ -82,6 +83,22 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
     }
     return 1;
   };
+
+  // The daemon writes, renames and removes files in the state and
+  // boot-state directories as root: one that another user owns or may write
+  // to would let that user point those writes anywhere with a symlink, or
+  // hand the daemon a journal to restore. Both are checked before anything
+  // in them is touched (daemon/private_dir.h); a missing state directory is
+  // created 0700 here, a missing boot-state one when its file is first
+  // written.
+  if (!opts.state_dir.empty()) {
+    Result<PrivateDir> d = PrivateDir::open(opts.state_dir, "--state-dir", true);
+    if (!d.ok()) return fail(d.error().message);
+  }
+  if (!opts.boot_state_dir.empty()) {
+    Result<PrivateDir> d = PrivateDir::open(opts.boot_state_dir, "--boot-state-dir", false);
+    if (!d.ok() && d.error().code != ENOENT) return fail(d.error().message);
+  }
 
   // One instance per (mount namespace, mount point). A state directory is
   // one journal, whoever uses it: its lock is keyed by mount point alone.

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_input.h"
+#include "daemon/private_dir.h"
 #include "fs/state_replay.h"
 
 namespace resctrlfs::daemon {
@@ -346,9 +347,12 @@ Result<LogContents> decode_log(std::string_view in) {
 
 namespace {
 
-// Reads a whole file. nullopt when it does not exist.
-Result<std::optional<std::string>> read_whole(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// Reads the whole file `name` of the directory `dir_fd` (`path` names it in
+// messages). nullopt when it does not exist; a symlink there is ELOOP, never
+// followed.
+Result<std::optional<std::string>> read_whole(int dir_fd, const char* name,
+                                              const std::string& path) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::optional<std::string>();
     return sys_error("open", path);
@@ -391,19 +395,19 @@ StateJournal::~StateJournal() {
 
 Result<std::unique_ptr<StateJournal>> StateJournal::open(const std::string& dir) {
   if (dir.empty()) return Error::make(EINVAL, "state journal: empty directory name");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("mkdir", dir);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return sys_error("open", dir);
-  std::unique_ptr<StateJournal> j(new StateJournal(dir, fd));
+  // Every file below is reached through this descriptor, never by path.
+  RESCTRLFS_ASSIGN_OR_RETURN(PrivateDir pdir, PrivateDir::open(dir, "state journal", true));
+  std::unique_ptr<StateJournal> j(new StateJournal(pdir.path(), pdir.release()));
   // A temporary file is a snapshot that never reached its rename: the
   // snapshot and log on disk still hold the state before it.
-  if (::unlink(j->tmp_path_.c_str()) != 0 && errno != ENOENT)
+  if (::unlinkat(j->dir_fd_, kJournalTmpFile, 0) != 0 && errno != ENOENT)
     return sys_error("unlink", j->tmp_path_);
   return j;
 }
 
 Result<std::optional<JournalRecord>> StateJournal::load() {
-  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data, read_whole(path_));
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data,
+                             read_whole(dir_fd_, kJournalFile, path_));
   if (!data) return std::optional<JournalRecord>();
   RESCTRLFS_ASSIGN_OR_RETURN(JournalRecord rec, decode_journal_record(*data));
   generation_ = rec.generation;
@@ -412,7 +416,8 @@ Result<std::optional<JournalRecord>> StateJournal::load() {
 }
 
 Result<std::vector<std::string>> StateJournal::load_log(uint64_t gen) {
-  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data, read_whole(log_path_));
+  RESCTRLFS_ASSIGN_OR_RETURN(std::optional<std::string> data,
+                             read_whole(dir_fd_, kJournalLogFile, log_path_));
   std::vector<std::string> live;
   if (!data) return live;
   RESCTRLFS_ASSIGN_OR_RETURN(LogContents log, decode_log(*data));
@@ -449,7 +454,8 @@ Result<void> StateJournal::fsync_dir() {
 
 Result<void> StateJournal::open_log() {
   if (log_fd_ >= 0) return Ok();
-  log_fd_ = ::open(log_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  log_fd_ = ::openat(dir_fd_, kJournalLogFile, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                     0600);
   if (log_fd_ < 0) return sys_error("open", log_path_);
   // On tmpfs (the shipped /run/resctrlfs) the page cache is the file:
   // fdatasync has nothing to write, so the record's syscall is skipped.
@@ -510,18 +516,23 @@ Result<void> StateJournal::commit(const std::string& body) {
   need_snapshot_ = true;  // until this snapshot and the log's truncation are done
   JournalRecord rec{generation_ + 1, body};
   const std::string bytes = encode_journal_record(rec);
-  const int fd = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, never one found there: whatever a crash left under the
+  // temporary name goes first.
+  if (::unlinkat(dir_fd_, kJournalTmpFile, 0) != 0 && errno != ENOENT)
+    return sys_error("unlink", tmp_path_);
+  const int fd = ::openat(dir_fd_, kJournalTmpFile,
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return sys_error("create", tmp_path_);
   Result<void> w = write_all(fd, bytes, tmp_path_);
   if (w.ok() && fsync_ && ::fsync(fd) != 0) w = sys_error("fsync", tmp_path_);
   if (::close(fd) != 0 && w.ok()) w = sys_error("close", tmp_path_);
   if (!w.ok()) {
-    (void)::unlink(tmp_path_.c_str());
+    (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
     return w;
   }
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+  if (::renameat(dir_fd_, kJournalTmpFile, dir_fd_, kJournalFile) != 0) {
     Error e = sys_error("rename", tmp_path_);
-    (void)::unlink(tmp_path_.c_str());
+    (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
     return e;
   }
   // The rename is durable only once the directory is.
@@ -627,13 +638,15 @@ bool StateJournal::compaction_due(std::chrono::steady_clock::time_point now) con
 
 Result<void> StateJournal::clear() {
   // The snapshot goes first: a log without one is never applied.
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", path_);
-  if (::unlink(log_path_.c_str()) != 0 && errno != ENOENT) return sys_error("unlink", log_path_);
+  if (::unlinkat(dir_fd_, kJournalFile, 0) != 0 && errno != ENOENT)
+    return sys_error("unlink", path_);
+  if (::unlinkat(dir_fd_, kJournalLogFile, 0) != 0 && errno != ENOENT)
+    return sys_error("unlink", log_path_);
   unmap_log();
   if (log_fd_ >= 0) ::close(log_fd_);
   log_fd_ = -1;
   log_bytes_ = 0;
-  (void)::unlink(tmp_path_.c_str());
+  (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
   last_body_.reset();
   need_snapshot_ = true;
   return fsync_dir();
@@ -667,7 +680,7 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
   } else if (!rec->has_value()) {
     // A log without its snapshot is what a crash during clear() leaves (the
     // snapshot goes first): the user had unmounted, nothing to restore.
-    if (::unlink(j->log_path_.c_str()) == 0) {
+    if (::unlinkat(j->dir_fd_, kJournalLogFile, 0) == 0) {
       spdlog::info("state journal {}: log without a snapshot (an unmount was interrupted), removed",
                    j->path());
     }
@@ -733,10 +746,12 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
     RESCTRLFS_RETURN_IF_ERROR(fs.mount(opts));
   }
   const std::string aside = j->path() + kJournalRejectedSuffix;
-  if (::rename(j->path().c_str(), aside.c_str()) != 0 && errno != ENOENT)
+  const std::string aside_name = std::string(kJournalFile) + kJournalRejectedSuffix;
+  if (::renameat(j->dir_fd_, kJournalFile, j->dir_fd_, aside_name.c_str()) != 0 && errno != ENOENT)
     return sys_error("rename", j->path());
-  const std::string log_aside = j->log_path_ + kJournalRejectedSuffix;
-  if (::rename(j->log_path_.c_str(), log_aside.c_str()) != 0 && errno != ENOENT)
+  const std::string log_aside_name = std::string(kJournalLogFile) + kJournalRejectedSuffix;
+  if (::renameat(j->dir_fd_, kJournalLogFile, j->dir_fd_, log_aside_name.c_str()) != 0 &&
+      errno != ENOENT)
     return sys_error("rename", j->log_path_);
   (void)j->fsync_dir();
   j->generation_ = std::max(j->generation_, generation);

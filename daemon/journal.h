@@ -146,7 +146,11 @@ class StateJournal {
   StateJournal& operator=(const StateJournal&) = delete;
 
   // Opens the journal directory (created 0700 if missing) and removes a
-  // temporary file a crash may have left. Does not read the journal.
+  // temporary file a crash may have left. Does not read the journal. The
+  // directory must be private (PrivateDir in private_dir.h: EPERM when
+  // another uid owns it or group or others may write to it, or it is a
+  // symlink); its files are then reached only through its descriptor and
+  // never through a symlink.
   static Result<std::unique_ptr<StateJournal>> open(const std::string& dir);
 
   // Start-up: opens the journal in `dir` and, if it holds a state, restores

@@ -20,6 +20,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/private_dir.h"
+
 namespace resctrlfs::daemon {
 
 std::string lock_file_name(std::string_view abs_mountpoint, std::string_view ns_key) {
@@ -116,15 +118,21 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& dir,
                                            const std::string& abs_mountpoint,
                                            const std::string& ns_key,
                                            std::chrono::milliseconds wait) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error::make(ec.value(), "cannot create " + dir + ": " + ec.message());
-  const std::string path = dir + "/" + lock_file_name(abs_mountpoint, ns_key);
+  RESCTRLFS_ASSIGN_OR_RETURN(PrivateDir pdir, PrivateDir::open(dir, "lock directory", true));
+  const std::string name = lock_file_name(abs_mountpoint, ns_key);
+  const std::string path = pdir.file(name);
   const auto deadline = std::chrono::steady_clock::now() + wait;
   bool said = false;
   for (;;) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // No O_TRUNC: the holder's pid stays readable for the message below.
+    const int fd =
+        ::openat(pdir.fd(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return Error::make(errno, "cannot open lock file " + path + ": " + strerror(errno));
+    struct stat held;
+    if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+      ::close(fd);
+      return Error::make(EINVAL, "lock file " + path + " is not a regular file");
+    }
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (err == EINTR) continue;
@@ -163,15 +171,15 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& dir,
     }
     // A holder removes the file as it exits (so that namespaces leave no
     // files behind): a lock on a file no longer at `path` guards nothing.
-    struct stat held, named;
-    if (fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-        held.st_dev == named.st_dev) {
+    struct stat named;
+    if (::fstatat(pdir.fd(), name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
       // The pid is for the message above; the lock itself is the flock.
       if (ftruncate(fd, 0) == 0) {
         const std::string pid = std::to_string(getpid()) + "\n";
         (void)pwrite(fd, pid.data(), pid.size(), 0);
       }
-      return InstanceLock(fd, path);
+      return InstanceLock(fd, pdir.release(), name, path);
     }
     ::close(fd);
   }
@@ -181,8 +189,9 @@ InstanceLock::~InstanceLock() {
   if (fd_ < 0) return;
   // Unlinked while still locked: whoever opened it meanwhile sees, once it
   // holds the lock, that the file is gone and opens a new one.
-  ::unlink(path_.c_str());
+  ::unlinkat(dir_fd_, name_.c_str(), 0);
   ::close(fd_);
+  ::close(dir_fd_);
 }
 
 std::string read_text_file(const std::string& path) {

@@ -44,23 +44,32 @@ Result<MountNamespace> current_mount_namespace(const std::string& proc_root = "/
 // object goes away.
 class InstanceLock {
  public:
-  // Locks `dir`/lock_file_name(mountpoint, ns_key), creating `dir` if
-  // needed. While another instance holds it and resctrl is not mounted at
-  // the mount point (in this namespace), that instance is exiting (or still
+  // Locks `dir`/lock_file_name(mountpoint, ns_key), creating `dir` (0700)
+  // if needed. `dir` must be a PrivateDir (private_dir.h: owned by this uid,
+  // writable by nobody else, not a symlink; EPERM otherwise) and the lock
+  // file is opened in it without following a symlink. While another instance holds it and resctrl
+  // is not mounted at the mount point (in this namespace), that instance is exiting (or still
   // starting): waits for it, up to `wait`. EBUSY with the holder's pid in
   // the message when it serves the mount point or does not let go in time.
   static Result<InstanceLock> acquire(const std::string& dir, const std::string& abs_mountpoint,
                                       const std::string& ns_key = {},
                                       std::chrono::milliseconds wait = {});
-  InstanceLock(InstanceLock&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+  InstanceLock(InstanceLock&& o) noexcept
+      : fd_(o.fd_), dir_fd_(o.dir_fd_), name_(std::move(o.name_)), path_(std::move(o.path_)) {
+    o.fd_ = -1;
+    o.dir_fd_ = -1;
+  }
   InstanceLock& operator=(InstanceLock&&) = delete;
   ~InstanceLock();
   const std::string& path() const { return path_; }
 
  private:
-  InstanceLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  InstanceLock(int fd, int dir_fd, std::string name, std::string path)
+      : fd_(fd), dir_fd_(dir_fd), name_(std::move(name)), path_(std::move(path)) {}
   int fd_ = -1;
-  std::string path_;
+  int dir_fd_ = -1;   // the lock's directory: the file is removed relative to it
+  std::string name_;  // the file's name in it
+  std::string path_;  // for messages
 };
 
 // The MSR backend must not run next to a kernel resctrl (both would program

@@ -5,6 +5,10 @@ from the files' 0644/0755 root-owned modes), and cannot move another user's
 task even where it may write the tasks file (EPERM, with the kernel's
 messages in last_cmd_status); it may move its own. A second daemon for the
 same mount point is refused while the first holds the instance lock.
+resctrlfsd (root) refuses a --state-dir or --boot-state-dir that another
+user owns or may write to (exit 1, a message saying what to do, nothing
+mounted, nothing created in it), and never follows a symlink planted at its
+lock file's name.
 
 Covered elsewhere: the kernel-resctrl-mounted refusal of the MSR backend
 (tests/daemon startup_test "MSR backend preconditions": /proc/mounts text
@@ -14,8 +18,10 @@ with a resctrl line) and resctrl-msrd's register policy and peer-uid check
 import errno
 import os
 import pwd
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import reltree
@@ -138,6 +144,122 @@ class Security(unittest.TestCase):
         self.assertIn(str(self.m.pid), r.stdout + r.stderr)
         self.assertTrue(self.m.alive())
         self.assertEqual(self.m.read("g/mode"), "shareable\n")
+
+
+def lock_file_name(abs_mountpoint):
+    """daemon/startup.h's lock_file_name() without a namespace key (the
+    name a --state-dir's lock has)."""
+    p = abs_mountpoint.strip("/")
+    if not p:
+        return "-.lock"
+    out = ""
+    for c in p.encode():
+        ch = chr(c)
+        if ch == "/":
+            out += "-"
+        elif (ch.isascii() and ch.isalnum()) or ch in "_.":
+            out += ch
+        else:
+            out += "%%%02X" % c
+    return out + ".lock"
+
+
+class StateDirectories(unittest.TestCase):
+    """Directories another user prepared for root's daemon."""
+
+    def setUp(self):
+        # Removed after the daemon's cleanup (cleanups run last first): a
+        # daemon that wrongly started may still write there until stopped.
+        self.dirs = []
+        self.addCleanup(lambda: [shutil.rmtree(d, ignore_errors=True) for d in self.dirs])
+        self.m = rt.Mount(platform="intel-2s", start=False, control=False)
+        self.addCleanup(self.m.cleanup)
+        self.victim_dir = tempfile.mkdtemp(prefix="resctrlfs-victim-")
+        self.dirs.append(self.victim_dir)
+        self.victim = os.path.join(self.victim_dir, "shadow")
+        self.victim_text = "root:secret:19000:0:99999:7:::\n"
+        with open(self.victim, "w") as f:
+            f.write(self.victim_text)
+
+    def planted_dir(self, owner=None, mode=0o700):
+        d = tempfile.mkdtemp(prefix="resctrlfs-planted-")
+        self.dirs.append(d)
+        if owner is not None:
+            os.chown(d, owner, owner)
+        os.chmod(d, mode)
+        return d
+
+    def start_refused(self, argv_edit=None):
+        """Runs the daemon in the foreground; returns (status, output). A
+        daemon that mounts instead is stopped by the cleanup and fails."""
+        argv = self.m.argv()
+        if argv_edit:
+            argv = argv_edit(argv)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True)
+        self.m.proc, self.m.pid = proc, proc.pid
+        try:
+            out, _ = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.fail("resctrlfsd started (mounted: %s) instead of refusing"
+                      % rt.is_mounted(self.m.mnt))
+        self.assertFalse(rt.is_mounted(self.m.mnt))
+        return proc.returncode, out
+
+    def use_state_dir(self, d):
+        os.rmdir(self.m.state_dir)
+        self.m.state_dir = d
+
+    def test_state_dir_owned_by_nobody_is_refused(self):
+        d = self.planted_dir(owner=NOBODY.pw_uid)
+        self.use_state_dir(d)
+        rc, out = self.start_refused()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--state-dir %s: owned by uid %d, not by root" % (d, NOBODY.pw_uid), out)
+        self.assertIn("chown root, chmod 0700", out)
+        self.assertEqual(os.listdir(d), [])
+
+    def test_world_writable_state_dir_is_refused(self):
+        d = self.planted_dir(mode=0o1777)
+        self.use_state_dir(d)
+        rc, out = self.start_refused()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--state-dir %s: mode 1777 lets others write to it" % d, out)
+        self.assertEqual(os.listdir(d), [])
+
+    def test_boot_state_dir_owned_by_nobody_is_refused(self):
+        d = self.planted_dir(owner=NOBODY.pw_uid)
+
+        def edit(argv):
+            i = argv.index("--boot-state-dir")
+            return argv[:i + 1] + [d] + argv[i + 2:]
+        rc, out = self.start_refused(edit)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--boot-state-dir %s: owned by uid %d" % (d, NOBODY.pw_uid), out)
+        self.assertEqual(os.listdir(d), [])
+
+    def test_symlink_at_the_lock_name_is_not_followed(self):
+        lock = os.path.join(self.m.state_dir, lock_file_name(os.path.abspath(self.m.mnt)))
+        os.symlink(self.victim, lock)
+        rc, out = self.start_refused()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("lock file", out)
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), self.victim_text)
+        self.assertTrue(os.path.islink(lock))
+
+    def test_created_state_dir_is_private(self):
+        d = os.path.join(self.planted_dir(mode=0o755), "new", "state")
+        self.use_state_dir(d)
+        old = os.umask(0)
+        try:
+            self.m.start()
+        finally:
+            os.umask(old)
+        self.assertEqual(os.stat(d).st_mode & 0o7777, 0o700)
+        self.assertEqual(os.stat(os.path.dirname(d)).st_mode & 0o7777, 0o755)
+        self.m.stop()
+        self.assertEqual(os.stat(os.path.join(self.m.dir, "boot")).st_mode & 0o7777, 0o700)
 
 
 if __name__ == "__main__":
