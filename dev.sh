@@ -91,16 +91,15 @@ case "${1:-}" in
     step "mounting on $mp: build/daemon/resctrlfsd --control /run/resctrlfsd.sock $* $mp"
     "$ROOT/build/daemon/resctrlfsd" --control /run/resctrlfsd.sock "$@" "$mp"
     step "resctrlfs is mounted at $mp (platform: host unless --platform was given)."
-    cat <<EOF
-Next:
-  ls $mp; cat $mp/schemata                 the tree, as the kernel's resctrl shows it
-  build/daemon/resctrlfsctl --socket /run/resctrlfsd.sock status
-                                            the daemon's control socket (status, workloads)
-  build/sandbox/resctrlfs-sandbox --platform intel-2s -- bash
-                                            a shell that sees a tree at /sys/fs/resctrl
-  fusermount3 -u $mp                        unmount
-The programs are in build/daemon, build/sandbox, build/exporter and build/hw.
-EOF
+    echo "Next:"
+    printf '  %s\n      %s\n' \
+      "ls $mp; cat $mp/schemata" "the tree, as the kernel's resctrl shows it" \
+      "build/daemon/resctrlfsctl --socket /run/resctrlfsd.sock status" \
+      "the daemon's control socket (status, workloads)" \
+      "build/sandbox/resctrlfs-sandbox --platform intel-2s -- bash" \
+      "a shell in its own mount namespace that sees a tree at /sys/fs/resctrl" \
+      "fusermount3 -u $mp" "unmount (the daemon exits)"
+    echo "The programs are in build/daemon, build/sandbox, build/exporter and build/hw."
     ;;
   test)
     exec tests/ci.sh
