@@ -28,6 +28,7 @@
 #include "sandbox/proc_rewrite.h"
 #include "sandbox/seccomp_supervisor.h"
 #include "tests/catch_skip.h"
+#include "tests/temp_files.h"
 
 using namespace resctrlfs::sandbox;
 namespace stdfs = std::filesystem;
@@ -47,16 +48,9 @@ const char* kMounts =
     "tmpfs /tmp tmpfs rw 0 0\n"
     "resctrl /run/ctr/rootfs/sys/fs/resctrl fuse.resctrl ro,relatime,user_id=0,group_id=0 0 0\n";
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/seccomp-test.XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    stdfs::remove_all(path, ec);
-  }
+// A temporary directory of this file's tests (tests/temp_files.h).
+struct TempDir : resctrlfs::test::TempDir {
+  TempDir() : resctrlfs::test::TempDir("seccomp-test") {}
 };
 
 UniqueFd open_path(const std::string& p) { return UniqueFd(::open(p.c_str(), O_PATH | O_CLOEXEC)); }

@@ -17,6 +17,7 @@
 #include "daemon/journal.h"
 #include "daemon/startup.h"
 #include "tests/catch_skip.h"
+#include "tests/temp_files.h"
 
 using namespace resctrlfs::daemon;
 
@@ -27,25 +28,10 @@ namespace stdfs = std::filesystem;
 constexpr uid_t kNobody = 65534;
 constexpr const char* kVictimText = "root:secret:19000:0:99999:7:::\n";
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/resctrlfs-statedir-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    stdfs::remove_all(path, ec);
-  }
-  std::string path;
+// A temporary directory of this file's tests (tests/temp_files.h).
+struct TempDir : resctrlfs::test::TempDir {
+  TempDir() : resctrlfs::test::TempDir("statedir-test") {}
 };
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A file standing for /etc/shadow, outside the directory under test.
 struct Victim {
@@ -53,7 +39,7 @@ struct Victim {
   std::string path = dir.path + "/shadow";
   Victim() { std::ofstream(path, std::ios::binary) << kVictimText; }
   void check_untouched() const {
-    CHECK(read_file(path) == kVictimText);
+    CHECK(resctrlfs::test::read_file(path) == kVictimText);
     CHECK(stdfs::file_size(path) == std::string(kVictimText).size());
   }
 };

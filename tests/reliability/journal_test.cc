@@ -6,6 +6,7 @@
 // holds whole, every flipped bit anywhere refuses the journal, a gap in the
 // sequence is refused, stale records after a compaction are skipped.
 #include "daemon/journal.h"
+#include "tests/temp_files.h"
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -27,29 +28,10 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-struct TempDir {
-  // On tmpfs when there is one: these tests fsync a few thousand times.
-  TempDir() {
-    char shm[] = "/dev/shm/resctrlfs-journal-test.XXXXXX";
-    char tmp[] = "/tmp/resctrlfs-journal-test.XXXXXX";
-    const char* p = ::mkdtemp(shm);
-    path = p != nullptr ? p : ::mkdtemp(tmp);
-  }
-  ~TempDir() { stdfs::remove_all(path); }
-  std::string path;
+// A temporary directory of this file's tests (tests/temp_files.h).
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("journal-test", true) {}
 };
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << data;
-}
 
 // A Filesystem that only records what the journal asks of it.
 class StateOnlyFs final : public fs::Filesystem {
@@ -263,7 +245,7 @@ TEST_CASE("a temporary file left by a crash is ignored and removed", "[journal]"
     REQUIRE((*j)->commit("committed").ok());
   }
   // A crash between writing the temporary file and the rename.
-  write_file(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
+  test::write_file(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
   auto j = StateJournal::open(dir.path);
   REQUIRE(j.ok());
   CHECK_FALSE(stdfs::exists(dir.path + "/" + kJournalTmpFile));
@@ -308,7 +290,7 @@ TEST_CASE("start-up never applies part of a journal", "[journal]") {
   }
   const std::string path = dir.path + "/" + kJournalFile;
   const std::string aside = path + kJournalRejectedSuffix;
-  const std::string good = read_file(path);
+  const std::string good = test::read_file(path);
   StateOnlyFs fs;
   std::string platform = "intel-2s";
   std::string expect;
@@ -316,15 +298,15 @@ TEST_CASE("start-up never applies part of a journal", "[journal]") {
   SECTION("corrupt") {
     std::string bad = good;
     bad[bad.size() - 5] ^= 0x01;
-    write_file(path, bad);
+    test::write_file(path, bad);
     expect = "corrupt";
   }
   SECTION("torn") {
-    write_file(path, good.substr(0, good.size() / 2));
+    test::write_file(path, good.substr(0, good.size() / 2));
     expect = "torn";
   }
   SECTION("not ours") {
-    write_file(path, "{not json");
+    test::write_file(path, "{not json");
     expect = "corrupt";
   }
   SECTION("another platform") {
@@ -339,7 +321,7 @@ TEST_CASE("start-up never applies part of a journal", "[journal]") {
     fs.fail_restore = true;
     expect = "cannot be restored";
   }
-  const std::string before = read_file(path);
+  const std::string before = test::read_file(path);
   auto j = StateJournal::open_and_restore(dir.path, platform, fs);
   REQUIRE(j.ok());
   CHECK((*j)->outcome() == StateJournal::Outcome::kRejected);
@@ -351,7 +333,7 @@ TEST_CASE("start-up never applies part of a journal", "[journal]") {
   CHECK(fs.mounts == fs.unmounts);
   // Kept for inspection, out of the way of the next start.
   CHECK_FALSE(stdfs::exists(path));
-  CHECK(read_file(aside) == before);
+  CHECK(test::read_file(aside) == before);
   // The next commit starts a valid journal again.
   REQUIRE((*j)->commit("fresh").ok());
   auto again = StateJournal::open(dir.path);
@@ -393,8 +375,8 @@ struct LoggedJournal {
     CHECK((*j)->snapshots() == 1);
     mapped = (*j)->log_mapped();
     CHECK(mapped == (map && on_tmpfs(dir.path)));
-    snapshot = read_file(dir.path + "/" + kJournalFile);
-    file = read_file(dir.path + "/" + kJournalLogFile);
+    snapshot = test::read_file(dir.path + "/" + kJournalFile);
+    file = test::read_file(dir.path + "/" + kJournalLogFile);
     auto decoded = decode_log(file);
     REQUIRE(decoded.ok());
     REQUIRE(decoded->records.size() == 3);
@@ -414,8 +396,8 @@ struct LoggedJournal {
   }
   // Restores snapshot + `log_bytes`; the threads restored, or nullopt when refused.
   std::optional<size_t> restore(const std::string& log_bytes) {
-    write_file(dir.path + "/" + kJournalFile, snapshot);
-    write_file(dir.path + "/" + kJournalLogFile, log_bytes);
+    test::write_file(dir.path + "/" + kJournalFile, snapshot);
+    test::write_file(dir.path + "/" + kJournalLogFile, log_bytes);
     stdfs::remove(dir.path + "/" + kJournalFile + kJournalRejectedSuffix);
     stdfs::remove(dir.path + "/" + kJournalLogFile + kJournalRejectedSuffix);
     StateOnlyFs fs;
@@ -423,13 +405,14 @@ struct LoggedJournal {
     REQUIRE(j.ok());
     if ((*j)->outcome() == StateJournal::Outcome::kRejected) {
       CHECK_FALSE(fs.restored.has_value());
-      CHECK(read_file(dir.path + "/" + kJournalLogFile + kJournalRejectedSuffix) == log_bytes);
+      CHECK(test::read_file(dir.path + "/" + kJournalLogFile + kJournalRejectedSuffix) ==
+            log_bytes);
       return std::nullopt;
     }
     REQUIRE(fs.restored.has_value());
     nlohmann::json doc = nlohmann::json::parse(*fs.restored);
     // Restoring wrote a snapshot of it and emptied the log.
-    auto after = decode_log(read_file(dir.path + "/" + kJournalLogFile));
+    auto after = decode_log(test::read_file(dir.path + "/" + kJournalLogFile));
     CHECK((after.ok() && after->records.empty()));
     size_t n = doc["threads"].size();
     for (size_t i = 0; i < n; ++i) CHECK(doc["threads"][i][0] == 101 + static_cast<int>(i));
@@ -589,11 +572,11 @@ TEST_CASE("a mapped log is re-made empty by a compaction and takes large changes
   // Records again after it, and a compaction empties the file's records.
   live.next_delta = R"({"version":1,"threads":[[102,1,1]]})";
   REQUIRE((*j)->commit_state("intel-2s", live).ok());
-  auto d = decode_log(read_file(dir.path + "/" + kJournalLogFile));
+  auto d = decode_log(test::read_file(dir.path + "/" + kJournalLogFile));
   REQUIRE(d.ok());
   CHECK(d->records.size() == 1);
   REQUIRE((*j)->compact("intel-2s", live).ok());
-  const std::string after = read_file(dir.path + "/" + kJournalLogFile);
+  const std::string after = test::read_file(dir.path + "/" + kJournalLogFile);
   CHECK(after.size() == kMappedLogBytes);
   CHECK(after.find_first_not_of('\0') == std::string::npos);
   // Without the mapping the same log is plain appends.
@@ -605,7 +588,8 @@ TEST_CASE("a mapped log is re-made empty by a compaction and takes large changes
   CHECK_FALSE((*p)->log_mapped());
   live.next_delta = small;
   REQUIRE((*p)->commit_state("intel-2s", live).ok());
-  CHECK(read_file(plain_dir.path + "/" + kJournalLogFile).size() == log_record_size(small.size()));
+  CHECK(test::read_file(plain_dir.path + "/" + kJournalLogFile).size() ==
+        log_record_size(small.size()));
 }
 
 // A model document of about `bytes` bytes (StateOnlyFs's state).

@@ -18,6 +18,7 @@
 #include "daemon/journal.h"
 #include "fs/state_replay.h"
 #include "tests/fs/harness.h"
+#include "tests/temp_files.h"
 
 namespace resctrlfs::daemon {
 namespace {
@@ -25,26 +26,10 @@ namespace {
 using fs::testing::Shell;
 using fs::testing::SimFixture;
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/resctrlfs-restore-test.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
+// A temporary directory of this file's tests (tests/temp_files.h).
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("restore-test") {}
 };
-
-std::string read_text(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_text(const std::string& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << data;
-}
 
 std::vector<std::tuple<unsigned, uint32_t, uint64_t>> regs(const SimFixture& f) {
   std::vector<std::tuple<unsigned, uint32_t, uint64_t>> out;
@@ -288,7 +273,7 @@ uint64_t file_size(const std::string& p) {
 // Bytes of records in a log file (a mapped log, on tmpfs, is zeros after
 // its last record).
 uint64_t log_used(const std::string& p) {
-  const std::string data = read_text(p);
+  const std::string data = test::read_file(p);
   const size_t last = data.find_last_not_of('\0');
   return last == std::string::npos ? 0 : last + 1;
 }
@@ -369,8 +354,8 @@ TEST_CASE("compaction folds the log into a snapshot, a crash between its steps l
   const std::string snap_path = dir.path + "/" + kJournalFile;
   CHECK(jr.generation() == gen0 + 5);
   CHECK(jr.snapshots() == 1);
-  const std::string log = read_text(log_path);
-  const std::string old_snapshot = read_text(snap_path);
+  const std::string log = test::read_file(log_path);
+  const std::string old_snapshot = test::read_file(snap_path);
   REQUIRE(!log.empty());
 
   auto restored_equals_a = [&](const char* what) {
@@ -389,7 +374,7 @@ TEST_CASE("compaction folds the log into a snapshot, a crash between its steps l
 
   SECTION("the snapshot and the log") { restored_equals_a("snapshot + log"); }
   SECTION("a crash while the new snapshot was written") {
-    write_text(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
+    test::write_file(dir.path + "/" + kJournalTmpFile, "{\"format\":\"resctrlfs-state\",\"gen");
     restored_equals_a("temporary file left");
   }
   SECTION("compaction") {
@@ -401,7 +386,7 @@ TEST_CASE("compaction folds the log into a snapshot, a crash between its steps l
     CHECK(jr.snapshots() == 2);
     SECTION("then a clean restore") { restored_equals_a("compacted"); }
     SECTION("a crash between the snapshot's rename and the log's truncation") {
-      write_text(log_path, log);
+      test::write_file(log_path, log);
       restored_equals_a("stale records left in the log");
     }
     SECTION("more records after the compaction") {
@@ -414,9 +399,9 @@ TEST_CASE("compaction folds the log into a snapshot, a crash between its steps l
     // The old log behind a snapshot two generations later than it expects.
     REQUIRE(jr.compact("intel-2s", *a.fs).ok());
     run(a.sh->echo("/g1/tasks", "102"));
-    const std::string newer = read_text(log_path);
-    write_text(snap_path, old_snapshot);
-    write_text(log_path, newer);
+    const std::string newer = test::read_file(log_path);
+    test::write_file(snap_path, old_snapshot);
+    test::write_file(log_path, newer);
     SimFixture b("intel-2s", fs::MountOptions{.debug = true});
     auto jb = StateJournal::open_and_restore(dir.path, "intel-2s", *b.fs);
     REQUIRE(jb.ok());
