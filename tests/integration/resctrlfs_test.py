@@ -299,7 +299,7 @@ def open_fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
-def idle_cpu_ticks_past_fd_limit(pid, connect, connections, seconds=3):
+def idle_cpu_ticks_past_fd_limit(pid, connect, connections, seconds=5):
     """Opens `connections` idle connections with `connect()` to a server
     that has fewer descriptors left, and returns the CPU ticks process `pid`
     spent in the next `seconds` while they stay idle, with the connections

@@ -221,9 +221,10 @@ class OutOfDescriptors(rt.ResctrlfsTestCase):
         ticks, conns = rt.idle_cpu_ticks_past_fd_limit(
             exp.proc.pid, lambda: socket.create_connection(exp.address(), timeout=30), 150)
         try:
-            # A spin burns ~300 ticks in those 3 s; shedding a connection
-            # every 100 ms burns next to none.
-            self.assertLess(ticks, 40, exp.output())
+            # A spin burns up to 500 ticks in those 5 s (about 100 at nice 19
+            # on a loaded machine); shedding a connection every 100 ms burns
+            # next to none.
+            self.assertLess(ticks, 15, exp.output())
             self.assertLessEqual(rt.open_fds(exp.proc.pid), 64)
         finally:
             for c in conns:
