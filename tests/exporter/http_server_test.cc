@@ -34,7 +34,7 @@ bool closed(int fd) {
   return n == 0 || (n < 0 && errno != EAGAIN);
 }
 
-TEST_CASE("a peer holds a bounded number of connections; idle ones are closed", "[http]") {
+TEST_CASE("a peer holds a bounded number of connections, and idle ones are closed", "[http]") {
   boost::asio::io_context io;
   std::vector<std::string> log;
   HttpServerOptions opts;
