@@ -198,11 +198,14 @@ class StateDirectories(unittest.TestCase):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True)
         self.m.proc, self.m.pid = proc, proc.pid
-        try:
-            out, _ = proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
+        # Either event ends the wait (no time limit: a refusal is an exit,
+        # however late it comes on a busy machine).
+        rt.wait_until(lambda: proc.poll() is not None or rt.is_mounted(self.m.mnt),
+                      "resctrlfsd to exit (refusing) or to mount")
+        if proc.poll() is None:
             self.fail("resctrlfsd started (mounted: %s) instead of refusing"
                       % rt.is_mounted(self.m.mnt))
+        out, _ = proc.communicate()
         self.assertFalse(rt.is_mounted(self.m.mnt))
         return proc.returncode, out
 
