@@ -170,6 +170,7 @@ stage_format() {
 # of its output again: the next stage's output would otherwise bury it.
 failed_tests() {
   local list="$1/Testing/Temporary/LastTestsFailed.log" log="$1/Testing/Temporary/LastTest.log"
+  local name  # not the caller's: run_stage keeps the stage's name in one
   [ -f "$list" ] || return 0
   while IFS=: read -r _ name; do
     echo "---- $name: the end of its output ($log)"
@@ -204,6 +205,7 @@ ctest_counts() {
     failed=$((failed + ${x:-0}))
     skipped=$((skipped + $(grep -c '(Skipped)$' "$f" || true)))
   done
+  [ "$total" -gt 0 ] || return 0
   echo "ctest: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
 }
 
@@ -353,7 +355,13 @@ if [ "$build_ok" = 1 ]; then
     bg_report build-tsan && run_stage tsan stage_tsan
   fi
   if ((${#bg[@]})); then wait "${bg[@]}"; fi
-  if wants fuzz; then bg_report build-fuzz && bg_report fuzz; fi
+  if wants fuzz; then
+    if bg_report build-fuzz; then
+      bg_report fuzz
+    else
+      record fuzz - 0 "NOT RUN"
+    fi
+  fi
 fi
 
 total=$(($(date +%s) - T0))
