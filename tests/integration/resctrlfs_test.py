@@ -314,7 +314,7 @@ class FakeHw:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         dev = os.path.join(self.root, "dev")  # the FUSE mount: dev/cpu/N, dev/mem
         try:
-            wait_until(lambda: is_mounted(dev) and os.path.exists(self.sock),
+            wait_until(lambda: is_mounted(dev) and socket_listens(self.sock),
                        "resctrl-fakehw to mount %s and listen" % dev,
                        give_up=lambda: exited(self.proc), report=self.log)
         except RuntimeError as e:
@@ -368,7 +368,7 @@ class Broker:
                 argv,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            wait_until(lambda: os.path.exists(self.sock), "resctrl-msrd to listen",
+            wait_until(lambda: socket_listens(self.sock), "resctrl-msrd to listen",
                        give_up=lambda: exited(self.proc), report=self.log)
         except RuntimeError as e:
             raise RuntimeError("resctrl-msrd did not start (%s):\n%s" % (e, self.log()))
@@ -386,6 +386,21 @@ class Broker:
 # go to resctrl-fakehw, which holds it.
 HW_COMMANDS = ("clock", "workload", "fault", "registers", "delay", "counts", "fail_reads",
                "write")
+
+
+def socket_listens(path):
+    """True once a process accepts connections on the Unix socket at path.
+
+    A file's existence is not enough: a daemon killed with SIGKILL leaves
+    its socket behind, and its successor mounts before it replaces it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def control_request(sock_path, request):
@@ -508,7 +523,7 @@ class Mount:
                 raise RuntimeError("resctrlfsd exited %d:\n%s" % (rc, self.daemon_log()))
         try:
             wait_until(lambda: is_mounted(self.mnt) and
-                       (not self.sock or os.path.exists(self.sock)),
+                       (not self.sock or socket_listens(self.sock)),
                        "resctrlfsd to mount %s" % self.mnt,
                        give_up=lambda: self.foreground and exited(self.proc),
                        report=self.daemon_log)

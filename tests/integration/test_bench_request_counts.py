@@ -98,7 +98,7 @@ class Daemon:
             stdout=self.log, stderr=subprocess.STDOUT)
         try:
             resctrlfs_test.wait_until(
-                lambda: os.path.ismount(self.mnt) and os.path.exists(self.sock),
+                lambda: os.path.ismount(self.mnt) and resctrlfs_test.socket_listens(self.sock),
                 "%s to mount" % name, interval=0.05,
                 give_up=lambda: resctrlfs_test.exited(self.proc))
         except RuntimeError as e:
