@@ -305,7 +305,8 @@ Result<void> Sandbox::setup() {
     std::string hv = host_vendor();
     if (!hv.empty() && hv != platform_.vendor)
       log("warning: platform vendor " + platform_.vendor + " differs from this CPU's " + hv +
-          "; clients that read CPUID (pqos) will treat it as " + hv);
+          "; /proc/cpuinfo shows " + platform_.vendor +
+          ", but clients that read CPUID (pqos) will treat it as " + hv);
     auto plan = plan_topology_binds(host, platform_.placement, platform_.caches);
     if (plan) {
       topology_binds_ = std::move(*plan);
@@ -397,8 +398,10 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   RESCTRLFS_RETURN_IF_ERROR(
       bind_file(staging_, "cpuinfo",
-                rewrite_cpuinfo_topology(rewrite_cpuinfo(cpuinfo, platform_.flags),
-                                         cpu_packages(platform_), platform_.cpuinfo_cache_kb),
+                rewrite_cpuinfo_vendor(
+                    rewrite_cpuinfo_topology(rewrite_cpuinfo(cpuinfo, platform_.flags),
+                                             cpu_packages(platform_), platform_.cpuinfo_cache_kb),
+                    platform_.vendor),
                 "/proc/cpuinfo"));
   int n = 0;
   for (const auto& b : topology_binds_)

@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "sandbox/proc_rewrite.h"
+
 namespace resctrlfs::sandbox {
 namespace {
 
@@ -60,7 +62,16 @@ Result<void> write_text_file(const std::string& path, const std::string& content
 
 Result<void> enter_private_mount_namespace() {
   if (::unshare(CLONE_NEWNS) != 0) return sys_error("unshare(CLONE_NEWNS)");
-  return do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "making mounts private");
+  RESCTRLFS_RETURN_IF_ERROR(
+      do_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "making mounts private"));
+  // The namespace's copy of a resctrl mount of the host would keep it
+  // alive: `fusermount3 -u` on the host would succeed while its daemon,
+  // still mounted here, went on running for as long as the sandbox does.
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string mountinfo, read_text_file("/proc/self/mountinfo"));
+  for (const auto& mp : resctrl_mount_points(mountinfo))
+    if (::umount2(mp.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+      return sys_error("detaching this namespace's copy of the host's resctrl mount " + mp);
+  return {};
 }
 
 Result<std::string> make_staging_dir(const std::string& parent) {

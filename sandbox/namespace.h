@@ -13,7 +13,9 @@
 namespace resctrlfs::sandbox {
 
 // unshare(CLONE_NEWNS) and make every mount private, so nothing the sandbox
-// mounts propagates to the host.
+// mounts propagates to the host; then detach the namespace's copies of the
+// host's resctrl mounts, so the sandbox never keeps one (or its daemon)
+// alive after the host unmounts it.
 Result<void> enter_private_mount_namespace();
 
 // Creates a directory under `parent` (mkdtemp) and mounts a small tmpfs on

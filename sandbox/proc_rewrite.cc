@@ -235,6 +235,44 @@ std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector
   return join_lines(out, trailing);
 }
 
+std::string rewrite_cpuinfo_vendor(std::string_view cpuinfo, const std::string& vendor) {
+  if (vendor.empty()) return std::string(cpuinfo);
+  std::vector<std::string> out;
+  for (auto line : split_lines(cpuinfo))
+    out.push_back(cpuinfo_key(line) == "vendor_id" ? with_value(line, vendor) : std::string(line));
+  bool trailing = !cpuinfo.empty() && cpuinfo.back() == '\n';
+  return join_lines(out, trailing);
+}
+
+std::vector<std::string> resctrl_mount_points(std::string_view mountinfo) {
+  std::vector<std::string> out;
+  for (auto line : split_lines(mountinfo)) {
+    auto f = fields(line);
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    size_t dash = 6;
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (f.size() < 5 || dash + 1 >= f.size()) continue;
+    if (f[dash + 1] != "resctrl" && f[dash + 1] != "fuse.resctrl") continue;
+    // mountinfo escapes space, tab, newline and backslash as \ooo.
+    std::string mp;
+    std::string_view esc = f[4];
+    for (size_t i = 0; i < esc.size(); ++i) {
+      if (esc[i] == '\\' && i + 3 < esc.size() && esc[i + 1] >= '0' && esc[i + 1] <= '3' &&
+          esc[i + 2] >= '0' && esc[i + 2] <= '7' && esc[i + 3] >= '0' && esc[i + 3] <= '7') {
+        mp += static_cast<char>((esc[i + 1] - '0') * 64 + (esc[i + 2] - '0') * 8 + (esc[i + 3] - '0'));
+        i += 3;
+      } else {
+        mp += esc[i];
+      }
+    }
+    out.push_back(std::move(mp));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  return out;
+}
+
 std::string add_resctrl_filesystem(std::string_view filesystems) {
   for (auto line : split_lines(filesystems))
     if (line == "nodev\tresctrl") return std::string(filesystems);

@@ -36,6 +36,11 @@ std::string rewrite_cpuinfo(std::string_view cpuinfo,
 std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
                                      uint64_t cache_size_kb);
 
+// Returns `cpuinfo` with the value of every `vendor_id` line replaced by
+// `vendor` (unchanged when `vendor` is empty). Tools that choose their
+// tests by vendor read this line; the CPUID instruction still shows the host.
+std::string rewrite_cpuinfo_vendor(std::string_view cpuinfo, const std::string& vendor);
+
 // Returns `filesystems` with a `nodev\tresctrl` line appended (unless the
 // exact line is already present).
 std::string add_resctrl_filesystem(std::string_view filesystems);
@@ -77,6 +82,12 @@ MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::s
 // list the same number of mounts, else by mount point.
 std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
                                 const std::vector<std::string>& resctrl_opts);
+
+// The mount points (unescaped) of every resctrl mount in a mountinfo text,
+// the kernel's (`resctrl`) and resctrlfs's FUSE ones (`fuse.resctrl`),
+// deepest first, so that detaching them in this order never detaches a
+// parent before a mount below it.
+std::vector<std::string> resctrl_mount_points(std::string_view mountinfo);
 
 // True if `mountinfo` has a mount at `mountpoint`.
 bool has_mount(std::string_view mountinfo, std::string_view mountpoint);

@@ -252,6 +252,33 @@ TEST_CASE("cpuinfo: package, siblings, cores and cache size of each processor") 
   CHECK(rewrite_cpuinfo_topology(other, {0, 1}, 0) == other);
 }
 
+TEST_CASE("cpuinfo: every vendor_id line shows the platform's vendor") {
+  const std::string host =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\n"
+      "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n";
+  CHECK(rewrite_cpuinfo_vendor(host, "GenuineIntel") ==
+        "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 25\n\n"
+        "processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 25\n");
+  // Same vendor, or no vendor known: unchanged; other lines never touched.
+  CHECK(rewrite_cpuinfo_vendor(host, "AuthenticAMD") == host);
+  CHECK(rewrite_cpuinfo_vendor(host, "") == host);
+  CHECK(rewrite_cpuinfo_vendor("model name\t: vendor_id\n", "GenuineIntel") ==
+        "model name\t: vendor_id\n");
+}
+
+TEST_CASE("mountinfo: the resctrl mounts a new namespace must not keep, deepest first") {
+  const std::string mi =
+      "22 1 0:21 / /sys rw shared:7 - sysfs sysfs rw\n"
+      "40 22 0:35 / /sys/fs/resctrl rw shared:20 - resctrl resctrl rw\n"
+      "61 1 0:52 / /mnt/my\\040tree rw,nosuid shared:30 - fuse.resctrl resctrl rw,user_id=0\n"
+      "62 61 0:53 / /mnt/my\\040tree/x/y rw - fuse.resctrl resctrl rw\n"
+      "63 1 0:54 / /mnt/other rw - fuse.sshfs host: rw\n"
+      "64 1 0:55 / /mnt/resctrl rw - tmpfs resctrl rw\n";
+  CHECK(resctrl_mount_points(mi) ==
+        std::vector<std::string>{"/mnt/my tree/x/y", "/sys/fs/resctrl", "/mnt/my tree"});
+  CHECK(resctrl_mount_points("garbage\n1 2 3\n").empty());
+}
+
 TEST_CASE("options: set_platform rewrites the daemon's --platform") {
   auto o = parse_options({"--platform", "intel-2s", "-o", "cdp", "--", "true"});
   REQUIRE(o.ok());

@@ -86,6 +86,19 @@ check_eq "cpuinfo (Skylake-SP, resctrl features quirked off): the CPU's RDT flag
   "$(rdt_flags_of <<<"$out")" \
   "cat_l3 cdp_l3 cqm cqm_llc cqm_mbm_local cqm_mbm_total cqm_occup_llc mba rdt_a "
 
+# A platform of the other vendor than this CPU's: /proc/cpuinfo's vendor_id
+# is the platform's (tools such as the kernel's selftests choose their
+# tests by it), with a warning that CPUID still shows the host.
+host_vendor=$(sed -n 's/^vendor_id[[:space:]]*: //p' /proc/cpuinfo | head -1)
+other_vendor=GenuineIntel
+[ "$host_vendor" = GenuineIntel ] && other_vendor=AuthenticAMD
+make_platform_json "$WORK/other-vendor.json" $other_vendor 1 full
+out=$(run --platform "$WORK/other-vendor.json" -- cat /proc/cpuinfo)
+check_eq "cpuinfo ($other_vendor platform on a $host_vendor host): every vendor_id line" \
+  "$(sed -n 's/^vendor_id[[:space:]]*: //p' <<<"$out" | sort -u)" "$other_vendor"
+check_match "the vendor warning says that CPUID still shows the host" "$(cat "$WORK/stderr")" \
+  "differs from this CPU's $host_vendor; /proc/cpuinfo shows $other_vendor, but clients that read CPUID"
+
 # Under the msr label --platform P became the real-hardware path's options
 # (msr_sandbox.sh), which the sandbox passes on like any other.
 if on_msr; then
@@ -323,6 +336,34 @@ else
     wait_while_alive "${dpid:-none}" rmdir "$d" 2>/dev/null
   done
   check_clean "real daemon, after the sandbox was SIGKILLed" "$(cat "$WORK/pid")"
+  # A resctrlfs mount on the host is not pinned by a running sandbox: the
+  # sandbox's namespace holds no copy of it, and unmounting it on the host
+  # ends its daemon while the sandbox runs.
+  if ! on_msr; then
+    mkdir -p "$WORK/hostmnt"
+    "$RESCTRLFSD_BIN" -f --platform intel-2s --state-dir "$WORK/hoststate" "$WORK/hostmnt" \
+      >"$WORK/host.log" 2>&1 &
+    hostpid=$!
+    check "host daemon mounted" wait_while_alive "$hostpid" mountpoint -q "$WORK/hostmnt"
+    rm -f "$WORK/pid"
+    "$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- \
+      sh -c "echo \$\$ > $WORK/pid; until [ -e $WORK/sb.go ]; do sleep 0.1; done" 2>/dev/null &
+    sbpid=$!
+    wait_while_alive "$sbpid" test -s "$WORK/pid"
+    inner=$(grep -c " $WORK/hostmnt " "/proc/$(cat "$WORK/pid")/mountinfo")
+    check_eq "a sandbox holds no copy of the host's resctrlfs mount" "$inner" 0
+    fusermount3 -u "$WORK/hostmnt"
+    check_eq "fusermount3 -u on the host while a sandbox runs" $? 0
+    if [ "$inner" = 0 ]; then
+      check "the host's daemon exits on the unmount while the sandbox runs" wait_for exited "$hostpid"
+    else
+      kill "$hostpid"
+    fi
+    wait "$hostpid" 2>/dev/null
+    touch "$WORK/sb.go"
+    wait "$sbpid"
+    check_eq "the sandbox ran on to its normal end" $? 0
+  fi
 fi
 # Part 1 ran: a failure there fails the test; if it passed but part 2 could
 # not run, the test is Skipped (77) with the reason, never Passed.
