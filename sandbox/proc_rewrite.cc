@@ -259,7 +259,8 @@ std::vector<std::string> resctrl_mount_points(std::string_view mountinfo) {
     for (size_t i = 0; i < esc.size(); ++i) {
       if (esc[i] == '\\' && i + 3 < esc.size() && esc[i + 1] >= '0' && esc[i + 1] <= '3' &&
           esc[i + 2] >= '0' && esc[i + 2] <= '7' && esc[i + 3] >= '0' && esc[i + 3] <= '7') {
-        mp += static_cast<char>((esc[i + 1] - '0') * 64 + (esc[i + 2] - '0') * 8 + (esc[i + 3] - '0'));
+        mp += static_cast<char>((esc[i + 1] - '0') * 64 + (esc[i + 2] - '0') * 8 +
+                                (esc[i + 3] - '0'));
         i += 3;
       } else {
         mp += esc[i];
