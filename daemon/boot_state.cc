@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,7 +103,8 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
 
 Result<std::optional<std::string>> parse_boot_state(std::string_view text,
                                                     const std::string& platform,
-                                                    const std::string& mountpoint) {
+                                                    const std::string& mountpoint,
+                                                    int64_t* saved_boottime_ms) {
   // Outside input (a file anyone with access to /run may have damaged):
   // typed access only (base/json_input.h); the try is the last guard.
   try {
@@ -116,6 +118,11 @@ Result<std::optional<std::string>> parse_boot_state(std::string_view text,
     RESCTRLFS_RETURN_IF_ERROR(state.object());
     RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_platform, j.string_or("platform", ""));
     RESCTRLFS_ASSIGN_OR_RETURN(const std::string file_mountpoint, j.string_or("mountpoint", ""));
+    int64_t saved = -1;
+    if (j.json().contains("saved_boottime_ms")) {
+      RESCTRLFS_ASSIGN_OR_RETURN(saved, j.int_at<int64_t>("saved_boottime_ms", 0));
+    }
+    if (saved_boottime_ms != nullptr) *saved_boottime_ms = saved;
     // Another machine shape or another mount point: not this "boot".
     if (file_platform != platform || file_mountpoint != normalised(mountpoint))
       return std::optional<std::string>();
@@ -125,9 +132,16 @@ Result<std::optional<std::string>> parse_boot_state(std::string_view text,
   }
 }
 
+int64_t boottime_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
-                                                   const std::string& mountpoint) {
+                                                   const std::string& mountpoint,
+                                                   int64_t* saved_boottime_ms) {
   const DirAndName where = split(path);
   Result<PrivateDir> pdir = PrivateDir::open(where.dir, "boot state", false);
   if (!pdir.ok()) {
@@ -153,13 +167,15 @@ Result<std::optional<std::string>> read_boot_state(const std::string& path,
     text.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  Result<std::optional<std::string>> doc = parse_boot_state(text, platform, mountpoint);
+  Result<std::optional<std::string>> doc =
+      parse_boot_state(text, platform, mountpoint, saved_boottime_ms);
   if (!doc.ok()) return Error::make(EINVAL, "boot state " + path + ": " + doc.error().message);
   return doc;
 }
 
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
-                              const std::string& mountpoint, const std::string& state_json) {
+                              const std::string& mountpoint, const std::string& state_json,
+                              int64_t saved_boottime_ms) {
   // fs/'s document goes in as it is (~40 KiB at 4096 RMIDs: parsing and
   // printing it again here cost more than writing it); read_boot_state()
   // checks all of it on the way back. The keys are in the order a JSON
@@ -174,6 +190,7 @@ Result<void> write_boot_state(const std::string& path, const std::string& platfo
   text += json(normalised(mountpoint)).dump();
   text += ",\"platform\":";
   text += json(platform).dump();
+  if (saved_boottime_ms >= 0) text += ",\"saved_boottime_ms\":" + std::to_string(saved_boottime_ms);
   text += ",\"state\":";
   text += state_json;
   text += ",\"version\":1}\n";

@@ -7,7 +7,11 @@
 // each other's settings.
 //
 // File: {"version": 1, "platform": "<name>", "mountpoint": "<abs path>",
+//        "saved_boottime_ms": <CLOCK_BOOTTIME when written>,
 //        "state": {<the Filesystem's document>}}.
+// The time (optional in a file) tells the next daemon how long nothing ran
+// the kernel's 1 s limbo worker: the kernel's goes on while resctrl is
+// unmounted, so a remount after a pause finds the clean RMIDs freed.
 //
 // The directory holding these files must be private to the daemon's uid
 // (PrivateDir in private_dir.h: owned by it, writable by nobody else, not a
@@ -16,6 +20,7 @@
 // following a symlink at a file's name (ELOOP).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,17 +50,20 @@ void remove_stale_boot_states(const std::string& dir, const std::string& mountpo
 
 // The Filesystem document stored for (`platform`, `mountpoint`) in `path`, or
 // nothing when there is no file or it was written for another platform or
-// mount point. EINVAL for a file that is not such a document.
+// mount point. EINVAL for a file that is not such a document. With
+// `saved_boottime_ms`, it gets the file's saved_boottime_ms (-1 if absent).
 Result<std::optional<std::string>> read_boot_state(const std::string& path,
                                                    const std::string& platform,
-                                                   const std::string& mountpoint);
+                                                   const std::string& mountpoint,
+                                                   int64_t* saved_boottime_ms = nullptr);
 
 // The Filesystem document in the text of a boot-state file, or nothing when
 // it was written for another platform or mount point. EINVAL with the reason
 // (the JSON path of what is wrong) for text that is not such a document.
 Result<std::optional<std::string>> parse_boot_state(std::string_view text,
                                                     const std::string& platform,
-                                                    const std::string& mountpoint);
+                                                    const std::string& mountpoint,
+                                                    int64_t* saved_boottime_ms = nullptr);
 
 // Renames the file at `path` to `path` + kBootStateRejectedSuffix; the new
 // path.
@@ -64,7 +72,13 @@ Result<std::string> set_boot_state_aside(const std::string& path);
 // Replaces `path` atomically (temporary file + rename), creating its
 // directory (mode 0700) if needed. `state_json` is fs/'s document, written
 // as it is: EINVAL if it is not even shaped like a JSON object.
+// `saved_boottime_ms` (not written when negative) is the CLOCK_BOOTTIME
+// time in ms at which the writer stopped running the limbo worker.
 Result<void> write_boot_state(const std::string& path, const std::string& platform,
-                              const std::string& mountpoint, const std::string& state_json);
+                              const std::string& mountpoint, const std::string& state_json,
+                              int64_t saved_boottime_ms = -1);
+
+// CLOCK_BOOTTIME in ms (counts suspend, resets at boot like the file).
+int64_t boottime_ms();
 
 }  // namespace resctrlfs::daemon

@@ -418,7 +418,7 @@ void Daemon::shutdown(const char* why) {
     // to the default group.
     parts_->fs->unmount();
     fs_mounted_ = false;
-    if (std::string_view(why) != "start-up failed") save_boot_state();
+    if (std::string_view(why) != "start-up failed") save_boot_state(true);
     if (!opts_.dump_registers_on_exit.empty() && parts_->backend.sim != nullptr) {
       Result<json> regs = registers();
       std::ofstream out(opts_.dump_registers_on_exit);
@@ -437,8 +437,9 @@ void Daemon::load_boot_state() {
   // alone, and those namespaces are gone.
   remove_stale_boot_states(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_key,
                            boot_state_path_);
-  Result<std::optional<std::string>> doc =
-      read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint);
+  int64_t saved_ms = -1;
+  Result<std::optional<std::string>> doc = read_boot_state(
+      boot_state_path_, parts_->backend.platform_name, opts_.mountpoint, &saved_ms);
   // A file that is damaged or does not fit is kept aside for inspection,
   // never applied in part, and the daemon mounts with boot defaults: refusing
   // to start would turn one bad file under /run into a daemon that never
@@ -464,15 +465,29 @@ void Daemon::load_boot_state() {
     spdlog::warn("{}: {}: starting from boot defaults", boot_state_path_, r.error().message);
     return;
   }
+  // The kernel's limbo worker goes on while resctrl is unmounted: when at
+  // least one of its 1 s intervals passed since the last daemon stopped,
+  // its pass runs now, before the mount (a remount right after an unmount
+  // finds the limbo as it was left).
+  boot_restore_ = json{{"restored", true}};
+  if (saved_ms >= 0) {
+    const int64_t down_ms = boottime_ms() - saved_ms;
+    const bool pass = down_ms < 0 || down_ms >= kTickInterval.count();
+    boot_restore_["unmounted_ms"] = std::max<int64_t>(down_ms, 0);
+    boot_restore_["limbo_pass"] = pass;
+    if (pass) parts_->fs->tick(fs_now());
+  }
   boot_state_written_ = parts_->fs->save_boot_state_json();
 }
 
-void Daemon::save_boot_state() {
+void Daemon::save_boot_state(bool stopping) {
   if (boot_state_path_.empty() || !parts_) return;
   std::string doc = parts_->fs->save_boot_state_json();
-  if (doc == boot_state_written_) return;
-  Result<void> w =
-      write_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint, doc);
+  // At the stop the file is written even unchanged: its time is when this
+  // daemon's limbo worker stopped.
+  if (doc == boot_state_written_ && !stopping) return;
+  Result<void> w = write_boot_state(boot_state_path_, parts_->backend.platform_name,
+                                    opts_.mountpoint, doc, boottime_ms());
   // The command is done either way; only a later remount would miss it.
   if (!w.ok()) {
     spdlog::warn("{}", w.error().message);
@@ -529,6 +544,7 @@ Result<json> Daemon::status() {
     j["platform"]["family"] = x->family;
     j["platform"]["model"] = x->model;
   }
+  if (!boot_restore_.is_null()) d["boot_state"] = boot_restore_;
   j["daemon"] = std::move(d);
   return j;
 }

@@ -101,7 +101,8 @@ class Daemon : public ControlTarget {
   // the resctrl mount; written (if it changed) on the tick after a request
   // that changed the model, and after the resctrl unmount at shutdown.
   void load_boot_state();
-  void save_boot_state();
+  // `stopping`: write even an unchanged document (its time is the stop's).
+  void save_boot_state(bool stopping = false);
   Result<hw::SimControl*> sim();
   // --backend msr: follows CPU hotplug as the kernel announces it, in
   // sysfs's online list under --hw-root, read on the tick: a CPU that left
@@ -134,6 +135,9 @@ class Daemon : public ControlTarget {
   std::string boot_state_path_;     // empty: not kept
   std::string boot_state_written_;  // the document last written
   bool boot_state_dirty_ = false;   // a command ran since the last write
+  // What the restore found ({"restored", "unmounted_ms", "limbo_pass"}),
+  // shown by `status` under daemon.boot_state; null when nothing was restored.
+  nlohmann::json boot_restore_;
   int exit_code_ = 0;
   // Created by start(), stopped by shutdown() before the resctrl unmount.
   std::unique_ptr<CommandWorker> worker_;

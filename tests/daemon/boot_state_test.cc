@@ -110,6 +110,8 @@ TEST_CASE("boot state: damaged files are refused with a reason") {
       R"({"version": 99999999999999999999, "state": {}})",
       "{\"version\": 1, \"state\": {\"x\": " + deep + "}}",
       "{\"version\": 1, \"state\": {}, \"platform\": \"\xc3\"}",
+      R"({"version": 1, "state": {}, "saved_boottime_ms": -5})",
+      R"({"version": 1, "state": {}, "saved_boottime_ms": "5"})",
   };
   for (const std::string& doc : docs) {
     INFO(doc.substr(0, 100));
@@ -124,6 +126,25 @@ TEST_CASE("boot state: damaged files are refused with a reason") {
       "intel-2s", "/mnt/r");
   REQUIRE(ok.ok());
   CHECK(**ok == R"({"a":1})");
+}
+
+// The time the writer stopped running the limbo worker goes with the file.
+TEST_CASE("boot state: the save time round-trips, and is -1 when absent") {
+  char tmpl[] = "/tmp/resctrlfs-boot-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string path = boot_state_path(std::string(tmpl) + "/boot", "/mnt/r");
+  REQUIRE(write_boot_state(path, "intel-2s", "/mnt/r", "{}", 123456).ok());
+  int64_t saved = 0;
+  auto got = read_boot_state(path, "intel-2s", "/mnt/r", &saved);
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  CHECK(saved == 123456);
+  REQUIRE(write_boot_state(path, "intel-2s", "/mnt/r", "{}").ok());
+  got = read_boot_state(path, "intel-2s", "/mnt/r", &saved);
+  REQUIRE(got.ok());
+  CHECK(saved == -1);
+  CHECK(resctrlfs::daemon::boottime_ms() > 0);
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST_CASE("boot state: on /run by default") {

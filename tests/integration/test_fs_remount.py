@@ -8,8 +8,10 @@ configurations. Another mount point does not see any of it.
 """
 
 import errno
+import json
 import os
 import subprocess
+import time
 import unittest
 
 import resctrlfs_test as rt
@@ -44,6 +46,31 @@ class Remount(unittest.TestCase):
         # 2 next, as the kernel's would (a fresh one would give 1 again).
         self.assertEqual(m.mkdir("g2"), 0)
         self.assertEqual(m.read("g2/mon_hw_id"), "2\n")
+
+    def test_limbo_ages_while_unmounted(self):
+        # The kernel's limbo worker goes on while resctrl is unmounted: a
+        # remount a second or more later finds the RMIDs that were clean
+        # freed (here the pass runs at the new daemon's start, before its
+        # own 1 s worker could).
+        m = self.m
+        self.assertEqual(m.mkdir("g1"), 0)
+        self.assertEqual(m.mkdir("g1/mon_groups/m"), 0)
+        subprocess.check_call(["fusermount3", "-u", m.mnt])
+        self.assertEqual(m.proc.wait(), 0, m.daemon_log())
+        boot = os.path.join(m.dir, "boot")
+        [name] = [n for n in os.listdir(boot) if n.endswith(".json")]
+        with open(os.path.join(boot, name)) as f:
+            doc = json.load(f)
+        self.assertEqual(sorted(set(sum(doc["state"]["rmids"]["limbo"].values(), []))), [1, 2])
+        saved = doc["saved_boottime_ms"]
+        # At least one worker interval on CLOCK_BOOTTIME, the file's clock.
+        while time.clock_gettime(time.CLOCK_BOOTTIME) * 1000 < saved + 1000:
+            time.sleep(0.1)
+        m.start()
+        st = m.status()
+        self.assertTrue(st["daemon"]["boot_state"]["limbo_pass"], st["daemon"])
+        self.assertGreaterEqual(st["daemon"]["boot_state"]["unmounted_ms"], 1000)
+        self.assertEqual(st["rmids"]["limbo"], 0)
 
     def test_other_mount_point_starts_from_boot_defaults(self):
         self.assertEqual(self.m.write("info/L3_MON/max_threshold_occupancy", "131072\n"), 0)
