@@ -438,8 +438,8 @@ void Daemon::load_boot_state() {
   remove_stale_boot_states(opts_.boot_state_dir, opts_.mountpoint, opts_.mount_ns_key,
                            boot_state_path_);
   int64_t saved_ms = -1;
-  Result<std::optional<std::string>> doc = read_boot_state(
-      boot_state_path_, parts_->backend.platform_name, opts_.mountpoint, &saved_ms);
+  Result<std::optional<std::string>> doc =
+      read_boot_state(boot_state_path_, parts_->backend.platform_name, opts_.mountpoint, &saved_ms);
   // A file that is damaged or does not fit is kept aside for inspection,
   // never applied in part, and the daemon mounts with boot defaults: refusing
   // to start would turn one bad file under /run into a daemon that never
