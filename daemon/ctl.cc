@@ -14,6 +14,7 @@
 
 #include "base/json_input.h"
 #include "base/lwp_format.h"
+#include "base/suggest.h"
 
 namespace resctrlfs::daemon {
 
@@ -126,6 +127,19 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A word where a command should be: CLI11 would only say that a
+    // subcommand is required.
+    const std::vector<std::string> extra = app.remaining();
+    if (e.get_exit_code() != 0 && app.get_subcommands().empty() && !extra.empty() &&
+        extra.front().rfind('-', 0) != 0) {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      out.exit_code = 2;
+      out.output = "resctrlfsctl: unknown command \"" + extra.front() + "\"" +
+                   did_you_mean(extra.front(), names) + "; commands: " + join_names(names) +
+                   "\nRun with --help for more information.\n";
+      return out;
+    }
     out.exit_code = app.exit(e, os_out, os_err);
     out.output = out.exit_code == 0 ? os_out.str() : os_err.str();
     return out;

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "hw/backend.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -150,6 +152,11 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   if (opts.json && !opts.self_check) {
     out.exit_code = 2;
     out.output = "resctrlfsd: --json needs --self-check\n";
+    return out;
+  }
+  if (Result<void> rdt = hw::check_rdt_list(opts.rdt); !rdt.ok()) {
+    out.exit_code = 2;
+    out.output = "resctrlfsd: --rdt: " + rdt.error().message + "\n";
     return out;
   }
   opts.backend = backend == "msr" ? BackendKind::kMsr : BackendKind::kSim;

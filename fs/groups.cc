@@ -103,8 +103,15 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
   }
   bool any_alloc = false;
   for (const hw::Resource& r : m_.info.resources) any_alloc = any_alloc || in_mount(r, opts);
-  if (!any_alloc && !m_.mon_capable())
-    return Error::make(ENODEV, "no RDT allocation or monitoring capability");
+  if (!any_alloc && !m_.mon_capable()) {
+    // Ours (the kernel has no such options): name what would show a tree.
+    std::string hint;
+    for (const hw::Resource& r : m_.info.resources)
+      if (r.alloc_capable && r.mount_option != nullptr && hint.empty())
+        hint = std::string("; this machine's ") + hw::resource_name(r.rid) +
+               " allocation is ours: mount with -o " + r.mount_option;
+    return Error::make(ENODEV, "no RDT allocation or monitoring capability" + hint);
+  }
   const hw::Resource& l3 = m_.info.res(ResourceId::L3);
   const hw::Resource& l2 = m_.info.res(ResourceId::L2);
   const hw::Resource& mb = m_.info.res(ResourceId::MB);

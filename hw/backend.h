@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -155,6 +156,10 @@ struct Backend {
 // Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
 // amd-2s, intel-snc, intel-aet, intel-gnr-io, host.
 std::vector<std::string> builtin_platforms();
+
+// Checks a list for the kernel's rdt= boot parameter (`--rdt`): EINVAL
+// naming an unknown feature, with a suggestion and the valid names.
+Result<void> check_rdt_list(std::string_view rdt);
 
 // Builds the simulated backend from a built-in profile name or a JSON file.
 // `rdt` is the kernel's rdt= boot parameter (e.g. "l3cat,!mba"), added to

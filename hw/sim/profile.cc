@@ -22,6 +22,7 @@
 #endif
 
 #include "base/json_input.h"
+#include "base/suggest.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 #include "hw/x86/sysfs_topology.h"
@@ -956,9 +957,14 @@ Result<Profile> load_profile(const std::string& name_or_path) {
     return profile_from_json(j, name_or_path);
   }
   std::string text = read_file(name_or_path);
-  if (text.empty())
-    return Error::make(ENOENT, "unknown platform \"" + name_or_path +
-                                   "\" (not a built-in profile nor a readable JSON file)");
+  if (text.empty()) {
+    const std::vector<std::string> names = builtin_profile_names();
+    return Error::make(ENOENT, "unknown platform \"" + name_or_path + "\"" +
+                                   did_you_mean(name_or_path, names) +
+                                   ": not a built-in profile nor a readable JSON file; the "
+                                   "built-ins are " +
+                                   join_names(names) + " (NAME@host fits one to this host)");
+  }
   return parse_profile(text, name_or_path);
 }
 

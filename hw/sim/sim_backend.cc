@@ -11,6 +11,8 @@ namespace resctrlfs::hw {
 
 std::vector<std::string> builtin_platforms() { return sim::builtin_profile_names(); }
 
+Result<void> check_rdt_list(std::string_view rdt) { return x86::RdtOptions::check(rdt); }
+
 Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt) {
   RESCTRLFS_ASSIGN_OR_RETURN(sim::Profile profile, sim::load_profile(platform));
   x86::RdtOptions extra = x86::RdtOptions::parse(rdt);

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 
+#include "base/suggest.h"
 #include "hw/x86/registers.h"
 
 namespace resctrlfs::hw::x86 {
@@ -75,6 +76,37 @@ RdtOptions RdtOptions::parse(std::string_view list) {
     (off ? o.force_off : o.force_on).emplace_back(tok);
   }
   return o;
+}
+
+Result<void> RdtOptions::check(std::string_view list) {
+  const std::vector<std::string> kernel = {"cmt",   "mbmtotal", "mbmlocal", "l3cat",
+                                           "l3cdp", "l2cat",    "l2cdp",    "mba",
+                                           "smba",  "bmec",     "abmc",     "sdciae"};
+  const std::vector<std::string> ours = {"cba", "energy", "perf"};
+  std::vector<std::string> all = kernel;
+  all.insert(all.end(), ours.begin(), ours.end());
+  auto guid_ok = [](std::string_view hex) {
+    if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
+    return !hex.empty() && hex.size() <= 8 &&
+           hex.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+  };
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view tok = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    if (tok.empty()) continue;
+    std::string_view name = tok.front() == '!' ? tok.substr(1) : tok;
+    const size_t colon = name.find(':');
+    bool ok = std::find(all.begin(), all.end(), name) != all.end();
+    if (!ok && colon != std::string_view::npos && name.substr(0, colon) == "perf")
+      ok = guid_ok(name.substr(colon + 1));
+    if (ok) continue;
+    return Error::make(
+        EINVAL, "unknown feature \"" + std::string(name) + "\"" + did_you_mean(name, all) +
+                    "; the kernel's rdt= names: " + join_names(kernel) +
+                    "; ours: cba, energy, perf, perf:<guid>" + " (a leading ! turns one off)");
+  }
+  return Ok();
 }
 
 RdtOptions RdtOptions::all() {

@@ -51,6 +51,11 @@ struct RdtOptions {
   std::vector<std::string> force_on, force_off;
 
   static RdtOptions parse(std::string_view list);
+  // For a command line (ours: the kernel ignores what it does not know):
+  // EINVAL naming the first token that is no feature name, with the
+  // nearest name and the list. "energy", "perf" and "perf:<hex guid>" (up
+  // to 8 digits, 0x optional) name telemetry groups.
+  static Result<void> check(std::string_view list);
   // Every feature on: the platform as the hardware enumerates it, before
   // any kernel policy (what a register model or an MSR guard needs).
   static RdtOptions all();

@@ -138,6 +138,16 @@ TEST_CASE("usage errors") {
   }
 }
 
+TEST_CASE("a mistyped command is named, with a suggestion and the list") {
+  ParsedCtlArgs p = parse({"stauts"});
+  CHECK_FALSE(p.request);
+  CHECK(p.exit_code == 2);
+  CHECK(p.output.find("unknown command \"stauts\" (did you mean status?)") != std::string::npos);
+  CHECK(p.output.find("status, clock, workload") != std::string::npos);
+  p = parse({"--socket", "/x", "nonsense"});
+  CHECK(p.output.find("unknown command \"nonsense\"; commands:") != std::string::npos);
+}
+
 TEST_CASE("ctl_send reports a missing socket") {
   auto r = ctl_send("/nonexistent/dir/resctrlfsd.sock", json{{"cmd", "status"}});
   REQUIRE_FALSE(r.ok());

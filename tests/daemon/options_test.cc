@@ -143,6 +143,26 @@ TEST_CASE("usage errors exit non-zero with a message, --help exits 0") {
   CHECK(h.output.find("--control") != std::string::npos);
 }
 
+TEST_CASE("option --rdt takes the kernel's feature names and ours, and refuses others") {
+  for (const char* good : {"l3cat,!mba", "cmt,mbmtotal,mbmlocal,l3cdp,l2cat,l2cdp,smba,bmec",
+                           "abmc,sdciae,!cba", "energy,perf", "perf:0x26696143", "!perf:1a"}) {
+    INFO(good);
+    ParsedArgs p = parse({"--rdt", good, "/mnt/x"});
+    REQUIRE(p.options);
+    CHECK(p.options->rdt == good);
+  }
+  ParsedArgs p = parse({"--rdt", "l3cat,l3catt", "/mnt/x"});
+  CHECK_FALSE(p.options);
+  CHECK(p.exit_code == 2);
+  CHECK(p.output.find("--rdt: unknown feature \"l3catt\" (did you mean l3cat?)") !=
+        std::string::npos);
+  CHECK(p.output.find("cmt, mbmtotal") != std::string::npos);  // the list of names
+  for (const char* bad : {"foo", "perf:xyz", "perf:", ",,!"}) {
+    INFO(bad);
+    CHECK_FALSE(parse({"--rdt", bad, "/mnt/x"}).options);
+  }
+}
+
 TEST_CASE("option self-check takes no mount point, and json and kernel-resctrl go with it") {
   ParsedArgs p = parse({"--self-check", "--broker", "/run/b.sock"});
   REQUIRE(p.options);

@@ -212,6 +212,13 @@ TEST_CASE("unknown platform is refused") {
   auto b = make_sim_backend("no-such-platform");
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().code == ENOENT);
+  // The message lists the built-ins, and suggests one for a near miss.
+  CHECK(b.error().message.find("intel-2s, ") != std::string::npos);
+  CHECK(b.error().message.find("did you mean") == std::string::npos);
+  auto typo = make_sim_backend("amd2s");
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().message.find("unknown platform \"amd2s\" (did you mean amd-2s?)") !=
+        std::string::npos);
 }
 
 TEST_CASE("sim backend programs registers through the Arch") {

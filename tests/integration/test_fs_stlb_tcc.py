@@ -161,6 +161,9 @@ class Refused(unittest.TestCase):
         refused_mount(self, "intel-tcc", [],
                       "this CPU has no RDT/PQoS" if rt.MSR
                       else "no RDT allocation or monitoring capability")
+        if not rt.MSR:
+            # Ours: the refusal names the option that would show the L3.
+            refused_mount(self, "intel-tcc", [], "mount with -o tccl3")
 
     def test_tcc_l3_has_no_cdp(self):
         msr_skip_tcc()
