@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The control socket and resctrlfsctl: every command, the manual clock
 driving the 1000 ms workers (limbo), fault injection reaching the hardware
-layer, and robustness against hostile clients."""
+layer, and robustness against hostile clients, idle connections past the
+daemon's descriptor limit included."""
 
 import errno
 import json
@@ -191,6 +192,35 @@ class HostileClients(rt.ResctrlfsTestCase):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(self.fs.sock)
             s.close()
+        self.assert_still_serving()
+
+    def test_idle_connections_past_the_fd_limit(self):
+        # A few descriptors left, then more idle connections than that:
+        # accept() fails with EMFILE, and the daemon sheds and backs off
+        # instead of retrying at once (100 % CPU).
+        pid = self.fs.pid
+        with open("/proc/%d/limits" % pid) as f:
+            soft, hard = [l.split()[3:5] for l in f if l.startswith("Max open files")][0]
+        limit = rt.open_fds(pid) + 8
+        subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%d:%s" % (limit, hard)],
+                       check=True)
+
+        def connect():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(self.fs.sock)
+            return s
+
+        try:
+            ticks, conns = rt.idle_cpu_ticks_past_fd_limit(pid, connect, 60)
+            for c in conns:
+                c.close()
+        finally:
+            subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%s:%s" % (soft, hard)],
+                           check=True)
+        # A spin burns up to 500 ticks in those 5 s (about 100 at nice 19 on
+        # a loaded machine).
+        self.assertLess(ticks, 15, self.fs.daemon_log())
+        self.assertIn("accept: Too many open files", self.fs.daemon_log())
         self.assert_still_serving()
 
 
