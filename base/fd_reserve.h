@@ -13,12 +13,21 @@
 // and waits a moment (kAcceptBackoff, an Asio timer in the server) before
 // accepting again. One log line says so, rate-limited.
 //
+// A connection is not worth the process's last descriptors either: the
+// rest of the process needs a few for its own files (the daemon's journal
+// and its /proc walks, libfuse's pipes; the sanitizers' runtime checks open
+// a pipe too, and report a valid object as corrupt when they cannot). So
+// a connection that accept() returns in one of the last kFdHeadroom
+// descriptors below the soft RLIMIT_NOFILE is closed at once (admit()):
+// idle connections can fill a server's descriptors only up to that margin.
+//
 // POSIX only (no Asio: each server keeps its own timer). Not thread-safe:
 // one accept loop per object.
 #pragma once
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +43,19 @@ namespace resctrlfs {
 
 // How long an accept loop waits after shedding before it accepts again.
 inline constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
+// Descriptors below the soft RLIMIT_NOFILE that an accept loop leaves free
+// for the rest of its process.
+inline constexpr unsigned kFdHeadroom = 16;
+
+// True when descriptor `fd`, just allocated, leaves at least kFdHeadroom
+// descriptors free. The kernel hands out the lowest free number, so every
+// descriptor below `fd` is in use and at most limit - 1 - fd are free.
+inline bool leaves_fd_headroom(int fd) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+  return static_cast<rlim_t>(fd) + kFdHeadroom < rl.rlim_cur;
+}
 
 // One descriptor (/dev/null) held so that a process out of descriptors can
 // still accept a connection, to close it.
@@ -108,6 +130,25 @@ class AcceptGuard {
     return kAcceptBackoff;
   }
 
+  // accept() returned connection `fd`. False when it took one of the
+  // process's last kFdHeadroom descriptors: the caller closes it at once
+  // (its peer sees the connection closed) and accepts the next one. `log`
+  // is set to the line to write, or emptied when it is rate-limited.
+  bool admit(int fd, std::string& log) {
+    log.clear();
+    if (leaves_fd_headroom(fd)) return true;
+    ++closed_;
+    if (headroom_log_.admit()) {
+      log = what_ + ": " + std::to_string(closed_) +
+            " connection(s) closed as soon as accepted since the last such line: the last " +
+            std::to_string(kFdHeadroom) +
+            " descriptors below the open-files limit are kept for the process's own files";
+      closed_ = 0;
+      headroom_log_.take_suppressed();
+    }
+    return false;
+  }
+
   const FdReserve& reserve() const { return reserve_; }
 
  private:
@@ -115,6 +156,8 @@ class AcceptGuard {
   FdReserve reserve_;
   LogRateLimit limit_{1, std::chrono::seconds(10)};
   uint64_t shed_ = 0;
+  LogRateLimit headroom_log_{1, std::chrono::seconds(10)};
+  uint64_t closed_ = 0;
 };
 
 }  // namespace resctrlfs

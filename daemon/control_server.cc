@@ -146,7 +146,14 @@ void ControlServer::accept() {
         return;
       }
     } else {
-      std::make_shared<Session>(std::move(sock), handler_)->start();
+      std::string line;
+      if (guard_.admit(sock.native_handle(), line)) {
+        std::make_shared<Session>(std::move(sock), handler_)->start();
+      } else {
+        if (!line.empty()) spdlog::warn("{}", line);
+        boost::system::error_code ignore;
+        sock.close(ignore);
+      }
     }
     accept();
   });

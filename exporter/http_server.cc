@@ -209,6 +209,12 @@ void HttpServer::accept() {
       return;
     }
     beast::error_code pec;
+    if (std::string line; !impl_->guard.admit(s.native_handle(), line)) {
+      if (!line.empty()) impl_->log(line);
+      s.close(pec);
+      accept();
+      return;
+    }
     const asio::ip::address peer = s.remote_endpoint(pec).address();
     auto it = impl_->peers->find(peer);
     if (!pec && it != impl_->peers->end() && it->second >= impl_->opts.max_sessions_per_peer) {

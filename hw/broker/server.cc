@@ -114,6 +114,13 @@ void BrokerServer::accept_next() {
       });
       return;
     }
+    if (std::string line; !guard_.admit(sock.native_handle(), line)) {
+      if (!line.empty()) log_(line);
+      boost::system::error_code ignore;
+      sock.close(ignore);
+      accept_next();
+      return;
+    }
     ucred cred{};
     socklen_t len = sizeof(cred);
     std::string peer = "unknown peer";

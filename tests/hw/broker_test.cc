@@ -277,12 +277,14 @@ TEST_CASE("resctrl-msrd out of descriptors sheds connections instead of spinning
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // CPU, not wall-clock time: a broker retrying accept() at once burns up
-  // to 500 ticks in these 5 s (about 100 at nice 19 on a loaded machine).
+  // to 500 ticks in these 5 s (about 100 at nice 19 on a loaded machine);
+  // an idle one next to none, whatever the load.
   const long before = cpu_ticks(b.pid());
   std::this_thread::sleep_for(std::chrono::seconds(5));
-  CHECK(cpu_ticks(b.pid()) - before < 15);
+  CHECK(cpu_ticks(b.pid()) - before < 50);
   for (int c : conns) ::close(c);
-  CHECK(b.log().find("accept: Too many open files") != std::string::npos);
+  // It kept its last descriptors: the connections past them were closed.
+  CHECK(b.log().find("connection(s) closed as soon as accepted") != std::string::npos);
   broker::BrokerClient client(b.socket());
   CHECK(client.transact({Op{0, IA32_PQR_ASSOC, 0, OpKind::kRead}}).ok());
 }

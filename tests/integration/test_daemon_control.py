@@ -195,9 +195,12 @@ class HostileClients(rt.ResctrlfsTestCase):
         self.assert_still_serving()
 
     def test_idle_connections_past_the_fd_limit(self):
-        # A few descriptors left, then more idle connections than that:
-        # accept() fails with EMFILE, and the daemon sheds and backs off
-        # instead of retrying at once (100 % CPU).
+        # A few descriptors left, then more idle connections than that: the
+        # daemon closes the connections that would take its last descriptors
+        # (which its journal, its /proc walks and, in the sanitizer builds,
+        # UBSan's own checks need) instead of running out; it neither spins
+        # (a server retrying a failed accept() at once burns 100 % CPU) nor
+        # stops serving.
         pid = self.fs.pid
         with open("/proc/%d/limits" % pid) as f:
             soft, hard = [l.split()[3:5] for l in f if l.startswith("Max open files")][0]
@@ -217,10 +220,11 @@ class HostileClients(rt.ResctrlfsTestCase):
         finally:
             subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%s:%s" % (soft, hard)],
                            check=True)
-        # A spin burns up to 500 ticks in those 5 s (about 100 at nice 19 on
-        # a loaded machine).
-        self.assertLess(ticks, 15, self.fs.daemon_log())
-        self.assertIn("accept: Too many open files", self.fs.daemon_log())
+        # CPU ticks, not time: a spin burns up to 500 in those 5 s (about 100
+        # at nice 19 on a loaded machine); the idle daemon, its 1000 ms timer
+        # included, a few even under the sanitizers, whatever the load.
+        self.assertLess(ticks, 50, self.fs.daemon_log())
+        self.assertIn("connection(s) closed as soon as accepted", self.fs.daemon_log())
         self.assert_still_serving()
 
 

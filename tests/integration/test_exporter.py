@@ -210,9 +210,11 @@ class ExporterTest(rt.ResctrlfsTestCase):
 
 
 class OutOfDescriptors(rt.ResctrlfsTestCase):
-    """64 descriptors and 150 idle connections from one client: accept()
-    fails with EMFILE, and the exporter sheds and backs off instead of
-    retrying at once (100 % CPU); once the connections close it serves."""
+    """64 descriptors and 150 idle connections from one client: the
+    exporter closes the connections that would take its last descriptors
+    (a scrape needs some) instead of running out, and does not spin (a
+    server retrying a failed accept() at once burns 100 % CPU); once the
+    connections close it serves."""
 
     def test_idle_connections_past_the_fd_limit(self):
         exp = eh.Exporter(self.fs.mnt, wrapper=["prlimit", "--nofile=64:64", "--"])
@@ -224,7 +226,7 @@ class OutOfDescriptors(rt.ResctrlfsTestCase):
             # A spin burns up to 500 ticks in those 5 s (about 100 at nice 19
             # on a loaded machine); shedding a connection every 100 ms burns
             # next to none.
-            self.assertLess(ticks, 15, exp.output())
+            self.assertLess(ticks, 50, exp.output())
             self.assertLessEqual(rt.open_fds(exp.proc.pid), 64)
         finally:
             for c in conns:
@@ -232,7 +234,7 @@ class OutOfDescriptors(rt.ResctrlfsTestCase):
         s = eh.parse(exp.metrics())
         self.assertEqual(eh.one(s, "node_resctrl_up"), 1)
         self.assertEqual(eh.one(s, "node_resctrl_samples_omitted_total", reason="read_failed"), 0)
-        self.assertIn("accept: Too many open files", exp.output())
+        self.assertIn("connection(s) closed as soon as accepted", exp.output())
 
 
 class Promtool(rt.ResctrlfsTestCase):
