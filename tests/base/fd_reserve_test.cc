@@ -64,7 +64,10 @@ class FdSqueeze {
     rlimit low = saved_;
     low.rlim_cur = 64;
     REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
-    for (int fd; (fd = ::dup(0)) >= 0;) filler_.push_back(fd);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(null >= 0);
+    filler_.push_back(null);
+    for (int fd; (fd = ::dup(null)) >= 0;) filler_.push_back(fd);
     dup_errno_ = errno;
     for (int i = 0; i < free && !filler_.empty(); ++i) release_one();
   }
