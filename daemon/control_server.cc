@@ -87,7 +87,9 @@ bool socket_is_live(const std::string& path) {
 ControlServer::ControlServer(asio::io_context& io, std::string path, Handler handler)
     : acceptor_(io),
       path_(std::move(path)),
-      handler_(std::make_shared<Handler>(std::move(handler))) {}
+      handler_(std::make_shared<Handler>(std::move(handler))),
+      guard_("control socket " + path_),
+      backoff_(io) {}
 
 Result<std::unique_ptr<ControlServer>> ControlServer::create(asio::io_context& io,
                                                              const std::string& path,
@@ -125,13 +127,34 @@ void ControlServer::close() {
   closed_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  backoff_.cancel();
   unlink(path_.c_str());
 }
 
 void ControlServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, Local::socket sock) {
     if (ec == asio::error::operation_aborted || closed_) return;
-    if (!ec) std::make_shared<Session>(std::move(sock), handler_)->start();
+    if (ec) {
+      std::string line;
+      const auto wait = guard_.on_error(acceptor_.native_handle(), ec.value(), line);
+      if (!line.empty()) spdlog::warn("{}", line);
+      if (wait.count() > 0) {
+        backoff_.expires_after(wait);
+        backoff_.async_wait([this](const boost::system::error_code& e) {
+          if (!e && !closed_) accept();
+        });
+        return;
+      }
+    } else {
+      std::string line;
+      if (guard_.admit(sock.native_handle(), line)) {
+        std::make_shared<Session>(std::move(sock), handler_)->start();
+      } else {
+        if (!line.empty()) spdlog::warn("{}", line);
+        boost::system::error_code ignore;
+        sock.close(ignore);
+      }
+    }
     accept();
   });
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/fd_reserve.h"
 #include "base/result.h"
 
 namespace resctrlfs::daemon {
@@ -39,6 +40,9 @@ class ControlServer {
   std::string path_;
   std::shared_ptr<Handler> handler_;
   bool closed_ = false;
+  // Out of descriptors, accept() sheds and waits instead of spinning.
+  AcceptGuard guard_;
+  boost::asio::steady_timer backoff_;
 };
 
 }  // namespace resctrlfs::daemon

@@ -218,19 +218,20 @@ Snapshot Collector::collect() {
   Snapshot s = reader_.read();
   if (s.ok) fold(s);
   for (const auto& [k, n] : s.omitted) omitted_total_[k] += n;
+  read_errors_total_ += s.read_errors;
   last_duration_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
 
 std::string Collector::metrics() {
   Snapshot s = collect();
-  return render_metrics(s, omitted_total_, resets_, last_duration_s_);
+  return render_metrics(s, omitted_total_, resets_, last_duration_s_, read_errors_total_);
 }
 
 std::string Collector::api_state() { return render_api_state(collect()); }
 
 std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>& omitted_total,
-                           uint64_t resets, double duration_s) {
+                           uint64_t resets, double duration_s, uint64_t read_errors) {
   Families fam;
   fam.get("node_resctrl_up", "gauge", "1 when the resctrl tree could be read, else 0.")
       .add("", s.ok ? "1" : "0");
@@ -250,6 +251,10 @@ std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>
           "Reads of a cumulative mon_data counter that were smaller than the previous read; "
           "each was added whole to the exported running total.")
       .add("", fmt_u(resets));
+  fam.get("node_resctrl_read_errors_total", "counter",
+          "Files and directories of the tree that could not be read (open, read or listing "
+          "failed) since the exporter started; each is logged with its errno, rate-limited.")
+      .add("", fmt_u(read_errors));
   if (!s.ok) return fam.render();
 
   // Info: control resources.

@@ -40,6 +40,7 @@ class Collector {
   std::string api_state();
 
   uint64_t resets() const { return resets_; }
+  uint64_t read_errors() const { return read_errors_total_; }
 
  private:
   struct Running {
@@ -54,6 +55,7 @@ class Collector {
   uint64_t gen_ = 0;
   uint64_t resets_ = 0;
   std::map<ReadKind, uint64_t> omitted_total_;
+  uint64_t read_errors_total_ = 0;
   double last_duration_s_ = 0;
 };
 
@@ -62,9 +64,11 @@ class Collector {
 bool cumulative_event(const std::string& event);
 
 // Renders a snapshot; `omitted_total` and `resets` are the lifetime counts,
-// `duration_s` the scrape's reading time. Exposed for the unit tests.
+// `duration_s` the scrape's reading time, `read_errors` the lifetime count
+// of files and directories that could not be read. Exposed for the unit
+// tests.
 std::string render_metrics(const Snapshot& s, const std::map<ReadKind, uint64_t>& omitted_total,
-                           uint64_t resets, double duration_s);
+                           uint64_t resets, double duration_s, uint64_t read_errors = 0);
 std::string render_api_state(const Snapshot& s);
 
 // Text-format helpers (exposed for the unit tests).

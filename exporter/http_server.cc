@@ -4,11 +4,17 @@
 #include "exporter/http_server.h"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <optional>
+
+#include "base/fd_reserve.h"
+#include "base/log_rate_limit.h"
 
 namespace resctrlfs::exporter {
 
@@ -19,11 +25,35 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto kIdleTimeout = std::chrono::seconds(30);
+// Connections per peer address; a PeerSlot holds one for its lifetime.
+using PeerCounts = std::map<asio::ip::address, unsigned>;
+
+class PeerSlot {
+ public:
+  PeerSlot(std::shared_ptr<PeerCounts> counts, asio::ip::address addr)
+      : counts_(std::move(counts)), addr_(std::move(addr)) {
+    ++(*counts_)[addr_];
+  }
+  ~PeerSlot() {
+    auto it = counts_->find(addr_);
+    if (--it->second == 0) counts_->erase(it);
+  }
+  PeerSlot(const PeerSlot&) = delete;
+  PeerSlot& operator=(const PeerSlot&) = delete;
+
+ private:
+  std::shared_ptr<PeerCounts> counts_;
+  asio::ip::address addr_;
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket s, const HttpHandler& h) : stream_(std::move(s)), handler_(h) {}
+  Session(tcp::socket s, const HttpHandler& h, std::chrono::milliseconds idle_timeout,
+          std::shared_ptr<PeerCounts> counts, const asio::ip::address& peer)
+      : stream_(std::move(s)),
+        handler_(h),
+        idle_timeout_(idle_timeout),
+        slot_(std::move(counts), peer) {}
 
   void start() { read(); }
 
@@ -32,7 +62,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(8192);
     parser_->body_limit(0);
-    stream_.expires_after(kIdleTimeout);
+    stream_.expires_after(idle_timeout_);
     http::async_read(
         stream_, buf_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
@@ -83,7 +113,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!head) res->body() = std::move(body);
     res->prepare_payload();
     if (head) res->content_length(len);
-    stream_.expires_after(kIdleTimeout);
+    stream_.expires_after(idle_timeout_);
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res, keep](beast::error_code ec, size_t) {
                         if (ec) return;
@@ -100,19 +130,35 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   const HttpHandler& handler_;
+  const std::chrono::milliseconds idle_timeout_;
+  PeerSlot slot_;
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(asio::io_context& io, HttpHandler h) : io(io), acceptor(io), handler(std::move(h)) {}
+  Impl(asio::io_context& io, HttpHandler h, HttpServerOptions o)
+      : io(io), acceptor(io), backoff(io), handler(std::move(h)), opts(std::move(o)) {}
+  void log(const std::string& line) {
+    if (opts.log) {
+      opts.log(line);
+    } else {
+      std::fprintf(stderr, "resctrlfs-exporter: %s\n", line.c_str());
+      std::fflush(stderr);
+    }
+  }
   asio::io_context& io;
   tcp::acceptor acceptor;
+  asio::steady_timer backoff;
   HttpHandler handler;
+  HttpServerOptions opts;
+  std::shared_ptr<PeerCounts> peers = std::make_shared<PeerCounts>();
+  AcceptGuard guard{"HTTP server"};
+  LogRateLimit refused_log{1, std::chrono::seconds(10)};
 };
 
-HttpServer::HttpServer(asio::io_context& io, HttpHandler handler)
-    : impl_(std::make_unique<Impl>(io, std::move(handler))) {}
+HttpServer::HttpServer(asio::io_context& io, HttpHandler handler, HttpServerOptions opts)
+    : impl_(std::make_unique<Impl>(io, std::move(handler), std::move(opts))) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -139,10 +185,51 @@ tcp::endpoint HttpServer::local_endpoint() const {
   return impl_->acceptor.local_endpoint(ec);
 }
 
+size_t HttpServer::sessions() const {
+  size_t n = 0;
+  for (const auto& [_, count] : *impl_->peers) n += count;
+  return n;
+}
+
 void HttpServer::accept() {
   impl_->acceptor.async_accept([this](beast::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Session>(std::move(s), impl_->handler)->start();
+    if (ec) {
+      std::string line;
+      const auto wait = impl_->guard.on_error(impl_->acceptor.native_handle(), ec.value(), line);
+      if (!line.empty()) impl_->log(line);
+      if (wait.count() > 0) {
+        impl_->backoff.expires_after(wait);
+        impl_->backoff.async_wait([this](beast::error_code e) {
+          if (!e) accept();
+        });
+        return;
+      }
+      accept();
+      return;
+    }
+    beast::error_code pec;
+    if (std::string line; !impl_->guard.admit(s.native_handle(), line)) {
+      if (!line.empty()) impl_->log(line);
+      s.close(pec);
+      accept();
+      return;
+    }
+    const asio::ip::address peer = s.remote_endpoint(pec).address();
+    auto it = impl_->peers->find(peer);
+    if (!pec && it != impl_->peers->end() && it->second >= impl_->opts.max_sessions_per_peer) {
+      s.close(pec);
+      if (impl_->refused_log.admit()) {
+        const uint64_t more = impl_->refused_log.take_suppressed();
+        impl_->log("closed a connection from " + peer.to_string() + ": it holds " +
+                   std::to_string(impl_->opts.max_sessions_per_peer) + " already" +
+                   (more ? " (" + std::to_string(more) + " more since the last such line)" : ""));
+      }
+    } else if (!pec) {
+      std::make_shared<Session>(std::move(s), impl_->handler, impl_->opts.idle_timeout,
+                                impl_->peers, peer)
+          ->start();
+    }
     accept();
   });
 }

@@ -74,6 +74,7 @@ struct Snapshot {
   std::vector<Group>
       groups;  // the default group first, then by name; MON groups after their parent
   std::map<ReadKind, uint64_t> omitted;  // this pass's omitted mon_data reads by reason
+  uint64_t read_errors = 0;  // files and directories of this pass that could not be read
 };
 
 }  // namespace resctrlfs::exporter

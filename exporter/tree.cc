@@ -3,12 +3,14 @@
 #include "exporter/tree.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 namespace resctrlfs::exporter {
@@ -205,12 +207,66 @@ int TreeReader::pread_all(int fd, std::string& out) {
   return 0;
 }
 
-int TreeReader::read_file(const std::string& rel, std::string& out) {
+void TreeReader::apply_budget() {
+  size_t b = opts_.max_held_fds;
+  if (b == 0) {
+    rlimit rl{};
+    b = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+            ? static_cast<size_t>(rl.rlim_cur / 2)
+            : size_t{1} << 20;
+  }
+  budget_ = b;
+  // The limit may have been lowered since the last pass.
+  while (held_fds() > budget_ && !files_.empty()) {
+    ::close(files_.begin()->second.fd);
+    files_.erase(files_.begin());
+  }
+  while (held_fds() > budget_ && !dirs_.empty()) {
+    ::closedir(dirs_.begin()->second.dir);
+    dirs_.erase(dirs_.begin());
+  }
+}
+
+void TreeReader::failed(const std::string& rel, int err) {
+  const int saved = errno;
+  if (pass_ != nullptr) ++pass_->read_errors;
+  if (fail_log_.admit()) {
+    const uint64_t more = fail_log_.take_suppressed();
+    std::string line = "cannot read " + root_ + (rel.empty() ? "" : "/" + rel) + ": " +
+                       std::strerror(err) + " (errno " + std::to_string(err) + ")";
+    if (more != 0) line += "; " + std::to_string(more) + " more failed reads were not logged";
+    log(line);
+  }
+  errno = saved;
+}
+
+void TreeReader::log(const std::string& line) {
+  if (opts_.log) {
+    opts_.log(line);
+  } else {
+    std::fprintf(stderr, "resctrlfs-exporter: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+}
+
+int TreeReader::read_file(const std::string& rel, std::string& out, bool may_be_absent) {
+  const int err = read_file_once(rel, out);
+  if (err != 0 && !(may_be_absent && err == ENOENT)) failed(rel, err);
+  return err;
+}
+
+int TreeReader::read_file_once(const std::string& rel, std::string& out) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto it = files_.find(rel);
     if (it == files_.end()) {
       int fd = ::openat(root_fd_, rel.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return errno;
+      if (!can_hold()) {
+        // Past the bound: read it and let it go; the next pass opens it again.
+        const int err = pread_all(fd, out);
+        ::close(fd);
+        return err;
+      }
       it = files_.emplace(rel, Slot{fd, gen_}).first;
     }
     it->second.gen = gen_;
@@ -229,24 +285,43 @@ int TreeReader::read_file(const std::string& rel, std::string& out) {
 }
 
 bool TreeReader::list_dir(const std::string& rel, std::vector<Entry>& out) {
+  if (list_dir_once(rel, out)) return true;
+  failed(rel, errno != 0 ? errno : EIO);
+  return false;
+}
+
+bool TreeReader::list_dir_once(const std::string& rel, std::vector<Entry>& out) {
   out.clear();
+  DIR* d = nullptr;
+  bool held = true;
   auto it = dirs_.find(rel);
   if (it == dirs_.end()) {
     int fd =
         ::openat(root_fd_, rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return false;
-    DIR* d = ::fdopendir(fd);
+    d = ::fdopendir(fd);
     if (!d) {
+      const int err = errno;
       ::close(fd);
+      errno = err;
       return false;
     }
-    it = dirs_.emplace(rel, DirSlot{d, gen_}).first;
+    // Past the bound the directory is listed and closed again.
+    held = can_hold();
+    if (held) it = dirs_.emplace(rel, DirSlot{d, gen_}).first;
   } else {
-    ::rewinddir(it->second.dir);
+    d = it->second.dir;
+    ::rewinddir(d);
+    it->second.gen = gen_;
   }
-  it->second.gen = gen_;
-  errno = 0;
-  while (struct dirent* e = ::readdir(it->second.dir)) {
+  int err = 0;
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      err = errno;
+      break;
+    }
     if (e->d_name[0] == '.' && (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0))) {
       continue;
     }
@@ -258,9 +333,12 @@ bool TreeReader::list_dir(const std::string& rel, std::vector<Entry>& out) {
     }
     out.push_back({e->d_name, dir, e->d_ino});
   }
-  if (errno != 0) {
-    ::closedir(it->second.dir);
-    dirs_.erase(it);
+  if (err != 0 || !held) {
+    ::closedir(d);
+    if (held) dirs_.erase(it);
+  }
+  if (err != 0) {
+    errno = err;
     return false;
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
@@ -390,8 +468,9 @@ void TreeReader::read_info(Snapshot& s) {
 void TreeReader::read_group(Group& g, const std::string& prefix, bool ctrl) {
   if (!ctrl) return;
   std::string text;
-  if (read_file(prefix + "mode", text) == 0) g.mode = std::string(trim(text));
-  if (read_file(prefix + "schemata", text) == 0) g.schemata = parse_schemata(text);
+  // A tree without control resources has neither file.
+  if (read_file(prefix + "mode", text, true) == 0) g.mode = std::string(trim(text));
+  if (read_file(prefix + "schemata", text, true) == 0) g.schemata = parse_schemata(text);
 }
 
 void TreeReader::read_mon(Group& g, const std::string& prefix, Snapshot& s) {
@@ -415,9 +494,22 @@ void TreeReader::read_mon(Group& g, const std::string& prefix, Snapshot& s) {
 Snapshot TreeReader::read() {
   Snapshot s;
   ++gen_;
+  apply_budget();
+  pass_ = &s;
+  struct EndPass {
+    TreeReader& r;
+    ~EndPass() {
+      r.pass_ = nullptr;
+      // The failures past the per-line budget, once per pass at most.
+      if (r.fail_log_.suppressed() != 0 && r.summary_log_.admit()) {
+        r.log(std::to_string(r.fail_log_.take_suppressed()) +
+              " more failed reads were not logged one by one");
+      }
+    }
+  } end_pass{*this};
   if (!ensure_root(s.error)) return s;
   std::vector<Entry> root;
-  if (!list_dir("", root)) {
+  if (!list_dir_once("", root)) {
     s.error = root_ + ": cannot list: " + std::strerror(errno ? errno : EIO);
     sweep();
     return s;

@@ -10,6 +10,14 @@
 // and a held file whose read fails (its group was removed, maybe re-created
 // under the same name) is reopened once by path.
 //
+// The held descriptors are bounded: by default at most half of the soft
+// RLIMIT_NOFILE (the rest is left for connections and everything else), so
+// a tree with more files than that never runs the process out of
+// descriptors. Files past the bound are read without being held (open,
+// pread, close), so every file is still read on every pass. A file or
+// directory that cannot be read is counted (Snapshot::read_errors) and
+// logged with its path and errno, at most a few lines a minute.
+//
 // Files whose read resets info/last_cmd_status in the kernel
 // (available_mbm_cntrs, io_alloc_cbm, mbm_L3_assignments, event_filter,
 // mbm_assign_on_mkdir) are never read by default, so a scrape does not wipe
@@ -21,10 +29,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/log_rate_limit.h"
 #include "exporter/snapshot.h"
 
 namespace resctrlfs::exporter {
@@ -33,6 +43,11 @@ struct ReaderOptions {
   // Read info/L3_MON/available_mbm_cntrs when counters are in mbm_event
   // mode (each read resets last_cmd_status in the kernel).
   bool read_available_mbm_cntrs = false;
+  // Descriptors held between passes at most (files and directories); 0:
+  // half of the soft RLIMIT_NOFILE, looked up at every pass.
+  size_t max_held_fds = 0;
+  // Where log lines go (stderr when empty).
+  std::function<void(const std::string&)> log;
 };
 
 class TreeReader {
@@ -49,6 +64,10 @@ class TreeReader {
   // The files held open after the last pass (paths relative to the root),
   // for the benchmark's raw pread sweep of the same files.
   std::vector<std::string> held_files() const;
+  // Descriptors held now (files, directories and the root).
+  size_t held_fds() const { return files_.size() + dirs_.size() + (root_fd_ >= 0 ? 1 : 0); }
+  // The bound on held_fds() in force for the last pass.
+  size_t fd_budget() const { return budget_; }
   const std::string& root() const { return root_; }
 
  private:
@@ -68,11 +87,20 @@ class TreeReader {
 
   bool ensure_root(std::string& error);
   void drop_all();
-  // Reads the whole file `rel` into `out`; 0 or an errno.
-  int read_file(const std::string& rel, std::string& out);
+  // Sets budget_ and closes held descriptors past it.
+  void apply_budget();
+  bool can_hold() const { return held_fds() < budget_; }
+  // Reads the whole file `rel` into `out`; 0 or an errno. A failure is
+  // counted and logged, but ENOENT when `may_be_absent`.
+  int read_file(const std::string& rel, std::string& out, bool may_be_absent = false);
+  int read_file_once(const std::string& rel, std::string& out);
   int pread_all(int fd, std::string& out);
-  // Lists directory `rel` (without . and ..); false when it cannot be read.
+  // Lists directory `rel` (without . and ..); false when it cannot be read
+  // (counted and logged).
   bool list_dir(const std::string& rel, std::vector<Entry>& out);
+  bool list_dir_once(const std::string& rel, std::vector<Entry>& out);
+  void failed(const std::string& rel, int err);
+  void log(const std::string& line);
   void sweep();
   // Forgets the held files of a group whose directory is not the one seen
   // on the last pass (removed and made again under the same name): on a
@@ -94,6 +122,10 @@ class TreeReader {
   std::unordered_map<std::string, DirSlot> dirs_;
   std::unordered_map<std::string, std::pair<ino_t, uint64_t>> group_ino_;  // prefix -> (ino, gen)
   std::string buf_;
+  size_t budget_ = 0;
+  Snapshot* pass_ = nullptr;  // the snapshot being read (for read_errors)
+  LogRateLimit fail_log_{5, std::chrono::minutes(1)};
+  LogRateLimit summary_log_{1, std::chrono::minutes(1)};
 
   // The default group's mon_data layout of this pass: each domain directory
   // (mon_L3_00, and under SNC mon_L3_00/mon_sub_L3_01) with its event files.

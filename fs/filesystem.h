@@ -120,20 +120,31 @@ class InvalidationSink {
 
 // Sets of the thread ids that exist, for tasks listing, ESRCH and
 // permission checks. The real implementation reads /proc; tests fake it.
+//
+// Only "no such thread" (ENOENT or ESRCH from /proc) says that a thread is
+// gone. A lookup or walk that failed otherwise (EMFILE or ENFILE: no
+// descriptor left; ENOMEM) says nothing about the threads: it is an error,
+// and the callers keep what they knew (a live thread taken for gone would
+// lose its tags and leave its group).
 class TaskSource {
  public:
   virtual ~TaskSource() = default;
-  // Every thread id on the system (as seen from the daemon).
-  virtual std::vector<pid_t> all_threads() = 0;
+  // Every thread id on the system (as seen from the daemon), or the errno
+  // of a walk that could not be completed (never a partial list).
+  virtual Result<std::vector<pid_t>> all_threads() = 0;
   // The same with each thread's process (thread group) id, 0 if unknown.
-  virtual std::vector<std::pair<pid_t, pid_t>> all_threads_with_process() {
+  virtual Result<std::vector<std::pair<pid_t, pid_t>>> all_threads_with_process() {
+    RESCTRLFS_ASSIGN_OR_RETURN(std::vector<pid_t> tids, all_threads());
     std::vector<std::pair<pid_t, pid_t>> out;
-    for (pid_t tid : all_threads()) out.emplace_back(tid, 0);
+    for (pid_t tid : tids) out.emplace_back(tid, 0);
     return out;
   }
-  virtual bool exists(pid_t tid) = 0;
-  // Real and saved uid of a thread, for the move permission check.
-  virtual bool uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
+  // 0 when thread `tid` exists, ESRCH when it does not, another errno
+  // (EMFILE, ENFILE, ENOMEM...) when the lookup failed and nothing is known.
+  virtual int lookup(pid_t tid) = 0;
+  // Real and saved uid of a thread, for the move permission check: 0, ESRCH
+  // for a thread that does not exist, or the errno of a failed lookup.
+  virtual int uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
 };
 
 class Filesystem {

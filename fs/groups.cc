@@ -218,7 +218,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   p_.tree.build_info_tree();
   p_.cpus.update_cpu_assoc();
   m_.mounted = true;
-  if (m_.live.tracking()) p_.groups.rescan_threads();
+  if (m_.live.tracking()) (void)p_.groups.rescan_threads();
   m_.changes.all();
   m_.lcs.clear();
   m_.set_status(p_.mon.assign_cntrs_on_mkdir(m_.root));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <string>
 
 #include "fs/cpus.h"
@@ -215,14 +216,14 @@ void FsImpl::track_threads(bool on) {
   std::lock_guard<std::mutex> lock(mu_);
   m_.live.set_tracking(on);
   m_.tasks_text.clear();
-  if (on && m_.mounted) p_.groups.rescan_threads();
+  if (on && m_.mounted) (void)p_.groups.rescan_threads();
 }
 
 void FsImpl::rescan_threads() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!m_.mounted || !m_.live.tracking()) return;
   m_.live.count_rescan();
-  p_.groups.rescan_threads();
+  (void)p_.groups.rescan_threads();
 }
 
 void Groups::thread_gone(pid_t tid) {
@@ -238,26 +239,50 @@ void Groups::thread_gone(pid_t tid) {
 void Groups::forget_reaped() {
   if (m_.live.exited().empty()) return;
   std::vector<pid_t> reaped;
+  // Only a lookup that says "no such thread" reaps: out of descriptors or
+  // memory, the zombie stays until a later pass can tell.
   for (pid_t tid : m_.live.exited())
-    if (m_.tasks == nullptr || !m_.tasks->exists(tid)) reaped.push_back(tid);
+    if (m_.tasks == nullptr || m_.tasks->lookup(tid) == ESRCH) reaped.push_back(tid);
   for (pid_t tid : reaped) thread_gone(tid);
 }
 
-void Groups::rescan_threads() {
-  m_.live.assign(m_.tasks != nullptr ? m_.tasks->all_threads_with_process()
-                                     : std::vector<std::pair<pid_t, pid_t>>{});
+Result<void> Groups::rescan_threads() {
+  std::vector<std::pair<pid_t, pid_t>> threads;
+  if (m_.tasks != nullptr) {
+    auto r = m_.tasks->all_threads_with_process();
+    if (!r.ok()) {
+      // The walk failed (no descriptor or memory left): a partial list
+      // would make live threads look gone. The table stays as the events
+      // left it, and the next tick or listing tries again.
+      m_.live.set_rescan_pending(true);
+      m_.live.count_rescan_failure();
+      return std::move(r).error();
+    }
+    threads = std::move(r).value();
+  }
+  m_.live.set_rescan_pending(false);
+  m_.live.assign(threads);
   std::vector<pid_t> dead;
   for (auto& [tid, tags] : m_.threads.all())
     if (!m_.live.contains(tid)) dead.push_back(tid);
   for (pid_t tid : dead) thread_gone(tid);
   m_.threads.touch_all();
   m_.tasks_text.clear();
+  return Ok();
 }
 
 // ---------------------------------------------------------------------------
 // tasks
 
 namespace {
+
+// A task move whose /proc lookup failed without saying whether the thread
+// exists (no descriptor or memory left): the write fails with that errno
+// and says so, instead of ESRCH or EPERM for a thread that may be live.
+Error lookup_failed(pid_t tid, int err) {
+  return fail(err, "Cannot look up task " + std::to_string(tid) + ": " + std::strerror(err) +
+                       "; try again\n");
+}
 
 void append_ids(std::string& out, std::vector<pid_t>& ids) {
   // Ascending thread ids: the order of a /proc walk for single-threaded
@@ -303,7 +328,16 @@ const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group
   return t.text;
 }
 
+Result<void> Groups::rescan_if_pending() {
+  // The table missed events and could not be read again: a listing from it
+  // could show dead threads or miss live ones, so the read fails with the
+  // walk's errno until a rescan succeeds.
+  if (m_.live.tracking() && m_.live.rescan_pending()) return rescan_threads();
+  return Ok();
+}
+
 Result<std::shared_ptr<const std::string>> Groups::show_tasks_shared(const Node& n) {
+  RESCTRLFS_RETURN_IF_ERROR(rescan_if_pending());
   if (m_.live.tracking()) return tracked_tasks_text(n.group);
   Result<std::string> r = show_tasks(n);
   if (!r.ok()) return std::move(r).error();
@@ -312,9 +346,15 @@ Result<std::shared_ptr<const std::string>> Groups::show_tasks_shared(const Node&
 
 Result<std::string> Groups::show_tasks(const Node& n) {
   const Group* g = n.group;
+  RESCTRLFS_RETURN_IF_ERROR(rescan_if_pending());
   if (m_.live.tracking()) return *tracked_tasks_text(g);
   std::string out;
-  std::vector<pid_t> all = m_.tasks != nullptr ? m_.tasks->all_threads() : std::vector<pid_t>{};
+  std::vector<pid_t> all;
+  if (m_.tasks != nullptr) {
+    // A walk that failed (EMFILE, ENFILE, ENOMEM) fails the read: a partial
+    // list would show a wrong group and forget the tags of threads it missed.
+    RESCTRLFS_ASSIGN_OR_RETURN(all, m_.tasks->all_threads());
+  }
   std::unordered_map<pid_t, std::pair<uint32_t, uint32_t>> alive;
   for (pid_t tid : all) {
     auto tags = m_.threads.get(tid);
@@ -340,15 +380,17 @@ Result<std::string> Groups::show_tasks(const Node& n) {
 Result<void> Groups::move_task(pid_t pid, Group* g, const Caller& c) {
   pid_t tid = pid;
   if (pid != 0) {
-    if (m_.tasks == nullptr || !m_.tasks->exists(pid))
-      return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
+    const int err = m_.tasks != nullptr ? m_.tasks->lookup(pid) : ESRCH;
+    if (err == ESRCH) return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
+    if (err != 0) return lookup_failed(pid, err);
   } else {
     tid = c.tid;
   }
   uid_t ruid = 0, suid = 0;
   if (c.uid != 0) {
-    bool known = m_.tasks != nullptr && m_.tasks->uids(tid, ruid, suid);
-    if (!known || (c.uid != ruid && c.uid != suid))
+    const int err = m_.tasks != nullptr ? m_.tasks->uids(tid, ruid, suid) : ESRCH;
+    if (err != 0 && err != ESRCH) return lookup_failed(tid, err);
+    if (err != 0 || (c.uid != ruid && c.uid != suid))
       return fail(EPERM, "No permission to move task " + std::to_string(tid) + "\n");
   }
   // A thread the events have not told of yet (its fork is still queued)

@@ -417,6 +417,8 @@ void FsImpl::tick(std::chrono::steady_clock::time_point now) {
     elapsed_ms = std::chrono::duration<double, std::milli>(dt).count();
   }
   m_.last_tick = now;
+  // A rescan that failed (out of descriptors) is tried again.
+  (void)p_.groups.rescan_if_pending();
   // Zombies no listing looked for are forgotten once reaped, so that the
   // table does not grow with them.
   p_.groups.forget_reaped();

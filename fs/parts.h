@@ -223,8 +223,12 @@ class Groups final : public Part {
   // A change renders a new buffer; buffers handed out stay as they were.
   const std::shared_ptr<const std::string>& tracked_tasks_text(const Group* g);
   // Reads the live threads from the TaskSource and forgets the tagged
-  // threads that died (tracking).
-  void rescan_threads();
+  // threads that died (tracking). A walk that fails leaves the table as it
+  // was, marked for another rescan (LiveThreads::rescan_pending), and
+  // returns the walk's error.
+  Result<void> rescan_threads();
+  // The rescan a failed one left pending, if any (tracking).
+  Result<void> rescan_if_pending();
   // A thread is gone: it leaves the live table and its tags.
   void thread_gone(pid_t tid);
   // The threads whose exit was reported while they may have been zombies

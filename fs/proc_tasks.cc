@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,63 +24,101 @@ bool all_digits(const char* s) {
   return true;
 }
 
+// ENOENT and ESRCH from /proc mean the thread (or process) is gone; any
+// other error leaves the question open.
+bool gone(int err) { return err == ENOENT || err == ESRCH; }
+
 class ProcTaskSource final : public TaskSource {
  public:
-  std::vector<pid_t> all_threads() override {
+  Result<std::vector<pid_t>> all_threads() override {
     std::vector<pid_t> out;
-    walk([&](pid_t tid, pid_t) { out.push_back(tid); });
+    RESCTRLFS_RETURN_IF_ERROR(walk([&](pid_t tid, pid_t) { out.push_back(tid); }));
     return out;
   }
 
-  std::vector<std::pair<pid_t, pid_t>> all_threads_with_process() override {
+  Result<std::vector<std::pair<pid_t, pid_t>>> all_threads_with_process() override {
     std::vector<std::pair<pid_t, pid_t>> out;
-    walk([&](pid_t tid, pid_t tgid) { out.emplace_back(tid, tgid); });
+    RESCTRLFS_RETURN_IF_ERROR(walk([&](pid_t tid, pid_t tgid) { out.emplace_back(tid, tgid); }));
     return out;
   }
 
-  bool exists(pid_t tid) override {
-    if (tid <= 0) return false;
+  int lookup(pid_t tid) override {
+    if (tid <= 0) return ESRCH;
     // /proc/<tid> resolves for every thread id, listed or not.
     struct stat st {};
-    return ::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0;
+    if (::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0) return 0;
+    const int err = errno;
+    return gone(err) ? ESRCH : err;
   }
 
-  bool uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
+  int uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
     FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
-    if (f == nullptr) return false;
+    if (f == nullptr) {
+      const int err = errno;
+      return gone(err) ? ESRCH : err;
+    }
     char line[256];
-    bool found = false;
+    int err = ESRCH;  // a status without a Uid line: the thread went meanwhile
     while (std::fgets(line, sizeof(line), f) != nullptr) {
       unsigned r = 0, e = 0, s = 0;
       if (std::strncmp(line, "Uid:", 4) == 0 &&
           std::sscanf(line + 4, "%u %u %u", &r, &e, &s) == 3) {
         ruid = r;
         suid = s;
-        found = true;
+        err = 0;
         break;
       }
     }
+    if (err != 0 && std::ferror(f) && !gone(errno)) err = errno != 0 ? errno : EIO;
     std::fclose(f);
-    return found;
+    return err;
   }
 
  private:
+  static Error walk_error(const std::string& path, int err) {
+    return Error::make(err, "cannot list " + path + ": " + std::strerror(err));
+  }
+
+  // Calls `each(tid, tgid)` for every thread; an error when /proc or a
+  // process's task directory could not be read for another reason than the
+  // process having exited.
   template <typename F>
-  static void walk(F&& each) {
+  static Result<void> walk(F&& each) {
     DIR* proc = opendir("/proc");
-    if (proc == nullptr) return;
-    while (dirent* pe = readdir(proc)) {
+    if (proc == nullptr) return walk_error("/proc", errno);
+    Result<void> r = Ok();
+    for (;;) {
+      errno = 0;
+      dirent* pe = readdir(proc);
+      if (pe == nullptr) {
+        if (errno != 0) r = walk_error("/proc", errno);
+        break;
+      }
       if (!all_digits(pe->d_name)) continue;
       const auto tgid = static_cast<pid_t>(std::atoi(pe->d_name));
       std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
       DIR* td = opendir(task_dir.c_str());
-      if (td == nullptr) continue;  // the process exited meanwhile
-      while (dirent* te = readdir(td)) {
+      if (td == nullptr) {
+        if (gone(errno)) continue;  // the process exited meanwhile
+        r = walk_error(task_dir, errno);
+        break;
+      }
+      for (;;) {
+        errno = 0;
+        dirent* te = readdir(td);
+        if (te == nullptr) {
+          // A process that exited while its directory was read: ESRCH or
+          // ENOENT, its threads are gone.
+          if (errno != 0 && !gone(errno)) r = walk_error(task_dir, errno);
+          break;
+        }
         if (all_digits(te->d_name)) each(static_cast<pid_t>(std::atoi(te->d_name)), tgid);
       }
       closedir(td);
+      if (!r.ok()) break;
     }
     closedir(proc);
+    return r;
   }
 };
 

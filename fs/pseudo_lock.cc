@@ -96,7 +96,8 @@ Result<void> PseudoLock::locksetup_enter(Group* g) {
   if (!g->mon_children.empty()) return fail(EINVAL, "Monitoring in progress\n");
   if (const auto* tids = m_.threads.with_closid(g->closid)) {
     for (pid_t tid : *tids) {
-      if (m_.tasks == nullptr || m_.tasks->exists(tid))
+      // A thread not known to be gone (its lookup failed) is assigned.
+      if (m_.tasks == nullptr || m_.tasks->lookup(tid) != ESRCH)
         return fail(EINVAL, "Tasks assigned to resource group\n");
     }
   }

@@ -68,6 +68,7 @@ std::string FsImpl::status_json() {
   j["tasks_listing"] = m_.live.tracking() ? "thread table" : "proc walk";
   j["live_threads"] = m_.live.size();
   j["thread_table_rescans"] = m_.live.rescans();
+  j["thread_table_rescan_failures"] = m_.live.rescan_failures();
   j["nodes"] = m_.nodes.size();
   return j.dump();
 }

@@ -85,7 +85,10 @@ void ThreadTags::rebuild_index() {
 
 void LiveThreads::set_tracking(bool on) {
   tracking_ = on;
-  if (!on) assign({});
+  if (!on) {
+    assign({});
+    rescan_pending_ = false;
+  }
 }
 
 void LiveThreads::assign(const std::vector<std::pair<pid_t, pid_t>>& threads) {

@@ -105,10 +105,18 @@ class LiveThreads {
   // How often the table was read again after lost events.
   uint64_t rescans() const { return rescans_; }
   void count_rescan() { ++rescans_; }
+  // A rescan whose walk of the task source failed (out of descriptors or
+  // memory) left the table as it was; it is tried again until one succeeds.
+  bool rescan_pending() const { return rescan_pending_; }
+  void set_rescan_pending(bool on) { rescan_pending_ = on; }
+  uint64_t rescan_failures() const { return rescan_failures_; }
+  void count_rescan_failure() { ++rescan_failures_; }
 
  private:
   bool tracking_ = false;
   uint64_t rescans_ = 0;
+  bool rescan_pending_ = false;
+  uint64_t rescan_failures_ = 0;
   std::unordered_map<pid_t, pid_t> tgid_;  // tid -> tgid (0: unknown)
   std::unordered_map<pid_t, std::unordered_set<pid_t>> by_tgid_;
   std::unordered_set<pid_t> exited_;  // exits reported, maybe zombies

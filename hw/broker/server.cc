@@ -70,7 +70,9 @@ BrokerServer::BrokerServer(asio::io_context& io, std::string socket_path, uid_t 
       mmio_(std::move(mmio)),
       pmt_(std::move(pmt)),
       log_(std::move(log)),
-      acceptor_(io) {}
+      acceptor_(io),
+      guard_("broker socket " + path_),
+      backoff_(io) {}
 
 BrokerServer::~BrokerServer() { stop(); }
 
@@ -92,12 +94,31 @@ void BrokerServer::stop() {
     acceptor_.close(ec);
     ::unlink(path_.c_str());
   }
+  backoff_.cancel();
 }
 
 void BrokerServer::accept_next() {
   acceptor_.async_accept([this](boost::system::error_code ec, stream_protocol::socket sock) {
+    if (ec == asio::error::operation_aborted) return;
     if (ec) {
-      if (ec != asio::error::operation_aborted) accept_next();
+      std::string line;
+      const auto wait = guard_.on_error(acceptor_.native_handle(), ec.value(), line);
+      if (!line.empty()) log_(line);
+      if (wait.count() == 0) {
+        accept_next();
+        return;
+      }
+      backoff_.expires_after(wait);
+      backoff_.async_wait([this](boost::system::error_code e) {
+        if (!e && acceptor_.is_open()) accept_next();
+      });
+      return;
+    }
+    if (std::string line; !guard_.admit(sock.native_handle(), line)) {
+      if (!line.empty()) log_(line);
+      boost::system::error_code ignore;
+      sock.close(ignore);
+      accept_next();
       return;
     }
     ucred cred{};

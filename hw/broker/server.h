@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "base/fd_reserve.h"
 #include "hw/broker/policy.h"
 #include "hw/device.h"
 
@@ -52,6 +53,9 @@ class BrokerServer {
   std::shared_ptr<PmtTelemetryDevice> pmt_;
   Logger log_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  // Out of descriptors, accept() sheds and waits instead of spinning.
+  AcceptGuard guard_;
+  boost::asio::steady_timer backoff_;
 };
 
 }  // namespace resctrlfs::hw::broker

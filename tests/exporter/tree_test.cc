@@ -1,6 +1,7 @@
 // TreeReader: held descriptors, rescans for new and removed groups, and the
 // layout it derives from the default group.
 #include <dirent.h>
+#include <sys/resource.h>
 
 #include <catch2/catch.hpp>
 
@@ -161,6 +162,79 @@ TEST_CASE("a tree that is not there, or goes away", "[tree]") {
   s = r.read();
   CHECK_FALSE(s.ok);
   CHECK(r.held_files().empty());
+}
+
+// Lowers the soft RLIMIT_NOFILE for its lifetime.
+class FdLimit {
+ public:
+  explicit FdLimit(rlim_t soft) {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+    rlimit l = saved_;
+    l.rlim_cur = soft;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &l) == 0);
+  }
+  ~FdLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+TEST_CASE("a tree with more files than descriptors is read whole, within the fd limit", "[tree]") {
+  TempTree t;
+  t.intel_2s();
+  constexpr int kMonGroups = 1000;
+  for (int i = 0; i < kMonGroups; ++i) {
+    const std::string p = "mon_groups/m" + std::to_string(i) + "/";
+    t.mon(p, 0, 1, 2, 3);
+    t.mon(p, 1, 1, 2, 3);
+  }
+  constexpr rlim_t kLimit = 200;
+  FdLimit limit(kLimit);
+  const size_t before = open_fds();
+  REQUIRE(before < kLimit / 4);
+  TreeReader r(t.root());
+  for (int pass = 0; pass < 2; ++pass) {
+    Snapshot s = r.read();
+    REQUIRE(s.ok);
+    // Every MON group is there with all six values; nothing failed.
+    size_t mon_groups = 0, values = 0;
+    for (const Group& g : s.groups) {
+      if (g.ctrl()) continue;
+      ++mon_groups;
+      for (const MonRead& m : g.mon) values += m.kind == ReadKind::kValue && m.u > 0;
+    }
+    CHECK(mon_groups == kMonGroups);
+    CHECK(values == kMonGroups * 6);
+    CHECK(s.omitted.count(ReadKind::kReadFailed) == 0);
+    CHECK(s.omitted.empty());
+    // The held descriptors leave at least half of the limit to the rest.
+    const size_t now = open_fds();
+    CHECK(now < kLimit);
+    CHECK(now - before <= kLimit / 2);
+  }
+}
+
+TEST_CASE("a file that cannot be read is counted and logged, rate-limited", "[tree]") {
+  TempTree t;
+  t.intel_2s();
+  for (int i = 0; i < 20; ++i) t.mon("mon_groups/m" + std::to_string(i) + "/", 0);
+  std::vector<std::string> lines;
+  ReaderOptions opts;
+  opts.log = [&](const std::string& l) { lines.push_back(l); };
+  TreeReader r(t.root(), opts);
+  // Domain 1's files are missing from every MON group: 20 x 3 reads fail.
+  Snapshot s = r.read();
+  REQUIRE(s.ok);
+  CHECK(s.omitted[ReadKind::kReadFailed] == 60);
+  CHECK(s.read_errors == 60);
+  REQUIRE(lines.size() == 6);  // five lines, then one saying how many more
+  CHECK(lines[0] == "cannot read " + t.root() +
+                        "/mon_groups/m0/mon_data/mon_L3_01/llc_occupancy: No such file or "
+                        "directory (errno 2)");
+  CHECK(lines[5] == "55 more failed reads were not logged one by one");
+  s = r.read();
+  CHECK(s.omitted[ReadKind::kReadFailed] == 60);
+  CHECK(lines.size() == 6);  // within the minute: counted, not logged
 }
 
 }  // namespace

@@ -29,19 +29,30 @@ class FakeTasks final : public TaskSource {
     threads_.erase(tid);
     std::erase(order_, tid);
   }
-  std::vector<pid_t> all_threads() override { return order_; }
-  bool exists(pid_t tid) override { return threads_.count(tid) != 0; }
-  bool uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
+  // Every lookup and walk fails with `err` (EMFILE: out of descriptors)
+  // until it is set back to 0.
+  void fail_with(int err) { fail_ = err; }
+  Result<std::vector<pid_t>> all_threads() override {
+    if (fail_ != 0) return Error::log_only(fail_, "cannot list /proc");
+    return order_;
+  }
+  int lookup(pid_t tid) override {
+    if (fail_ != 0) return fail_;
+    return threads_.count(tid) != 0 ? 0 : ESRCH;
+  }
+  int uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
+    if (fail_ != 0) return fail_;
     auto it = threads_.find(tid);
-    if (it == threads_.end()) return false;
+    if (it == threads_.end()) return ESRCH;
     ruid = it->second.first;
     suid = it->second.second;
-    return true;
+    return 0;
   }
 
  private:
   std::map<pid_t, std::pair<uid_t, uid_t>> threads_;
   std::vector<pid_t> order_;
+  int fail_ = 0;
 };
 
 class RecordingInval final : public InvalidationSink {

@@ -1,7 +1,14 @@
 // Tests the tasks files rendered from the thread table that fork, exec and
 // exit events keep (Filesystem::track_threads), its rescan when events were
 // lost (rescan_threads), and the walk of the TaskSource without tracking.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "tests/fs/harness.h"
 
@@ -227,6 +234,91 @@ TEST_CASE("tasks from the thread table: a rescan after lost events", "[tasks][th
   f.fs->on_thread_fork(10, 12, 12);
   CHECK(sh.cat("/tasks") == "10\n12\n15\n");
   CHECK(sh.cat("/p0/tasks") == "11\n");
+}
+
+// Only "no such thread" says a thread is gone. Out of descriptors (EMFILE)
+// a /proc walk or lookup says nothing: the threads keep their groups.
+TEST_CASE("tasks: a task source out of descriptors makes no thread look gone", "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.tasks.add(11);
+  f.tasks.add(12);
+  f.fs->track_threads(true);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  REQUIRE(sh.echo("/p0/tasks", "11") == 0);
+  REQUIRE(sh.echo("/p0/tasks", "12") == 0);
+  // 12's process exited (a zombie until reaped); then events were lost.
+  f.fs->on_thread_exit(12, 12);
+  f.tasks.fail_with(EMFILE);
+  f.fs->rescan_threads();
+  f.fs->tick(std::chrono::steady_clock::now());
+  f.fs->tick(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  // The table cannot be trusted until a rescan succeeds: listings fail with
+  // the walk's errno instead of showing a guess; moves of unknown tasks
+  // fail with it instead of ESRCH.
+  CHECK(sh.cat("/p0/tasks") == "ERRNO " + std::to_string(EMFILE));
+  CHECK(sh.echo("/p0/tasks", "10") == EMFILE);
+  CHECK(sh.cat("/info/last_cmd_status") ==
+        "Cannot look up task 10: Too many open files; try again\nError while processing task "
+        "10\n");
+  // Descriptors are back: nothing was forgotten.
+  f.tasks.fail_with(0);
+  CHECK(sh.cat("/p0/tasks") == "11\n12\n");
+  CHECK(sh.cat("/tasks") == "10\n");
+  auto st = nlohmann::json::parse(f.fs->status_json());
+  CHECK(st["thread_table_rescan_failures"].get<uint64_t>() >= 1);
+  // The zombie is reaped once a lookup says so.
+  f.tasks.remove(12);
+  f.fs->tick(std::chrono::steady_clock::now() + std::chrono::seconds(4));
+  CHECK(sh.cat("/p0/tasks") == "11\n");
+}
+
+TEST_CASE("tasks without tracking: a walk out of descriptors fails the read, forgets nothing",
+          "[tasks][threads]") {
+  SimFixture f("intel-2s");
+  Shell& sh = *f.sh;
+  f.tasks.add(10);
+  f.tasks.add(11);
+  REQUIRE(sh.mkdir("/p0") == 0);
+  REQUIRE(sh.echo("/p0/tasks", "11") == 0);
+  f.tasks.fail_with(EMFILE);
+  CHECK(sh.cat("/tasks") == "ERRNO " + std::to_string(EMFILE));
+  CHECK(sh.cat("/p0/tasks") == "ERRNO " + std::to_string(EMFILE));
+  f.tasks.fail_with(0);
+  CHECK(sh.cat("/p0/tasks") == "11\n");
+  CHECK(sh.cat("/tasks") == "10\n");
+}
+
+// The /proc task source itself: EMFILE is an error, not an empty system.
+TEST_CASE("the /proc task source out of descriptors: an error, never 'gone'", "[tasks][threads]") {
+  auto tasks = make_proc_task_source();
+  const pid_t self = ::getpid();
+  REQUIRE(tasks->lookup(self) == 0);
+  CHECK(tasks->lookup(0x3ffffff0) == ESRCH);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit low = saved;
+  low.rlim_cur = 64;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> filler{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  REQUIRE(filler[0] >= 0);
+  for (int fd; (fd = ::dup(filler[0])) >= 0;) filler.push_back(fd);
+  // No descriptor free: only the task source's calls until they are back
+  // (the UBSan runtime needs a pipe for its type checks).
+  auto walk = tasks->all_threads();
+  const int lookup = tasks->lookup(self);
+  uid_t ruid = 0, suid = 0;
+  const int uids = tasks->uids(self, ruid, suid);
+  for (int fd : filler) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  REQUIRE_FALSE(walk.ok());
+  CHECK(walk.error().code == EMFILE);
+  CHECK(lookup == 0);  // stat() needs no descriptor
+  CHECK(uids == EMFILE);
+  auto all = tasks->all_threads();
+  REQUIRE(all.ok());
+  CHECK(std::find(all->begin(), all->end(), self) != all->end());
 }
 
 TEST_CASE("tasks without tracking: every open walks the task source", "[tasks][threads]") {

@@ -1,8 +1,10 @@
 // Tests the MSR broker: its policy (table-driven), the resctrl-msrd
 // executable serving a simulated machine (valid requests work; IA32_LSTAR,
 // out-of-range indices, reserved bits and a wrong peer uid are refused and
-// logged), and the real backend's Arch programming through it.
+// logged; idle connections past its descriptor limit do not make it spin),
+// and the real backend's Arch programming through it.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,8 +43,9 @@ sim::SimMachine machine(const std::string& name) {
 // A resctrl-msrd process serving a simulated machine, stopped at scope end.
 class BrokerProcess {
  public:
+  // `nofile`: the broker's RLIMIT_NOFILE (0: inherited).
   BrokerProcess(const std::string& platform, uid_t allow_uid,
-                const std::vector<std::string>& extra = {}) {
+                const std::vector<std::string>& extra = {}, rlim_t nofile = 0) {
     char dir[] = "/tmp/resctrl-msrd-test.XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     dir_ = dir;
@@ -53,6 +56,10 @@ class BrokerProcess {
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
+      if (nofile != 0) {
+        const rlimit l{nofile, nofile};
+        ::setrlimit(RLIMIT_NOFILE, &l);
+      }
       std::string uid = std::to_string(allow_uid);
       std::vector<std::string> args = {"resctrl-msrd", "--sim",       platform, "--socket",
                                        socket_,        "--allow-uid", uid};
@@ -89,6 +96,7 @@ class BrokerProcess {
     ::rmdir(dir_.c_str());
   }
   const std::string& socket() const { return socket_; }
+  pid_t pid() const { return pid_; }
   std::string log() const {
     std::ifstream f(log_);
     std::stringstream ss;
@@ -240,6 +248,45 @@ TEST_CASE("resctrl-msrd refuses a peer with the wrong uid") {
   while (b.log().find("refused connection") == std::string::npos && !b.exited())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(b.log().find("refused connection") != std::string::npos);
+}
+
+// utime + stime of `pid`, in clock ticks.
+long cpu_ticks(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+TEST_CASE("resctrl-msrd out of descriptors sheds connections instead of spinning") {
+  BrokerProcess b("intel-2s", ::getuid(), {}, 64);
+  std::vector<int> conns;
+  for (int i = 0; i < 100; ++i) {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", b.socket().c_str());
+    REQUIRE(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    conns.push_back(c);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // CPU, not wall-clock time: a broker retrying accept() at once burns up
+  // to 500 ticks in these 5 s (about 100 at nice 19 on a loaded machine);
+  // an idle one next to none, whatever the load.
+  const long before = cpu_ticks(b.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  CHECK(cpu_ticks(b.pid()) - before < 50);
+  for (int c : conns) ::close(c);
+  // It kept its last descriptors: the connections past them were closed.
+  CHECK(b.log().find("connection(s) closed as soon as accepted") != std::string::npos);
+  broker::BrokerClient client(b.socket());
+  CHECK(client.transact({Op{0, IA32_PQR_ASSOC, 0, OpKind::kRead}}).ok());
 }
 
 TEST_CASE("the real backend's Arch programs registers through the broker") {

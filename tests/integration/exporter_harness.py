@@ -15,13 +15,16 @@ def exporter_binary():
 
 
 class Exporter:
-    """resctrlfs-exporter serving `root` on 127.0.0.1 and a free port."""
+    """resctrlfs-exporter serving `root` on 127.0.0.1 and a free port;
+    `wrapper` runs it (["prlimit", "--nofile=64:64", "--"]) and must exec it,
+    so that self.proc.pid is the exporter's."""
 
-    def __init__(self, root, args=()):
+    def __init__(self, root, args=(), wrapper=()):
         self.log_path = os.path.join(os.path.dirname(root), "exporter.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [exporter_binary(), "--root", root, "--listen", "127.0.0.1:0"] + list(args),
+            list(wrapper) + [exporter_binary(), "--root", root, "--listen", "127.0.0.1:0"] +
+            list(args),
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             m = rt.wait_until(lambda: re.search(r"on (http://[0-9.]+:\d+)/", self.output()),
@@ -42,6 +45,10 @@ class Exporter:
 
     def metrics(self):
         return self.get("/metrics")[2]
+
+    def address(self):
+        host, port = self.url[len("http://"):].split(":")
+        return host, int(port)
 
     def stop(self):
         rt.stop_process(self.proc)

@@ -403,6 +403,31 @@ def socket_listens(path):
         s.close()
 
 
+def cpu_ticks(pid):
+    """utime + stime of process `pid`, all its threads, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def idle_cpu_ticks_past_fd_limit(pid, connect, connections, seconds=5):
+    """Opens `connections` idle connections with `connect()` to a server
+    that has fewer descriptors left, and returns the CPU ticks process `pid`
+    spent in the next `seconds` while they stay idle, with the connections
+    (the caller closes them). A server that retries a failed accept() at
+    once spins: about 100 ticks a second. Wall-clock time is not measured,
+    only the CPU that a spin would burn."""
+    conns = [connect() for _ in range(connections)]
+    time.sleep(0.5)  # the accepts that can succeed
+    before = cpu_ticks(pid)
+    time.sleep(seconds)
+    return cpu_ticks(pid) - before, conns
+
+
 def control_request(sock_path, request):
     """Sends one JSON request line to a control socket; returns the reply.
 

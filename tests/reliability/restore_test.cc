@@ -258,7 +258,7 @@ TEST_CASE("deltas replayed onto the snapshot equal the live state after every co
   CHECK(deltas >= 15);
   // And the replayed document restores to the same tree and registers.
   SimFixture b("intel-2s", fs::MountOptions{.debug = true});
-  for (pid_t t : a.tasks.all_threads()) b.tasks.add(t);
+  for (pid_t t : a.tasks.all_threads().value()) b.tasks.add(t);
   REQUIRE(b.fs->restore_state_json(replay->finish()).ok());
   CHECK(canonical(b.fs->save_state_json()) == canonical(a.fs->save_state_json()));
   CHECK(regs(b) == regs(a));

@@ -26,12 +26,16 @@ using namespace resctrlfs;
 
 class FuzzTasks final : public fs::TaskSource {
  public:
-  std::vector<pid_t> all_threads() override { return {100, 101, 102, 200}; }
-  bool exists(pid_t tid) override { return tid == 100 || tid == 101 || tid == 102 || tid == 200; }
-  bool uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
-    if (!exists(tid)) return false;
+  Result<std::vector<pid_t>> all_threads() override {
+    return std::vector<pid_t>{100, 101, 102, 200};
+  }
+  int lookup(pid_t tid) override {
+    return tid == 100 || tid == 101 || tid == 102 || tid == 200 ? 0 : ESRCH;
+  }
+  int uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
+    if (lookup(tid) != 0) return ESRCH;
     ruid = suid = tid == 200 ? 1000 : 0;
-    return true;
+    return 0;
   }
 };
 
