@@ -338,11 +338,17 @@ class Writer:
 
     # ---- tasks ----
 
-    def op_tasks(self, md):
+    def last_before_rest_kill(self, md):
+        """The command before a kill at rest: a tasks list with a bad id
+        when those are on (their partial effect has no reply to ride on),
+        else any."""
+        return self.op_tasks(md, bad_list=True) if self.invalid_in_list else self.gen(md)
+
+    def op_tasks(self, md, bad_list=False):
         r = self.rnd
         name = r.choice([""] + self.own_groups(md))
         path = gpath(name, "tasks")
-        x = r.random()
+        x = 0.2 if bad_list else r.random()
         if x < 0.1:
             text = r.choice(["%d\n" % NO_TASK, "abc\n", "%d %d\n" % (self.tids[0], self.tids[1])])
             return Op("tasks %r %r (bad)" % (name, text), lambda m: m.write(path, text),
@@ -350,7 +356,7 @@ class Writer:
         if x < 0.35:
             ids = r.sample(self.tids, r.randrange(2, min(4, len(self.tids)) + 1))
             bad_at = None
-            if self.invalid_in_list and r.random() < 0.4:
+            if self.invalid_in_list and (bad_list or r.random() < 0.4):
                 bad_at = r.randrange(1, len(ids) + 1)
                 ids.insert(bad_at, NO_TASK)
             text = ",".join(str(t) for t in ids) + "\n"

@@ -70,6 +70,7 @@ KILLS = max(1, int(os.environ.get("RESCTRLFS_CHAOS_KILLS", "12")))
 WRITERS = int(os.environ.get("RESCTRLFS_CHAOS_WRITERS", "3"))
 INVALID_IN_LIST = os.environ.get("RESCTRLFS_CHAOS_INVALID_IN_LIST", "0") == "1"
 TIDS_PER_WRITER = 4
+REST_KILLS = 0.25  # the odds of an extra kill at rest in a round
 KILLER = ("import os, sys, time; print('ready', flush=True); d = float(sys.stdin.readline()); "
           "time.sleep(d); os.kill(int(sys.argv[1]), 9)")
 # What a command gets from a daemon that died under it (and from its
@@ -117,43 +118,52 @@ class Run:
         self.history = collections.deque(maxlen=60)
         self.stats = collections.Counter()
 
+    def step(self, wr, op=None):
+        """One command of writer `wr` (its own random one unless `op`);
+        False when the dead daemon left it unanswered (it stays in
+        self.in_flight)."""
+        with self.lock:
+            self.started += 1
+            op = op or wr.gen(self.model)
+            self.in_flight[wr.w] = op
+        rc = op.perform(self.m)
+        if rc in GONE and self.killing.is_set():
+            with self.lock:
+                self.stats["in flight: " + errno.errorcode.get(rc, str(rc))] += 1
+            return False
+        update = None
+        if rc == 0 and op.learn:
+            try:
+                update = op.learn(self.m)
+            except OSError:
+                pass  # killed meanwhile: taken from the tree later
+        with self.lock:
+            del self.in_flight[wr.w]
+            self.acked += 1
+            self.history.append("w%d %s -> %s" % (wr.w, op.desc, errno.errorcode.get(
+                rc, rc) if rc else "ok"))
+            self.stats["ok" if rc == 0 else "failed"] += 1
+            if op.must == "ok" and rc != 0 or op.must == "fail" and rc == 0:
+                self.errors.append("w%d %s: %s, expected %s" % (
+                    wr.w, op.desc, errno.errorcode.get(rc, rc) if rc else "success",
+                    "success" if op.must == "ok" else "an error"))
+            if rc == 0:
+                op.ok(self.model)
+                if update:
+                    update(self.model)
+            elif op.err:
+                op.err(self.model)
+            self.lock.notify_all()
+        return True
+
     def writer(self, wr):
         try:
             while True:
                 with self.lock:
                     if self.stop_at is not None and self.started >= self.stop_at:
                         return
-                    self.started += 1
-                    op = wr.gen(self.model)
-                    self.in_flight[wr.w] = op
-                rc = op.perform(self.m)
-                if rc in GONE and self.killing.is_set():
-                    with self.lock:  # unanswered: stays in flight
-                        self.stats["in flight: " + errno.errorcode.get(rc, str(rc))] += 1
+                if not self.step(wr):
                     return
-                update = None
-                if rc == 0 and op.learn:
-                    try:
-                        update = op.learn(self.m)
-                    except OSError:
-                        pass  # killed meanwhile: taken from the tree later
-                with self.lock:
-                    del self.in_flight[wr.w]
-                    self.acked += 1
-                    self.history.append("w%d %s -> %s" % (wr.w, op.desc, errno.errorcode.get(
-                        rc, rc) if rc else "ok"))
-                    self.stats["ok" if rc == 0 else "failed"] += 1
-                    if op.must == "ok" and rc != 0 or op.must == "fail" and rc == 0:
-                        self.errors.append("w%d %s: %s, expected %s" % (
-                            wr.w, op.desc, errno.errorcode.get(rc, rc) if rc else "success",
-                            "success" if op.must == "ok" else "an error"))
-                    if rc == 0:
-                        op.ok(self.model)
-                        if update:
-                            update(self.model)
-                    elif op.err:
-                        op.err(self.model)
-                    self.lock.notify_all()
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             with self.lock:
                 self.errors.append("w%d crashed: %r" % (wr.w, e))
@@ -207,6 +217,20 @@ class Chaos(unittest.TestCase):
                 t.join()
             run.check_errors(where + ", before it")
             self.check_tree(run, [run.model], tids, where + ", quiesced before it")
+            if rnd.random() < REST_KILLS:
+                # 1b. One more command, then a kill at rest: what it did
+                # must be journaled once it is answered, whether it
+                # succeeded or failed part way (a tasks list whose threads
+                # before a bad id stay moved).
+                wr = rnd.choice(writers)
+                op = wr.last_before_rest_kill(run.model)
+                run.step(wr, op)
+                run.check_errors(where + ", before it")
+                m.kill()
+                m.pid = None
+                m.start()
+                run.model = self.check_tree(run, [run.model], tids, "%s, at rest after w%d %s" %
+                                            (where, wr.w, op.desc))
             # 2. Kill once enough more commands are acknowledged, with the
             # writers still issuing theirs.
             kill_at = run.acked + rnd.randint(per_round // 6,
