@@ -81,6 +81,12 @@ class Model:
                 mg["tasks"].discard(tid)
         self.groups[name]["tasks"].add(tid)
 
+    def forget_tasks(self, tids):
+        for g in self.groups.values():
+            g["tasks"] -= tids
+            for mg in g["mons"].values():
+                mg["tasks"] -= tids
+
     def move_task_mon(self, tid, parent, mon):
         for mg in self.groups[parent]["mons"].values():
             mg["tasks"].discard(tid)

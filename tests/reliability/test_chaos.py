@@ -40,8 +40,8 @@ Bounded by counts, never by time. Environment:
                                   interleaving is the machine's, so a seed
                                   fixes the commands and kill points, not
                                   the order the daemon saw them in.
-  RESCTRLFS_CHAOS_STEPS           commands in all (default 3000)
-  RESCTRLFS_CHAOS_KILLS           kill -9 rounds (default 12)
+  RESCTRLFS_CHAOS_STEPS           commands in all (default 8000)
+  RESCTRLFS_CHAOS_KILLS           kill -9 rounds (default 30)
   RESCTRLFS_CHAOS_WRITERS         concurrent writers (default 3)
   RESCTRLFS_CHAOS_INVALID_IN_LIST 1: tasks lists with a nonexistent id after
                                   valid ones (default 0 until issue #37
@@ -65,8 +65,8 @@ from reltree import rt
 from test_crash_restore import spawn_sleepers
 
 SEED = int(os.environ.get("RESCTRLFS_CHAOS_SEED") or random.SystemRandom().randrange(1 << 31))
-STEPS = int(os.environ.get("RESCTRLFS_CHAOS_STEPS", "3000"))
-KILLS = max(1, int(os.environ.get("RESCTRLFS_CHAOS_KILLS", "12")))
+STEPS = int(os.environ.get("RESCTRLFS_CHAOS_STEPS", "8000"))
+KILLS = max(1, int(os.environ.get("RESCTRLFS_CHAOS_KILLS", "30")))
 WRITERS = int(os.environ.get("RESCTRLFS_CHAOS_WRITERS", "3"))
 INVALID_IN_LIST = os.environ.get("RESCTRLFS_CHAOS_INVALID_IN_LIST", "0") == "1"
 TIDS_PER_WRITER = 4
@@ -200,9 +200,17 @@ class Chaos(unittest.TestCase):
         self.addCleanup(sleepers.stdout.close)
         self.addCleanup(sleepers.wait)
         self.addCleanup(sleepers.kill)
+        # Threads of their own for the last writer, which die while the
+        # daemon is down after the middle kill: the restored tree drops them.
+        victim, victim_tids = spawn_sleepers(2)
+        self.addCleanup(victim.stdout.close)
+        self.addCleanup(victim.wait)
+        self.addCleanup(victim.kill)
         ordered = sorted(tids)
         writers = [cm.Writer(w, WRITERS, SEED, ordered[w::WRITERS], INVALID_IN_LIST)
                    for w in range(WRITERS)]
+        writers[-1].tids += sorted(victim_tids)
+        tids = tids | victim_tids
         m = rt.Mount(platform="intel-2s", options=["debug"])
         self.addCleanup(m.cleanup)
         run = Run(self, m, cm.Model(reltree.snapshot(m, tids)), writers)
@@ -262,12 +270,19 @@ class Chaos(unittest.TestCase):
             m._force_unmount()
             run.killing.clear()
             run.check_errors(where)
+            dead = set()
+            if kill_no == KILLS // 2:
+                victim.kill()
+                victim.wait()
+                dead = victim_tids
+                tids = tids - dead
+                writers[-1].tids = [t for t in writers[-1].tids if t not in dead]
             m.start()
             # 3. The restored tree: the model plus some of the in-flight
             # commands, each whole.
             pending = sorted(run.in_flight.items())
             run.in_flight.clear()
-            run.model, applied = self.check_tree(run, self.candidates(run.model, pending),
+            run.model, applied = self.check_tree(run, self.candidates(run.model, pending, dead),
                                                  tids, where + ", restarted (in flight: %s)" %
                                                  ["w%d %s" % (w, op.desc) for w, op in pending])
             in_flight_applied += applied
@@ -279,8 +294,9 @@ class Chaos(unittest.TestCase):
         self.assertGreaterEqual(run.acked, STEPS // 2)
 
     @staticmethod
-    def candidates(model, pending):
-        """(model, number applied) for each choice of in-flight outcomes."""
+    def candidates(model, pending, dead):
+        """(model, number applied) for each choice of in-flight outcomes,
+        without the `dead` threads."""
         out = []
         for choice in itertools.product(*[enumerate(op.outcomes()) for _, op in pending]):
             trial = model.copy()
@@ -289,6 +305,7 @@ class Chaos(unittest.TestCase):
                     effect(trial)
             except KeyError:
                 continue  # its group is not in this trial
+            trial.forget_tasks(dead)
             out.append((trial, sum(1 for i, _ in choice if i)))
         return out
 
