@@ -17,14 +17,18 @@ effect) to the model after.
 The run is KILLS rounds of about STEPS / KILLS commands each. In a round:
 
   1. after a seeded number of commands the writers stop (quiesce) and the
-     tree must equal the model exactly;
+     tree must equal the model exactly; in a quarter of the rounds one
+     more command follows, then a kill at rest, and the restored tree must
+     still equal the model;
   2. after a seeded number of further acknowledged commands, while the
      writers are still issuing them, the daemon gets SIGKILL; each writer
      stops at its first command that the dead daemon did not answer (its
      in-flight command); the daemon restarts on the same state directory;
   3. the restored tree must equal the model with some subset of the
      in-flight commands applied, each wholly or not at all (nothing
-     acknowledged is lost, nothing in flight half-applied).
+     acknowledged is lost, nothing in flight half-applied). At the middle
+     kill two threads of the last writer die while the daemon is down:
+     the restored tree must drop them.
 
 After every step: every CPU in exactly one CTRL_MON group and MON groups'
 CPUs within their parent's, every thread in exactly one CTRL_MON group and
