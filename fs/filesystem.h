@@ -123,7 +123,9 @@ class InvalidationSink {
 class TaskSource {
  public:
   virtual ~TaskSource() = default;
-  // Every thread id on the system (as seen from the daemon).
+  // Every thread id on the system (as seen from the daemon). Empty when
+  // the walk could not be completed (EMFILE, ENOMEM, ...): there is always
+  // at least the caller, so empty never means "no thread".
   virtual std::vector<pid_t> all_threads() = 0;
   // The same with each thread's process (thread group) id, 0 if unknown.
   virtual std::vector<std::pair<pid_t, pid_t>> all_threads_with_process() {
@@ -132,6 +134,17 @@ class TaskSource {
     return out;
   }
   virtual bool exists(pid_t tid) = 0;
+  // Whether thread `tid` is known to be gone: the system says there is no
+  // such thread (ENOENT, ESRCH). False when it could not be asked (EMFILE,
+  // ENOMEM, ...): a thread is forgotten only on the system's word.
+  virtual bool gone(pid_t tid) { return !exists(tid); }
+  // Whether `tid` is a process that has exited and waits for its parent to
+  // reap it (a zombie): it is still listed, and no event will say when it
+  // is reaped.
+  virtual bool zombie(pid_t tid) {
+    (void)tid;
+    return false;
+  }
   // Real and saved uid of a thread, for the move permission check.
   virtual bool uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
 };
@@ -279,6 +292,12 @@ class Filesystem {
   virtual Result<void> restore_state_json(const std::string& json) {
     return Error::make(ENOSYS, "state restore not implemented");
   }
+
+  // The daemon refused a command before it ran, or could not journal the
+  // change of one that ran (its state journal, daemon/journal.h):
+  // info/last_cmd_status is cleared and then says `text`, as after a
+  // command that failed with it.
+  virtual void set_command_status(std::string_view text) { (void)text; }
 
   // What survives an unmount in the kernel until reboot:
   // max_threshold_occupancy, the RMID free-list order and limbo marks, the

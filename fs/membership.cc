@@ -239,13 +239,26 @@ void Groups::forget_reaped() {
   if (m_.live.exited().empty()) return;
   std::vector<pid_t> reaped;
   for (pid_t tid : m_.live.exited())
-    if (m_.tasks == nullptr || !m_.tasks->exists(tid)) reaped.push_back(tid);
+    if (m_.tasks == nullptr || m_.tasks->gone(tid)) reaped.push_back(tid);
   for (pid_t tid : reaped) thread_gone(tid);
 }
 
 void Groups::rescan_threads() {
-  m_.live.assign(m_.tasks != nullptr ? m_.tasks->all_threads_with_process()
-                                     : std::vector<std::pair<pid_t, pid_t>>{});
+  std::vector<std::pair<pid_t, pid_t>> threads =
+      m_.tasks != nullptr ? m_.tasks->all_threads_with_process()
+                          : std::vector<std::pair<pid_t, pid_t>>{};
+  // No list (the walk failed part way): the table stays as it was rather
+  // than losing threads that are alive.
+  if (threads.empty() && m_.tasks != nullptr) return;
+  m_.live.assign(threads);
+  // The processes that had exited already, their exit event before this
+  // table (a daemon that started, or restored its journal, after it) or
+  // lost: only the task source can tell when they are reaped, which each
+  // listing and tick ask it (forget_reaped).
+  if (m_.tasks != nullptr) {
+    for (auto& [tid, tgid] : threads)
+      if (tid == tgid && m_.tasks->zombie(tid)) m_.live.mark_exited(tid);
+  }
   std::vector<pid_t> dead;
   for (auto& [tid, tags] : m_.threads.all())
     if (!m_.live.contains(tid)) dead.push_back(tid);

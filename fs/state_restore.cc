@@ -457,7 +457,10 @@ Result<void> StateRestore::restore_threads(const JsonIn& j) {
     RESCTRLFS_ASSIGN_OR_RETURN(const pid_t tid, t0.as_int<pid_t>(1));
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, t1.as_int<uint32_t>());
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, t2.as_int<uint32_t>());
-    if (m_.tasks != nullptr && !m_.tasks->exists(tid)) continue;
+    // Gone while the daemon was down. A thread that cannot be looked up
+    // (EMFILE, ...) is kept: the listings and ticks look again (a zombie
+    // found here is forgotten once reaped, see Groups::rescan_threads).
+    if (m_.tasks != nullptr && m_.tasks->gone(tid)) continue;
     bool known = false;
     for (auto& gp : m_.groups) known = known || (gp->closid == closid && gp->rmid == rmid);
     if (known) p_.groups.set_thread(tid, closid, rmid);
