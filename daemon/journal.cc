@@ -582,10 +582,11 @@ Result<void> StateJournal::prepare(const std::string& platform, fs::Filesystem& 
 
 Result<void> StateJournal::commit(const std::string& body) {
   if (!need_snapshot_ && last_body_ && *last_body_ == body && log_bytes_ == 0) return Ok();
-  // Until the new snapshot is in place, the old one and the log still hold
-  // every acknowledged command: a failure before the rename owes nothing
-  // new (a compaction that failed leaves the log to go on).
-  const bool owed = need_snapshot_;
+  // Owed until this snapshot and the log's truncation are done, even when
+  // it fails before its rename: fs/ handed its document over with the
+  // marks of what changed (take_state_snapshot_json), so no delta can
+  // carry those changes any more.
+  need_snapshot_ = true;
   JournalRecord rec{generation_ + 1, body};
   const std::string bytes = encode_journal_record(rec);
   int fd = spare_fd_;
@@ -616,24 +617,20 @@ Result<void> StateJournal::commit(const std::string& body) {
   if (!w.ok()) {
     ::close(fd);
     (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
-    need_snapshot_ = owed;
     return w;
   }
   if (::close(fd) != 0) {
     Error e = sys_error("close", tmp_path_);
     (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
-    need_snapshot_ = owed;
     return e;
   }
   if (::renameat(dir_fd_, kJournalTmpFile, dir_fd_, kJournalFile) != 0) {
     Error e = sys_error("rename", tmp_path_);
     (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
-    need_snapshot_ = owed;
     return e;
   }
   // The snapshot is in place: the log's records up to its generation are
   // skipped from now on, and the records after it must follow it.
-  need_snapshot_ = true;  // until the directory and the log's truncation are done
   generation_ = rec.generation;
   last_body_ = body;
   snapshot_bytes_ = bytes.size();

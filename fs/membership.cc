@@ -244,9 +244,9 @@ void Groups::forget_reaped() {
 }
 
 void Groups::rescan_threads() {
-  std::vector<std::pair<pid_t, pid_t>> threads =
-      m_.tasks != nullptr ? m_.tasks->all_threads_with_process()
-                          : std::vector<std::pair<pid_t, pid_t>>{};
+  std::vector<std::pair<pid_t, pid_t>> threads = m_.tasks != nullptr
+                                                     ? m_.tasks->all_threads_with_process()
+                                                     : std::vector<std::pair<pid_t, pid_t>>{};
   // No list (the walk failed part way): the table stays as it was rather
   // than losing threads that are alive.
   if (threads.empty() && m_.tasks != nullptr) return;

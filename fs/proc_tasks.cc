@@ -2,8 +2,8 @@
 // (every /proc/<pid>/task/<tid>, uids from /proc/<tid>/status).
 #include <dirent.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
