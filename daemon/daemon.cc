@@ -522,7 +522,7 @@ Result<void> Daemon::prepare_journal() {
   Result<void> r = journal_->prepare(parts_->backend.platform_name, *parts_->fs);
   if (r.ok()) return r;
   // Refused before it ran: nothing of it is in the tree.
-  spdlog::error("state journal: {}: command refused", r.error().message);
+  spdlog::error("{}: command refused", r.error().message);
   parts_->fs->set_command_status(journal_status(r.error(), false));
   return Error::make(journal_errno(r.error()), r.error().message);
 }
