@@ -80,6 +80,32 @@ std::string connector_blind_spot() {
   return "";
 }
 
+// The errno a command gets when the journal cannot be written: what the
+// filesystem said when it says something a user can act on (make room,
+// remount read-write, replace the disk), else EIO.
+int journal_errno(const Error& e) {
+  switch (e.code) {
+    case ENOSPC:
+    case EDQUOT:
+    case EROFS:
+    case EFBIG:
+    case EIO:
+      return e.code;
+    default:
+      return EIO;
+  }
+}
+
+// The line last_cmd_status gets then (`after`: the command ran, only its
+// journal record failed).
+std::string journal_status(const Error& e, bool after) {
+  std::string text = "State journal not writable: ";
+  text += std::strerror(journal_errno(e));
+  if (after) text += "; the change is in effect but not saved";
+  text += '\n';
+  return text;
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions opts)
@@ -152,13 +178,23 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     });
   });
   bridge_->set_write_reply_hook([this] { flush_invalidations(); });
-  bridge_->set_commit_hook([this] {
-    commit_journal();
+  bridge_->set_prepare_hook([this] { return prepare_journal(); });
+  bridge_->set_commit_hook([this]() -> Result<void> {
     // Serialising the boot state (the RMID order alone is num_rmids numbers)
     // on every command cost more than the command; it only has to outlive
     // the mount, which the shutdown path writes, so a change is written on
     // the next tick.
     boot_state_dirty_ = true;
+    Result<void> r = commit_journal();
+    if (!r.ok()) {
+      // Only an error prepare_journal() could not foresee (the device
+      // failed, or the change outgrew the room kept for it): the change is
+      // in the tree but not in the journal. Commands are refused until a
+      // snapshot holds it.
+      parts_->fs->set_command_status(journal_status(r.error(), true));
+      return Error::make(journal_errno(r.error()), r.error().message);
+    }
+    return Ok();
   });
 
   // The loop reads /dev/fuse until EAGAIN; Asio gets its own descriptor so
@@ -370,7 +406,7 @@ void Daemon::tick_work() {
   // Forks and exits since the last command, and what a failed command did
   // before it failed (tasks moved before a bad pid): fs/ reports nothing
   // when nothing changed, so this costs nothing on an idle daemon.
-  commit_journal();
+  (void)commit_journal();
   // The log's records go into a new snapshot here, off the path of any
   // command, when the journal's policy says it is time (see
   // StateJournal::compaction_due).
@@ -412,7 +448,7 @@ void Daemon::shutdown(const char* why) {
       Result<void> c = journal_->clear();
       if (!c.ok()) spdlog::warn("{}", c.error().message);
     } else if (std::string_view(why) != "start-up failed") {
-      commit_journal();
+      (void)commit_journal();
     }
     // The kernel's unmount: controls back to defaults, CPUs and tasks back
     // to the default group.
@@ -496,12 +532,21 @@ void Daemon::save_boot_state(bool stopping) {
   boot_state_written_ = std::move(doc);
 }
 
-void Daemon::commit_journal() {
-  if (!journal_ || !parts_ || !fs_mounted_) return;
+Result<void> Daemon::prepare_journal() {
+  if (!journal_ || !parts_ || !fs_mounted_) return Ok();
+  Result<void> r = journal_->prepare(parts_->backend.platform_name, *parts_->fs);
+  if (r.ok()) return r;
+  // Refused before it ran: nothing of it is in the tree.
+  spdlog::error("{}: command refused", r.error().message);
+  parts_->fs->set_command_status(journal_status(r.error(), false));
+  return Error::make(journal_errno(r.error()), r.error().message);
+}
+
+Result<void> Daemon::commit_journal() {
+  if (!journal_ || !parts_ || !fs_mounted_) return Ok();
   Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
-  // The command itself is done; a journal that cannot be written loses
-  // durability, not the command.
   if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
+  return r;
 }
 
 void Daemon::compact_journal() {
@@ -773,7 +818,7 @@ void Daemon::follow_cpu_hotplug() {
     }
   }
   // Group CPU masks changed: the journal follows, as after a cpus write.
-  if (changed) commit_journal();
+  if (changed) (void)commit_journal();
 }
 
 Result<json> Daemon::set_cpu_online(const CpuOnlineRequest& req) {
@@ -802,7 +847,7 @@ Result<json> Daemon::set_cpu_online(const CpuOnlineRequest& req) {
     RESCTRLFS_RETURN_IF_ERROR(s->set_cpu_online(req.cpu, false));
   }
   // Group CPU masks changed: the journal follows, as after a cpus write.
-  commit_journal();
+  (void)commit_journal();
   const CpuMask& on = parts_->backend.arch->info().online;
   json cpus = json::array();
   for (unsigned c : on.cpus()) cpus.push_back(c);

@@ -95,7 +95,10 @@ class Daemon : public ControlTarget {
   // the model, once per tick (fork and exit events), and when a signal stops the
   // daemon; cleared by a user's unmount. Compacted (its log folded into a
   // new snapshot) on the tick.
-  void commit_journal();
+  // Before a command (see StateJournal::prepare): an error refuses it,
+  // with the journal's errno and a line in last_cmd_status.
+  Result<void> prepare_journal();
+  Result<void> commit_journal();
   void compact_journal();
   // The boot-state file (--boot-state-dir, see boot_state.h): read before
   // the resctrl mount; written (if it changed) on the tick after a request

@@ -74,7 +74,8 @@ struct FuseBridge::Impl {
   bool no_opendir = false;  // the kernel handles opendir/releasedir itself
   unsigned max_read = 0;    // -o max_read=N, which init must repeat to libfuse
   std::function<void(uint32_t)> hook;
-  std::function<void()> commit_hook;
+  std::function<Result<void>()> prepare_hook;
+  std::function<Result<void>()> commit_hook;
   std::function<void()> write_reply_hook;
   std::function<void(std::function<void()>)> runner;  // empty: run in place
 
@@ -111,8 +112,21 @@ struct FuseBridge::Impl {
 
   static Impl* self(fuse_req_t req) { return static_cast<Impl*>(fuse_req_userdata(req)); }
 
-  void committed() {
-    if (commit_hook) commit_hook();
+  // Before a command: false when it is refused (replied to here).
+  bool prepared(fuse_req_t req) {
+    if (!prepare_hook) return true;
+    Result<void> r = prepare_hook();
+    if (r.ok()) return true;
+    fuse_reply_err(req, errno_of(r.error()));
+    return false;
+  }
+
+  // After a command, before its reply: 0, or the errno that replaces a
+  // successful command's reply.
+  int committed() {
+    if (!commit_hook) return 0;
+    Result<void> r = commit_hook();
+    return r.ok() ? 0 : errno_of(r.error());
   }
 
   static fs::Caller caller(fuse_req_t req) {
@@ -220,14 +234,19 @@ struct FuseBridge::Impl {
     const uid_t uid = attr->st_uid;
     const gid_t gid = attr->st_gid;
     s->run_command([s, req, ino, to_set, mode, uid, gid] {
+      if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
                                          (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
                                          (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
+      const int c = s->committed();
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
       }
-      s->committed();
+      if (c != 0) {
+        fuse_reply_err(req, c);
+        return;
+      }
       struct stat st;
       fill_stat(*r, &st);
       fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
@@ -241,12 +260,19 @@ struct FuseBridge::Impl {
   static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), mode, c = caller(req)] {
+      if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.mkdir(parent, n, mode & 07777, c);
+      const int jerr = s->committed();
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
       }
-      s->committed();
+      if (jerr != 0) {
+        // The kernel never learns of the entry: drop fs/'s reference.
+        s->fs.forget(r->ino, 1);
+        fuse_reply_err(req, jerr);
+        return;
+      }
       s->reply_entry(req, parent, *r);
     });
   }
@@ -259,9 +285,10 @@ struct FuseBridge::Impl {
   static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name)] {
+      if (!s->prepared(req)) return;
       Result<void> r = s->fs.rmdir(parent, n);
-      if (r.ok()) s->committed();
-      fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+      const int c = s->committed();
+      fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
 
@@ -278,9 +305,10 @@ struct FuseBridge::Impl {
     }
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), newparent, nn = std::string(newname)] {
+      if (!s->prepared(req)) return;
       Result<void> r = s->fs.rename(parent, n, newparent, nn, 0);
-      if (r.ok()) s->committed();
-      fuse_reply_err(req, r.ok() ? 0 : errno_of(r.error()));
+      const int c = s->committed();
+      fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
 
@@ -363,12 +391,19 @@ struct FuseBridge::Impl {
     // The data lives in the session's buffer, which the next request reuses.
     s->run_command(
         [s, req, ino = handle_of(fi)->file.ino, d = std::string(data, size), c = caller(req)] {
+          if (!s->prepared(req)) return;
           Result<size_t> r = s->fs.write(ino, d, c);
+          // Also after a failure: what a tasks or channels write moved
+          // before its bad id stays moved, as in the kernel.
+          const int jerr = s->committed();
           if (!r.ok()) {
             fuse_reply_err(req, errno_of(r.error()));
             return;
           }
-          s->committed();
+          if (jerr != 0) {
+            fuse_reply_err(req, jerr);
+            return;
+          }
           if (s->write_reply_hook) s->write_reply_hook();
           fuse_reply_write(req, *r);
         });
@@ -608,7 +643,11 @@ void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
   impl_->hook = std::move(hook);
 }
 
-void FuseBridge::set_commit_hook(std::function<void()> hook) {
+void FuseBridge::set_prepare_hook(std::function<Result<void>()> hook) {
+  impl_->prepare_hook = std::move(hook);
+}
+
+void FuseBridge::set_commit_hook(std::function<Result<void>()> hook) {
   impl_->commit_hook = std::move(hook);
 }
 

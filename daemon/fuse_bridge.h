@@ -66,11 +66,21 @@ class FuseBridge {
   // tasks file is opened).
   void set_request_hook(std::function<void(uint32_t opcode)> hook);
 
-  // Called after a request changed the model (a successful write, mkdir,
-  // rmdir, rename or setattr) and before its reply is sent: the daemon
-  // makes the change durable there, so an acknowledged command survives a
-  // crash. Runs where the command runs.
-  void set_commit_hook(std::function<void()> hook);
+  // Called before a command that may change the model (write, mkdir,
+  // rmdir, rename, setattr) runs, where it runs: an error refuses the
+  // command, which then never reaches fs/, with the error's errno (the
+  // daemon's state journal cannot be written, so the change could not be
+  // made durable; the hook has set last_cmd_status).
+  void set_prepare_hook(std::function<Result<void>()> hook);
+
+  // Called after such a command, whether it succeeded or failed (a tasks
+  // write that fails part way keeps what it moved before the failure),
+  // and before its reply is sent: the daemon makes whatever changed
+  // durable there, so that the tree a crash leaves is the one replied to.
+  // An error replaces a successful command's reply (the hook has set
+  // last_cmd_status); a failed command keeps its own. Runs where the
+  // command runs.
+  void set_commit_hook(std::function<Result<void>()> hook);
 
   // Called after a successful write(2), after the commit hook and before
   // the reply: the daemon tells the kernel there about the files and

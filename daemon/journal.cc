@@ -389,6 +389,7 @@ StateJournal::StateJournal(std::string dir, int dir_fd)
 
 StateJournal::~StateJournal() {
   unmap_log();
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   if (log_fd_ >= 0) ::close(log_fd_);
   if (dir_fd_ >= 0) ::close(dir_fd_);
 }
@@ -503,6 +504,7 @@ Result<void> StateJournal::truncate_log() {
     // Unmapped first: a mapping may not outlive its pages.
     unmap_log();
     if (::ftruncate(log_fd_, 0) != 0) return sys_error("truncate", log_path_);
+    log_reserved_ = false;  // the truncation freed the blocks past the end too
     if (fsync_ && !log_in_memory_ && ::fdatasync(log_fd_) != 0)
       return sys_error("fdatasync", log_path_);
     log_bytes_ = 0;
@@ -511,42 +513,140 @@ Result<void> StateJournal::truncate_log() {
   return Ok();
 }
 
+void StateJournal::drop_spare() {
+  if (spare_fd_ < 0) return;
+  ::close(spare_fd_);
+  spare_fd_ = -1;
+  spare_bytes_ = 0;
+  (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
+}
+
+Result<void> StateJournal::reserve_log() {
+  RESCTRLFS_RETURN_IF_ERROR(open_log());
+  // A mapped log was allocated whole before it was mapped.
+  if (map_ != nullptr || log_reserved_ || !reserve_supported_) return Ok();
+  // Blocks past the end: the appends that follow fill them without asking
+  // the filesystem for more.
+  if (::fallocate(log_fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(kMappedLogBytes)) != 0) {
+    if (errno == EOPNOTSUPP) {
+      reserve_supported_ = false;
+      return Ok();
+    }
+    return sys_error("allocate", log_path_);
+  }
+  log_reserved_ = true;
+  return Ok();
+}
+
+Result<void> StateJournal::reserve_snapshot() {
+  if (!reserve_supported_) return Ok();
+  // The next snapshot holds the last one and what the log added to it (a
+  // record carries at least the state it adds); a command's own change is
+  // small next to the headroom (prepare() journaled everything before it).
+  // A compaction that outgrows the spare writes past it, and only a
+  // compaction's failure is harmless. Grown by an eighth more than needed,
+  // so that a growing log does not ask the filesystem at every command.
+  const uint64_t base = snapshot_bytes_ + log_bytes_;
+  const uint64_t want = base + base / 4 + kMaxMappedRecordBytes;
+  if (spare_fd_ >= 0 && spare_bytes_ >= want) return Ok();
+  const uint64_t size = want + base / 8;
+  if (spare_fd_ < 0) {
+    // A new file, never one found there (see commit()).
+    if (::unlinkat(dir_fd_, kJournalTmpFile, 0) != 0 && errno != ENOENT)
+      return sys_error("unlink", tmp_path_);
+    spare_fd_ = ::openat(dir_fd_, kJournalTmpFile,
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (spare_fd_ < 0) return sys_error("create", tmp_path_);
+    spare_bytes_ = 0;
+  }
+  if (::fallocate(spare_fd_, 0, 0, static_cast<off_t>(size)) != 0) {
+    if (errno == EOPNOTSUPP) {
+      reserve_supported_ = false;
+      drop_spare();
+      return Ok();
+    }
+    return sys_error("allocate", tmp_path_);
+  }
+  spare_bytes_ = size;
+  return Ok();
+}
+
+Result<void> StateJournal::prepare(const std::string& platform, fs::Filesystem& fs) {
+  // Everything that changed before the command goes first (a snapshot when
+  // one is owed or the log is full), so that what follows the command is
+  // its own change alone, which the reserved room holds.
+  RESCTRLFS_RETURN_IF_ERROR(commit_state(platform, fs));
+  RESCTRLFS_RETURN_IF_ERROR(reserve_log());
+  return reserve_snapshot();
+}
+
 Result<void> StateJournal::commit(const std::string& body) {
   if (!need_snapshot_ && last_body_ && *last_body_ == body && log_bytes_ == 0) return Ok();
-  need_snapshot_ = true;  // until this snapshot and the log's truncation are done
+  // Owed until this snapshot and the log's truncation are done, even when
+  // it fails before its rename: fs/ handed its document over with the
+  // marks of what changed (take_state_snapshot_json), so no delta can
+  // carry those changes any more.
+  need_snapshot_ = true;
   JournalRecord rec{generation_ + 1, body};
   const std::string bytes = encode_journal_record(rec);
-  // A new file, never one found there: whatever a crash left under the
-  // temporary name goes first.
-  if (::unlinkat(dir_fd_, kJournalTmpFile, 0) != 0 && errno != ENOENT)
-    return sys_error("unlink", tmp_path_);
-  const int fd = ::openat(dir_fd_, kJournalTmpFile,
-                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return sys_error("create", tmp_path_);
+  int fd = spare_fd_;
+  if (fd >= 0) {
+    // The spare allocated by prepare(): written from its start, cut to the
+    // record's length.
+    spare_fd_ = -1;
+    spare_bytes_ = 0;
+    if (::lseek(fd, 0, SEEK_SET) != 0) {
+      Error e = sys_error("seek", tmp_path_);
+      ::close(fd);
+      (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
+      return e;
+    }
+  } else {
+    // A new file, never one found there: whatever a crash left under the
+    // temporary name goes first.
+    if (::unlinkat(dir_fd_, kJournalTmpFile, 0) != 0 && errno != ENOENT)
+      return sys_error("unlink", tmp_path_);
+    fd = ::openat(dir_fd_, kJournalTmpFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+    if (fd < 0) return sys_error("create", tmp_path_);
+  }
   Result<void> w = write_all(fd, bytes, tmp_path_);
+  if (w.ok() && ::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0)
+    w = sys_error("truncate", tmp_path_);
   if (w.ok() && fsync_ && ::fsync(fd) != 0) w = sys_error("fsync", tmp_path_);
-  if (::close(fd) != 0 && w.ok()) w = sys_error("close", tmp_path_);
   if (!w.ok()) {
+    ::close(fd);
     (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
     return w;
+  }
+  if (::close(fd) != 0) {
+    Error e = sys_error("close", tmp_path_);
+    (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
+    return e;
   }
   if (::renameat(dir_fd_, kJournalTmpFile, dir_fd_, kJournalFile) != 0) {
     Error e = sys_error("rename", tmp_path_);
     (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
     return e;
   }
-  // The rename is durable only once the directory is.
-  if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
+  // The snapshot is in place: the log's records up to its generation are
+  // skipped from now on, and the records after it must follow it.
   generation_ = rec.generation;
   last_body_ = body;
   snapshot_bytes_ = bytes.size();
   ++writes_;
   ++snapshots_;
+  // The rename is durable only once the directory is.
+  if (fsync_) RESCTRLFS_RETURN_IF_ERROR(fsync_dir());
   // The snapshot holds every record of the log now. A crash before the
   // truncation leaves them behind, numbered up to the snapshot's
   // generation, and a restore skips them.
   RESCTRLFS_RETURN_IF_ERROR(truncate_log());
   need_snapshot_ = false;
+  // Room for the next command; prepare() reports a failure to the command.
+  Result<void> r = reserve_log();
+  if (r.ok()) r = reserve_snapshot();
+  if (!r.ok()) spdlog::debug("{}", r.error().message);
   return Ok();
 }
 
@@ -579,6 +679,7 @@ Result<void> StateJournal::append(const std::string& delta) {
       // Take a part-written record back; the next commit is a snapshot
       // either way, and it truncates the log.
       (void)::ftruncate(log_fd_, static_cast<off_t>(log_bytes_));
+      log_reserved_ = false;  // the truncation may have freed them
       return w;
     }
   }
@@ -593,10 +694,10 @@ Result<void> StateJournal::commit_state(const std::string& platform, fs::Filesys
   std::optional<std::string> delta = fs.take_state_delta_json();
   if (need_snapshot_ || !delta || log_bytes_ >= kMaxLogBytes) return snapshot(platform, fs);
   if (delta->empty()) return Ok();
-  // A mapped log has room for one record of up to kMaxMappedRecordBytes
-  // past kMaxLogBytes; a larger one goes into a snapshot.
-  if (map_ != nullptr && log_record_size(delta->size()) > kMaxMappedRecordBytes)
-    return snapshot(platform, fs);
+  // The log's room (a mapped log's file, a plain log's reservation) holds
+  // one record of up to kMaxMappedRecordBytes past kMaxLogBytes; a larger
+  // one goes into a snapshot.
+  if (log_record_size(delta->size()) > kMaxMappedRecordBytes) return snapshot(platform, fs);
   Result<void> r = append(*delta);
   // The delta's marks are gone from fs/: without its record the log has a
   // hole, so only a snapshot can continue it.
@@ -646,6 +747,8 @@ Result<void> StateJournal::clear() {
   if (log_fd_ >= 0) ::close(log_fd_);
   log_fd_ = -1;
   log_bytes_ = 0;
+  log_reserved_ = false;
+  drop_spare();
   (void)::unlinkat(dir_fd_, kJournalTmpFile, 0);
   last_body_.reset();
   need_snapshot_ = true;

@@ -184,6 +184,20 @@ class StateJournal {
   // snapshot when there is none yet, the log is past kMaxLogBytes or an
   // earlier commit failed (the log would have a hole).
   Result<void> commit_state(const std::string& platform, fs::Filesystem& fs);
+  // Before a command, so that the commit_state() after it cannot fail for
+  // want of space: journals what changed since the last commit (fork and
+  // exit events, what a failed command did part way), writes a snapshot
+  // owed after an earlier failure or for a full log, and keeps room
+  // allocated on the directory's filesystem for what the command's commit
+  // may write: the log's kMappedLogBytes (a mapped log is allocated whole,
+  // a plain one with fallocate(FALLOC_FL_KEEP_SIZE)) and a spare snapshot
+  // file (kJournalTmpFile, allocated to the bytes of the last snapshot and
+  // the log, plus a quarter, plus kMaxMappedRecordBytes) that the next
+  // snapshot is written into. Returns the error of what failed (its errno as the system gave
+  // it: ENOSPC, EDQUOT, EIO, EROFS, ...): the command must not run then.
+  // Where the filesystem cannot allocate ahead (EOPNOTSUPP) nothing is
+  // reserved, and only the commit itself can report a full filesystem.
+  Result<void> prepare(const std::string& platform, fs::Filesystem& fs);
   // Compaction: a snapshot if the log holds records (or a snapshot is
   // owed). Unconditional; the tick asks compaction_due() first.
   Result<void> compact(const std::string& platform, fs::Filesystem& fs);
@@ -224,6 +238,10 @@ class StateJournal {
   Result<void> fsync_dir();
   Result<void> open_log();
   Result<void> truncate_log();
+  // The two reservations of prepare().
+  Result<void> reserve_log();
+  Result<void> reserve_snapshot();
+  void drop_spare();
   void map_log();
   void unmap_log();
   Result<void> append(const std::string& delta);
@@ -255,6 +273,12 @@ class StateJournal {
   // No snapshot on disk that the log can follow, or a record may be
   // missing from the log (a failed commit): the next commit is a snapshot.
   bool need_snapshot_ = true;
+  // Room allocated ahead (see prepare()): the plain log's blocks past its
+  // end, and the spare snapshot file with the bytes allocated to it.
+  bool log_reserved_ = false;
+  int spare_fd_ = -1;
+  uint64_t spare_bytes_ = 0;
+  bool reserve_supported_ = true;  // false once fallocate said EOPNOTSUPP
   std::optional<std::string> last_body_;
   Outcome outcome_ = Outcome::kNone;
   std::string rejected_reason_;

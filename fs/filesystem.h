@@ -145,6 +145,13 @@ class TaskSource {
   // Real and saved uid of a thread, for the move permission check: 0, ESRCH
   // for a thread that does not exist, or the errno of a failed lookup.
   virtual int uids(pid_t tid, uid_t& ruid, uid_t& suid) = 0;
+  // Whether `tid` is a process that has exited and waits for its parent to
+  // reap it (a zombie): it is still listed, and no event will say when it
+  // is reaped.
+  virtual bool zombie(pid_t tid) {
+    (void)tid;
+    return false;
+  }
 };
 
 class Filesystem {
@@ -290,6 +297,12 @@ class Filesystem {
   virtual Result<void> restore_state_json(const std::string& json) {
     return Error::make(ENOSYS, "state restore not implemented");
   }
+
+  // The daemon refused a command before it ran, or could not journal the
+  // change of one that ran (its state journal, daemon/journal.h):
+  // info/last_cmd_status is cleared and then says `text`, as after a
+  // command that failed with it.
+  virtual void set_command_status(std::string_view text) { (void)text; }
 
   // What survives an unmount in the kernel until reboot:
   // max_threshold_occupancy, the RMID free-list order and limbo marks, the

@@ -87,6 +87,7 @@ class FsImpl final : public Filesystem {
   std::string take_state_snapshot_json() override;
   std::optional<std::string> take_state_delta_json() override;
   Result<void> restore_state_json(const std::string& json) override;
+  void set_command_status(std::string_view text) override;
   std::string save_boot_state_json() override;
   Result<void> restore_boot_state_json(const std::string& json) override;
 

@@ -262,6 +262,14 @@ Result<void> Groups::rescan_threads() {
   }
   m_.live.set_rescan_pending(false);
   m_.live.assign(threads);
+  // The processes that had exited already, their exit event before this
+  // table (a daemon that started, or restored its journal, after it) or
+  // lost: only the task source can tell when they are reaped, which each
+  // listing and tick ask it (forget_reaped).
+  if (m_.tasks != nullptr) {
+    for (auto& [tid, tgid] : threads)
+      if (tid == tgid && m_.tasks->zombie(tid)) m_.live.mark_exited(tid);
+  }
   std::vector<pid_t> dead;
   for (auto& [tid, tags] : m_.threads.all())
     if (!m_.live.contains(tid)) dead.push_back(tid);

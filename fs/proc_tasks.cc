@@ -1,13 +1,16 @@
 // Implements make_proc_task_source(): the TaskSource that reads /proc
 // (every /proc/<pid>/task/<tid>, uids from /proc/<tid>/status).
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,6 +52,19 @@ class ProcTaskSource final : public TaskSource {
     if (::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0) return 0;
     const int err = errno;
     return gone(err) ? ESRCH : err;
+  }
+
+  bool zombie(pid_t tid) override {
+    // The state follows the command name, which may hold ')' itself.
+    char buf[512];
+    const int fd = ::open(("/proc/" + std::to_string(tid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    const std::string_view text(buf, static_cast<size_t>(n));
+    const size_t paren = text.rfind(')');
+    return paren != std::string_view::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
   }
 
   int uids(pid_t tid, uid_t& ruid, uid_t& suid) override {

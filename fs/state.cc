@@ -443,6 +443,12 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
   return text;
 }
 
+void FsImpl::set_command_status(std::string_view text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  m_.lcs.clear();
+  m_.lcs.puts(text);
+}
+
 }  // namespace internal
 
 std::unique_ptr<Filesystem> make_filesystem(const FilesystemConfig& cfg) {

@@ -457,8 +457,9 @@ Result<void> StateRestore::restore_threads(const JsonIn& j) {
     RESCTRLFS_ASSIGN_OR_RETURN(const pid_t tid, t0.as_int<pid_t>(1));
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t closid, t1.as_int<uint32_t>());
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t rmid, t2.as_int<uint32_t>());
-    // Only a thread known to be gone is dropped; one whose lookup failed
-    // keeps its tags until a listing finds it gone.
+    // Gone while the daemon was down. A thread whose lookup failed (EMFILE,
+    // ...) keeps its tags: the listings and ticks look again (a zombie found
+    // here is forgotten once reaped, see Groups::rescan_threads).
     if (m_.tasks != nullptr && m_.tasks->lookup(tid) == ESRCH) continue;
     bool known = false;
     for (auto& gp : m_.groups) known = known || (gp->closid == closid && gp->rmid == rmid);

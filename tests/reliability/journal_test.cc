@@ -10,8 +10,11 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <spdlog/spdlog.h>
 
@@ -199,7 +202,10 @@ TEST_CASE("commits are durable, monotonic and deduplicated", "[journal]") {
   CHECK((*j)->writes() == 1);
   REQUIRE((*j)->commit("two").ok());
   CHECK((*j)->generation() == 2);
-  CHECK_FALSE(stdfs::exists(dir.path + "/" + kJournalTmpFile));
+  // The temporary name holds the room allocated for the next snapshot
+  // (see prepare()), not a snapshot.
+  const std::string spare = test::read_file(dir.path + "/" + kJournalTmpFile);
+  CHECK(spare.find_first_not_of('\0') == std::string::npos);
 
   // A new process continues the generations where the file left them.
   auto j2 = StateJournal::open(dir.path);
@@ -739,6 +745,96 @@ TEST_CASE("clear removes the snapshot and the log", "[journal]") {
   REQUIRE((*j)->clear().ok());
   CHECK_FALSE(stdfs::exists(lj.dir.path + "/" + kJournalFile));
   CHECK_FALSE(stdfs::exists(lj.dir.path + "/" + kJournalLogFile));
+}
+
+// Files of this process may not grow past `bytes` while it lives (the
+// filesystem says EFBIG, as a full one says ENOSPC): the journal's
+// failures without a small filesystem of its own.
+struct FileSizeLimit {
+  explicit FileSizeLimit(rlim_t bytes) {
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim = old;
+    lim.rlim_cur = bytes;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+  }
+  rlimit old{};
+  void (*old_handler)(int) = nullptr;
+};
+
+TEST_CASE("prepare keeps room for the next snapshot and says when it cannot", "[journal]") {
+  TempDir dir;
+  StateOnlyFs live;
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  // The first snapshot, then a spare file as large as it and more.
+  REQUIRE((*j)->prepare("intel-2s", live).ok());
+  CHECK((*j)->snapshots() == 1);
+  const std::string spare = dir.path + "/" + kJournalTmpFile;
+  REQUIRE(stdfs::exists(spare));
+  CHECK(stdfs::file_size(spare) >= (*j)->snapshot_bytes() + kMaxMappedRecordBytes);
+  {
+    FileSizeLimit limit(8192);
+    // The snapshot goes into the spare; a new spare does not fit.
+    live.state = R"({"options":{"cdp":false},"groups":["g"]})";
+    REQUIRE((*j)->commit_state("intel-2s", live).ok());
+    CHECK((*j)->snapshots() == 2);
+    live.next_delta = std::string();  // nothing changed since
+    auto p = (*j)->prepare("intel-2s", live);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().code == EFBIG);
+    // Nothing was lost meanwhile: the journal holds the last commit.
+    auto rec = (*j)->load();
+    REQUIRE(rec.ok());
+    REQUIRE(rec->has_value());
+    CHECK((*rec)->generation == 2);
+  }
+  // Room again: prepare succeeds without a restart.
+  live.next_delta = std::string();
+  REQUIRE((*j)->prepare("intel-2s", live).ok());
+  CHECK((*j)->snapshots() == 2);
+  CHECK(stdfs::exists(spare));
+}
+
+TEST_CASE("a failed snapshot is owed until one is written", "[journal]") {
+  TempDir dir;
+  StateOnlyFs live;
+  auto j = StateJournal::open(dir.path);
+  REQUIRE(j.ok());
+  REQUIRE((*j)->prepare("intel-2s", live).ok());
+  live.next_delta = R"({"version":1,"threads":[[101,1,1]]})";
+  REQUIRE((*j)->commit_state("intel-2s", live).ok());
+  REQUIRE((*j)->log_bytes() > 0);
+  {
+    // A model the filesystem has no room for: the compaction fails, and
+    // fs/ has handed over what changed with the document, so neither the
+    // next commit nor prepare can go on with a record.
+    FileSizeLimit limit(16384);
+    live.state = state_of_size(40000);
+    REQUIRE_FALSE((*j)->compact("intel-2s", live).ok());
+    live.next_delta = R"({"version":1,"threads":[[102,1,1]]})";
+    auto c = (*j)->commit_state("intel-2s", live);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == EFBIG);
+    live.next_delta = std::string();
+    REQUIRE_FALSE((*j)->prepare("intel-2s", live).ok());
+    CHECK((*j)->snapshots() == 1);
+  }
+  // Room again: the owed snapshot holds the whole model.
+  live.next_delta = std::string();
+  REQUIRE((*j)->prepare("intel-2s", live).ok());
+  CHECK((*j)->snapshots() == 2);
+  CHECK((*j)->log_bytes() == 0);
+  auto rec = (*j)->load();
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  auto body = parse_journal_body((*rec)->body);
+  REQUIRE(body.ok());
+  CHECK(nlohmann::json::parse(body->fs_state) == nlohmann::json::parse(live.state));
 }
 
 }  // namespace

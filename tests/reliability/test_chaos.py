@@ -47,10 +47,10 @@ Bounded by counts, never by time. Environment:
   RESCTRLFS_CHAOS_STEPS           commands in all (default 8000)
   RESCTRLFS_CHAOS_KILLS           kill -9 rounds (default 30)
   RESCTRLFS_CHAOS_WRITERS         concurrent writers (default 3)
-  RESCTRLFS_CHAOS_INVALID_IN_LIST 1: tasks lists with a nonexistent id after
-                                  valid ones (default 0 until issue #37
-                                  item 2 is fixed: the threads moved before
-                                  the bad id are not journaled)
+  RESCTRLFS_CHAOS_INVALID_IN_LIST 1 (the default): tasks lists with a
+                                  nonexistent id after valid ones, whose
+                                  moves before the bad id must be journaled
+                                  before the error reply; 0: none
 """
 
 import collections
@@ -72,7 +72,7 @@ SEED = int(os.environ.get("RESCTRLFS_CHAOS_SEED") or random.SystemRandom().randr
 STEPS = int(os.environ.get("RESCTRLFS_CHAOS_STEPS", "8000"))
 KILLS = max(1, int(os.environ.get("RESCTRLFS_CHAOS_KILLS", "30")))
 WRITERS = int(os.environ.get("RESCTRLFS_CHAOS_WRITERS", "3"))
-INVALID_IN_LIST = os.environ.get("RESCTRLFS_CHAOS_INVALID_IN_LIST", "0") == "1"
+INVALID_IN_LIST = os.environ.get("RESCTRLFS_CHAOS_INVALID_IN_LIST", "1") == "1"
 TIDS_PER_WRITER = 4
 REST_KILLS = 0.25  # the odds of an extra kill at rest in a round
 KILLER = ("import os, sys, time; print('ready', flush=True); d = float(sys.stdin.readline()); "
@@ -197,7 +197,7 @@ class Chaos(unittest.TestCase):
         print("chaos: seed %d (RESCTRLFS_CHAOS_SEED), %d steps, %d kills, %d writers, "
               "invalid ids in tasks lists %s" % (SEED, STEPS, KILLS, WRITERS,
                                                 "ON" if INVALID_IN_LIST else
-                                                "OFF (RESCTRLFS_CHAOS_INVALID_IN_LIST=1)"),
+                                                "OFF (RESCTRLFS_CHAOS_INVALID_IN_LIST=0)"),
               flush=True)
         rnd = random.Random(SEED)
         sleepers, tids = spawn_sleepers(WRITERS * TIDS_PER_WRITER)
