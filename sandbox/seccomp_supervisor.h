@@ -11,6 +11,10 @@
 //    and /proc/mounts with an injected fd (SECCOMP_IOCTL_NOTIF_ADDFD) of a
 //    sealed memfd holding that process's real table with the resctrlfs
 //    mount shown as the kernel's resctrl;
+//  - mount(2) of type resctrl and umount2(2) of such a mount, in the
+//    supervisor's mount namespace, by starting or stopping a daemon
+//    (ResctrlMounts) with the kernel's errors; fsopen("resctrl") with
+//    ENODEV;
 //  - everything else by letting the kernel carry on
 //    (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
 // Paths are resolved in the caller's view (path_resolve.h), and every answer
