@@ -4,9 +4,10 @@
 // goresctrl, runc, containerd) use it as they would use the kernel's resctrl.
 //
 // Process layout: this process enters the namespace, starts resctrlfsd in
-// the foreground as its child, fakes the /proc and sysfs files, then forks
-// COMMAND. COMMAND installs the seccomp filter (seccomp_supervisor.h),
-// passes its listener back over a socket pair and stops before exec until
+// the foreground as its child (sandbox/daemons.h, which also starts and
+// stops the daemons of later mounts and unmounts of resctrl inside),
+// fakes the /proc and sysfs files, then forks COMMAND. COMMAND installs the seccomp filter
+// (seccomp_supervisor.h), passes its listener back over a socket pair and stops before exec until
 // this process runs the supervisor (and, with --intercept statfs-only or
 // none, has bind-mounted rewritten tables over COMMAND's own
 // /proc/<pid>/mounts and mountinfo, a bind that survives exec). This process
@@ -35,6 +36,7 @@
 
 #include "hw/backend.h"
 #include "hw/sim/profile.h"
+#include "sandbox/daemons.h"
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
 #include "sandbox/proc_rewrite.h"
@@ -269,8 +271,6 @@ class Sandbox {
   void stop();
 
  private:
-  Result<void> start_daemon();
-  Result<void> wait_mounted();
   Result<void> fake_proc_and_sysfs();
 
   Options opts_;
@@ -278,10 +278,9 @@ class Sandbox {
   std::vector<FileBind> topology_binds_;
   std::string daemon_;
   std::string staging_;
-  pid_t daemon_pid_ = 0;
   pid_t self_ = ::getpid();
   bool fake_machine_ = true;  // cpuinfo and sysfs show platform_, not the host
-  dev_t mount_device_ = 0;    // st_dev of the daemon's mount
+  std::shared_ptr<Daemons> daemons_;
   std::unique_ptr<Supervisor> supervisor_;
 };
 
@@ -319,75 +318,27 @@ Result<void> Sandbox::setup() {
   RESCTRLFS_RETURN_IF_ERROR(enter_private_mount_namespace());
   RESCTRLFS_ASSIGN_OR_RETURN(staging_, make_staging_dir(staging_parent()));
   RESCTRLFS_RETURN_IF_ERROR(cover_sys_fs(staging_));
-  RESCTRLFS_RETURN_IF_ERROR(start_daemon());
-  RESCTRLFS_RETURN_IF_ERROR(wait_mounted());
-  return fake_proc_and_sysfs();
-}
-
-Result<void> Sandbox::start_daemon() {
-  std::vector<std::string> args = {daemon_, "-f"};
-  args.insert(args.end(), opts_.daemon_args.begin(), opts_.daemon_args.end());
   // Without --state-dir the daemon keeps no journal, so every sandbox starts
-  // from a fresh tree; its instance lock and boot state are keyed by this
-  // sandbox's mount namespace, so sandboxes never meet.
-  args.push_back(kMountpoint);
-  pid_t pid = ::fork();
-  if (pid < 0) return Error::make(errno, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    // SIGTERM lets the daemon unmount cleanly if the sandbox dies; its own
-    // process group keeps a terminal's ^C for COMMAND.
-    prepare_child(self_, SIGTERM);
-    ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    auto argv = c_argv(args);
-    ::execv(argv[0], argv.data());
-    std::fprintf(stderr, "resctrlfs-sandbox: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  daemon_pid_ = pid;
-  return {};
-}
-
-Result<void> Sandbox::wait_mounted() {
+  // from a fresh tree; its instance lock is keyed by this sandbox's mount
+  // namespace, so sandboxes never meet. Every daemon of this sandbox (the
+  // first and those of later mounts inside) keeps its boot state in the
+  // staging area, which goes with the sandbox as the kernel's memory goes
+  // at reboot.
+  daemons_ = std::make_shared<Daemons>(
+      daemon_, daemon_args_without_resctrl_options(opts_),
+      has_boot_state_dir(opts_) ? std::string() : staging_ + "/boot-state");
   const sigset_t sigs = handled_signals();
-  // The mount or the daemon's exit ends the wait; the limit only guards
-  // against a daemon that hangs without either, and is far above a start on
-  // a loaded machine (a sanitizer build of the daemon on the msr path under
-  // a load of 10 on 2 CPUs mounts in a few seconds). Past 30 s the wait says
-  // so once, so that a slow start is not mistaken for a hang.
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::seconds(300);
-  bool told = false;
-  while (true) {
-    int status = 0;
-    if (::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_) {
-      daemon_pid_ = 0;
-      return Error::make(EIO, daemon_ + " exited before mounting (status " +
-                                  std::to_string(exit_code_of(status)) + ")");
-    }
-    auto mi = read_text_file("/proc/self/mountinfo");
-    struct stat st;
-    if (mi && has_mount(*mi, kMountpoint) && ::stat(kMountpoint, &st) == 0) {
-      mount_device_ = st.st_dev;
-      return {};
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now > deadline)
-      return Error::make(ETIMEDOUT, daemon_ + " did not mount " + kMountpoint +
-                                        " within 300 s and is still running (pid " +
-                                        std::to_string(daemon_pid_) + "): see its log");
-    if (!told && now > start + std::chrono::seconds(30)) {
-      std::fprintf(stderr, "resctrlfs-sandbox: still waiting for %s (pid %d) to mount %s\n",
-                   daemon_.c_str(), static_cast<int>(daemon_pid_), kMountpoint);
-      told = true;
-    }
-    timespec ts{0, 20 * 1000 * 1000};
+  auto interrupted = [&sigs]() -> Result<void> {
+    timespec zero{0, 0};
     siginfo_t si;
-    int sig = ::sigtimedwait(&sigs, &si, &ts);
+    int sig = ::sigtimedwait(&sigs, &si, &zero);
     if (sig > 0 && sig != SIGCHLD)
       return Error::make(EINTR, std::string("interrupted by ") + ::strsignal(sig));
-  }
+    return {};
+  };
+  RESCTRLFS_RETURN_IF_ERROR(
+      daemons_->start(kMountpoint, resctrl_mount_options(opts_.mount_options), interrupted));
+  return fake_proc_and_sysfs();
 }
 
 Result<void> Sandbox::fake_proc_and_sysfs() {
@@ -455,7 +406,7 @@ int Sandbox::run_command() {
     }
     ::setenv(kEnvStaging, staging_.c_str(), 1);
     ::setenv(kEnvMountOpts, mount_opts.c_str(), 1);
-    ::setenv("RESCTRLFSD_PID", std::to_string(daemon_pid_).c_str(), 1);
+    ::setenv("RESCTRLFSD_PID", std::to_string(daemons_->current_pid()).c_str(), 1);
     char c;
     ssize_t n;
     do {
@@ -478,8 +429,7 @@ int Sandbox::run_command() {
     ::close(sp[0]);
     if (!listener) return fail(listener.error().message);
     SupervisorConfig cfg;
-    cfg.device = mount_device_;
-    cfg.resctrl_opts = resctrl_mount_options(opts_.mount_options);
+    cfg.mounts = daemons_;
     cfg.mode = *mode;
     auto sup = Supervisor::start(*listener, std::move(cfg));
     if (!sup) return fail(sup.error().message);
@@ -505,51 +455,22 @@ int Sandbox::run_command() {
       if (si.si_code <= 0) ::kill(pid, sig);
       continue;
     }
+    // The daemons are reaped by their set (the supervisor's workers wait
+    // for those they stop), COMMAND here.
+    for (const auto& m : daemons_->reap()) log("warning: " + m);
     int status = 0;
-    pid_t w;
-    while ((w = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (w == pid) return exit_code_of(status);
-      if (w == daemon_pid_) {
-        daemon_pid_ = 0;
-        log("warning: resctrlfsd exited (status " + std::to_string(exit_code_of(status)) + "); " +
-            kMountpoint + " no longer works");
-      }
-    }
+    if (::waitpid(pid, &status, WNOHANG) == pid) return exit_code_of(status);
   }
 }
 
 void Sandbox::stop() {
   supervisor_.reset();
-  if (daemon_pid_ > 0) {
-    // Whether the daemon has exited, leaving it a zombie (not reaped).
-    auto exited = [pid = daemon_pid_](int flags) {
-      siginfo_t si{};
-      return ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOWAIT | flags) == 0 &&
-             si.si_pid == pid;
-    };
-    ::kill(daemon_pid_, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!exited(WNOHANG)) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        log("resctrlfsd did not stop within 5 s; killing it");
-        ::kill(daemon_pid_, SIGKILL);
-        exited(0);
-        break;
-      }
-      ::usleep(20 * 1000);
-    }
-    // Whatever the daemon started and left in its process group (its own,
-    // see start_daemon) must not outlive the sandbox: it would keep this
-    // mount namespace and the caller's stdout and stderr (a $(...) waiting
-    // for EOF) for ever. The daemon is still a zombie, so the group's id
-    // cannot have been reused.
-    ::kill(-daemon_pid_, SIGKILL);
-    ::waitpid(daemon_pid_, nullptr, 0);
-    daemon_pid_ = 0;
-  }
+  std::vector<std::string> mountpoints;
+  if (daemons_) mountpoints = daemons_->stop_all();
   if (!staging_.empty()) {
     // Only this namespace sees these mounts; detaching them lets the staging
     // directory, the one thing on the host's filesystem, be removed.
+    for (const auto& m : mountpoints) ::umount2(m.c_str(), MNT_DETACH);
     ::umount2(kMountpoint, MNT_DETACH);
     remove_staging_dir(staging_);
     staging_.clear();

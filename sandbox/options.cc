@@ -37,7 +37,9 @@ std::string usage() {
          "sysfs package and cache ids match its domains, and for COMMAND and every process\n"
          "it starts statfs on the mount answers resctrl's magic (0x7655821) and\n"
          "/proc/*/mounts and mountinfo show the mount with type resctrl (a seccomp\n"
-         "user-notification supervisor in this process answers those calls).\n"
+         "user-notification supervisor in this process answers those calls). A mount(2)\n"
+         "of type resctrl inside starts another resctrlfsd there, with the kernel's options\n"
+         "and errors; an umount of it stops that daemon (the boot state carries over).\n"
          "Exits with COMMAND's status (128+N if it was killed by signal N), 125 if the\n"
          "sandbox could not be set up. Its only trace on the host is a staging directory in\n"
          "$TMPDIR (or /tmp), removed on exit (left empty only if the sandbox is SIGKILLed).\n"
@@ -83,6 +85,46 @@ void set_platform(Options& o, const std::string& platform) {
   }
   a.push_back("--platform");
   a.push_back(platform);
+}
+
+std::vector<std::string> daemon_args_without_resctrl_options(const Options& o) {
+  auto keep = [](const std::string& value) {
+    std::string out;
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = value.find(',', start);
+      if (comma == std::string::npos) comma = value.size();
+      std::string item = value.substr(start, comma - start);
+      std::string key = item.substr(0, item.find('='));
+      if (!item.empty() && key != "cdp" && key != "cdpl2" && key != "mba_MBps" && key != "debug")
+        out += (out.empty() ? "" : ",") + item;
+      start = comma + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> out;
+  const auto& a = o.daemon_args;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "-o" && i + 1 < a.size()) {
+      std::string v = keep(a[++i]);
+      if (!v.empty()) {
+        out.push_back("-o");
+        out.push_back(v);
+      }
+    } else if (a[i].size() > 2 && a[i].rfind("-o", 0) == 0 && a[i][2] != '-') {
+      std::string v = keep(a[i].substr(2));
+      if (!v.empty()) out.push_back("-o" + v);
+    } else {
+      out.push_back(a[i]);
+    }
+  }
+  return out;
+}
+
+bool has_boot_state_dir(const Options& o) {
+  for (const auto& a : o.daemon_args)
+    if (a == "--boot-state-dir" || a.rfind("--boot-state-dir=", 0) == 0) return true;
+  return false;
 }
 
 Result<Options> parse_options(const std::vector<std::string>& args) {

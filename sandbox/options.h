@@ -34,6 +34,14 @@ Result<Options> parse_options(const std::vector<std::string>& args);
 // there is replaced; one is added if there is none).
 void set_platform(Options& o, const std::string& platform);
 
+// The daemon options without the kernel's resctrl mount options (cdp,
+// cdpl2, mba_MBps, debug) in their -o values (an -o left empty is dropped):
+// what every daemon of the sandbox gets, whatever it is mounted with.
+std::vector<std::string> daemon_args_without_resctrl_options(const Options& o);
+
+// Whether the daemon options name a --boot-state-dir.
+bool has_boot_state_dir(const Options& o);
+
 // The --help text.
 std::string usage();
 

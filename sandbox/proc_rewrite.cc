@@ -2,6 +2,7 @@
 #include "sandbox/proc_rewrite.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 namespace resctrlfs::sandbox {
@@ -356,17 +357,27 @@ std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mount
 
 MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
                                               const std::vector<std::string>& resctrl_opts) {
+  return rewrite_mountinfo_of_devices(mountinfo,
+                                      {ResctrlDevice{std::string(device), resctrl_opts}});
+}
+
+MountTableRewrite rewrite_mountinfo_of_devices(std::string_view mountinfo,
+                                               const std::vector<ResctrlDevice>& devices) {
   MountTableRewrite r;
   auto lines = split_lines(mountinfo);
   std::vector<std::string> out(lines.begin(), lines.end());
   for (size_t i = 0; i < lines.size(); ++i) {
     auto f = fields(lines[i]);
-    if (f.size() < 10 || f[2] != device) continue;
-    std::string line = resctrl_mountinfo_line(f, resctrl_opts);
+    if (f.size() < 10) continue;
+    auto d = std::find_if(devices.begin(), devices.end(),
+                          [&](const ResctrlDevice& x) { return x.device == f[2]; });
+    if (d == devices.end()) continue;
+    std::string line = resctrl_mountinfo_line(f, d->options);
     if (line.empty()) continue;
     out[i] = std::move(line);
     r.lines.push_back(i);
     r.mountpoints.emplace_back(f[4]);
+    r.options.push_back(d->options);
   }
   r.line_count = lines.size();
   bool trailing = !mountinfo.empty() && mountinfo.back() == '\n';
@@ -374,34 +385,74 @@ MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::s
   return r;
 }
 
-std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
-                                const std::vector<std::string>& resctrl_opts) {
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo) {
   auto lines = split_lines(mounts);
   std::vector<std::string> out(lines.begin(), lines.end());
-  std::vector<bool> hit(lines.size(), false);
+  // For each line of `mounts` to rewrite: the index of its mountinfo line.
+  std::vector<long> hit(lines.size(), -1);
   if (lines.size() == mountinfo.line_count) {
     // Both tables list the same mounts in the same order.
-    for (size_t i : mountinfo.lines) hit[i] = true;
+    for (size_t k = 0; k < mountinfo.lines.size(); ++k)
+      hit[mountinfo.lines[k]] = static_cast<long>(k);
   } else {
     // The table changed between the two reads: match by mount point, the
     // last line of each (the visible mount).
-    for (const auto& mp : mountinfo.mountpoints) {
+    for (size_t k = 0; k < mountinfo.mountpoints.size(); ++k) {
       for (size_t i = lines.size(); i-- > 0;) {
         auto f = fields(lines[i]);
-        if (f.size() >= 4 && f[1] == mp) {
-          hit[i] = true;
+        if (f.size() >= 4 && f[1] == mountinfo.mountpoints[k]) {
+          hit[i] = static_cast<long>(k);
           break;
         }
       }
     }
   }
+  static const std::vector<std::string> kNone;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (!hit[i]) continue;
+    if (hit[i] < 0) continue;
     auto f = fields(lines[i]);
-    if (f.size() >= 4) out[i] = resctrl_mounts_line(f, resctrl_opts);
+    size_t k = static_cast<size_t>(hit[i]);
+    if (f.size() >= 4)
+      out[i] = resctrl_mounts_line(f, k < mountinfo.options.size() ? mountinfo.options[k] : kNone);
   }
   bool trailing = !mounts.empty() && mounts.back() == '\n';
   return join_lines(out, trailing);
+}
+
+ResctrlMountData parse_resctrl_mount_data(std::string_view data, bool has_source) {
+  // The VFS's superblock flags (common_set_sb_flag, common_clear_sb_flag).
+  static const std::set<std::string_view> kSbFlags = {
+      "dirsync", "lazytime", "mand", "ro", "sync", "async", "nolazytime", "nomand", "rw"};
+  static const std::set<std::string_view> kResctrl = {"cdp", "cdpl2", "mba_MBps", "debug"};
+  ResctrlMountData r;
+  std::string given;
+  for (auto item : split(data, ',')) {
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    auto refuse = [&](const std::string& msg) {
+      r.error = EINVAL;
+      r.message = msg;
+      r.options.clear();
+      return r;
+    };
+    if (key.empty()) return refuse("Unnamed parameter");
+    if (kSbFlags.count(key)) continue;
+    if (kResctrl.count(key)) {
+      if (eq != std::string_view::npos)
+        return refuse("resctrl: Unexpected value for '" + std::string(key) + "'");
+      given += std::string(key) + ",";
+      continue;
+    }
+    if (key == "source") {
+      if (has_source) return refuse("Multiple sources");
+      has_source = true;
+      continue;
+    }
+    return refuse("resctrl: Unknown parameter '" + std::string(key) + "'");
+  }
+  r.options = resctrl_mount_options(given);
+  return r;
 }
 
 bool has_mount(std::string_view mountinfo, std::string_view mountpoint) {

@@ -63,12 +63,34 @@ std::string rewrite_mounts(std::string_view mounts, std::string_view mountpoint,
 std::string rewrite_mountinfo(std::string_view mountinfo, std::string_view mountpoint,
                               const std::vector<std::string>& resctrl_opts);
 
-// A mountinfo text with every mount of one device rewritten as resctrl.
+// What mount(2)'s data string asks of resctrl, parsed as the kernel's
+// legacy parser does (generic_parse_monolithic, then vfs_parse_fs_param):
+// comma-separated items, the superblock flags (ro, rw, sync, ...) taken by
+// the VFS, `source=` accepted only when mount(2) was given no source, the
+// flags cdp, cdpl2, mba_MBps and debug (rdt_fs_parameters), anything else
+// EINVAL. `message` is the line the kernel logs for a refusal (it has none
+// for some).
+struct ResctrlMountData {
+  std::vector<std::string> options;  // resctrl's, in the kernel's show order
+  int error = 0;                     // 0 or EINVAL
+  std::string message;               // e.g. "resctrl: Unknown parameter 'foo'"
+};
+ResctrlMountData parse_resctrl_mount_data(std::string_view data, bool has_source);
+
+// A mountinfo text with every mount of some devices rewritten as resctrl.
 struct MountTableRewrite {
   std::string text;
-  std::vector<size_t> lines;             // the rewritten lines' indices
-  std::vector<std::string> mountpoints;  // and their (escaped) mount points
-  size_t line_count = 0;                 // lines in the table
+  std::vector<size_t> lines;                      // the rewritten lines' indices
+  std::vector<std::string> mountpoints;           // and their (escaped) mount points
+  std::vector<std::vector<std::string>> options;  // and their resctrl options
+  size_t line_count = 0;                          // lines in the table
+};
+
+// A device (MAJOR:MINOR as mountinfo shows it) of a resctrlfs mount and the
+// resctrl options it was mounted with.
+struct ResctrlDevice {
+  std::string device;
+  std::vector<std::string> options;
 };
 
 // Rewrites, as rewrite_mountinfo does, every line whose device field
@@ -77,11 +99,15 @@ struct MountTableRewrite {
 MountTableRewrite rewrite_mountinfo_of_device(std::string_view mountinfo, std::string_view device,
                                               const std::vector<std::string>& resctrl_opts);
 
+// The same for several devices, each line with its device's options.
+MountTableRewrite rewrite_mountinfo_of_devices(std::string_view mountinfo,
+                                               const std::vector<ResctrlDevice>& devices);
+
 // Rewrites the /proc/<pid>/mounts lines of the mounts that `mountinfo` (the
 // same process's table, read just before) rewrote: by position when both
-// list the same number of mounts, else by mount point.
-std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo,
-                                const std::vector<std::string>& resctrl_opts);
+// list the same number of mounts, else by mount point; each with the
+// options of its mountinfo line.
+std::string rewrite_mounts_like(std::string_view mounts, const MountTableRewrite& mountinfo);
 
 // The mount points (unescaped) of every resctrl mount in a mountinfo text,
 // the kernel's (`resctrl`) and resctrlfs's FUSE ones (`fuse.resctrl`),

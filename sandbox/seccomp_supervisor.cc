@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -48,6 +50,11 @@ Result<void> add_rules(scmp_filter_ctx ctx, Intercept mode) {
   };
   RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(statfs), 0, nullptr));
   RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(fstatfs), 0, nullptr));
+  // Mounting and unmounting resctrl (rare calls: all of them are sent).
+  RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(mount), 0, nullptr));
+  RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(umount2), 0, nullptr));
+  if (SCMP_SYS(umount) >= 0) RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(umount), 0, nullptr));
+  RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(fsopen), 0, nullptr));
   if (mode != Intercept::kAll) return {};
   scmp_arg_cmp open_flags = SCMP_A1(SCMP_CMP_MASKED_EQ, kNotPlainRead, 0);
   scmp_arg_cmp openat_flags = SCMP_A2(SCMP_CMP_MASKED_EQ, kNotPlainRead, 0);
@@ -253,6 +260,18 @@ Result<int> receive_fd(int sock) {
   return fd;
 }
 
+namespace {
+
+bool is_mount_call(int nr) {
+  return nr == SYS_mount || nr == SYS_umount2 || nr == SYS_fsopen
+#ifdef SYS_umount
+         || nr == SYS_umount
+#endif
+      ;
+}
+
+}  // namespace
+
 struct Supervisor::Impl : std::enable_shared_from_this<Supervisor::Impl> {
   UniqueFd listener;
   UniqueFd stop;  // eventfd: the loop ends when it is readable
@@ -293,6 +312,18 @@ struct Supervisor::Impl : std::enable_shared_from_this<Supervisor::Impl> {
   // Each returns false when the call should simply continue.
   bool answer_statfs(const seccomp_notif& req);
   bool answer_open(const seccomp_notif& req);
+  bool answer_mount(const seccomp_notif& req);
+  bool answer_umount(const seccomp_notif& req);
+  bool answer_fsopen(const seccomp_notif& req);
+
+  // The resctrlfs mounts to show as resctrl now.
+  std::vector<ResctrlMount> resctrl_mounts() const {
+    if (config.mounts) return config.mounts->mounts();
+    ResctrlMount m;
+    m.device = config.device;
+    m.options = config.resctrl_opts;
+    return {m};
+  }
 };
 
 void Supervisor::Impl::run() {
@@ -328,7 +359,7 @@ void Supervisor::Impl::handle_fast(const seccomp_notif& req) {
       carry_on(req.id);
       return;
     }
-  } else if (nr != SYS_openat2 && nr != SYS_statfs && nr != SYS_fstatfs) {
+  } else if (nr != SYS_openat2 && nr != SYS_statfs && nr != SYS_fstatfs && !is_mount_call(nr)) {
     carry_on(req.id);
     return;
   }
@@ -382,6 +413,12 @@ void Supervisor::Impl::handle_slow(const seccomp_notif& req) {
   const int nr = req.data.nr;
   if (nr == SYS_statfs || nr == SYS_fstatfs)
     answered = answer_statfs(req);
+  else if (nr == SYS_mount)
+    answered = answer_mount(req);
+  else if (is_mount_call(nr) && nr != SYS_fsopen)
+    answered = answer_umount(req);
+  else if (nr == SYS_fsopen)
+    answered = answer_fsopen(req);
   else
     answered = answer_open(req);
   if (!answered) carry_on(req.id);
@@ -446,9 +483,12 @@ bool Supervisor::Impl::answer_statfs(const seccomp_notif& req) {
   }
   struct stat st;
   struct statfs real;
-  if (::fstat(target.get(), &st) != 0 || st.st_dev != config.device) return false;
+  if (::fstat(target.get(), &st) != 0) return false;
+  bool ours = false;
+  for (const auto& m : resctrl_mounts()) ours = ours || m.device == st.st_dev;
+  if (!ours) return false;
   if (::fstatfs(target.get(), &real) != 0) return false;
-  struct statfs fake = resctrl_statfs(config.device, real.f_flags);
+  struct statfs fake = resctrl_statfs(st.st_dev, real.f_flags);
   // /proc/TID/mem is bound to the caller's memory once opened; the id check
   // after it makes sure that memory is still the caller's.
   int mem = ::open((caller->proc + "/mem").c_str(), O_RDWR | O_CLOEXEC);
@@ -500,13 +540,17 @@ bool Supervisor::Impl::answer_open(const seccomp_notif& req) {
   if (::fstatfs(r->parent_fd.get(), &sf) != 0 || sf.f_type != kProcSuperMagic) return false;
   auto mountinfo = read_all(r->parent_fd.get(), "mountinfo");
   if (!mountinfo) return false;
-  MountTableRewrite mi = rewrite_mountinfo_of_device(*mountinfo, device, config.resctrl_opts);
+  std::vector<ResctrlDevice> devices;
+  for (const auto& m : resctrl_mounts())
+    devices.push_back(
+        {std::to_string(major(m.device)) + ":" + std::to_string(minor(m.device)), m.options});
+  MountTableRewrite mi = rewrite_mountinfo_of_devices(*mountinfo, devices);
   if (mi.lines.empty()) return false;  // that process does not see the mount
   std::string content = std::move(mi.text);
   if (r->name == "mounts") {
     auto mounts = read_all(r->parent_fd.get(), "mounts");
     if (!mounts) return false;
-    content = rewrite_mounts_like(*mounts, mi, config.resctrl_opts);
+    content = rewrite_mounts_like(*mounts, mi);
   }
   auto copy = sealed_copy(r->name, content, static_cast<int>(flags & O_NONBLOCK));
   if (!copy) return false;
@@ -523,6 +567,163 @@ bool Supervisor::Impl::answer_open(const seccomp_notif& req) {
   int newfd = ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add);
   if (newfd < 0) return false;
   respond(req.id, newfd, 0, false);
+  return true;
+}
+
+namespace {
+
+// Whether thread `tid` is in this process's mount namespace (mounts the
+// sandbox makes happen there: another namespace, a container's, cannot see
+// them).
+bool in_my_mount_namespace(pid_t tid) {
+  struct stat mine, theirs;
+  std::string p = "/proc/" + std::to_string(tid) + "/ns/mnt";
+  return ::stat("/proc/self/ns/mnt", &mine) == 0 && ::stat(p.c_str(), &theirs) == 0 &&
+         mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+// Whether thread `tid` has CAP_SYS_ADMIN in its effective set (what mount
+// and umount need; the sandbox's namespace belongs to its user namespace).
+bool has_cap_sys_admin(const std::string& proc) {
+  auto status = read_text_file(proc + "/status");
+  if (!status) return false;
+  size_t p = status->find("\nCapEff:");
+  if (p == std::string::npos) return false;
+  uint64_t caps = std::strtoull(status->c_str() + p + 8, nullptr, 16);
+  return (caps >> 21) & 1;  // CAP_SYS_ADMIN
+}
+
+// The path of an O_PATH fd as this process sees it.
+std::string path_of(int fd) {
+  char buf[PATH_MAX + 1];
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(link.c_str(), buf, PATH_MAX);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+bool Supervisor::Impl::answer_mount(const seccomp_notif& req) {
+  if (!config.mounts) return false;
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  const uint64_t flags = req.data.args[3];
+  // A remount, bind, move or propagation change ignores the type: the
+  // kernel's business (for a resctrlfs mount it changes the FUSE mount).
+  constexpr uint64_t kNotNew =
+      MS_REMOUNT | MS_BIND | MS_MOVE | MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+  if (flags & kNotNew) return false;
+  if (req.data.args[2] == 0) return false;
+  auto type = read_string(tid, req.data.args[2]);
+  if (!type || *type != "resctrl") return false;
+  if (!in_my_mount_namespace(tid)) return false;  // the kernel: ENODEV
+  auto target = read_string(tid, req.data.args[1]);
+  std::string data;
+  if (req.data.args[4] != 0) {
+    // The kernel copies at most a page of options.
+    auto d = read_string(tid, req.data.args[4]);
+    if (!d) {
+      respond(req.id, 0, -EFAULT, false);
+      return true;
+    }
+    data = *d;
+  }
+  const bool has_source = req.data.args[0] != 0;
+  auto caller = open_caller(tid);
+  if (!caller) return false;
+  auto start = open_start(*caller, AT_FDCWD);
+  if (!still_valid(req.id)) return true;
+  if (!target) {
+    respond(req.id, 0, -target.error().code, false);
+    return true;
+  }
+  if (!start) return false;
+  // In the kernel's order: the mount point's lookup, the permission, the
+  // options, then whether resctrl is mounted already.
+  auto r = resolve_in_view(caller->view, start->get(), *target, ResolveOptions{});
+  if (!r) {
+    respond(req.id, 0, -r.error().code, false);
+    return true;
+  }
+  struct stat st;
+  if (::fstat(r->fd.get(), &st) != 0) return false;
+  const std::string where = path_of(r->fd.get());
+  r->fd.reset();
+  r->parent_fd.reset();
+  if (!has_cap_sys_admin(caller->proc)) {
+    respond(req.id, 0, -EPERM, false);
+    return true;
+  }
+  ResctrlMountData parsed = parse_resctrl_mount_data(data, has_source);
+  if (parsed.error) {
+    // mount(2) has no fs_context to log to: the kernel prints the message.
+    if (!parsed.message.empty()) std::fprintf(stderr, "%s\n", parsed.message.c_str());
+    respond(req.id, 0, -parsed.error, false);
+    return true;
+  }
+  if (where.empty() || where[0] != '/') return false;
+  if (!config.mounts->mounts().empty()) {
+    respond(req.id, 0, -EBUSY, false);
+    return true;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    respond(req.id, 0, -ENOTDIR, false);
+    return true;
+  }
+  if (!still_valid(req.id)) return true;
+  auto m = config.mounts->mount(where, parsed.options);
+  respond(req.id, 0, m ? 0 : -m.error().code, false);
+  return true;
+}
+
+bool Supervisor::Impl::answer_umount(const seccomp_notif& req) {
+  if (!config.mounts) return false;
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  const int flags = req.data.nr == SYS_umount2 ? static_cast<int>(req.data.args[1]) : 0;
+  // An expiry mark is the kernel's business (a second one unmounts the FUSE
+  // mount, and the daemon ends).
+  if (flags & MNT_EXPIRE) return false;
+  if (!in_my_mount_namespace(tid)) return false;
+  auto path = read_string(tid, req.data.args[0]);
+  auto caller = open_caller(tid);
+  if (!caller) return false;
+  auto start = open_start(*caller, AT_FDCWD);
+  if (!still_valid(req.id)) return true;
+  if (!path || !start) return false;
+  ResolveOptions ro;
+  ro.follow_last = !(flags & UMOUNT_NOFOLLOW);
+  auto r = resolve_in_view(caller->view, start->get(), *path, ro);
+  if (!r) return false;
+  struct statx stx;
+  if (::statx(r->fd.get(), "", AT_EMPTY_PATH | AT_NO_AUTOMOUNT, STATX_INO | STATX_MNT_ID, &stx) !=
+          0 ||
+      !(stx.stx_mask & STATX_MNT_ID))
+    return false;
+  r->fd.reset();  // held, it would make the mount busy
+  r->parent_fd.reset();
+  bool ours = false;
+  for (const auto& m : config.mounts->mounts())
+    ours = ours || (m.mnt_id == stx.stx_mnt_id && m.root_ino == stx.stx_ino);
+  if (!ours) return false;  // not the root of one of the sandbox's mounts
+  if (!has_cap_sys_admin(caller->proc)) {
+    respond(req.id, 0, -EPERM, false);
+    return true;
+  }
+  if (!still_valid(req.id)) return true;
+  auto u = config.mounts->unmount(stx.stx_mnt_id, flags);
+  respond(req.id, 0, u ? 0 : -u.error().code, false);
+  return true;
+}
+
+bool Supervisor::Impl::answer_fsopen(const seccomp_notif& req) {
+  if (!config.mounts) return false;
+  auto name = read_string(static_cast<pid_t>(req.pid), req.data.args[0]);
+  if (!still_valid(req.id)) return true;
+  if (!name || *name != "resctrl") return false;
+  // The new mount API (fsopen, fsconfig, fsmount, move_mount) is not
+  // emulated: resctrl is refused as by a kernel without it, and tools fall
+  // back to mount(2) or report it.
+  respond(req.id, 0, -ENODEV, false);
   return true;
 }
 

@@ -11,6 +11,10 @@
 //    and /proc/mounts with an injected fd (SECCOMP_IOCTL_NOTIF_ADDFD) of a
 //    sealed memfd holding that process's real table with the resctrlfs
 //    mount shown as the kernel's resctrl;
+//  - mount(2) of type resctrl and umount2(2) of such a mount, in the
+//    supervisor's mount namespace, by starting or stopping a daemon
+//    (ResctrlMounts) with the kernel's errors; fsopen("resctrl") with
+//    ENODEV;
 //  - everything else by letting the kernel carry on
 //    (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
 // Paths are resolved in the caller's view (path_resolve.h), and every answer
@@ -21,6 +25,7 @@
 #include <sys/statfs.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,10 +61,38 @@ Result<int> install_notify_filter(Intercept mode);
 Result<void> send_fd(int sock, int fd);
 Result<int> receive_fd(int sock);
 
+// A resctrlfs mount the supervisor shows as the kernel's resctrl.
+struct ResctrlMount {
+  dev_t device = 0;                  // st_dev of the mount
+  uint64_t mnt_id = 0;               // its mount id (statx STATX_MNT_ID)
+  ino_t root_ino = 0;                // its root directory's inode number
+  std::vector<std::string> options;  // cdp, cdpl2, mba_MBps, debug as mounted
+};
+
+// Whoever starts and stops the daemons (the sandbox, sandbox/daemons.h):
+// what the supervisor asks when a process mounts or unmounts resctrl.
+class ResctrlMounts {
+ public:
+  virtual ~ResctrlMounts() = default;
+  // Every mount made so far and not unmounted.
+  virtual std::vector<ResctrlMount> mounts() const = 0;
+  // mount(2) of type resctrl on `mountpoint` (absolute, in the supervisor's
+  // view) with the kernel's `options`; returns once the tree is ready.
+  virtual Result<void> mount(const std::string& mountpoint,
+                             const std::vector<std::string>& options) = 0;
+  // umount2(2) of mount `mnt_id` (one of mounts()) with `flags` (MNT_FORCE,
+  // MNT_DETACH); returns once its daemon has gone.
+  virtual Result<void> unmount(uint64_t mnt_id, int flags) = 0;
+};
+
 struct SupervisorConfig {
+  // Without `mounts`: the one resctrlfs mount (tests).
   dev_t device = 0;                       // st_dev of the resctrlfs mount
   std::vector<std::string> resctrl_opts;  // cdp, cdpl2, mba_MBps, debug as mounted
   Intercept mode = Intercept::kAll;
+  // With it: every mount it lists, and mount(2)/umount2(2) of resctrl in
+  // the supervisor's mount namespace handed to it.
+  std::shared_ptr<ResctrlMounts> mounts;
 };
 
 // Serves one listener on a thread of its own; slow answers (those that walk

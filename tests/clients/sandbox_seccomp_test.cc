@@ -83,10 +83,39 @@ TEST_CASE("mounts: the lines of the rewritten mountinfo lines become resctrl") {
       "resctrl /sys/fs/resctrl resctrl rw,nosuid,nodev,relatime,cdp 0 0\n"
       "tmpfs /tmp tmpfs rw 0 0\n"
       "resctrl /run/ctr/rootfs/sys/fs/resctrl resctrl ro,relatime,cdp 0 0\n";
-  CHECK(rewrite_mounts_like(kMounts, mi, {"cdp"}) == want);
+  CHECK(rewrite_mounts_like(kMounts, mi) == want);
   // A mount added between the two reads: matched by mount point instead.
   std::string more = std::string(kMounts) + "tmpfs /mnt tmpfs rw 0 0\n";
-  CHECK(rewrite_mounts_like(more, mi, {"cdp"}) == std::string(want) + "tmpfs /mnt tmpfs rw 0 0\n");
+  CHECK(rewrite_mounts_like(more, mi) == std::string(want) + "tmpfs /mnt tmpfs rw 0 0\n");
+}
+
+TEST_CASE("several devices: each mount gets its own device's options") {
+  auto mi = rewrite_mountinfo_of_devices(
+      kMountinfo, {ResctrlDevice{"0:53", {"debug"}}, ResctrlDevice{"0:52", {"cdp"}}});
+  CHECK(mi.lines == std::vector<size_t>{1, 2, 3});
+  CHECK(mi.text.find("41 22 0:53 / /tmp rw - resctrl resctrl rw,debug\n") != std::string::npos);
+  CHECK(rewrite_mounts_like(kMounts, mi) ==
+        "/dev/sda1 / ext4 rw,relatime 0 0\n"
+        "resctrl /sys/fs/resctrl resctrl rw,nosuid,nodev,relatime,cdp 0 0\n"
+        "resctrl /tmp resctrl rw,debug 0 0\n"
+        "resctrl /run/ctr/rootfs/sys/fs/resctrl resctrl ro,relatime,cdp 0 0\n");
+  CHECK(rewrite_mountinfo_of_devices(kMountinfo, {}).lines.empty());
+}
+
+TEST_CASE("mount(2) data for resctrl is parsed as the kernel parses it") {
+  auto ok = parse_resctrl_mount_data("debug,,rw,mba_MBps,cdp,relatime_x_not", true);
+  CHECK(ok.error == EINVAL);
+  CHECK(ok.message == "resctrl: Unknown parameter 'relatime_x_not'");
+  auto r = parse_resctrl_mount_data("debug,,rw,mba_MBps,cdp,ro,lazytime", true);
+  CHECK(r.error == 0);
+  CHECK(r.options == std::vector<std::string>{"cdp", "mba_MBps", "debug"});
+  CHECK(parse_resctrl_mount_data("", true).options.empty());
+  auto v = parse_resctrl_mount_data("cdp=1", true);
+  CHECK(v.error == EINVAL);
+  CHECK(v.message == "resctrl: Unexpected value for 'cdp'");
+  CHECK(parse_resctrl_mount_data("source=x", true).message == "Multiple sources");
+  CHECK(parse_resctrl_mount_data("source=x", false).error == 0);
+  CHECK(parse_resctrl_mount_data("=x", true).message == "Unnamed parameter");
 }
 
 TEST_CASE("the statfs answer is kernfs's for resctrl") {

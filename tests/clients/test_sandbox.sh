@@ -104,18 +104,24 @@ check_match "the vendor warning says that CPUID still shows the host" "$(cat "$W
 if on_msr; then
   daemon_platform="--backend msr --broker [^ ]+/msrd.sock --hw-root [^ ]+/hw --rdt-from-cpuid( --rdt [^ ]+)?"
   out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
-  check_match "daemon got -f, the daemon options, the msr path's and the mount point (no --state-dir)" \
-    "$(tr '\n' ' ' <<<"$out")" "^-f -o cdp --control $WORK/ctl $daemon_platform /sys/fs/resctrl \$"
+  check_match "daemon got -f, the daemon options, the msr path's, the resctrl options, the staging area's boot-state directory and the mount point (no --state-dir)" \
+    "$(tr '\n' ' ' <<<"$out")" "^-f --control $WORK/ctl $daemon_platform -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
   out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
   check_match "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
-    "^-f --state-dir /var/lib/mine $daemon_platform /sys/fs/resctrl \$"
+    "^-f --state-dir /var/lib/mine $daemon_platform --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
 else
   out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
-  check_eq "daemon got -f, the daemon options and the mount point (no --state-dir: no journal)" \
-    "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o cdp --control $WORK/ctl /sys/fs/resctrl "
+  # The kernel's resctrl options last (every daemon of the sandbox gets
+  # the same others), then the boot-state directory in the staging area
+  # that they all share.
+  check_match "daemon got -f, the daemon options, the resctrl options, the staging area's boot-state directory and the mount point (no --state-dir: no journal)" \
+    "$(tr '\n' ' ' <<<"$out")" "^-f --platform $WORK/full.json --control $WORK/ctl -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
   out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
-  check_eq "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
-    "-f --platform $WORK/full.json --state-dir /var/lib/mine /sys/fs/resctrl "
+  check_match "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
+    "^-f --platform $WORK/full.json --state-dir /var/lib/mine --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
+  out=$(run --platform "$WORK/full.json" -o allow_root,debug --boot-state-dir /run/mine -- cat /sys/fs/resctrl/args)
+  check_eq "FUSE options stay in their -o, a given --boot-state-dir replaces the staging area's" \
+    "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o allow_root --boot-state-dir /run/mine -o debug /sys/fs/resctrl "
 fi
 
 echo "== exit status and cleanup"
