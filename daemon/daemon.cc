@@ -80,6 +80,18 @@ std::string connector_blind_spot() {
   return "";
 }
 
+bool thread_exists(int tid) {
+  cpu_set_t set;
+  return tid > 0 && (sched_getaffinity(tid, sizeof(set), &set) == 0 || errno != ESRCH);
+}
+
+// Frees the LWP units of threads that exited without an exit event the
+// daemon saw (no proc connector, or a zombie leader not yet looked for).
+void forget_dead_lwp_units(hw::SimControl& s) {
+  for (int tid : s.lwp_threads())
+    if (!thread_exists(tid)) s.lwp_forget(tid);
+}
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions opts)
@@ -514,6 +526,9 @@ Result<json> Daemon::status() {
             {"pid", getpid()}};
   if (hw::SimControl* s = parts_->backend.sim) {
     d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
+    forget_dead_lwp_units(*s);
+    const hw::SimControl::LwpUsage u = s->lwp_usage();
+    d["lwp"] = {{"units", u.units}, {"bytes", u.bytes}, {"limit_bytes", u.limit_bytes}};
   }
   json online = json::array();
   for (unsigned c : parts_->backend.arch->info().online.cpus()) online.push_back(c);
@@ -632,8 +647,14 @@ json lwp_status_json(const hw::LwpThreadStatus& st) {
 
 Result<json> Daemon::lwp(const LwpRequest& req) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  forget_dead_lwp_units(*s);
   switch (req.action) {
     case LwpRequest::Action::kArm: {
+      // A unit is memory held for a thread until it exits: only for one
+      // that exists.
+      if (!thread_exists(static_cast<int>(req.tid)))
+        return Error::make(ESRCH, "no thread " + std::to_string(req.tid) +
+                                      ": lwp arm takes the id of a live thread");
       // The LWPCB a thread would build: the slots in event-id order, each
       // counter starting at its interval; the buffer's address is nominal
       // (the simulator holds the ring itself).
@@ -664,9 +685,9 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       return lwp_status_json(st);
     }
     case LwpRequest::Action::kDrain: {
+      hw::LwpThreadStatus st;
       RESCTRLFS_ASSIGN_OR_RETURN(std::string recs,
-                                 s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain)));
-      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_status(req.tid));
+                                 s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain), &st));
       json out = lwp_status_json(st);
       out["records"] = recs.size() / lwp::kRecordSize;
       out["data_hex"] = to_hex(recs);
