@@ -392,7 +392,7 @@ TEST_CASE("on the manual clock a thread's events come from the advanced time onl
 
 TEST_CASE(
     "LWP units: freed at a disarm with nothing to drain, at the drain that empties them "
-    "and at the thread's exit; their rings are capped") {
+    "and at the thread's exit, with their rings capped") {
   auto b = make_sim_backend("intel-2s");
   REQUIRE(b.ok());
   auto* m = dynamic_cast<SimMachine*>(b->sim);
