@@ -39,6 +39,16 @@ class CommandWorker {
     job();
   }
 
+  // Queues `job` and returns true; once stopped, returns false and drops it
+  // (for a job that goes on by itself where it was).
+  bool post_if_running(Job job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return false;
+    jobs_.push_back(std::move(job));
+    cv_.notify_all();
+    return true;
+  }
+
   // Runs what is queued, then ends the thread. Idempotent.
   void stop() {
     {

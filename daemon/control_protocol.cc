@@ -261,12 +261,14 @@ Result<ControlRequest> parse_object(const json& obj) {
   return bad("unknown cmd '" + cmd + "'");
 }
 
-std::string dump_line(const json& j) {
+std::string dump_line(const json& j) { return reply_line(j); }
+
+}  // namespace
+
+std::string reply_line(const json& j) {
   // replace: a reply must never fail to serialise, whatever text it carries.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
-
-}  // namespace
 
 json control_error(std::string_view message) {
   return json{{"ok", false}, {"error", std::string(message)}};

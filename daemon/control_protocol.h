@@ -121,4 +121,8 @@ std::string handle_control_line(ControlTarget& target, std::string_view line);
 // The error reply.
 nlohmann::json control_error(std::string_view message);
 
+// A reply as one line of JSON (without the trailing newline); never fails
+// to serialise, whatever text it carries.
+std::string reply_line(const nlohmann::json& reply);
+
 }  // namespace resctrlfs::daemon

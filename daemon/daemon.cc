@@ -31,6 +31,9 @@ namespace {
 // the control socket and the proc connector run.
 constexpr int kFuseBatch = 64;
 constexpr std::chrono::milliseconds kTickInterval{1000};
+// The simulated time a clock advance covers before it lets queued work run:
+// 100 ticks (a tick with 66 groups took up to ~130 us).
+constexpr uint64_t kAdvanceSliceMs = 100 * 1000;
 // Bounds the passes over the fork buffers in one drain (see drain_proc) so a
 // fork storm cannot hold the loop.
 constexpr int kMaxForkPasses = 8;
@@ -104,6 +107,18 @@ std::string journal_status(const Error& e, bool after) {
   if (after) text += "; the change is in effect but not saved";
   text += '\n';
   return text;
+}
+
+bool thread_exists(int tid) {
+  cpu_set_t set;
+  return tid > 0 && (sched_getaffinity(tid, sizeof(set), &set) == 0 || errno != ESRCH);
+}
+
+// Frees the LWP units of threads that exited without an exit event the
+// daemon saw (no proc connector, or a zombie leader not yet looked for).
+void forget_dead_lwp_units(hw::SimControl& s) {
+  for (int tid : s.lwp_threads())
+    if (!thread_exists(tid)) s.lwp_forget(tid);
 }
 
 }  // namespace
@@ -247,9 +262,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
           // A command like any other: after the one running; the loop goes
           // on meanwhile and writes the reply when it comes.
           worker_->post([this, line = std::move(line), done = std::move(done)] {
-            std::string reply = handle_control_line(*this, line);
-            flush_invalidations();
-            done(std::move(reply));
+            run_control_line(line, done);
           });
         });
     if (!cs.ok()) {
@@ -417,6 +430,48 @@ void Daemon::tick_work() {
   }
 }
 
+void Daemon::run_control_line(const std::string& line, const ControlServer::Done& done) {
+  Result<ControlRequest> req = parse_control_request(line);
+  if (req.ok()) {
+    if (const auto* adv = std::get_if<ClockAdvanceRequest>(&*req)) {
+      advance_in_slices(adv->ms, 0, done);
+      return;
+    }
+  }
+  std::string reply = handle_control_line(*this, line);
+  flush_invalidations();
+  done(std::move(reply));
+}
+
+void Daemon::advance_in_slices(uint64_t ms, uint64_t done_ms, ControlServer::Done done) {
+  for (;;) {
+    hw::SimControl* s = parts_ ? parts_->backend.sim : nullptr;
+    if (done_ms > 0 && (s == nullptr || !s->manual_clock())) {
+      done(reply_line(control_error("the clock was set to real after " + std::to_string(done_ms) +
+                                    " ms of this advance; the remaining " + std::to_string(ms) +
+                                    " ms were not advanced")));
+      return;
+    }
+    // The last slice, or an advance refused (its error is the reply): one
+    // request as any other.
+    if (ms <= kAdvanceSliceMs || s == nullptr || !s->manual_clock()) {
+      std::string reply = reply_line(run_control_request(*this, ClockAdvanceRequest{ms}));
+      flush_invalidations();
+      done(std::move(reply));
+      return;
+    }
+    (void)advance_clock(kAdvanceSliceMs);  // cannot fail: simulated, manual
+    flush_invalidations();
+    ms -= kAdvanceSliceMs;
+    done_ms += kAdvanceSliceMs;
+    // Behind what was queued meanwhile; a stopping worker runs no more
+    // jobs, so the rest is advanced here.
+    if (worker_->post_if_running(
+            [this, ms, done_ms, done] { advance_in_slices(ms, done_ms, done); }))
+      return;
+  }
+}
+
 void Daemon::flush_invalidations() {
   if (!bridge_) return;
   std::vector<Invalidation> items = inval_.take();
@@ -574,6 +629,9 @@ Result<json> Daemon::status() {
             {"pid", getpid()}};
   if (hw::SimControl* s = parts_->backend.sim) {
     d["clock"] = {{"mode", s->manual_clock() ? "manual" : "real"}, {"now_ms", s->now_ms()}};
+    forget_dead_lwp_units(*s);
+    const hw::SimControl::LwpUsage u = s->lwp_usage();
+    d["lwp"] = {{"units", u.units}, {"bytes", u.bytes}, {"limit_bytes", u.limit_bytes}};
   }
   json online = json::array();
   for (unsigned c : parts_->backend.arch->info().online.cpus()) online.push_back(c);
@@ -693,8 +751,14 @@ json lwp_status_json(const hw::LwpThreadStatus& st) {
 
 Result<json> Daemon::lwp(const LwpRequest& req) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
+  forget_dead_lwp_units(*s);
   switch (req.action) {
     case LwpRequest::Action::kArm: {
+      // A unit is memory held for a thread until it exits: only for one
+      // that exists.
+      if (!thread_exists(static_cast<int>(req.tid)))
+        return Error::make(ESRCH, "no thread " + std::to_string(req.tid) +
+                                      ": lwp arm takes the id of a live thread");
       // The LWPCB a thread would build: the slots in event-id order, each
       // counter starting at its interval; the buffer's address is nominal
       // (the simulator holds the ring itself).
@@ -725,9 +789,9 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       return lwp_status_json(st);
     }
     case LwpRequest::Action::kDrain: {
+      hw::LwpThreadStatus st;
       RESCTRLFS_ASSIGN_OR_RETURN(std::string recs,
-                                 s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain)));
-      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_status(req.tid));
+                                 s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain), &st));
       json out = lwp_status_json(st);
       out["records"] = recs.size() / lwp::kRecordSize;
       out["data_hex"] = to_hex(recs);

@@ -88,6 +88,14 @@ class Daemon : public ControlTarget {
   void arm_timer();
   // The timer's work, on the worker: fs/'s tick, the journal, the boot state.
   void tick_work();
+  // A control request, on the worker; replies through `done`.
+  void run_control_line(const std::string& line, const ControlServer::Done& done);
+  // A clock advance of `ms` more (`done_ms` of it advanced already), one
+  // slice of simulated time per worker job: what was queued meanwhile
+  // (FUSE requests that wait for the worker, other control requests) runs
+  // between two slices instead of after the whole advance. Replies through
+  // `done` after the last slice.
+  void advance_in_slices(uint64_t ms, uint64_t done_ms, ControlServer::Done done);
   void flush_invalidations();
   void shutdown(const char* why);
   // The state journal (--state-dir, see journal.h): restored after the

@@ -54,11 +54,16 @@ inline constexpr Ino kRootIno = 1;
 // (its atomic_write_len); anything longer is E2BIG before any handler runs.
 inline constexpr size_t kMaxWriteBytes = 4096;
 
+class PidView;
+
 // Who is asking: taken from the FUSE request.
 struct Caller {
   pid_t tid = 0;  // the calling thread (FUSE reports the thread id)
   uid_t uid = 0;
   gid_t gid = 0;
+  // Set by fs/ itself for a write to a tasks file when the caller's pid
+  // namespace is not the daemon's (TaskSource::pid_view); null otherwise.
+  PidView* pids = nullptr;
 };
 
 struct Attr {
@@ -118,6 +123,21 @@ class InvalidationSink {
   virtual void inval_inode(Ino ino) = 0;
 };
 
+// Thread ids as a caller in another pid namespace than the daemon's sees
+// them: the kernel reads the ids written to a tasks file in the writer's
+// namespace and lists the ids of the reader's, leaving out the threads the
+// reader cannot see (those outside its namespace and its descendants).
+class PidView {
+ public:
+  virtual ~PidView() = default;
+  // The daemon's id of the thread the caller calls `id`; 0 when the
+  // caller's namespace has no thread `id`.
+  virtual pid_t to_daemon(pid_t id) = 0;
+  // The caller's id of the daemon's thread `tid`; 0 when the caller cannot
+  // see it.
+  virtual pid_t from_daemon(pid_t tid) = 0;
+};
+
 // Sets of the thread ids that exist, for tasks listing, ESRCH and
 // permission checks. The real implementation reads /proc; tests fake it.
 //
@@ -151,6 +171,13 @@ class TaskSource {
   virtual bool zombie(pid_t tid) {
     (void)tid;
     return false;
+  }
+  // The ids as thread `caller_tid` sees them, or null when it shares the
+  // daemon's pid namespace (or is gone): then ids need no translation, and
+  // finding that out costs one look at the caller, never one per id.
+  virtual std::unique_ptr<PidView> pid_view(pid_t caller_tid) {
+    (void)caller_tid;
+    return nullptr;
   }
 };
 

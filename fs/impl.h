@@ -101,6 +101,10 @@ class FsImpl final : public Filesystem {
   // after the command running; ENOENT, ENODEV, EISDIR as render().
   template <class F>
   auto read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>()));
+  // The caller's view of thread ids when `ino` is a tasks file and the
+  // caller is in another pid namespace than the daemon's; null otherwise.
+  // Takes mu_ briefly; call it before any lock.
+  std::unique_ptr<PidView> task_view(Ino ino, const Caller& caller);
   // Under mu_, at the end of a command: frees the nodes forget() left.
   void release_deferred();
 

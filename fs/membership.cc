@@ -308,6 +308,22 @@ void append_ids(std::string& out, std::vector<pid_t>& ids) {
 
 }  // namespace
 
+std::string task_ids_as_seen(std::string_view text, PidView& view) {
+  std::vector<pid_t> ids;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    pid_t tid = 0;
+    auto r = std::from_chars(line.data(), line.data() + line.size(), tid);
+    if (r.ec != std::errc() || tid <= 0) continue;
+    if (pid_t seen = view.from_daemon(tid); seen > 0) ids.push_back(seen);
+  }
+  std::string out;
+  append_ids(out, ids);
+  return out;
+}
+
 const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group* g) {
   // Zombies reaped since the last listing leave it now (no event says so).
   forget_reaped();
@@ -388,7 +404,10 @@ Result<std::string> Groups::show_tasks(const Node& n) {
 Result<void> Groups::move_task(pid_t pid, Group* g, const Caller& c) {
   pid_t tid = pid;
   if (pid != 0) {
-    const int err = m_.tasks != nullptr ? m_.tasks->lookup(pid) : ESRCH;
+    // The id is the writer's: in another pid namespace it names another
+    // thread, or none.
+    if (c.pids != nullptr) tid = c.pids->to_daemon(pid);
+    const int err = tid > 0 && m_.tasks != nullptr ? m_.tasks->lookup(tid) : ESRCH;
     if (err == ESRCH) return fail(ESRCH, "No task " + std::to_string(pid) + "\n");
     if (err != 0) return lookup_failed(pid, err);
   } else {

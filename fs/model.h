@@ -140,6 +140,9 @@ struct FileRow {
   // Writes always clear last_cmd_status once past this check.
   RefuseFn refuse_unlocked = nullptr;
   Changes changes = Changes::kAll;
+  // The file lists and takes thread ids (tasks): they are translated for
+  // a caller in another pid namespace (PidView).
+  bool task_ids = false;
 };
 
 // A directory's entries, sorted by name, in a flat vector: most

@@ -214,6 +214,7 @@ class Groups final : public Part {
   // Moves every thread of `from` (CLOSID match for CTRL_MON, RMID match for
   // MON) to `to`'s tags.
   void move_group_tasks(const Group* from, const Group* to);
+  // `pid` as the writer sees it (c.pids translates it when set).
   Result<void> move_task(pid_t pid, Group* g, const Caller& c);
   // The tasks file.
   Result<std::string> show_tasks(const Node& n);
@@ -537,5 +538,10 @@ inline std::string_view kstr_cut(std::string_view data) {
 
 // The file table.
 const std::vector<FileRow>& file_table();
+
+// A tasks file's text (daemon ids, one per line) as a reader in another
+// pid namespace sees it: its ids, ascending, without the threads it cannot
+// see.
+std::string task_ids_as_seen(std::string_view text, PidView& view);
 
 }  // namespace resctrlfs::fs::internal

@@ -329,15 +329,36 @@ auto FsImpl::read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>()
   return locked();
 }
 
+std::unique_ptr<PidView> FsImpl::task_view(Ino ino, const Caller& caller) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Node* n = m_.nodes.get(ino);
+    if (n == nullptr || n->kind != NodeKind::kFile || !n->row->task_ids) return nullptr;
+  }
+  // m_.tasks is set at construction and never changes.
+  return m_.tasks != nullptr ? m_.tasks->pid_view(caller.tid) : nullptr;
+}
+
 Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
-  return read_node(ino, [&](const Node& n) { return p_.tree.render_node(n); });
+  std::unique_ptr<PidView> view = task_view(ino, caller);
+  Result<std::string> r = read_node(ino, [&](const Node& n) { return p_.tree.render_node(n); });
+  // The ids the reader sees, outside the lock: the snapshot is the model's.
+  if (view == nullptr || !r.ok()) return r;
+  return task_ids_as_seen(*r, *view);
 }
 
 Result<std::shared_ptr<const std::string>> FsImpl::render_shared(Ino ino, const Caller& caller) {
-  return read_node(ino, [&](const Node& n) { return p_.tree.render_node_shared(n); });
+  std::unique_ptr<PidView> view = task_view(ino, caller);
+  Result<std::shared_ptr<const std::string>> r =
+      read_node(ino, [&](const Node& n) { return p_.tree.render_node_shared(n); });
+  if (view == nullptr || !r.ok()) return r;
+  return std::make_shared<const std::string>(task_ids_as_seen(**r, *view));
 }
 
-Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller) {
+Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& caller_in) {
+  std::unique_ptr<PidView> view = task_view(ino, caller_in);
+  Caller caller = caller_in;
+  caller.pids = view.get();
   CommandLock lock(*this);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);

@@ -112,12 +112,29 @@ class SimControl {
   virtual Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) {
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
-  virtual Result<std::string> lwp_drain(int tid, size_t max) {
+  // `after`, when given, receives the unit's status after the drain (the
+  // unit is gone once the drain emptied a disarmed one).
+  virtual Result<std::string> lwp_drain(int tid, size_t max, LwpThreadStatus* after = nullptr) {
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
   virtual Result<LwpThreadStatus> lwp_status(int tid) {
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
+  // A thread's unit and its ring are held from its arm until it is
+  // disarmed with no records left to drain (at the disarm, or at the drain
+  // that empties it), or until the thread exits (ThreadTagger's
+  // thread_exited, or lwp_forget for an exit no event reported). The rings
+  // held together are capped (LwpUsage::limit_bytes): an arm past the cap
+  // is ENOMEM and changes nothing.
+  struct LwpUsage {
+    size_t units = 0;
+    uint64_t bytes = 0;        // ring bytes held
+    uint64_t limit_bytes = 0;  // the cap on `bytes`
+  };
+  virtual LwpUsage lwp_usage() { return {}; }
+  // The threads holding a unit, and dropping one's unit.
+  virtual std::vector<int> lwp_threads() { return {}; }
+  virtual void lwp_forget(int tid) { (void)tid; }
 
   // Every RDT register the simulator holds (per CPU for PQR_ASSOC, one CPU
   // per domain for domain registers). Offline CPUs and domains without an

@@ -44,6 +44,15 @@ constexpr uint64_t kDataBase = 0x7f0000000000;
 // LWP_CFG of the simulated OS: every event the unit has and the threshold
 // interrupt enabled, interrupt vector 0xEF.
 constexpr uint64_t kVector = 0xEF;
+// The ring bytes all units may hold together (ours): four rings of the
+// largest size a unit takes. Each arm allocates and touches its ring.
+constexpr uint64_t kRingsLimitBytes = 64ULL << 20;
+
+// A disarmed unit with nothing left to drain is freed.
+bool spent(const LwpUnit& u) {
+  const lwp::Lwpcb& cb = u.lwpcb();
+  return !u.active() && (cb.buffer_size == 0 || cb.head == cb.tail);
+}
 
 }  // namespace
 
@@ -102,7 +111,9 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
     auto it = lwp_.find(tid);
     if (it == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
     RESCTRLFS_RETURN_IF_ERROR(it->second.llwpcb(std::nullopt));
-    return lwp_status_locked(tid);
+    LwpThreadStatus st = lwp_status_locked(tid);
+    if (spent(it->second)) lwp_.erase(it);
+    return st;
   }
   const x86::LwpCaps caps = sim_lwp_caps();
   if (bytes.size() < lwp::kLwpcbHeaderSize || (bytes.size() - lwp::kLwpcbHeaderSize) % 8 != 0)
@@ -113,6 +124,15 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
   RESCTRLFS_ASSIGN_OR_RETURN(
       lwp::Lwpcb cb,
       lwp::decode_lwpcb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), n));
+  uint64_t others = 0;
+  for (const auto& [t, u] : lwp_)
+    if (t != tid) others += u.buffer().size();
+  if (others + cb.buffer_size > kRingsLimitBytes)
+    return Error::make(
+        ENOMEM, "the LWP rings would hold " + std::to_string(others + cb.buffer_size) +
+                    " bytes, over the simulator's limit of " + std::to_string(kRingsLimitBytes) +
+                    ": disarm and drain other threads' units or use a smaller "
+                    "buffer");
   const uint64_t cfg = caps.supported.raw | (kVector << x86::LWP_CFG_VECTOR_SHIFT);
   auto [it, fresh] =
       lwp_.try_emplace(tid, caps, cfg, static_cast<uint64_t>(tid) * 0x9E3779B97F4A7C15ULL);
@@ -123,12 +143,15 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
   return lwp_status_locked(tid);
 }
 
-Result<std::string> SimMachine::lwp_drain(int tid, size_t max) {
+Result<std::string> SimMachine::lwp_drain(int tid, size_t max, LwpThreadStatus* after) {
   std::lock_guard lock(mu_);
   settle_locked(now_us_locked());
   auto it = lwp_.find(tid);
   if (it == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
-  return lwp::encode_records(it->second.drain(max));
+  Result<std::string> out = lwp::encode_records(it->second.drain(max));
+  if (after != nullptr) *after = lwp_status_locked(tid);
+  if (spent(it->second)) lwp_.erase(it);
+  return out;
 }
 
 Result<LwpThreadStatus> SimMachine::lwp_status(int tid) {
@@ -136,6 +159,28 @@ Result<LwpThreadStatus> SimMachine::lwp_status(int tid) {
   settle_locked(now_us_locked());
   if (lwp_.find(tid) == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
   return lwp_status_locked(tid);
+}
+
+SimControl::LwpUsage SimMachine::lwp_usage() {
+  std::lock_guard lock(mu_);
+  LwpUsage u;
+  u.units = lwp_.size();
+  for (const auto& [t, unit] : lwp_) u.bytes += unit.buffer().size();
+  u.limit_bytes = kRingsLimitBytes;
+  return u;
+}
+
+std::vector<int> SimMachine::lwp_threads() {
+  std::lock_guard lock(mu_);
+  std::vector<int> out;
+  for (const auto& [t, unit] : lwp_) out.push_back(t);
+  return out;
+}
+
+void SimMachine::lwp_forget(int tid) {
+  std::lock_guard lock(mu_);
+  settle_locked(now_us_locked());
+  lwp_.erase(tid);
 }
 
 LwpUnit* SimMachine::lwp_unit_for_test(int tid) {

@@ -227,8 +227,11 @@ class SimMachine final : public CpuidSource,
   bool cpu_online(unsigned cpu) const override;
   // LWP (lwp_model.cc).
   Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) override;
-  Result<std::string> lwp_drain(int tid, size_t max) override;
+  Result<std::string> lwp_drain(int tid, size_t max, LwpThreadStatus* after = nullptr) override;
   Result<LwpThreadStatus> lwp_status(int tid) override;
+  LwpUsage lwp_usage() override;
+  std::vector<int> lwp_threads() override;
+  void lwp_forget(int tid) override;
   // For tests: the thread's LWP unit (nullptr if never armed); mu_ is not
   // held by the caller's use of it, so only single-threaded tests use it.
   LwpUnit* lwp_unit_for_test(int tid);

@@ -117,6 +117,7 @@ void SimMachine::thread_exited(int tid) {
   settle_locked(now_us_locked());
   thread_tags_.erase(tid);
   thread_work_.erase(tid);
+  lwp_.erase(tid);  // its ring goes with it
   tracking_dirty_ = true;
 }
 

@@ -48,11 +48,41 @@ class FakeTasks final : public TaskSource {
     suid = it->second.second;
     return 0;
   }
+  // A pid namespace: `ids` maps the daemon's id of each thread it sees to
+  // its id there; `callers` are the threads inside it.
+  void add_namespace(std::vector<pid_t> callers, std::map<pid_t, pid_t> ids) {
+    auto ns = std::make_shared<std::map<pid_t, pid_t>>(std::move(ids));
+    for (pid_t c : callers) namespaces_[c] = ns;
+  }
+  std::unique_ptr<PidView> pid_view(pid_t caller_tid) override {
+    ++pid_view_calls;
+    auto it = namespaces_.find(caller_tid);
+    if (it == namespaces_.end()) return nullptr;
+    return std::make_unique<View>(it->second);
+  }
+  int pid_view_calls = 0;
 
  private:
+  class View final : public PidView {
+   public:
+    explicit View(std::shared_ptr<std::map<pid_t, pid_t>> ids) : ids_(std::move(ids)) {}
+    pid_t to_daemon(pid_t id) override {
+      for (auto& [tid, seen] : *ids_)
+        if (seen == id) return tid;
+      return 0;
+    }
+    pid_t from_daemon(pid_t tid) override {
+      auto it = ids_->find(tid);
+      return it == ids_->end() ? 0 : it->second;
+    }
+
+   private:
+    std::shared_ptr<std::map<pid_t, pid_t>> ids_;
+  };
   std::map<pid_t, std::pair<uid_t, uid_t>> threads_;
   std::vector<pid_t> order_;
   int fail_ = 0;
+  std::map<pid_t, std::shared_ptr<std::map<pid_t, pid_t>>> namespaces_;
 };
 
 class RecordingInval final : public InvalidationSink {

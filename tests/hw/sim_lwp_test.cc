@@ -389,3 +389,70 @@ TEST_CASE("on the manual clock a thread's events come from the advanced time onl
     CHECK(st->missed == 0);
   }
 }
+
+TEST_CASE(
+    "LWP units: freed at a disarm with nothing to drain, at the drain that empties them "
+    "and at the thread's exit, with their rings capped") {
+  auto b = make_sim_backend("intel-2s");
+  REQUIRE(b.ok());
+  auto* m = dynamic_cast<SimMachine*>(b->sim);
+  REQUIRE(m != nullptr);
+  m->set_manual_clock(true);
+  Workload w{1u << 20, 100, 1.0};
+  w.cpu = 0;
+  w.instructions_per_sec = 1e9;  // 2e8 branches per second
+  REQUIRE(m->attach_thread_workload(4243, w).ok());
+  auto bytes = encode_lwpcb(ring(2048, {{999, kBranchesRetired, 999}}));
+  REQUIRE(bytes.ok());
+  CHECK(m->lwp_usage().units == 0);
+  // Disarmed with an empty ring: gone.
+  REQUIRE(m->lwp_arm(4243, *bytes).ok());
+  CHECK(m->lwp_usage().units == 1);
+  CHECK(m->lwp_usage().bytes == 2048 * kRecordSize);
+  REQUIRE(m->lwp_arm(4243, "").ok());
+  CHECK(m->lwp_usage().units == 0);
+  CHECK(m->lwp_usage().bytes == 0);
+  CHECK(m->lwp_status(4243).error().code == ENOENT);
+  // Disarmed with records left: kept until they are drained.
+  REQUIRE(m->lwp_arm(4243, *bytes).ok());
+  m->advance_ms(1);  // 200 records
+  auto off = m->lwp_arm(4243, "");
+  REQUIRE(off.ok());
+  CHECK(off->pending_records == 200);
+  CHECK(m->lwp_usage().units == 1);
+  auto some = m->lwp_drain(4243, 100);
+  REQUIRE(some.ok());
+  CHECK(m->lwp_usage().units == 1);
+  LwpThreadStatus after;
+  auto rest = m->lwp_drain(4243, 0, &after);
+  REQUIRE(rest.ok());
+  CHECK(rest->size() == 100 * kRecordSize);
+  CHECK(after.pending_records == 0);
+  CHECK_FALSE(after.active);
+  CHECK(m->lwp_usage().units == 0);
+  // The thread's exit frees an armed unit.
+  REQUIRE(m->lwp_arm(4243, *bytes).ok());
+  m->thread_exited(4243);
+  CHECK(m->lwp_usage().units == 0);
+  REQUIRE(m->lwp_arm(4243, *bytes).ok());
+  m->lwp_forget(4243);
+  CHECK(m->lwp_usage().units == 0);
+  // The cap: rings of the largest size until the limit; one more is
+  // ENOMEM and leaves nothing; re-arming a thread counts its ring once.
+  const uint64_t limit = m->lwp_usage().limit_bytes;
+  const uint32_t big = 16u << 20;
+  REQUIRE(limit % big == 0);
+  auto large = encode_lwpcb(ring(big / kRecordSize, {{999, kBranchesRetired, 999}}));
+  REQUIRE(large.ok());
+  const int n = static_cast<int>(limit / big);
+  for (int t = 1; t <= n; ++t) REQUIRE(m->lwp_arm(5000 + t, *large).ok());
+  CHECK(m->lwp_usage().bytes == limit);
+  auto over = m->lwp_arm(6000, *bytes);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().code == ENOMEM);
+  CHECK(over.error().message.find("limit") != std::string::npos);
+  CHECK(m->lwp_usage().units == static_cast<size_t>(n));
+  CHECK(m->lwp_arm(5001, *large).ok());
+  REQUIRE(m->lwp_arm(5001, "").ok());
+  CHECK(m->lwp_arm(6000, *bytes).ok());
+}

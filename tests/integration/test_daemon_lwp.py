@@ -140,6 +140,51 @@ class Lwp(rt.ResctrlfsTestCase):
         out = self.run_ctl("lwp", "decode", bad, ok=False)
         self.assertIn("not a multiple of 32", out.stderr)
 
+    def lwp_usage(self):
+        return self.status()["daemon"]["lwp"]
+
+    def sleeper(self):
+        p = subprocess.Popen(["sleep", "1000"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        return p
+
+    def test_units_only_for_live_threads_freed_and_capped(self):
+        self.assertEqual(self.lwp_usage()["units"], 0)
+        # An id no thread has (beyond any pid_max): refused, nothing held.
+        for tid in (2 ** 31 - 1, 4194305):
+            r = self.ctl({"cmd": "lwp", "action": "arm", "tid": tid, "instructions": 10})
+            self.assertFalse(r.get("ok"), r)
+            self.assertIn("no thread %d" % tid, r.get("error", ""))
+        self.assertEqual(self.lwp_usage(), {"units": 0, "bytes": 0, "limit_bytes": 64 * MiB})
+        # A disarm with nothing to drain frees the unit and its ring.
+        a = self.sleeper()
+        self.run_ctl("lwp", "arm", "--tid", str(a.pid), "--instructions", "999",
+                     "--buffer", str(MiB))
+        self.assertEqual(self.lwp_usage()["units"], 1)
+        self.assertEqual(self.lwp_usage()["bytes"], MiB)
+        self.run_ctl("lwp", "disarm", "--tid", str(a.pid))
+        self.assertEqual(self.lwp_usage()["units"], 0)
+        # The thread's exit frees it.
+        self.run_ctl("lwp", "arm", "--tid", str(a.pid), "--instructions", "999",
+                     "--buffer", str(MiB))
+        a.kill()
+        a.wait()
+        rt.wait_until(lambda: self.lwp_usage()["units"] == 0, "the exited thread's unit to go")
+        # The cap: 64 MiB of rings, four of the largest; a fifth is refused
+        # with the limit named and nothing held for it.
+        threads = [self.sleeper() for _ in range(5)]
+        for p in threads[:4]:
+            self.run_ctl("lwp", "arm", "--tid", str(p.pid), "--instructions", "999",
+                         "--buffer", str(16 * MiB))
+        self.assertEqual(self.lwp_usage(), {"units": 4, "bytes": 64 * MiB,
+                                            "limit_bytes": 64 * MiB})
+        r = self.ctl({"cmd": "lwp", "action": "arm", "tid": threads[4].pid, "instructions": 999,
+                      "buffer_bytes": 65536})
+        self.assertFalse(r.get("ok"), r)
+        self.assertIn("over the simulator's limit of 67108864", r.get("error", ""))
+        self.assertEqual(self.lwp_usage()["units"], 4)
+
 
 if __name__ == "__main__":
     rt.main()
