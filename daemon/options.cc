@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "base/version.h"
+
 namespace resctrlfs::daemon {
 
 namespace {
@@ -129,7 +131,7 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_option("mountpoint", opts.mountpoint,
                  "where to mount the resctrl tree (not with --self-check)")
       ->type_name("MOUNTPOINT");
-  app.set_version_flag("--version", "resctrlfsd 0.1.0");
+  app.set_version_flag("--version", std::string("resctrlfsd ") + kVersion);
 
   std::ostringstream os_out, os_err;
   try {
