@@ -19,7 +19,8 @@ TEST_DEPS=(git catch2 python3 clang-14 libclang-rt-14-dev clang-format-14
       util-linux procps psmisc systemd
       intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
       prometheus chromium chromium-driver
-      libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86)
+      libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86
+      debhelper lintian mmdebstrap sudo)
 # The programs `./dev.sh mount` and `./dev.sh build` build.
 PROGRAMS=(resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter)
 
