@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the install tests: fresh Debian systems made with mmdebstrap,
 # cached as tarballs between runs.
 #

@@ -46,7 +46,6 @@ lintian --fail-on error,warning --info "$changes" || fail "lintian reports error
 version=$(cd "$out/src" && dpkg-parsechangelog -S Version)
 for p in resctrlfs resctrl-msrd resctrlfs-dbgsym resctrl-msrd-dbgsym; do
   f=$out/${p}_${version}_amd64.deb
-  ext=deb
   [ -f "$f" ] || f=$out/${p}_${version}_amd64.ddeb
   [ -f "$f" ] || fail "no package $p ${version} in $out"
 done
