@@ -30,8 +30,10 @@ if [ ! -f "$sysroot/usr/lib/x86_64-linux-gnu/libc_nonshared.a" ]; then
   tarball=$(chroot_tarball bullseye libc6-dev) || { echo "release.sh: no Debian 11 root" >&2; exit 1; }
   rm -rf "$sysroot"
   mkdir -p "$sysroot"
-  tar -xf "$tarball" -C "$sysroot" ./usr/lib/x86_64-linux-gnu ./lib ./lib64 ./usr/lib64 2>/dev/null ||
-    tar -xf "$tarball" -C "$sysroot" ./usr/lib ./lib64
+  tar -xf "$tarball" -C "$sysroot" ./usr/lib/x86_64-linux-gnu ./lib/x86_64-linux-gnu ./lib64
+  # Absolute links (lib64/ld-linux-x86-64.so.2 -> /lib/...) point into the
+  # root, not the build machine: ld looks them up inside the sysroot.
+  find "$sysroot" -type l -lname '/*' -exec sh -c 'ln -sfn "$1$(readlink "$2")" "$2"' _ "$sysroot" {} \;
 fi
 
 launcher=()

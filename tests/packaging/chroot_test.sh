@@ -42,6 +42,7 @@ cp "$src/packaging/ci-install.sh" "$here/in_chroot.sh" "$root/tmp/"
 chroot "$root" useradd -m -s /bin/sh tester
 echo 'tester ALL=(ALL) NOPASSWD: ALL' >"$root/etc/sudoers.d/tester"
 chmod 0440 "$root/etc/sudoers.d/tester"
+echo "127.0.1.1 $(hostname)" >>"$root/etc/hosts"  # sudo resolves its host name
 
 # What the system holds before the installation (paths only, the volatile
 # directories left out).
@@ -57,6 +58,9 @@ trap 'rm -rf --one-file-system "$root"; rm -f "$before"' EXIT
 unshare -m -p -f --kill-child --propagation private bash -c '
   set -e
   root=$1 mode=$2
+  # The root a mount point, as on a real system or in a container (the
+  # sandbox makes "/" private, which needs a mount there).
+  mount --bind "$root" "$root"
   mount --rbind /dev "$root/dev"
   mount --rbind /sys "$root/sys"
   mount -t proc proc "$root/proc"

@@ -73,7 +73,7 @@ for bin in "$x"/resctrlfs/usr/{s,}bin/* "$x"/resctrl-msrd/usr/sbin/*; do
   id=$(readelf -n "$bin" | sed -n 's/.*Build ID: *//p')
   [ -n "$id" ] || fail "$(basename "$bin") has no build id"
   dbg=$(ls "$x"/*-dbgsym/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug 2>/dev/null)
-  [ -n "$dbg" ] && readelf -S "$dbg" | grep -q '\.debug_info' ||
+  [ -n "$dbg" ] && readelf -S "$dbg" 2>/dev/null | grep -q '\.debug_info' ||
     fail "$(basename "$bin")'s debug symbols (build id $id) are not in a -dbgsym package"
 done
 grep -qx /etc/resctrlfs/resctrlfsd.conf "$x/resctrlfs.ctrl/conffiles" ||

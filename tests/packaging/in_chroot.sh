@@ -13,7 +13,7 @@ export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 case $mode in
   deb)
     step "apt-get install the .deb files"
-    sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download /tmp/artifacts/resctrlfs_*.deb /tmp/artifacts/resctrl-msrd_*.deb
+    sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y /tmp/artifacts/resctrlfs_*.deb /tmp/artifacts/resctrl-msrd_*.deb
     dpkg -L resctrlfs resctrl-msrd | grep -E 'bin/|\.service$|\.conf$' ;;
   archive)
     step "ci-install.sh"
@@ -34,9 +34,11 @@ echo "$got" | grep -Eq '^ *L3:0=0*f;1=0*3f$' || { echo "FAIL: schemata read back
 sudo resctrlfsctl --socket /tmp/rfsd.sock status >/dev/null
 sudo rmdir $mp/g1
 sudo umount $mp
-# The daemon exits after the unmount; its control socket goes with it.
+# The daemon exits after the unmount. (It detached at the start, so it is
+# the namespace's PID 1's child now, which does not reap it: a zombie, state
+# Z, has exited.)
 i=0
-while cat /proc/[0-9]*/comm 2>/dev/null | grep -qx resctrlfsd; do
+while grep -q '^[0-9]* (resctrlfsd) [^Z]' /proc/[0-9]*/stat 2>/dev/null; do
   i=$((i + 1))
   [ $i -lt 600 ] || { echo "FAIL: resctrlfsd still runs after the unmount" >&2; exit 1; }
   sleep 0.1
@@ -53,7 +55,9 @@ case $mode in
   deb) sudo env DEBIAN_FRONTEND=noninteractive apt-get purge -y resctrlfs resctrl-msrd ;;
   archive) sudo /usr/local/share/resctrlfs/uninstall.sh ;;
 esac
-for p in resctrlfsd resctrlfs-sandbox; do
-  if command -v $p >/dev/null; then echo "FAIL: $p is still installed" >&2; exit 1; fi
+# (The shell's command hash would still name them: look at the files.)
+for f in /usr/sbin/resctrlfsd /usr/bin/resctrlfs-sandbox /usr/local/sbin/resctrlfsd \
+  /usr/local/bin/resctrlfs-sandbox; do
+  if [ -e $f ]; then echo "FAIL: $f is still installed" >&2; exit 1; fi
 done
 echo "ok: installed, mounted, wrote schemata, ran the sandbox, uninstalled"
