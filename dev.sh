@@ -20,7 +20,7 @@ TEST_DEPS=(git catch2 python3 clang-14 libclang-rt-14-dev clang-format-14
       intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
       prometheus chromium chromium-driver
       libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86
-      linux-source-6.12)
+      linux-source-6.12 debhelper lintian mmdebstrap sudo)
 # The programs `./dev.sh mount` and `./dev.sh build` build.
 PROGRAMS=(resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter)
 

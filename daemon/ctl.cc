@@ -15,6 +15,7 @@
 #include "base/json_input.h"
 #include "base/lwp_format.h"
 #include "base/suggest.h"
+#include "base/version.h"
 
 namespace resctrlfs::daemon {
 
@@ -26,6 +27,7 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
 
   CLI::App app{"resctrlfsctl: talk to resctrlfsd's control socket", "resctrlfsctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("resctrlfsctl ") + kVersion);
   app.fallthrough();  // --socket and --raw also after the subcommand
   app.add_option("-s,--socket", out.socket, "control socket (env RESCTRLFS_CONTROL)")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "base/version.h"
 #include "hw/backend.h"
 
 namespace resctrlfs::daemon {
@@ -131,7 +132,7 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_option("mountpoint", opts.mountpoint,
                  "where to mount the resctrl tree (not with --self-check)")
       ->type_name("MOUNTPOINT");
-  app.set_version_flag("--version", "resctrlfsd 0.1.0");
+  app.set_version_flag("--version", std::string("resctrlfsd ") + kVersion);
 
   std::ostringstream os_out, os_err;
   try {

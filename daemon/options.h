@@ -13,12 +13,12 @@
 
 #include "base/result.h"
 #include "fs/filesystem.h"
+#include "hw/backend.h"
 
 namespace resctrlfs::daemon {
 
 enum class BackendKind { kSim, kMsr };
 
-inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd.sock";
 inline constexpr const char* kDefaultLockDir = "/run/resctrlfs";
 // How long a new daemon waits for the previous one on its mount point to
 // exit (after `fusermount3 -u`, it still saves its boot state).
@@ -44,7 +44,7 @@ struct DaemonOptions {
   // ext4 (tmpfs: no difference). --no-journal-fsync trades that away.
   bool journal_fsync = true;
   std::string control_socket;  // empty: no control socket
-  std::string broker_socket = kDefaultBrokerSocket;
+  std::string broker_socket = hw::kDefaultBrokerSocket;
   // The kernel's rdt= boot parameter (e.g. "l3cat" on a Cascade Lake).
   std::string rdt;
   // --backend msr: where the CPU devices and topology are read, ROOT/dev/cpu

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include "base/version.h"
 #include "exporter/collector.h"
 #include "exporter/http_server.h"
 #include "exporter/routes.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
       "resctrlfs-exporter: Prometheus metrics (/metrics) and a live cache allocation map (/)\n"
       "of a resctrl tree: resctrlfs or the kernel's resctrl.",
       "resctrlfs-exporter"};
+  app.set_version_flag("--version", std::string("resctrlfs-exporter ") + resctrlfs::kVersion);
   app.add_option("--root", root, "the resctrl mount point")->capture_default_str();
   app.add_option("--listen", listen,
                  "ADDR:PORT to serve on ([V6ADDR]:PORT for IPv6; loopback by default)")

@@ -183,6 +183,12 @@ Result<void> check_rdt_list(std::string_view rdt);
 // the profile's own "rdt" entries.
 Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt = "");
 
+// Where resctrl-msrd listens unless told otherwise, and so where the real
+// backend looks for it: in the runtime directory resctrl-msrd.service
+// creates (mode 0700, root's), which resctrl-msrd also creates when started
+// by hand.
+inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd/msrd.sock";
+
 // Builds the real backend: CPUID from /dev/cpu/N/cpuid, MSRs through the
 // broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
 // when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:

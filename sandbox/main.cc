@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/version.h"
 #include "hw/backend.h"
 #include "hw/sim/profile.h"
 #include "sandbox/daemons.h"
@@ -487,6 +488,10 @@ int main_impl(int argc, char** argv) {
   Options o = std::move(*parsed);
   if (o.help) {
     std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  if (o.version) {
+    std::printf("resctrlfs-sandbox %s\n", kVersion);
     return 0;
   }
   if (const char* staging = std::getenv(kEnvStaging); staging && *staging) {

@@ -56,6 +56,7 @@ std::string usage() {
          "                      sees the rewritten mount tables), none (no seccomp\n"
          "                      filter: FUSE's statfs magic, tables for COMMAND only)\n"
          "  -h, --help          this text\n"
+         "  --version           print resctrlfs-sandbox's version and exit\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
          "  --control SOCKET, --state-dir DIR, --backend sim|msr, --hw-root ROOT, ...\n"
          "  With --backend msr /proc/cpuinfo and sysfs are the machine's own; with\n"
@@ -141,6 +142,10 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
     if (a == "-h" || a == "--help") {
       o.help = true;
+      continue;
+    }
+    if (a == "--version") {
+      o.version = true;
       continue;
     }
     if (a == "--ignore-topology") {

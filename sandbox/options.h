@@ -24,6 +24,7 @@ struct Options {
   bool ignore_topology = false;          // --ignore-topology
   std::string intercept = "all";         // --intercept all|statfs-only|none
   bool help = false;                     // -h / --help
+  bool version = false;                  // --version
   std::vector<std::string> command;      // after "--"; empty = shell
 };
 

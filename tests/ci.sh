@@ -25,6 +25,10 @@
 #   asan         ctest -j2 in build-asan/ (leak checking on), once build-asan
 #                is done
 #   tsan         ctest -j2 in build-tsan/ for the threaded programs
+#   install      (in the background from the end of the build stage, nice
+#                19) the install tests, ctest label install: the Debian
+#                packages and the release archive built and installed in
+#                fresh Debian 11/12/13 chroots (tests/README.md)
 #   fuzz         (in the background, once build-fuzz is done) every fuzz
 #                target: replays its checked-in corpus (a regression fails
 #                every run), then explores for FUZZ_SECONDS (60 s for
@@ -65,7 +69,7 @@
 #
 # Environment: FUZZ_SECONDS (exploration per fuzz target; default 20, and 60
 # for fuzz_schemata), CI_STAGES (default "format ctest asan fuzz tsan";
-# deps and build always run), BUILD_DIR, ASAN_BUILD_DIR, TSAN_BUILD_DIR,
+# deps and build always run; install: the install tests), BUILD_DIR, ASAN_BUILD_DIR, TSAN_BUILD_DIR,
 # FUZZ_BUILD_DIR, JOBS (default: the number of CPUs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,7 +80,7 @@ ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
 TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-tsan}"
 FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
 JOBS="${JOBS:-$(nproc)}"
-CI_STAGES=" ${CI_STAGES:-format ctest asan fuzz tsan} "
+CI_STAGES=" ${CI_STAGES:-format ctest asan fuzz tsan install} "
 # Background chains run as `tests/ci.sh --bg FUNCTION` (under nice), with
 # the log directory and the start time of the run in the environment.
 LOGS="${CI_LOGS:-$(mktemp -d /tmp/resctrlfs-ci.XXXXXX)}"
@@ -220,7 +224,15 @@ ctest_counts() {
   echo "ctest: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
 }
 
-stage_ctest() { run_ctest "$BUILD_DIR" -j"$JOBS" -E "$PLAIN_EXCLUDE"; }
+stage_ctest() { run_ctest "$BUILD_DIR" -j"$JOBS" -E "$PLAIN_EXCLUDE" -LE install; }
+# The install tests (label install): they build their own trees.
+stage_install() {
+  RESCTRLFS_INSTALL_TESTS=1 JOBS="$JOBS" ctest --test-dir "$BUILD_DIR" --output-on-failure -L install
+}
+install_chain() {
+  bg_stage install stage_install
+  return 0
+}
 
 # configure DIR OPTIONS...: a tree of the same sources with other options.
 configure() {
@@ -279,7 +291,7 @@ stage_asan() {
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:${ASAN_OPTIONS:-}" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
   RELIABILITY_KILLS="${RELIABILITY_KILLS:-20}" \
-    run_ctest "$ASAN_BUILD_DIR" -j"$JOBS" --timeout 1200 -E "$ASAN_EXCLUDE"
+    run_ctest "$ASAN_BUILD_DIR" -j"$JOBS" --timeout 1200 -E "$ASAN_EXCLUDE" -LE install
 }
 
 stage_tsan() {
@@ -335,6 +347,7 @@ if [ "${1:-}" = --bg ]; then
       exit 0
       ;;
     fuzz_chain) fuzz_chain; exit 0 ;;
+    install_chain) install_chain; exit 0 ;;
     *) echo "tests/ci.sh --bg: unknown chain ${2:-}" >&2; exit 2 ;;
   esac
 fi
@@ -356,6 +369,11 @@ if [ "$build_ok" = 1 ]; then
       bg+=($!)
     fi
   fi
+  if wants install; then
+    nice -n 19 "$0" --bg install_chain &
+    bg+=($!)
+    banner "the install tests run in the background (nice 19), reported at the end"
+  fi
   wants ctest && run_stage ctest stage_ctest
   if wants asan; then
     wait_for build-asan
@@ -373,6 +391,7 @@ if [ "$build_ok" = 1 ]; then
       record fuzz - 0 "NOT RUN"
     fi
   fi
+  if wants install; then bg_report install; fi
 fi
 
 total=$(($(date +%s) - T0))

@@ -24,6 +24,8 @@
 #include <memory>
 #include <optional>
 
+#include "base/version.h"
+#include "hw/backend.h"
 #include "hw/broker/dev_mem.h"
 #include "hw/broker/dev_msr.h"
 #include "hw/broker/dev_pmt.h"
@@ -107,11 +109,17 @@ Blocks irdt_blocks(const std::string& path, unsigned wide, MmioDevice& mem,
 
 int main(int argc, char** argv) {
   CLI::App app{"resctrl-msrd: privileged MSR broker for resctrlfs"};
-  std::string socket_path = "/run/resctrl-msrd.sock";
+  // resctrl-msrd.service's RuntimeDirectory (0700, root's) holds the socket;
+  // resctrlfsd --broker defaults to the same path (kDefaultSocket).
+  std::string socket_path = resctrlfs::hw::kDefaultBrokerSocket;
   long allow_uid = 0;
   std::string sim_platform;
   std::string dev_root = "/dev/cpu";
-  app.add_option("--socket", socket_path, "Unix socket to listen on");
+  app.set_version_flag("--version", std::string("resctrl-msrd ") + resctrlfs::kVersion);
+  app.add_option("--socket", socket_path,
+                 "Unix socket to listen on (its directory is created, mode 0700, if missing)")
+      ->type_name("SOCKET")
+      ->capture_default_str();
   app.add_option("--allow-uid", allow_uid, "the only uid allowed to connect (default 0)");
 #if RESCTRL_MSRD_SIM
   app.add_option("--sim", sim_platform, "serve a simulated machine (profile name or JSON file)");
@@ -220,6 +228,14 @@ int main(int argc, char** argv) {
   broker::BrokerServer server(io, socket_path, static_cast<uid_t>(allow_uid), std::move(*policy),
                               msr, log, mmio, pmt);
   ::umask(0077);  // the socket is for the allowed uid; SO_PEERCRED is checked anyway
+  // The socket's directory (the default's is /run/resctrl-msrd, which the
+  // unit's RuntimeDirectory= makes): created, for the allowed uid only, when
+  // the broker is started by hand. An existing directory is left as it is.
+  if (const size_t slash = socket_path.rfind('/'); slash != std::string::npos && slash > 0) {
+    const std::string dir = socket_path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0700) == 0 && allow_uid != 0)
+      (void)::chown(dir.c_str(), static_cast<uid_t>(allow_uid), -1);
+  }
   if (auto r = server.start(); !r.ok()) {
     log(r.error().message);
     return 1;

@@ -33,7 +33,7 @@ TEST_CASE("defaults: detached, host platform, simulated backend") {
   CHECK(p.options->control_socket.empty());
   CHECK(p.options->state_dir.empty());
   CHECK(p.options->journal_fsync);
-  CHECK(p.options->broker_socket == "/run/resctrl-msrd.sock");
+  CHECK(p.options->broker_socket == "/run/resctrl-msrd/msrd.sock");
   CHECK(p.options->rdt.empty());  // a plain boot: Linux's own defaults and quirks
   CHECK_FALSE(p.options->mount.cdp);
   CHECK(p.options->fuse_options.empty());
