@@ -305,6 +305,11 @@ void Daemon::arm_fuse() {
 
 void Daemon::serve_fuse_batch() {
   for (int i = 0; i < kFuseBatch; ++i) {
+    // Task events the kernel queued before this request was sent are
+    // applied first: a thread that a caller saw exit (its wait() returned)
+    // is not in a tasks file the caller opens afterwards, as in the
+    // kernel's. Nothing queued costs one recv() that finds nothing.
+    drain_proc();
     const FuseBridge::Step step = bridge_->process_one();
     // The reply is out: now the kernel may be told about what fs/ changed.
     flush_invalidations();

@@ -258,7 +258,10 @@ TEST_CASE("deltas replayed onto the snapshot equal the live state after every co
   CHECK(deltas >= 15);
   // And the replayed document restores to the same tree and registers.
   SimFixture b("intel-2s", fs::MountOptions{.debug = true});
-  for (pid_t t : a.tasks.all_threads().value()) b.tasks.add(t);
+  // (Held in a variable: a range over value() of the temporary Result
+  // would read freed memory.)
+  const std::vector<pid_t> live = a.tasks.all_threads().value();
+  for (pid_t t : live) b.tasks.add(t);
   REQUIRE(b.fs->restore_state_json(replay->finish()).ok());
   CHECK(canonical(b.fs->save_state_json()) == canonical(a.fs->save_state_json()));
   CHECK(regs(b) == regs(a));

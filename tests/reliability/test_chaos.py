@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Chaos test: concurrent writers, kill -9 and restart on the journal, and a
-model check of the tree after every step (issue #37).
+model check of the tree after every step.
 
 WRITERS threads issue random commands at a daemon started with
 --state-dir (chaosmodel.py: mkdir/rmdir of CTRL_MON and MON groups, valid
