@@ -358,8 +358,34 @@ void Daemon::arm_timer() {
   });
 }
 
+void Daemon::log_hw_write_failures() {
+  std::vector<std::string> texts = parts_->fs->take_hw_write_failures();
+  const auto now = std::chrono::steady_clock::now();
+  if (now - failure_log_minute_ >= std::chrono::minutes(1)) {
+    if (failures_unlogged_ > 0) {
+      spdlog::warn(
+          "{} more failed CPU association writes in the last minute were not logged "
+          "(resctrlfsctl status counts them under cpu_association)",
+          failures_unlogged_);
+    }
+    failure_log_minute_ = now;
+    failure_lines_ = 0;
+    failures_unlogged_ = 0;
+  }
+  for (const std::string& t : texts) {
+    if (failure_lines_ >= kFailureLines) {
+      ++failures_unlogged_;
+      continue;
+    }
+    ++failure_lines_;
+    spdlog::warn("{}; the CPU keeps its previous CLOSID/RMID until a later change writes it again",
+                 t);
+  }
+}
+
 void Daemon::tick_work() {
   tick_queued_ = false;
+  log_hw_write_failures();
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {

@@ -29,6 +29,11 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   if (first >= topo.nr_cpus) first = 0;
   limits_ = x86::decode_limits(*this, first);
   num_closid_any_ = std::max(1U, limits_.num_closid_any);
+  // The model-specific L3 CAT of the TCC parts has its CLOS count in the
+  // RDT specification's Table B-8, not in CPUID, and its PQR_ASSOC takes
+  // every one of them (Appendix B, "PQR_ASSOC").
+  if (info_.res(ResourceId::L3).alloc_capable)
+    num_closid_any_ = std::max(num_closid_any_, info_.res(ResourceId::L3).num_closid);
   num_rmid_any_ = limits_.max_rmid_any + 1;
   l3_size_bytes_ = x86::cpuid_cache_size(*this, first, profile_.amd(), 3);
   if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
