@@ -728,6 +728,26 @@ Result<json> Daemon::inject_fault(const FaultRequest& req) {
   return json::object();
 }
 
+namespace {
+
+// Every register of the machine by feature: {"io_rdt": [{"cpu", "msr", ...}
+// or, for MMIO, {"addr", "addr_hex", "bytes", ...}], "l3_cat": [...], ...}.
+json register_groups(const std::vector<hw::RegisterValue>& all) {
+  json groups = json::object();
+  for (const hw::RegisterValue& r : all) {
+    json e =
+        r.mmio_bytes != 0
+            ? json{{"addr", r.mmio_addr}, {"addr_hex", hex(r.mmio_addr)}, {"bytes", r.mmio_bytes}}
+            : json{{"cpu", r.cpu}, {"msr", r.msr}, {"msr_hex", hex(r.msr)}};
+    e["value"] = r.value;
+    e["value_hex"] = hex(r.value);
+    groups[r.group].push_back(std::move(e));
+  }
+  return groups;
+}
+
+}  // namespace
+
 Result<json> Daemon::registers() {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
   json regs = json::array();
@@ -738,7 +758,7 @@ Result<json> Daemon::registers() {
                     {"msr_hex", hex(r.msr)},
                     {"value_hex", hex(r.value)}});
   }
-  return json{{"registers", std::move(regs)}};
+  return json{{"registers", std::move(regs)}, {"groups", register_groups(s->dump_all_registers())}};
 }
 
 Result<json> Daemon::stats() {
