@@ -219,7 +219,7 @@ TEST_CASE("the register dump shows every register the platform has, by feature")
   for (const auto& r : dump) {
     if (r.mmio_bytes == 0) continue;
     ++mmio;
-    CHECK(r.group == "io_rdt");
+    CHECK(std::string(r.group) == "io_rdt");
     if (r.mmio_addr == 0xfed10002) clos1 = r.value == 3 && r.mmio_bytes == 2;
   }
   CHECK(mmio > 4);
