@@ -412,8 +412,34 @@ void Daemon::arm_timer() {
   });
 }
 
+void Daemon::log_hw_write_failures() {
+  std::vector<std::string> texts = parts_->fs->take_hw_write_failures();
+  const auto now = std::chrono::steady_clock::now();
+  if (now - failure_log_minute_ >= std::chrono::minutes(1)) {
+    if (failures_unlogged_ > 0) {
+      spdlog::warn(
+          "{} more failed CPU association writes in the last minute were not logged "
+          "(resctrlfsctl status counts them under cpu_association)",
+          failures_unlogged_);
+    }
+    failure_log_minute_ = now;
+    failure_lines_ = 0;
+    failures_unlogged_ = 0;
+  }
+  for (const std::string& t : texts) {
+    if (failure_lines_ >= kFailureLines) {
+      ++failures_unlogged_;
+      continue;
+    }
+    ++failure_lines_;
+    spdlog::warn("{}; the CPU keeps its previous CLOSID/RMID until a later change writes it again",
+                 t);
+  }
+}
+
 void Daemon::tick_work() {
   tick_queued_ = false;
+  log_hw_write_failures();
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {
@@ -816,6 +842,26 @@ Result<json> Daemon::inject_fault(const FaultRequest& req) {
   return json::object();
 }
 
+namespace {
+
+// Every register of the machine by feature: {"io_rdt": [{"cpu", "msr", ...}
+// or, for MMIO, {"addr", "addr_hex", "bytes", ...}], "l3_cat": [...], ...}.
+json register_groups(const std::vector<hw::RegisterValue>& all) {
+  json groups = json::object();
+  for (const hw::RegisterValue& r : all) {
+    json e =
+        r.mmio_bytes != 0
+            ? json{{"addr", r.mmio_addr}, {"addr_hex", hex(r.mmio_addr)}, {"bytes", r.mmio_bytes}}
+            : json{{"cpu", r.cpu}, {"msr", r.msr}, {"msr_hex", hex(r.msr)}};
+    e["value"] = r.value;
+    e["value_hex"] = hex(r.value);
+    groups[r.group].push_back(std::move(e));
+  }
+  return groups;
+}
+
+}  // namespace
+
 Result<json> Daemon::registers() {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
   json regs = json::array();
@@ -826,7 +872,7 @@ Result<json> Daemon::registers() {
                     {"msr_hex", hex(r.msr)},
                     {"value_hex", hex(r.value)}});
   }
-  return json{{"registers", std::move(regs)}};
+  return json{{"registers", std::move(regs)}, {"groups", register_groups(s->dump_all_registers())}};
 }
 
 Result<json> Daemon::stats() {

@@ -96,6 +96,11 @@ class Daemon : public ControlTarget {
   // between two slices instead of after the whole advance. Replies through
   // `done` after the last slice.
   void advance_in_slices(uint64_t ms, uint64_t done_ms, ControlServer::Done done);
+  // Logs the CPU association writes that failed since the last call (on the
+  // worker): at most kFailureLines lines a minute, the rest counted in one
+  // line when the minute is over (status counts every failure).
+  void log_hw_write_failures();
+  static constexpr unsigned kFailureLines = 8;
   void flush_invalidations();
   void shutdown(const char* why);
   // The state journal (--state-dir, see journal.h): restored after the
@@ -150,6 +155,10 @@ class Daemon : public ControlTarget {
   // shown by `status` under daemon.boot_state; null when nothing was restored.
   nlohmann::json boot_restore_;
   int exit_code_ = 0;
+  // log_hw_write_failures(): the current minute, its lines, the rest.
+  std::chrono::steady_clock::time_point failure_log_minute_{};
+  unsigned failure_lines_ = 0;
+  uint64_t failures_unlogged_ = 0;
   // Created by start(), stopped by shutdown() before the resctrl unmount.
   std::unique_ptr<CommandWorker> worker_;
   std::atomic<bool> tick_queued_{false};  // a tick waits on the worker

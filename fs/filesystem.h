@@ -303,6 +303,10 @@ class Filesystem {
   // A JSON-ish status text for the control socket (platform, groups, pools,
   // limbo), as a serialized JSON object.
   virtual std::string status_json() = 0;
+  // The backend's texts of the CPU association writes that failed since
+  // the last call (at most a few dozen; status counts every one), for the
+  // daemon's log. A cpus write reports none of them, as in the kernel.
+  virtual std::vector<std::string> take_hw_write_failures() { return {}; }
 
   // The model as a JSON document for the daemon's journal: groups (names,
   // types, modes, CLOSID/RMID, schemata values, CPUs), thread memberships and

@@ -81,6 +81,7 @@ class FsImpl final : public Filesystem {
   void track_threads(bool on) override;
   void rescan_threads() override;
   std::string status_json() override;
+  std::vector<std::string> take_hw_write_failures() override;
   Result<void> cpu_offline(unsigned cpu) override;
   Result<void> cpu_online(unsigned cpu) override;
   std::string save_state_json() override;

@@ -124,10 +124,31 @@ void CpuOwners::update_cpu_assoc(const CpuMask& which) {
       continue;
     }
     cpu_assoc_valid_[b.cpu] = false;
+    // Nothing in the interface reports it (a cpus write succeeds as in the
+    // kernel, where the register write cannot fail): it is counted for
+    // status and its text kept for the daemon's log.
+    ++assoc_writes_failed_;
+    if (assoc_failure_texts_.size() < kMaxPendingFailures)
+      assoc_failure_texts_.push_back(b.error.empty() ? "CPU " + std::to_string(b.cpu) +
+                                                           ": association write failed"
+                                                     : b.error);
     if (std::find(cpu_assoc_failed_.begin(), cpu_assoc_failed_.end(), b.cpu) ==
         cpu_assoc_failed_.end())
       cpu_assoc_failed_.push_back(b.cpu);
   }
+}
+
+CpuMask CpuOwners::assoc_failing_cpus() const {
+  CpuMask out(m_.info.nr_cpus);
+  for (unsigned cpu : cpu_assoc_failed_)
+    if (cpu < m_.info.nr_cpus && m_.info.online.test(cpu)) out.set(cpu);
+  return out;
+}
+
+std::vector<std::string> CpuOwners::take_assoc_failures() {
+  std::vector<std::string> out;
+  out.swap(assoc_failure_texts_);
+  return out;
 }
 
 void Groups::set_thread(pid_t tid, uint32_t closid, uint32_t rmid) {

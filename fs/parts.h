@@ -278,11 +278,21 @@ class CpuOwners final : public Part {
   // group's tags programmed.
   void cpu_gone(unsigned cpu);
   void cpu_back(unsigned cpu);
+  // Association writes that failed since the daemon started, the online
+  // CPUs whose tags are not applied now (their last write failed; retried
+  // by the next change), and the backend's texts of the failures not yet
+  // taken (at most kMaxPendingFailures; the rest only counted).
+  uint64_t assoc_writes_failed() const { return assoc_writes_failed_; }
+  CpuMask assoc_failing_cpus() const;
+  std::vector<std::string> take_assoc_failures();
+  static constexpr size_t kMaxPendingFailures = 64;
 
  private:
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
   std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
+  uint64_t assoc_writes_failed_ = 0;
+  std::vector<std::string> assoc_failure_texts_;
   // Per CPU: its CTRL_MON group (null: the default group) and the MON group
   // of that group monitoring it (null: none).
   std::vector<Group*> cpu_ctrl_;

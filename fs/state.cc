@@ -70,7 +70,16 @@ std::string FsImpl::status_json() {
   j["thread_table_rescans"] = m_.live.rescans();
   j["thread_table_rescan_failures"] = m_.live.rescan_failures();
   j["nodes"] = m_.nodes.size();
+  // Ours: CPUs whose tags could not be programmed (the kernel cannot fail
+  // there, so its files say nothing of it).
+  j["cpu_association"] = {{"writes_failed", cpus_.assoc_writes_failed()},
+                          {"failing_cpus", format_cpu_list(cpus_.assoc_failing_cpus())}};
   return j.dump();
+}
+
+std::vector<std::string> FsImpl::take_hw_write_failures() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cpus_.take_assoc_failures();
 }
 
 // Appends text to a string in place. std::string's append is out of line:

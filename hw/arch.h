@@ -400,12 +400,15 @@ class Arch {
   virtual Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) = 0;
   // set_cpu_assoc for several CPUs in one go (a backend that reaches the
   // hardware through another process sends them as one request). Sets ok[i] to whether entry i was
-  // written; a failed entry does not stop the others.
+  // written; a failed entry does not stop the others, and says in `error`
+  // what failed in the backend's own words (the CPU, the register, the
+  // value and why), for an operator's log: fs/ passes it on unread.
   struct CpuAssoc {
     unsigned cpu = 0;
     uint32_t closid = 0;
     uint32_t rmid = 0;
     bool ok = false;
+    std::string error;
   };
   virtual void set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
     for (CpuAssoc& a : assocs) a.ok = set_cpu_assoc(a.cpu, a.closid, a.rmid).ok();

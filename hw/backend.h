@@ -63,11 +63,19 @@ struct LwpThreadStatus {
 };
 
 // One register as the simulator holds it (for tests comparing hardware
-// state with the tree).
+// state with the tree, and `resctrlfsctl registers`): an MSR as read on
+// `cpu` (the first online CPU of its domain for a shared one), or, with
+// mmio_bytes != 0, an MMIO register at mmio_addr (msr and cpu 0). `group`
+// names the feature it belongs to: "pqr", "monitoring", "l3_cat",
+// "l2_cat", "mba", "smba", "cba", "bmec", "abmc", "snc", "pseudo_lock",
+// "stlb", "io_rdt".
 struct RegisterValue {
   unsigned cpu = 0;
   uint32_t msr = 0;
   uint64_t value = 0;
+  const char* group = "";
+  uint64_t mmio_addr = 0;
+  unsigned mmio_bytes = 0;
 };
 
 class SimControl {
@@ -140,6 +148,13 @@ class SimControl {
   // per domain for domain registers). Offline CPUs and domains without an
   // online CPU are left out.
   virtual std::vector<RegisterValue> dump_registers() const = 0;
+  // dump_registers() and every other register the machine has (the
+  // monitoring event select, MBA_CFG, IA32_L3_IO_QOS_CFG and the I/O RDT
+  // MMIO tag registers, STLB_QOS_INFO, IA32_CORE_CAPABILITIES, the last
+  // ABMC configuration), each with its group: what `resctrlfsctl registers`
+  // shows by feature. Not in dump_registers() because some change without
+  // a control changing (the event select at every counter read).
+  virtual std::vector<RegisterValue> dump_all_registers() const { return dump_registers(); }
 
   // CPU hotplug of the machine itself: powers logical CPU `cpu` down or up.
   // An offline CPU's MSRs cannot be accessed (EIO, as the MSR driver fails

@@ -25,8 +25,10 @@ void SimMachine::init_io_rdt() {
     for (const IrdtRcs& r : rmud.rcs) {
       const unsigned w = (r.flags & IRDT_RCS_REGW) ? 2 : io.wide_reg_bytes;
       for (unsigned ch = 0; ch < r.channel_count; ++ch) {
-        io_regs_[r.mmio + r.clos_block_offset + uint64_t{ch} * w] = IoReg{false, w, 0};
-        io_regs_[r.mmio + r.rmid_block_offset + uint64_t{ch} * w] = IoReg{true, w, 0};
+        io_regs_[r.mmio + r.clos_block_offset + uint64_t{ch} * w] =
+            IoReg{false, (r.flags & IRDT_RCS_CTS) != 0, w, 0};
+        io_regs_[r.mmio + r.rmid_block_offset + uint64_t{ch} * w] =
+            IoReg{true, (r.flags & IRDT_RCS_RTS) != 0, w, 0};
       }
     }
   }
@@ -61,6 +63,9 @@ Result<void> SimMachine::mmio_write(uint64_t addr, unsigned width, uint64_t valu
     return Error::log_only(EIO, "no MMIO register page there");
   auto it = io_regs_.find(addr);
   if (it == io_regs_.end() || it->second.bytes != width) return Ok();  // reserved: ignored
+  // A link without this kind of tagging has no such field: the write is
+  // to a reserved field, ignored (chapter 6), and the register reads 0.
+  if (!it->second.tagging) return Ok();
   // Valid values are those of the CPU agents' CLOS / RMID fields; others
   // are ignored.
   const uint64_t limit = it->second.rmid ? phys_rmids_ : num_closid_any_;

@@ -29,7 +29,21 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   if (first >= topo.nr_cpus) first = 0;
   limits_ = x86::decode_limits(*this, first);
   num_closid_any_ = std::max(1U, limits_.num_closid_any);
+  // The model-specific L3 CAT of the TCC parts has its CLOS count in the
+  // RDT specification's Table B-8, not in CPUID, and its PQR_ASSOC takes
+  // every one of them (Appendix B, "PQR_ASSOC").
+  if (info_.res(ResourceId::L3).alloc_capable)
+    num_closid_any_ = std::max(num_closid_any_, info_.res(ResourceId::L3).num_closid);
   num_rmid_any_ = limits_.max_rmid_any + 1;
+  {
+    // The CPU agents' L3 CAT and L3 monitoring as CPUID enumerates them
+    // (the prerequisites of IRAE and IRME).
+    const CpuidRegs f7 = cpuid(first, CPUID_LEAF_EXT_FEATURES, 0);
+    const CpuidRegs pqe0 = cpuid(first, CPUID_LEAF_PQE, 0);
+    const CpuidRegs pqm0 = cpuid(first, CPUID_LEAF_PQM, 0);
+    cpu_l3_cat_ = (f7.ebx & CPUID_7_EBX_PQE) != 0 && (pqe0.ebx & CPUID_10_0_EBX_L3) != 0;
+    cpu_l3_mon_ = (f7.ebx & CPUID_7_EBX_PQM) != 0 && (pqm0.edx & CPUID_F_0_EDX_L3) != 0;
+  }
   l3_size_bytes_ = x86::cpuid_cache_size(*this, first, profile_.amd(), 3);
   if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
   // The hardware's own RMID count and unit, whatever Linux makes of SNC.
@@ -451,8 +465,12 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       return Ok();
     }
     if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon)) {
-      uint64_t ok = (limits_.io_rdt_alloc ? L3_IO_RDT_CFG_IRAE : 0) |
-                    (limits_.io_rdt_mon ? L3_IO_RDT_CFG_IRME : 0);
+      // A bit is supported when CPUID enumerates an I/O feature of its kind
+      // and the CPU agents' equivalent: without that prerequisite, using
+      // the I/O feature through the MSR faults (RDT architecture
+      // specification, 4.3).
+      uint64_t ok = (limits_.io_rdt_alloc && cpu_l3_cat_ ? L3_IO_RDT_CFG_IRAE : 0) |
+                    (limits_.io_rdt_mon && cpu_l3_mon_ ? L3_IO_RDT_CFG_IRME : 0);
       if ((v & ~ok) != 0) return gp(cpu, msr, "reserved or unsupported bits set");
       settle_locked(now);  // device traffic changes tags from now on
       d->io_rdt_cfg = v;
@@ -552,57 +570,106 @@ void SimMachine::fail_next_writes(unsigned count, std::optional<unsigned> cpu) {
   fail_cpu_ = cpu;
 }
 
-std::vector<RegisterValue> SimMachine::dump_registers() const {
+std::vector<RegisterValue> SimMachine::dump_registers() const { return dump(false); }
+
+std::vector<RegisterValue> SimMachine::dump_all_registers() const { return dump(true); }
+
+// `all`: also the registers dump_registers() has always left out (see
+// SimControl::dump_all_registers).
+std::vector<RegisterValue> SimMachine::dump(bool all) const {
   std::lock_guard lock(mu_);
   std::vector<RegisterValue> out;
+  auto one = [&](unsigned cpu, uint32_t msr, uint64_t v, const char* group) {
+    out.push_back({cpu, msr, v, group});
+  };
+  auto bank = [&](unsigned cpu, uint32_t base, const std::vector<uint64_t>& regs,
+                  const char* group) {
+    for (size_t i = 0; i < regs.size(); ++i)
+      one(cpu, base + static_cast<uint32_t>(i), regs[i], group);
+  };
+  const bool cqm =
+      !cpus_.empty() && (cpuid(0, CPUID_LEAF_EXT_FEATURES, 0).ebx & CPUID_7_EBX_PQM) != 0;
   for (unsigned c = 0; c < cpus_.size(); ++c) {
-    if (cpus_[c].online) out.push_back({c, IA32_PQR_ASSOC, cpus_[c].pqr_assoc});
+    if (cpus_[c].online) one(c, IA32_PQR_ASSOC, cpus_[c].pqr_assoc, "pqr");
   }
   for (unsigned c = 0; c < cpus_.size(); ++c) {
     if (!cpus_[c].online) continue;
     for (uint32_t i = 0; i < cpus_[c].cba_thrtl.size(); ++i)
-      out.push_back({c, IA32_QOS_CORE_BW_THRTL_0 + i, cpus_[c].cba_thrtl[i]});
+      one(c, IA32_QOS_CORE_BW_THRTL_0 + i, cpus_[c].cba_thrtl[i], "cba");
+  }
+  // The monitoring event select: per CPU on Intel (per L3 domain on AMD,
+  // below).
+  if (all && cqm && !profile_.amd()) {
+    for (unsigned c = 0; c < cpus_.size(); ++c)
+      if (cpus_[c].online) one(c, IA32_QM_EVTSEL, cpus_[c].qm_evtsel, "monitoring");
   }
   // Shown where resctrl uses it (pseudo-locking), so that the prefetchers
   // can be seen back on after a locking sequence.
   if (info_.pseudo_lock_capable) {
     for (unsigned c = 0; c < cpus_.size(); ++c)
       if (cpus_[c].online)
-        out.push_back({c, MSR_MISC_FEATURE_CONTROL, cpus_[c].misc_feature_control});
+        one(c, MSR_MISC_FEATURE_CONTROL, cpus_[c].misc_feature_control, "pseudo_lock");
   }
-  auto bank = [&](unsigned cpu, uint32_t base, const std::vector<uint64_t>& regs) {
-    for (size_t i = 0; i < regs.size(); ++i)
-      out.push_back({cpu, base + static_cast<uint32_t>(i), regs[i]});
-  };
+  const bool io_cfg = limits_.io_rdt_alloc || limits_.io_rdt_mon;
   for (const auto& d : l3_) {
     const int first = first_online(d.cpus);
     if (first < 0) continue;
     const unsigned cpu = static_cast<unsigned>(first);
+    if (all && cqm && profile_.amd()) one(cpu, IA32_QM_EVTSEL, d.qm_evtsel, "monitoring");
     if (info_.res(ResourceId::L3).cache.cdp_capable)
-      out.push_back({cpu, IA32_L3_QOS_CFG, profile_.amd() ? cpus_[cpu].l3_qos_cfg : d.l3_qos_cfg});
-    bank(cpu, IA32_L3_MASK_0, d.l3_mask);
-    bank(cpu, IA32_L2_QOS_EXT_BW_THRTL_0, d.mba_thrtl);
-    bank(cpu, L3QOS_BW_CONTROL_0, d.amd_bw);
-    bank(cpu, L3QOS_SLOW_BW_CONTROL_0, d.smba_bw);
+      one(cpu, IA32_L3_QOS_CFG, profile_.amd() ? cpus_[cpu].l3_qos_cfg : d.l3_qos_cfg, "l3_cat");
+    bank(cpu, IA32_L3_MASK_0, d.l3_mask, "l3_cat");
+    bank(cpu, IA32_L2_QOS_EXT_BW_THRTL_0, d.mba_thrtl, "mba");
+    bank(cpu, L3QOS_BW_CONTROL_0, d.amd_bw, "mba");
+    bank(cpu, L3QOS_SLOW_BW_CONTROL_0, d.smba_bw, "smba");
     if (info_.mon.bmec) {
-      out.push_back({cpu, QOS_EVT_CFG_0, d.evt_cfg[0]});
-      out.push_back({cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1]});
+      one(cpu, QOS_EVT_CFG_0, d.evt_cfg[0], "bmec");
+      one(cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1], "bmec");
     }
-    if (ext_cfg_bits() != 0) out.push_back({cpu, L3_QOS_EXT_CFG, d.ext_cfg});
+    if (ext_cfg_bits() != 0) one(cpu, L3_QOS_EXT_CFG, d.ext_cfg, "abmc");
+    if (all && info_.mon.abmc) one(cpu, L3_QOS_ABMC_CFG, d.abmc_cfg_last, "abmc");
     // Listed where it matters: on an L3 split into SNC nodes.
-    if (snc_msr_ && d.snc_ways > 1) out.push_back({cpu, MSR_RMID_SNC_CONFIG, d.rmid_snc_cfg});
+    if (snc_msr_ && d.snc_ways > 1) one(cpu, MSR_RMID_SNC_CONFIG, d.rmid_snc_cfg, "snc");
+    if (all && io_cfg) one(cpu, IA32_L3_IO_RDT_CFG, d.io_rdt_cfg, "io_rdt");
   }
   for (const auto& d : l2_) {
     const int first = first_online(d.cpus);
     if (first < 0) continue;
     const unsigned cpu = static_cast<unsigned>(first);
     if (info_.res(ResourceId::L2).cache.cdp_capable)
-      out.push_back({cpu, IA32_L2_QOS_CFG, d.l2_qos_cfg});
-    bank(cpu, IA32_L2_MASK_0, d.l2_mask);
+      one(cpu, IA32_L2_QOS_CFG, d.l2_qos_cfg, "l2_cat");
+    bank(cpu, IA32_L2_MASK_0, d.l2_mask, "l2_cat");
   }
-  for (const auto& k : cores_) {  // STLB masks, per core (empty without STLB QoS)
+  // Per physical core: MBA_CFG (read as its threads read it) and STLB QoS.
+  for (const auto& k : cores_) {
     const int first = first_online(k.cpus);
-    if (first >= 0) bank(static_cast<unsigned>(first), STLB_QOS_MASK_0, k.stlb_mask);
+    if (first < 0) continue;
+    const unsigned cpu = static_cast<unsigned>(first);
+    const Cpu& c = cpus_[cpu];
+    if (all && mba_cfg_bits_ != 0 && c.l3 >= 0)
+      one(cpu, MBA_CFG, k.mba_cfg | l3_[c.l3].rambae, "mba");
+    if (all && core_caps_)
+      one(cpu, IA32_CORE_CAPABILITIES, stlb_ ? CORE_CAPABILITIES_STLB_QOS : uint64_t{0}, "stlb");
+    if (stlb_) {
+      if (all)
+        one(cpu, STLB_QOS_INFO,
+            uint64_t{stlb_->num_closid - 1} |
+                (uint64_t{stlb_->cbm_len - 1} << STLB_QOS_INFO_CBM_SHIFT) |
+                (stlb_->fill ? STLB_QOS_INFO_TRANSLATION_MSR : 0) |
+                (stlb_->alias ? STLB_QOS_INFO_4K_2M_ALIAS : 0),
+            "stlb");
+      bank(cpu, STLB_QOS_MASK_0, k.stlb_mask, "stlb");
+    }
+  }
+  // I/O RDT: every link's tagging registers, by address.
+  for (const auto& [addr, r] : io_regs_) {
+    if (!all) break;
+    RegisterValue v;
+    v.value = r.value;
+    v.group = "io_rdt";
+    v.mmio_addr = addr;
+    v.mmio_bytes = r.bytes;
+    out.push_back(v);
   }
   return out;
 }

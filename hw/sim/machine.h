@@ -223,6 +223,7 @@ class SimMachine final : public CpuidSource,
   Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) override;
   void fail_next_writes(unsigned count, std::optional<unsigned> cpu) override;
   std::vector<RegisterValue> dump_registers() const override;
+  std::vector<RegisterValue> dump_all_registers() const override;
   Result<void> set_cpu_online(unsigned cpu, bool online) override;
   bool cpu_online(unsigned cpu) const override;
   // LWP (lwp_model.cc).
@@ -393,6 +394,8 @@ class SimMachine final : public CpuidSource,
   x86::HwLimits limits_;
   unsigned num_closid_any_ = 1;  // PQR_ASSOC CLOS limit
   unsigned num_rmid_any_ = 1;    // PQR_ASSOC / QM_EVTSEL RMID limit
+  bool cpu_l3_cat_ = false;      // CPUID enumerates the CPU agents' L3 CAT
+  bool cpu_l3_mon_ = false;      // ... and their L3 monitoring
   uint64_t l3_size_bytes_ = 0;   // one L3 domain's capacity
   unsigned phys_rmids_ = 1;      // physical RMIDs per L3 (CPUID.0xF.1:ECX + 1)
   bool snc_msr_ = false;         // MSR_RMID_SNC_CONFIG exists (SNC model, SNC on)
@@ -411,6 +414,7 @@ class SimMachine final : public CpuidSource,
   bool core_caps_ = false;
   std::optional<StlbProfile> stlb_;
   void power_on_core(Core& k);
+  std::vector<RegisterValue> dump(bool all) const;
 
   mutable std::mutex mu_;
   std::vector<Cpu> cpus_;
@@ -444,7 +448,8 @@ class SimMachine final : public CpuidSource,
 
   // I/O RDT state.
   struct IoReg {
-    bool rmid = false;  // IO_PQR_RMIDn (else IO_PQR_CLOSn)
+    bool rmid = false;    // IO_PQR_RMIDn (else IO_PQR_CLOSn)
+    bool tagging = true;  // the link's RCS has this tagging (RTS / CTS)
     unsigned bytes = 0;
     uint64_t value = 0;
   };

@@ -5,6 +5,9 @@
 #include "hw/x86/arch_x86.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -464,11 +467,21 @@ void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
   for (size_t i = 0; i < assocs.size(); ++i) {
     CpuAssoc& a = assocs[i];
     a.ok = false;
-    if (a.cpu >= info_.nr_cpus || !info_.online.test(a.cpu)) continue;
+    a.error.clear();
+    if (a.cpu >= info_.nr_cpus || !info_.online.test(a.cpu)) {
+      a.error = "CPU " + std::to_string(a.cpu) + " is offline";
+      continue;
+    }
     pqr_want_[a.cpu] = (uint64_t{a.closid} << PQR_ASSOC_CLOS_SHIFT) | a.rmid;
     todo.push_back(i);
   }
-  if (!resync().ok()) return;
+  if (Result<void> r = resync(); !r.ok()) {
+    for (size_t i : todo)
+      assocs[i].error = "CPU " + std::to_string(assocs[i].cpu) +
+                        ": IA32_PQR_ASSOC not written: the registers could not be read back (" +
+                        r.error().message + ")";
+    return;
+  }
   // One batch; the broker stops a batch at its first failure, so what it
   // did not run goes again without the CPU that failed.
   while (!todo.empty()) {
@@ -495,6 +508,12 @@ void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
         again.push_back(sent[k]);
       } else {
         pqr_cache_[cpu].reset();
+        char v[24];
+        std::snprintf(v, sizeof(v), "0x%llx", static_cast<unsigned long long>(ops[k].value));
+        assocs[sent[k]].error =
+            "CPU " + std::to_string(cpu) + ": write of " + v +
+            " to IA32_PQR_ASSOC (0xc8f) failed: " +
+            (ops[k].err == EIO ? std::string("#GP") : std::string(std::strerror(ops[k].err)));
       }
     }
     todo.swap(again);

@@ -499,7 +499,23 @@ json handle(const json& req) {
                       {"msr_hex", msr},
                       {"value_hex", value}});
     }
-    return {{"ok", true}, {"registers", regs}};
+    // Every register by feature, as resctrlfsd's registers command gives it.
+    json groups = json::object();
+    for (const auto& r : g_machine->dump_all_registers()) {
+      auto hx = [](uint64_t v) {
+        char b[24];
+        std::snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
+        return std::string(b);
+      };
+      json e =
+          r.mmio_bytes != 0
+              ? json{{"addr", r.mmio_addr}, {"addr_hex", hx(r.mmio_addr)}, {"bytes", r.mmio_bytes}}
+              : json{{"cpu", r.cpu}, {"msr", r.msr}, {"msr_hex", hx(r.msr)}};
+      e["value"] = r.value;
+      e["value_hex"] = hx(r.value);
+      groups[r.group].push_back(std::move(e));
+    }
+    return {{"ok", true}, {"registers", regs}, {"groups", groups}};
   }
   if (cmd == "delay") {
     {

@@ -208,3 +208,56 @@ TEST_CASE("an io_rdt profile key that makes a bad table or lacks its prerequisit
   REQUIRE_FALSE(amd.ok());
   CHECK_THAT(amd.error().message, Catch::Contains("Intel I/O RDT"));
 }
+
+// RDT architecture specification, 4.3 (enumeration of non-CPU agent RDT):
+// the CPU agents' feature is a prerequisite, and using the I/O equivalent of
+// an absent one "in the MSR interface" is a general protection fault. A
+// raw CPUID that sets I/O CAT (0x10.1:ECX[1]) without the CPU agents' L3
+// CAT still has IA32_L3_IO_QOS_CFG (an I/O RDT bit is set), but setting IRAE
+// there faults.
+TEST_CASE("IRAE #GPs where the CPU agents' L3 CAT is not enumerated", "[iordt]") {
+  auto p = sim::parse_profile(R"({"vendor": "GenuineIntel", "cpus": [{"cpu": 0}],
+      "l3_size_bytes": 1048576,
+      "l3_mon": {"num_rmids": 16, "events": ["llc_occupancy"]},
+      "cpuid": {"0x10.1": ["0xb", "0", "0x2", "0xf"]}})",
+                              "raw-io-cat");
+  REQUIRE(p.ok());
+  sim::SimMachine m(std::move(p).value());
+  REQUIRE(m.limits().io_rdt_alloc);
+  REQUIRE_FALSE(m.info().res(ResourceId::L3).alloc_capable);
+  auto v = m.read(0, IA32_L3_IO_RDT_CFG);
+  REQUIRE(v.ok());
+  CHECK(*v == 0);
+  auto w = m.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == EIO);
+  CHECK(*m.read(0, IA32_L3_IO_RDT_CFG) == 0);
+  // On intel-gnr-io, which has both, it is taken.
+  auto g = gnr();
+  CHECK(g->write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE).ok());
+}
+
+// Chapter 6 of the specification: writes to reserved fields of the tagging
+// pages are ignored, and a link whose RCS does not set CLOS (or RMID)
+// tagging support has no such field: what is written there is dropped and
+// reads back 0.
+TEST_CASE("tag registers of a link without that tagging ignore writes", "[iordt]") {
+  auto p = sim::parse_profile(R"({"vendor": "GenuineIntel", "family": 6, "model": 173,
+      "cpus": [{"cpu": 0, "package": 0, "l2": 0, "l3": 0}], "l3_size_bytes": 1048576,
+      "l3_cat": {"cbm_len": 8, "num_closid": 8},
+      "l3_mon": {"num_rmids": 16, "events": ["llc_occupancy"]},
+      "io_rdt": {"cat": true, "cmt": true, "mbm": false, "wide_reg_bytes": 8,
+                 "blocks": [{"segment": 0, "package": 0,
+                   "links": [{"id": 1, "type": "pcie", "channels": 2, "regw": true,
+                              "clos_tagging": false,
+                              "mmio": "0xfed10000", "clos_offset": 0, "rmid_offset": 256}],
+                   "devices": [{"bdf": "16:00.0", "type": "root-port",
+                                "chms": [{"link": 1, "vcs": [0, 1]}]}]}]}})",
+                              "no-clos-tagging");
+  REQUIRE(p.ok());
+  sim::SimMachine m(std::move(p).value());
+  REQUIRE(m.mmio_write(0xfed10000, 2, 3).ok());  // IO_PQR_CLOS0: no CLOS tagging here
+  CHECK(*m.mmio_read(0xfed10000, 2) == 0);
+  REQUIRE(m.mmio_write(0xfed10100, 2, 5).ok());  // IO_PQR_RMID0: RMID tagging is there
+  CHECK(*m.mmio_read(0xfed10100, 2) == 5);
+}

@@ -1,6 +1,9 @@
 // Tests the simulated machine's register file: every #GP rule (the access
 // fails as on hardware), fault injection and the register dump.
 #include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
@@ -182,6 +185,58 @@ TEST_CASE("the register dump covers per-CPU and per-domain registers") {
   CHECK(find(0, IA32_L3_MASK_0 + 2) == 0x7ffULL);
   CHECK(find(0, IA32_L2_QOS_EXT_BW_THRTL_0 + 7) == 0ULL);
   CHECK_FALSE(find(5, IA32_L3_MASK_0 + 2).has_value());
+}
+
+// Every register the platform's specifications define, each under its
+// feature: IA32_L3_IO_QOS_CFG (0xC83, IRAE/IRME) and the IO_PQR_CLOSn /
+// IO_PQR_RMIDn MMIO tag registers of I/O RDT (RDT architecture
+// specification, 4.4 and chapter 6), MBA_CFG (the second-generation and
+// Resource-Aware MBA), QM_EVTSEL (the monitoring event select, per CPU on
+// Intel), STLB_QOS_INFO and IA32_CORE_CAPABILITIES (STLB QoS, Appendix B).
+TEST_CASE("the register dump shows every register the platform has, by feature") {
+  auto has = [](const std::vector<RegisterValue>& dump, unsigned cpu, uint32_t msr,
+                const std::string& group) -> std::optional<uint64_t> {
+    for (const auto& r : dump)
+      if (r.mmio_bytes == 0 && r.cpu == cpu && r.msr == msr) {
+        CHECK(r.group == group);
+        return r.value;
+      }
+    return std::nullopt;
+  };
+  auto gnr = machine("intel-gnr-io");
+  REQUIRE(gnr.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
+  REQUIRE(gnr.write(1, IA32_QM_EVTSEL, (5ULL << 32) | 2).ok());
+  REQUIRE(gnr.mmio_write(0xfed10000 + 2, 2, 3).ok());  // IO_PQR_CLOS1 of the NIC's link
+  auto dump = gnr.dump_all_registers();
+  CHECK(has(dump, 0, IA32_PQR_ASSOC, "pqr") == 0ULL);
+  CHECK(has(dump, 0, IA32_L3_MASK_0, "l3_cat") == 0x7fffULL);
+  CHECK(has(dump, 0, IA32_L3_IO_RDT_CFG, "io_rdt") == 3ULL);
+  CHECK(has(dump, 4, IA32_L3_IO_RDT_CFG, "io_rdt") == 0ULL);
+  CHECK(has(dump, 1, IA32_QM_EVTSEL, "monitoring") == ((5ULL << 32) | 2));
+  CHECK(has(dump, 0, MBA_CFG, "mba").has_value());
+  unsigned mmio = 0;
+  bool clos1 = false;
+  for (const auto& r : dump) {
+    if (r.mmio_bytes == 0) continue;
+    ++mmio;
+    CHECK(std::string(r.group) == "io_rdt");
+    if (r.mmio_addr == 0xfed10002) clos1 = r.value == 3 && r.mmio_bytes == 2;
+  }
+  CHECK(mmio > 4);
+  CHECK(clos1);
+  auto stlb = machine("intel-stlb");
+  dump = stlb.dump_all_registers();
+  CHECK(has(dump, 0, STLB_QOS_INFO, "stlb") == 0x60070007ULL);
+  CHECK(has(dump, 0, IA32_CORE_CAPABILITIES, "stlb") == 1ULL);
+  CHECK(has(dump, 0, STLB_QOS_MASK_0, "stlb") == 0xffULL);
+  // Absent where the platform has none of it.
+  auto two = machine("intel-2s");
+  dump = two.dump_all_registers();
+  CHECK_FALSE(has(dump, 0, IA32_L3_IO_RDT_CFG, "io_rdt").has_value());
+  CHECK_FALSE(has(dump, 0, STLB_QOS_INFO, "stlb").has_value());
+  CHECK(has(dump, 0, IA32_QM_EVTSEL, "monitoring").has_value());
+  // The controls-only dump the tests compare with the tree keeps its set.
+  for (const auto& r : two.dump_registers()) CHECK(r.msr != IA32_QM_EVTSEL);
 }
 
 TEST_CASE("raw CPUID leaves in a profile override the synthesised ones") {

@@ -294,6 +294,44 @@ TEST_CASE("TCC L3 CAT on intel-tcc: the L3 resource, ours, every way shared", "[
   CHECK_FALSE(plain.os_info().res(ResourceId::L3).alloc_capable);
 }
 
+// Appendix B, "PQR_ASSOC" of the model-specific L3 CAT: the register
+// follows IA32_PQR_ASSOC (apart from RMIDs), and Table B-8 gives each
+// part's CLOS count, which CPUID does not enumerate. Every CLOS of that
+// count must be accepted, whatever the STLB's own (smaller) count or its
+// absence.
+TEST_CASE("TCC L3 CAT: PQR_ASSOC takes every CLOS Table B-8 gives the part", "[tcc]") {
+  // An Atom x7425E (16 L3 CLOS, 12-bit masks in the table) with a 4-CLOS
+  // STLB, and a Core i7-1185GRE (4 CLOS) without STLB QoS.
+  auto atom = sim::parse_profile(R"({"vendor": "GenuineIntel", "model": 190, "stepping": 0,
+      "brand": "Intel(R) Atom(TM) x7425E Processor",
+      "cpus": [{"cpu": 0, "core": 0}, {"cpu": 1, "core": 1}], "l3_size_bytes": 6291456,
+      "stlb": {"num_closid": 4, "cbm_len": 8, "fill": false, "alias": true}})",
+                                 "x7425e");
+  REQUIRE(atom.ok());
+  sim::SimMachine a(*atom);
+  REQUIRE(a.os_info().res(ResourceId::L3).num_closid == 16);
+  for (uint64_t clos : {1, 4, 5, 15}) {
+    INFO("CLOS " << clos);
+    CHECK(a.write(1, IA32_PQR_ASSOC, clos << 32).ok());
+    CHECK(rd(a, 1, IA32_PQR_ASSOC) == clos << 32);
+  }
+  CHECK(gp_write(a, 1, IA32_PQR_ASSOC, 16ULL << 32));
+  auto tgl = sim::parse_profile(R"({"vendor": "GenuineIntel", "model": 140, "stepping": 1,
+      "brand": "11th Gen Intel(R) Core(TM) i7-1185GRE @ 2.80GHz",
+      "cpus": [{"cpu": 0}, {"cpu": 1}], "l3_size_bytes": 12582912})",
+                                "tgl-tcc");
+  REQUIRE(tgl.ok());
+  sim::SimMachine t(*tgl);
+  REQUIRE(t.os_info().res(ResourceId::L3).num_closid == 4);
+  REQUIRE_FALSE(t.os_info().res(ResourceId::STLB).alloc_capable);
+  CHECK(t.write(1, IA32_PQR_ASSOC, 1ULL << 32).ok());
+  CHECK(t.write(1, IA32_PQR_ASSOC, 3ULL << 32).ok());
+  CHECK(rd(t, 1, IA32_PQR_ASSOC) == 3ULL << 32);
+  CHECK(gp_write(t, 1, IA32_PQR_ASSOC, 4ULL << 32));
+  // No monitoring is enumerated: RMIDs stay refused.
+  CHECK(gp_write(t, 1, IA32_PQR_ASSOC, 1));
+}
+
 namespace {
 
 struct DomainLog final : ArchEvents {

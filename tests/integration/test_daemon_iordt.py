@@ -91,6 +91,25 @@ class Files(IoRdtCase):
         self.assertEqual(self.read("info/IO/0x10200"), "0000:80:00.0.VC0\n")
         self.assertEqual(self.write("info/IO/0x100", "x\n"), errno.EACCES)
 
+    def test_registers_show_device_tagging(self):
+        """`resctrlfsctl registers` lists every register by feature: the
+        I/O RDT enable (IA32_L3_IO_QOS_CFG, 0xC83: IRAE bit 0, IRME bit 1,
+        RDT architecture specification 4.4) on each L3 and the links' MMIO
+        tag registers (IO_PQR_CLOSn / IO_PQR_RMIDn, chapter 6)."""
+        groups = self.fs.ctl_ok({"cmd": "registers"})["groups"]
+        cfg = [r for r in groups["io_rdt"] if r.get("msr") == 0xC83]
+        self.assertEqual(len(cfg), 2)  # two L3s
+        self.assertTrue(all(r["value"] == 3 for r in cfg), cfg)
+        for feature in ("pqr", "l3_cat", "mba", "monitoring"):
+            self.assertIn(feature, groups)
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/channels", "0x100\n"), 0, self.lcs())
+        closid = [g["closid"] for g in self.fs.status()["groups"] if g["path"] == "/g"][0]
+        groups = self.fs.ctl_ok({"cmd": "registers"})["groups"]
+        mmio = {r["addr"]: r for r in groups["io_rdt"] if "addr" in r}
+        self.assertEqual(mmio[0xfed10000]["value"], closid)  # IO_PQR_CLOS0 of channel 0x100
+        self.assertEqual(mmio[0xfed10000]["bytes"], 2)
+
     def test_every_channel_starts_in_the_default_group(self):
         self.assertEqual(self.read("channels"), "".join(c + "\n" for c in CHANNELS))
         self.assertEqual(self.mkdir("g"), 0)

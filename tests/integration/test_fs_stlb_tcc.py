@@ -13,6 +13,8 @@ RDT architecture specification, Appendix B):
   option there is nothing a kernel would offer: the mount is refused."""
 
 import errno
+import json
+import os
 import subprocess
 import unittest
 
@@ -218,6 +220,77 @@ class TccAndStlb(rt.ResctrlfsTestCase):
     def test_both(self):
         self.assertEqual(self.read("schemata"), "STLB:0=ff;1=ff;2=ff;3=ff\n  L3:0=fff\n")
         self.assertEqual(self.read("info/STLB/num_closids"), "4\n")
+
+
+# An Atom x7425E (Table B-8: 16 L3 CLOS, 12-bit masks) whose STLB has 4 CLOS.
+ATOM_X7425E = {
+    "vendor": "GenuineIntel", "family": 6, "model": 190, "stepping": 0,
+    "brand": "Intel(R) Atom(TM) x7425E Processor",
+    "cpus": [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0} for c in range(4)],
+    "l3_size_bytes": 6291456,
+    "stlb": {"num_closid": 4, "cbm_len": 8, "fill": False, "alias": True},
+}
+
+
+def profile_mount(test, profile, options):
+    m = rt.Mount(start=False, options=options)
+    test.addCleanup(m.cleanup)
+    m.platform = os.path.join(m.dir, "profile.json")
+    with open(m.platform, "w") as f:
+        json.dump(profile, f)
+    m.start()
+    return m
+
+
+def pqr_assoc(m, cpu):
+    for r in m.registers():
+        if r["cpu"] == cpu and r["msr"] == PQR_ASSOC:
+            return r["value"]
+    raise AssertionError("no PQR_ASSOC of CPU %d" % cpu)
+
+
+class TccAssociation(unittest.TestCase):
+    """Appendix B of the RDT specification, model-specific L3 CAT: the
+    part's CLOS count is Table B-8's, and PQR_ASSOC follows IA32_PQR_ASSOC
+    for every one of them. A CPU given to a group runs with its CLOSID; an
+    association write that keeps failing is counted in status and logged,
+    while the cpus write itself succeeds as the kernel's does."""
+
+    def closid(self, m, path):
+        return [g["closid"] for g in m.status()["groups"] if g["path"] == path][0]
+
+    def test_every_table_clos_reaches_the_cpu(self):
+        m = profile_mount(self, ATOM_X7425E, ["tccl3"])
+        self.assertEqual(m.read("info/L3/num_closids"), "16\n")
+        for n in range(1, 7):
+            self.assertEqual(m.mkdir("g%d" % n), 0)
+        self.assertEqual(m.write("g5/cpus_list", "1\n"), 0)
+        self.assertEqual(m.lcs(), "ok\n")
+        self.assertEqual(m.write("g6/cpus_list", "2\n"), 0)
+        self.assertEqual(pqr_assoc(m, 1) >> 32, self.closid(m, "/g5"))
+        self.assertEqual(pqr_assoc(m, 2) >> 32, self.closid(m, "/g6"))
+        self.assertGreaterEqual(self.closid(m, "/g5"), 4)
+        self.assertEqual(m.status()["cpu_association"], {"writes_failed": 0, "failing_cpus": ""})
+
+    def test_a_failing_association_write_is_seen(self):
+        m = profile_mount(self, ATOM_X7425E, ["tccl3"])
+        self.assertEqual(m.mkdir("g1"), 0)
+        m.fail_writes(1000, cpu=1)
+        self.assertEqual(m.write("g1/cpus_list", "1\n"), 0)  # the kernel's interface: no error
+        self.assertEqual(m.lcs(), "ok\n")
+        st = m.status()["cpu_association"]
+        self.assertGreaterEqual(st["writes_failed"], 1)
+        self.assertEqual(st["failing_cpus"], "1")
+        rt.wait_until(lambda: "write of 0x100000000 to IA32_PQR_ASSOC (0xc8f) failed"
+                      in m.daemon_log(), "the failure in the daemon's log",
+                      report=lambda: m.daemon_log()[-2000:])
+        self.assertIn("CPU 1: write of", m.daemon_log())
+        # Fixed: the next change writes it again.
+        m.fail_writes(0)
+        self.assertEqual(m.mkdir("g2"), 0)
+        self.assertEqual(m.write("g2/cpus_list", "2\n"), 0)
+        self.assertEqual(m.status()["cpu_association"]["failing_cpus"], "")
+        self.assertEqual(pqr_assoc(m, 1) >> 32, self.closid(m, "/g1"))
 
 
 if __name__ == "__main__":
