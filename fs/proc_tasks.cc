@@ -219,7 +219,6 @@ class ProcTaskSource final : public TaskSource {
   dev_t own_dev_ = 0;
   ino_t own_ns_ = 0;
 
-
   static Error walk_error(const std::string& path, int err) {
     return Error::make(err, "cannot list " + path + ": " + std::strerror(err));
   }
