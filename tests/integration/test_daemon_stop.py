@@ -9,7 +9,7 @@ systemd units agree:
   --state-dir restores the groups, their schemata and CPUs;
 - an unmount by a user (fusermount3 -u, umount) is the kernel's unmount:
   the groups are gone for good, the next start is a fresh tree;
-- packaging/resctrlfsd.service stops with one of those signals and keeps
+- packaging/resctrlfsd.service(.in) stops with one of those signals and keeps
   the runtime directory (where the sample configuration puts the journal)
   across a stop, not only across a restart."""
 
@@ -91,7 +91,7 @@ class Units(rt.unittest.TestCase):
         return keys
 
     def test_service_stop_keeps_the_journal(self):
-        u = self.unit("resctrlfsd.service")
+        u = self.unit("resctrlfsd.service.in")  # the template the build fills in
         self.assertIn(u.get("KillSignal", ["SIGTERM"])[-1], ("SIGTERM", "SIGINT", "SIGHUP"))
         # systemd's default is to remove the runtime directory at stop.
         self.assertEqual(u.get("RuntimeDirectoryPreserve"), ["yes"])
