@@ -201,8 +201,16 @@ Result<IrdtTable> parse_irdt(std::span<const uint8_t> b, const IrdtParseOptions&
       const unsigned w = (r.flags & IRDT_RCS_REGW) ? 2 : opt.wide_reg_bytes;
       for (uint64_t base : {r.mmio + r.clos_block_offset, r.mmio + r.rmid_block_offset}) {
         const uint64_t last = base + uint64_t{r.channel_count} * w - 1;
-        for (uint64_t pg = base & ~(IRDT_PAGE_SIZE - 1); pg <= last; pg += IRDT_PAGE_SIZE)
-          pages.insert(pg);
+        // A block that wraps around the end of the address space is no
+        // block (and stepping by pages up to it would wrap for ever).
+        if (r.mmio + r.clos_block_offset < r.mmio || r.mmio + r.rmid_block_offset < r.mmio ||
+            last < base)
+          return Error::make(EINVAL, "IRDT: RCS " + std::to_string(r.id) +
+                                         "'s register block wraps around the end of the "
+                                         "address space");
+        // By page number: last / page size + 1 cannot overflow.
+        for (uint64_t n = base / IRDT_PAGE_SIZE; n <= last / IRDT_PAGE_SIZE; ++n)
+          pages.insert(n * IRDT_PAGE_SIZE);
       }
     }
     for (const IrdtDss& d : rmud.dss) {
