@@ -68,6 +68,56 @@ std::vector<pid_t> nspids(pid_t tid) {
   return out;
 }
 
+// ENOENT and ESRCH from /proc mean the thread (or process) is gone; any
+// other error leaves the question open.
+bool gone(int err) { return err == ENOENT || err == ESRCH; }
+
+Error walk_error(const std::string& path, int err) {
+  return Error::make(err, "cannot list " + path + ": " + std::strerror(err));
+}
+
+// Calls `each(tid, tgid)` for every thread; an error when /proc or a
+// process's task directory could not be read for another reason than the
+// process having exited.
+template <typename F>
+Result<void> walk(F&& each) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return walk_error("/proc", errno);
+  Result<void> r = Ok();
+  for (;;) {
+    errno = 0;
+    dirent* pe = readdir(proc);
+    if (pe == nullptr) {
+      if (errno != 0) r = walk_error("/proc", errno);
+      break;
+    }
+    if (!all_digits(pe->d_name)) continue;
+    const auto tgid = static_cast<pid_t>(std::atoi(pe->d_name));
+    std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
+    DIR* td = opendir(task_dir.c_str());
+    if (td == nullptr) {
+      if (gone(errno)) continue;  // the process exited meanwhile
+      r = walk_error(task_dir, errno);
+      break;
+    }
+    for (;;) {
+      errno = 0;
+      dirent* te = readdir(td);
+      if (te == nullptr) {
+        // A process that exited while its directory was read: ESRCH or
+        // ENOENT, its threads are gone.
+        if (errno != 0 && !gone(errno)) r = walk_error(task_dir, errno);
+        break;
+      }
+      if (all_digits(te->d_name)) each(static_cast<pid_t>(std::atoi(te->d_name)), tgid);
+    }
+    closedir(td);
+    if (!r.ok()) break;
+  }
+  closedir(proc);
+  return r;
+}
+
 class ProcPidView final : public PidView {
  public:
   // `depth`: how many entries the caller's NSpid line has.
@@ -78,7 +128,9 @@ class ProcPidView final : public PidView {
     // No index from an id of a namespace to the thread: the threads of the
     // namespaces the caller sees are looked at until one has it.
     pid_t found = 0;
-    each_thread([&](pid_t tid) {
+    // A walk cut short (no descriptor left) finds nothing more: the id is
+    // then not found, as when it is in no namespace the caller sees.
+    (void)walk([&](pid_t tid, pid_t) {
       if (found == 0 && from_daemon(tid) == id) found = tid;
     });
     return found;
@@ -93,22 +145,6 @@ class ProcPidView final : public PidView {
   }
 
  private:
-  template <typename F>
-  static void each_thread(F&& f) {
-    DIR* proc = opendir("/proc");
-    if (proc == nullptr) return;
-    while (dirent* pe = readdir(proc)) {
-      if (!all_digits(pe->d_name)) continue;
-      std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
-      DIR* td = opendir(task_dir.c_str());
-      if (td == nullptr) continue;
-      while (dirent* te = readdir(td))
-        if (all_digits(te->d_name)) f(static_cast<pid_t>(std::atoi(te->d_name)));
-      closedir(td);
-    }
-    closedir(proc);
-  }
-
   // Whether namespace `ino` (thread `tid`'s) is the caller's or below it.
   bool visible(pid_t tid, ino_t ino) {
     if (ino == ns_) return true;
@@ -134,10 +170,6 @@ class ProcPidView final : public PidView {
   size_t depth_;
   std::unordered_map<ino_t, bool> seen_;  // other namespaces: below the caller's?
 };
-
-// ENOENT and ESRCH from /proc mean the thread (or process) is gone; any
-// other error leaves the question open.
-bool gone(int err) { return err == ENOENT || err == ESRCH; }
 
 class ProcTaskSource final : public TaskSource {
  public:
@@ -173,7 +205,7 @@ class ProcTaskSource final : public TaskSource {
     if (tid <= 0) return ESRCH;
     // /proc/<tid> resolves for every thread id, listed or not.
     struct stat st {};
-    if (::stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0) return 0;
+    if (::stat(proc_path(tid, "").c_str(), &st) == 0) return 0;
     const int err = errno;
     return gone(err) ? ESRCH : err;
   }
@@ -181,7 +213,7 @@ class ProcTaskSource final : public TaskSource {
   bool zombie(pid_t tid) override {
     // The state follows the command name, which may hold ')' itself.
     char buf[512];
-    const int fd = ::open(("/proc/" + std::to_string(tid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(proc_path(tid, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
     ::close(fd);
@@ -192,7 +224,7 @@ class ProcTaskSource final : public TaskSource {
   }
 
   int uids(pid_t tid, uid_t& ruid, uid_t& suid) override {
-    FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
+    FILE* f = std::fopen(proc_path(tid, "/status").c_str(), "r");
     if (f == nullptr) {
       const int err = errno;
       return gone(err) ? ESRCH : err;
@@ -218,52 +250,6 @@ class ProcTaskSource final : public TaskSource {
   bool have_own_ = false;
   dev_t own_dev_ = 0;
   ino_t own_ns_ = 0;
-
-  static Error walk_error(const std::string& path, int err) {
-    return Error::make(err, "cannot list " + path + ": " + std::strerror(err));
-  }
-
-  // Calls `each(tid, tgid)` for every thread; an error when /proc or a
-  // process's task directory could not be read for another reason than the
-  // process having exited.
-  template <typename F>
-  static Result<void> walk(F&& each) {
-    DIR* proc = opendir("/proc");
-    if (proc == nullptr) return walk_error("/proc", errno);
-    Result<void> r = Ok();
-    for (;;) {
-      errno = 0;
-      dirent* pe = readdir(proc);
-      if (pe == nullptr) {
-        if (errno != 0) r = walk_error("/proc", errno);
-        break;
-      }
-      if (!all_digits(pe->d_name)) continue;
-      const auto tgid = static_cast<pid_t>(std::atoi(pe->d_name));
-      std::string task_dir = std::string("/proc/") + pe->d_name + "/task";
-      DIR* td = opendir(task_dir.c_str());
-      if (td == nullptr) {
-        if (gone(errno)) continue;  // the process exited meanwhile
-        r = walk_error(task_dir, errno);
-        break;
-      }
-      for (;;) {
-        errno = 0;
-        dirent* te = readdir(td);
-        if (te == nullptr) {
-          // A process that exited while its directory was read: ESRCH or
-          // ENOENT, its threads are gone.
-          if (errno != 0 && !gone(errno)) r = walk_error(task_dir, errno);
-          break;
-        }
-        if (all_digits(te->d_name)) each(static_cast<pid_t>(std::atoi(te->d_name)), tgid);
-      }
-      closedir(td);
-      if (!r.ok()) break;
-    }
-    closedir(proc);
-    return r;
-  }
 };
 
 }  // namespace

@@ -72,6 +72,23 @@ std::string escape_path(std::string_view path) {
   return out;
 }
 
+// escape_path() undone: each \ooo back to its byte.
+std::string unescape_path(std::string_view esc) {
+  auto octal = [](char c) { return c >= '0' && c <= '7'; };
+  std::string out;
+  for (size_t i = 0; i < esc.size(); ++i) {
+    if (esc[i] == '\\' && i + 3 < esc.size() && esc[i + 1] >= '0' && esc[i + 1] <= '3' &&
+        octal(esc[i + 2]) && octal(esc[i + 3])) {
+      out +=
+          static_cast<char>((esc[i + 1] - '0') * 64 + (esc[i + 2] - '0') * 8 + (esc[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += esc[i];
+    }
+  }
+  return out;
+}
+
 // Options that the VFS shows for every mount (show_mnt_opts and the
 // rw/ro + atime prefix); everything else in /proc/mounts comes from the
 // filesystem's own show_options and is dropped for FUSE.
@@ -250,24 +267,10 @@ std::vector<std::string> resctrl_mount_points(std::string_view mountinfo) {
   for (auto line : split_lines(mountinfo)) {
     auto f = fields(line);
     // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-    size_t dash = 6;
-    while (dash < f.size() && f[dash] != "-") ++dash;
-    if (f.size() < 5 || dash + 1 >= f.size()) continue;
-    if (f[dash + 1] != "resctrl" && f[dash + 1] != "fuse.resctrl") continue;
-    // mountinfo escapes space, tab, newline and backslash as \ooo.
-    std::string mp;
-    std::string_view esc = f[4];
-    for (size_t i = 0; i < esc.size(); ++i) {
-      if (esc[i] == '\\' && i + 3 < esc.size() && esc[i + 1] >= '0' && esc[i + 1] <= '3' &&
-          esc[i + 2] >= '0' && esc[i + 2] <= '7' && esc[i + 3] >= '0' && esc[i + 3] <= '7') {
-        mp += static_cast<char>((esc[i + 1] - '0') * 64 + (esc[i + 2] - '0') * 8 +
-                                (esc[i + 3] - '0'));
-        i += 3;
-      } else {
-        mp += esc[i];
-      }
-    }
-    out.push_back(std::move(mp));
+    auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
+    if (f.size() < 5 || std::distance(sep, f.end()) < 2) continue;
+    if (*(sep + 1) != "resctrl" && *(sep + 1) != "fuse.resctrl") continue;
+    out.push_back(unescape_path(f[4]));
   }
   std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');

@@ -62,13 +62,8 @@ bool token_names(std::string_view tok, const AetEventGroup& g) {
   const size_t colon = tok.find(':');
   if (tok.substr(0, colon) != feature_name(g.feature)) return false;
   if (colon == std::string_view::npos) return true;
-  std::string hex(tok.substr(colon + 1));
-  if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.erase(0, 2);
-  if (hex.empty() || hex.size() > 8 ||
-      hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-    return false;
-  const auto guid = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
-  return guid == 0 || guid == g.guid;
+  const std::optional<uint32_t> guid = parse_aet_guid(tok.substr(colon + 1));
+  return guid && (*guid == 0 || *guid == g.guid);
 }
 
 bool forced(const std::vector<std::string>& tokens, const AetEventGroup& g) {
@@ -77,6 +72,14 @@ bool forced(const std::vector<std::string>& tokens, const AetEventGroup& g) {
 }
 
 }  // namespace
+
+std::optional<uint32_t> parse_aet_guid(std::string_view hex) {
+  if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
+  if (hex.empty() || hex.size() > 8 ||
+      hex.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
+    return std::nullopt;
+  return static_cast<uint32_t>(std::stoul(std::string(hex), nullptr, 16));
+}
 
 AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info,
                            const RdtOptions& rdt)

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "hw/arch.h"
@@ -27,6 +29,10 @@ inline constexpr uint32_t AET_GUID_CWF_ENERGY = 0x26696143;  // Clearwater Fores
 inline constexpr uint32_t AET_GUID_CWF_PERF = 0x26557651;
 inline constexpr uint32_t AET_GUID_DMR_ENERGY = 0x47903099;  // Diamond Rapids
 inline constexpr uint32_t AET_GUID_DMR_PERF = 0x1415910a;
+
+// The GUID in an rdt= token's "perf:<guid>": up to 8 hex digits, "0x"
+// optional; nothing for anything else.
+std::optional<uint32_t> parse_aet_guid(std::string_view hex);
 
 struct AetEventDesc {
   EventId id;

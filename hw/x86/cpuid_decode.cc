@@ -10,6 +10,7 @@
 #include <map>
 
 #include "base/suggest.h"
+#include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 
 namespace resctrlfs::hw::x86 {
@@ -43,6 +44,11 @@ void decode_cache(const CpuidRegs& r, bool amd, Resource& res) {
   res.cache.sparse_masks = amd || (r.ecx & CPUID_10_CACHE_ECX_NONCONT) != 0;
   res.cache.min_cbm_bits = amd ? 0 : 1;
 }
+
+// The feature names of the kernel's rdt= boot parameter.
+constexpr const char* kKernelRdtNames[] = {"cmt",   "mbmtotal", "mbmlocal", "l3cat",
+                                           "l3cdp", "l2cat",    "l2cdp",    "mba",
+                                           "smba",  "bmec",     "abmc",     "sdciae"};
 
 // Correction factors of the SKX99 / BDF102 errata, indexed by
 // (number of RMIDs / 8) - 1, as published in the resctrl documentation.
@@ -79,17 +85,10 @@ RdtOptions RdtOptions::parse(std::string_view list) {
 }
 
 Result<void> RdtOptions::check(std::string_view list) {
-  const std::vector<std::string> kernel = {"cmt",   "mbmtotal", "mbmlocal", "l3cat",
-                                           "l3cdp", "l2cat",    "l2cdp",    "mba",
-                                           "smba",  "bmec",     "abmc",     "sdciae"};
+  const std::vector<std::string> kernel(std::begin(kKernelRdtNames), std::end(kKernelRdtNames));
   const std::vector<std::string> ours = {"cba", "energy", "perf"};
   std::vector<std::string> all = kernel;
   all.insert(all.end(), ours.begin(), ours.end());
-  auto guid_ok = [](std::string_view hex) {
-    if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
-    return !hex.empty() && hex.size() <= 8 &&
-           hex.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
-  };
   while (!list.empty()) {
     const size_t comma = list.find(',');
     std::string_view tok = list.substr(0, comma);
@@ -99,7 +98,7 @@ Result<void> RdtOptions::check(std::string_view list) {
     const size_t colon = name.find(':');
     bool ok = std::find(all.begin(), all.end(), name) != all.end();
     if (!ok && colon != std::string_view::npos && name.substr(0, colon) == "perf")
-      ok = guid_ok(name.substr(colon + 1));
+      ok = parse_aet_guid(name.substr(colon + 1)).has_value();
     if (ok) continue;
     return Error::make(
         EINVAL, "unknown feature \"" + std::string(name) + "\"" + did_you_mean(name, all) +
@@ -110,7 +109,9 @@ Result<void> RdtOptions::check(std::string_view list) {
 }
 
 RdtOptions RdtOptions::all() {
-  return parse("cmt,mbmtotal,mbmlocal,l3cat,l3cdp,l2cat,l2cdp,mba,smba,bmec,abmc,sdciae");
+  RdtOptions o;
+  o.force_on.assign(std::begin(kKernelRdtNames), std::end(kKernelRdtNames));
+  return o;
 }
 
 bool RdtOptions::forced_on(std::string_view name) const {
