@@ -222,3 +222,17 @@ in_tasks() { grep -qx "$2" "$1/tasks"; }  # in_tasks GROUP PID
 
 # True if PID has exited (gone, or a zombie waiting for its reaper).
 exited() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+# CLIENT_SUITE=trixie: the clients are Debian 13's, from a root that
+# tests/clients/trixie.sh makes; the checks are the same.
+if [ "${CLIENT_SUITE:-}" = trixie ]; then
+  . "$(dirname "${BASH_SOURCE[0]}")/trixie.sh"
+  TEST_SUFFIX=_trixie
+  TEST_NAME=${TEST_NAME}$TEST_SUFFIX
+  trixie_prepare
+  [ -n "${RESCTRLFS_SANDBOX:-}" ] && trixie_enter
+  require_cmd() {
+    trixie_run sh -c "command -v $1" >/dev/null 2>&1 ||
+      skip "$1 not found in the Debian 13 root (package $2; TRIXIE_PACKAGES in tests/clients/trixie.sh)"
+  }
+fi

@@ -13,7 +13,7 @@ SCRIPT_ARGS=("$@")
 MODE=${1:-1}
 SOCKETS=${MODE/builtin/2}
 . "$(dirname "$0")/lib.sh"
-TEST_NAME="test_pqos_${MODE/builtin/builtin_2}s"
+TEST_NAME="test_pqos_${MODE/builtin/builtin_2}s${TEST_SUFFIX:-}"
 require_root
 require_fuse
 require_cmd pqos intel-cmt-cat
