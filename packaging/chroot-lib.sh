@@ -9,8 +9,9 @@
 # ${XDG_CACHE_HOME:-~/.cache}/resctrlfs-tests; a tarball's name is the
 # suite and a hash of the package list, and one older than
 # RESCTRLFS_CHROOT_MAX_DAYS (default 7) days is rebuilt, so security
-# updates arrive. Returns 1, having printed why, if it cannot be built (no
-# mmdebstrap, no network): the caller skips.
+# updates arrive (if that rebuild fails, the old tarball is used, saying
+# so). Returns 1, having printed why, if none can be had (no mmdebstrap, no
+# network): the caller skips.
 chroot_cache_dir() {
   if [ -n "${RESCTRLFS_CHROOT_CACHE:-}" ]; then
     echo "$RESCTRLFS_CHROOT_CACHE"
@@ -52,7 +53,14 @@ chroot_tarball() {
   if ! mmdebstrap --variant=minbase --include="$pkgs" --format=tar "$suite" "$tarball.tmp" \
     "deb $mirror $suite main" "${sec[@]}" >"$log" 2>&1; then
     rm -f "$tarball.tmp"
-    echo "mmdebstrap could not build a $suite chroot (no network to $mirror?): $(tail -3 "$log")" >&2
+    if [ -f "$tarball" ]; then
+      echo "mmdebstrap could not rebuild the $suite chroot ($(grep -m1 '^E:' "$log")): using the older $tarball" >&2
+      echo "$tarball"
+      return 0
+    fi
+    # The first error (apt's "Failed to fetch ...: Could not connect") says
+    # why; the last lines only that mmdebstrap stopped.
+    echo "mmdebstrap could not build a $suite chroot (no network to $mirror?): $(grep -m1 '^E:' "$log" || tail -3 "$log")" >&2
     return 1
   fi
   mv "$tarball.tmp" "$tarball"

@@ -19,7 +19,8 @@
 #
 #   trixie_prepare     outside the sandbox: builds or finds the root (exit 77
 #                      with the reason if it cannot be made: no mmdebstrap, no
-#                      network to the archive); exports TRIXIE_ROOT
+#                      network to the archive; or RESCTRLFS_TRIXIE_TESTS is
+#                      not 1); exports TRIXIE_ROOT
 #   trixie_enter       inside the sandbox: the mounts above, and the wrappers
 #   trixie_unified_cgroup  inside the sandbox, for crun (and podman, which
 #                      runs crun): see below
@@ -30,6 +31,8 @@ TRIXIE_CLIENTS=(crun podman containerd ctr containerd-shim-runc-v2 runc pqos rdt
 
 trixie_prepare() {
   [ -n "${TRIXIE_ROOT:-}" ] && return 0
+  [ "${RESCTRLFS_TRIXIE_TESTS:-}" = 1 ] ||
+    skip "the Debian 13 client tests run only with RESCTRLFS_TRIXIE_TESTS=1 (tests/ci.sh's trixie stage): their root is built from the Debian archive (tests/README.md)"
   require_root
   command -v mmdebstrap >/dev/null 2>&1 ||
     skip "the Debian 13 root is made with mmdebstrap, which is not installed (./dev.sh deps installs it)"
