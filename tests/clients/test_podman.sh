@@ -13,8 +13,8 @@
 # finds no pids controller on cgroup2 for podman's default pids limit; the
 # cgroups are not what is tested here): no image, registry or systemd is
 # needed.
-# podman 5.4 is Debian 13's (CLIENT_SUITE=trixie); Debian 12's podman 4.3
-# runs the same script where it is installed.
+# Registered for Debian 13's podman 5.4 only (client_trixie.podman,
+# CLIENT_SUITE=trixie); dev.sh does not install podman or crun.
 set -u
 SCRIPT_ARGS=("$@")
 . "$(dirname "$0")/lib.sh"
