@@ -52,6 +52,7 @@ trixie_prepare() {
     rm -f "$why"
     skip "no Debian 13 root could be made (the Debian archive could not be reached?): $reason"
   fi
+  cat "$why" >&2  # what chroot_tarball did (built it, or kept an old one)
   rm -f "$why"
   root=${tarball%.tar}.root
   if [ ! -f "$root/.unpacked" ] || [ "$tarball" -nt "$root/.unpacked" ]; then
