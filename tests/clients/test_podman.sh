@@ -35,8 +35,13 @@ CTR=rdtpod$$
 PM_OPTS=(--root "$WORK/storage" --runroot "$WORK/run" --tmpdir "$WORK/tmp"
   --storage-driver vfs --cgroup-manager cgroupfs --events-backend file --runtime crun)
 pm() { podman "${PM_OPTS[@]}" "$@"; }
+# conmon starts `podman container cleanup` when a container exits, which
+# writes to podman's directories after `podman rm` has returned: the
+# scratch directory goes once no process names it.
+podman_left() { pgrep -f -- "$WORK/" >/dev/null; }
 cleanup() {
   pm rm -f -t 0 "$CTR" "${CTR}x" >/dev/null 2>&1
+  wait_for eval '! podman_left'
   rm -rf "$WORK"
 }
 trap cleanup EXIT
