@@ -134,7 +134,8 @@ fi
 check "the task exits after SIGKILL" wait_while_alive "${init:-x}" exited "${init:-1}"
 "${CTR[@]}" task delete "$ID" >/dev/null 2>&1
 "${CTR[@]}" container delete "$ID" >/dev/null 2>&1
-check "the container is gone" bash -c "! ${CTR[*]} container ls -q | grep -qx $ID"
+container_gone() { ! "${CTR[@]}" container ls -q | grep -qx "$ID"; }
+check "the container is gone" container_gone
 if [ "$CTRD_EXPECT" = gold ]; then
   check "the pids left gold/tasks" bash -c "! grep -qxE '${init:-x}|${child:-x}' $RES/gold/tasks"
 fi

@@ -97,12 +97,19 @@ trixie_enter() {
 }
 
 # trixie_run PROGRAM ARGS...: the root's PROGRAM, in the root, in the same
-# working directory when the root has it (/tmp is the host's).
+# working directory when the root has it (/tmp is the host's). In a
+# subshell (a background job such as `containerd ... &`, a pipeline, a
+# command substitution) the subshell becomes the program (chroot and env
+# exec): `$!` is then the program's pid, and a kill reaches it, not a shell
+# that would leave it running.
 trixie_run() {
   local cwd=/
   [ -d "$TRIXIE_ROOT/$PWD" ] && cwd=$PWD
-  chroot "$TRIXIE_ROOT" /usr/bin/env -i -C "$cwd" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root TERM="${TERM:-dumb}" RESCTRLFS_SANDBOX="${RESCTRLFS_SANDBOX:-}" "$@"
+  local cmd=(chroot "$TRIXIE_ROOT" /usr/bin/env -i -C "$cwd"
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    HOME=/root TERM="${TERM:-dumb}" RESCTRLFS_SANDBOX="${RESCTRLFS_SANDBOX:-}" "$@")
+  if [ "$BASHPID" != "$$" ]; then exec "${cmd[@]}"; fi
+  "${cmd[@]}"
 }
 
 # crun 1.21 refuses a hybrid cgroup layout (v1 controllers under a tmpfs
