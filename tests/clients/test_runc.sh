@@ -99,7 +99,7 @@ check "the forked child ($child) is in $CTR/tasks (fork inheritance)" \
 check "the init is not in the root group's tasks" bash -c "! grep -qx '$init' $R/tasks"
 out=$(runc --root "$ROOT" events --stats "$CTR" 2>&1)
 # runc 1.1 reads the group's monitoring data with its schemata. On real
-# hardware a group of tasks and no CPUs counts nothing (README, "Tasks on
+# hardware a group of tasks and no CPUs counts nothing (docs/hardware.md, "Tasks on
 # real hardware"): it reads Unavailable, and runc gives up on the stats.
 if msr_skip "runc events --stats reports intel_rdt and the L3 schema" \
   "the container's group holds tasks and no CPUs, so its mon_data reads Unavailable"; then
