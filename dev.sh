@@ -9,7 +9,7 @@ ROOT=$PWD
 JOBS=$(nproc)
 T0=$(date +%s)
 
-# Debian 12 packages, each for a reason given in README.md "Dependencies".
+# Debian 12 packages, each for a reason given in docs/dependencies.md.
 # What building and running the programs needs:
 PROGRAM_DEPS=(build-essential cmake ninja-build pkg-config
       libfuse3-dev fuse3 libboost-dev nlohmann-json3-dev

@@ -121,7 +121,7 @@ if [ -d $R/info/L3_MON ]; then
       id=$((10#${dir##*_}))
       # Real hardware counts a thread's RMID only if someone switches it at
       # each context switch: a group of tasks and no CPUs reads Unavailable
-      # there (README, "Tasks on real hardware"), which goresctrl reports.
+      # there (docs/hardware.md, "Tasks on real hardware"), which goresctrl reports.
       if msr_skip "monitoring data of gold and mon1, domain $id, $ev" \
         "their groups hold tasks and no CPUs; checked to read Unavailable"; then
         check_eq "gold, domain $id, $ev reads Unavailable" "$(cat "$dir/$ev")" Unavailable

@@ -235,7 +235,7 @@ if [ -n "$G" ] && [ -n "$TID" ]; then
   check_eq "the <monitor> of the same vCPUs made no monitoring group" \
     "$(ls "$G"/mon_groups)" ""
   # The guest's group holds its vCPU thread and no CPUs: real hardware
-  # counts it only with the kernel switching its RMID (README, "Tasks on
+  # counts it only with the kernel switching its RMID (docs/hardware.md, "Tasks on
   # real hardware").
   if msr_skip "the group's llc_occupancy reads a number" \
     "the group holds tasks and no CPUs; checked to read Unavailable"; then

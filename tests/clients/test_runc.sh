@@ -120,7 +120,7 @@ check "the init is not in the root group's tasks" bash -c "! grep -qx '$init' $R
 # crun has no `events` command.
 [ "$RT" = runc ] && out=$(rt "$ROOT" events --stats "$CTR" 2>&1)
 # runc 1.1 reads the group's monitoring data with its schemata. On real
-# hardware a group of tasks and no CPUs counts nothing (README, "Tasks on
+# hardware a group of tasks and no CPUs counts nothing (docs/hardware.md, "Tasks on
 # real hardware"): it reads Unavailable, and runc gives up on the stats.
 if [ "$RT" != runc ]; then
   :

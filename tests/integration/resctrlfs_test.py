@@ -163,7 +163,7 @@ def msr_skip(what):
 
 def msr_not_yet(what):
     """Under the msr label, skips the calling test: `what` is missing from
-    the msr path but not inherent to it (README "What does not work")."""
+    the msr path but not inherent to it (docs/limitations.md)."""
     if MSR:
         raise unittest.SkipTest("msr label: NOT YET: %s" % what)
 

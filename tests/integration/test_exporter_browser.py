@@ -206,7 +206,7 @@ class BrowserMap(rt.ResctrlfsTestCase):
         self.assertEqual(mb["batch"], ["30", "20"])
         self.assertEqual(mb["web"], ["70", "100"])
         # Let the plots gather a few seconds (RESCTRLFS_EXPORTER_SCREENSHOT_WAIT
-        # refreshes; the README's picture was taken with 120), then keep the picture.
+        # refreshes; docs/exporter.md's picture was taken with 120), then keep the picture.
         wait = int(os.environ.get("RESCTRLFS_EXPORTER_SCREENSHOT_WAIT", "4"))
         st = self.page(min_updates=st["updates"] + wait)
         self.assertGreaterEqual(st["lines"], 3)

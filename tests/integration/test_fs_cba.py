@@ -10,7 +10,7 @@ rmdir/mkdir starts a group from 100; a restart restores the values. Without
 the option the tree is the kernel's (no CB); a machine without CBA refuses
 the option.
 
-The numbers are the README's measured example ("Cache Bandwidth
+The numbers are docs/extensions.md's measured example ("Cache Bandwidth
 Allocation")."""
 
 import errno

@@ -105,8 +105,8 @@ class Hotplug(rt.ResctrlfsTestCase):
             self.assertEqual(self.listdir(os.path.join(grp, "mon_data/mon_L3_01")),
                              ["llc_occupancy", "mbm_local_bytes", "mbm_total_bytes"])
         self.assertTrue(os.path.isdir(self.path("g/mon_data/mon_L3_01")))
-        # (On real hardware g counts nothing: it has no CPUs, see README
-        # "Tasks on real hardware".)
+        # (On real hardware g counts nothing: it has no CPUs, see
+        # docs/hardware.md, "Tasks on real hardware".)
         self.assertEqual(self.read("g/mon_data/mon_L3_01/mbm_total_bytes"),
                          "Unavailable\n" if rt.MSR else "0\n")
         # The CPUs come back to the default group; domain 1 at its defaults.

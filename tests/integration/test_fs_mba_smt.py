@@ -11,7 +11,7 @@ on the two threads of one core, MB 10 and MB 100, each thread demanding
 - With per-thread MBA (`per-thread`: MBA 3.0, a Granite Rapids profile)
   each thread gets its own group's delay: 100 vs 1000 MB/s.
 
-The numbers are the README's measured example ("MBA on SMT siblings")."""
+The numbers are docs/platforms.md's measured example ("MBA on SMT siblings")."""
 
 import atexit
 import json

@@ -15,7 +15,7 @@ harness's msr mode, forced on here whatever the label).
 - A slow machine: while a command waits on the broker, reads that need no
   register are answered, showing the configuration before the command.
 - Batching: a command's register writes reach the broker as one request.
-- Task-only groups (README "Tasks on real hardware"): a thread moved into a
+- Task-only groups (docs/hardware.md, "Tasks on real hardware"): a thread moved into a
   group without CPUs is listed in its tasks, no CPU's PQR_ASSOC changes, and
   its mon_data files read Unavailable.
 - A peer that is not the allowed uid is refused by the broker, and a daemon
@@ -389,7 +389,7 @@ SLEEPER = ("import os, threading, time\n"
 
 
 class TaskOnlyGroups(rt.ResctrlfsTestCase):
-    """README "Tasks on real hardware": a user-space daemon cannot retag a
+    """docs/hardware.md, "Tasks on real hardware": a user-space daemon cannot retag a
     thread at each context switch, so a group that holds threads but no CPU
     is bookkeeping. Its tasks file lists the thread as on the kernel, no
     CPU's PQR_ASSOC changes (read in resctrl-fakehw's registers, the
