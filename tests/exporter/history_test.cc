@@ -1,6 +1,7 @@
 // The page's data beyond /api/state: the history of samples the exporter
 // keeps for the plots (/api/history, its bounds) and the unit of each
 // bandwidth schema (percent, MBps under mba_MBps, 1/8 GB/s on AMD).
+#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -102,6 +103,27 @@ TEST_CASE("routes: /api/history holds what the exporter read before", "[history]
   // /api/state's time is the time of its read, the one the history keeps.
   auto state = nlohmann::json::parse(serve(c, "/api/state").body);
   CHECK(state["time_ms"].get<int64_t>() >= j["samples"][0]["time_ms"].get<int64_t>());
+}
+
+TEST_CASE("sampler: reads the tree at start and on its timer", "[history]") {
+  TempTree t;
+  t.intel_2s({"g1"});
+  t.mon("g1/", 0, 4096, 1000, 500);
+  TreeReader reader(t.root());
+  Collector c(reader);
+  boost::asio::io_context io;
+  Sampler sampler(io, c, std::chrono::milliseconds(1));
+  CHECK(c.history().samples().empty());
+  sampler.start();
+  // A page opened right after the exporter started has a sample.
+  REQUIRE(c.history().samples().size() == 1);
+  CHECK(c.since_last_collect() < std::chrono::hours(1));
+  // The timer fires at least 1 ms after the read of start(), so it reads
+  // again (a read after t0).
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(io.run_one() == 1);
+  CHECK(c.since_last_collect() <= std::chrono::steady_clock::now() - t0);
+  io.stop();
 }
 
 TEST_CASE("bandwidth units: percent on Intel, 1/8 GB/s on AMD, MBps under mba_MBps",
