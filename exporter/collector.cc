@@ -216,11 +216,40 @@ void Collector::fold(Snapshot& s) {
 Snapshot Collector::collect() {
   const auto t0 = std::chrono::steady_clock::now();
   Snapshot s = reader_.read();
+  s.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
   if (s.ok) fold(s);
   for (const auto& [k, n] : s.omitted) omitted_total_[k] += n;
   read_errors_total_ += s.read_errors;
-  last_duration_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  last_duration_s_ = std::chrono::duration<double>(t1 - t0).count();
+  last_collect_ = t1;
+  history_.record(s, s.time_ms);
   return s;
+}
+
+std::chrono::steady_clock::duration Collector::since_last_collect() const {
+  if (!last_collect_) return std::chrono::steady_clock::duration::max();
+  return std::chrono::steady_clock::now() - *last_collect_;
+}
+
+GroupSums group_sums(const Group& g) {
+  GroupSums out;
+  auto add = [](std::optional<double>& sum, double v) { sum = sum.value_or(0) + v; };
+  for (const MonRead& r : g.mon) {
+    if (r.kind != ReadKind::kValue || r.domain.rfind("mon_L3_", 0) != 0) continue;
+    if (r.event == "llc_occupancy") add(out.occupancy_bytes, r.d);
+    if (r.event == "mbm_total_bytes") add(out.mbm_total_bytes, r.d);
+    if (r.event == "mbm_local_bytes") add(out.mbm_local_bytes, r.d);
+  }
+  return out;
+}
+
+std::string bandwidth_unit(const CtrlInfo& c, bool mba_mbps) {
+  if (mba_mbps && c.schema == "MB") return "MBps";
+  if (!c.thread_throttle_mode && c.delay_linear == 0u && c.min_bandwidth == 0u) return "1/8 GB/s";
+  return "percent";
 }
 
 std::string Collector::metrics() {
@@ -434,9 +463,10 @@ std::string render_api_state(const Snapshot& s) {
   json j;
   j["ok"] = s.ok;
   j["error"] = s.error;
-  j["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+  j["time_ms"] = s.time_ms != 0 ? s.time_ms
+                                : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
   json caches = json::array(), bw = json::array();
   for (const CtrlInfo& c : s.ctrl) {
     if (c.cache()) {
@@ -451,7 +481,8 @@ std::string render_api_state(const Snapshot& s) {
     } else {
       bw.push_back({{"schema", c.schema},
                     {"min_bandwidth", c.min_bandwidth.value_or(0)},
-                    {"bandwidth_gran", c.bandwidth_gran.value_or(0)}});
+                    {"bandwidth_gran", c.bandwidth_gran.value_or(0)},
+                    {"unit", bandwidth_unit(c, s.mba_mbps)}});
     }
   }
   j["caches"] = caches;
@@ -469,27 +500,21 @@ std::string render_api_state(const Snapshot& s) {
       for (const auto& [id, v] : l.domains) d[std::to_string(id)] = v;
       sch[l.name] = l.uninitialized ? json("uninitialized") : d;
     }
-    // Per-group sums over the top-level domains (mon_L3_XX is already the
-    // sum of its SNC nodes, so mon_sub_ directories are left out).
-    double occ = 0, total = 0, local = 0;
-    bool has_occ = false, has_total = false, has_local = false;
     json mon = json::array();
     for (const MonRead& r : g.mon) {
       if (r.kind != ReadKind::kValue) {
         mon.push_back({{"domain", r.domain}, {"event", r.event}, {"omitted", omit_reason(r.kind)}});
-        continue;
+      } else {
+        mon.push_back({{"domain", r.domain}, {"event", r.event}, {"value", r.d}});
       }
-      mon.push_back({{"domain", r.domain}, {"event", r.event}, {"value", r.d}});
-      if (r.domain.rfind("mon_L3_", 0) != 0) continue;
-      if (r.event == "llc_occupancy") occ += r.d, has_occ = true;
-      if (r.event == "mbm_total_bytes") total += r.d, has_total = true;
-      if (r.event == "mbm_local_bytes") local += r.d, has_local = true;
     }
     json o = {{"name", g.name},  {"label", group_label(g.name)},    {"mode", g.mode},
               {"schemata", sch}, {"mon_groups", mon_count[g.name]}, {"mon", mon}};
-    o["occupancy_bytes"] = has_occ ? json(occ) : json(nullptr);
-    o["mbm_total_bytes"] = has_total ? json(total) : json(nullptr);
-    o["mbm_local_bytes"] = has_local ? json(local) : json(nullptr);
+    const GroupSums sums = group_sums(g);
+    auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    o["occupancy_bytes"] = opt(sums.occupancy_bytes);
+    o["mbm_total_bytes"] = opt(sums.mbm_total_bytes);
+    o["mbm_local_bytes"] = opt(sums.mbm_local_bytes);
     groups.push_back(std::move(o));
   }
   j["groups"] = groups;

@@ -18,9 +18,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "exporter/history.h"
 #include "exporter/snapshot.h"
 #include "exporter/tree.h"
 
@@ -38,6 +40,11 @@ class Collector {
   std::string metrics();
   // collect() as the JSON document of /api/state.
   std::string api_state();
+  // The samples kept from every collect() (History::json()): /api/history.
+  std::string api_history() const { return history_.json(); }
+  const History& history() const { return history_; }
+  // Time since the last collect(); max() before the first.
+  std::chrono::steady_clock::duration since_last_collect() const;
 
   uint64_t resets() const { return resets_; }
   uint64_t read_errors() const { return read_errors_total_; }
@@ -57,7 +64,24 @@ class Collector {
   std::map<ReadKind, uint64_t> omitted_total_;
   uint64_t read_errors_total_ = 0;
   double last_duration_s_ = 0;
+  History history_;
+  std::optional<std::chrono::steady_clock::time_point> last_collect_;
 };
+
+// A CTRL_MON group's sums over the top-level L3 domains (mon_L3_XX is
+// already the sum of its SNC nodes, so mon_sub_ directories are left out);
+// empty when no such file gave a value.
+struct GroupSums {
+  std::optional<double> occupancy_bytes, mbm_total_bytes, mbm_local_bytes;
+};
+GroupSums group_sums(const Group& g);
+
+// What a value of bandwidth schema `c` means: "percent" (Intel's MBA, and
+// any resource that does not say otherwise), "MBps" (MB under the mba_MBps
+// mount option) or "1/8 GB/s" (AMD: no thread_throttle_mode, non-linear
+// delay, min_bandwidth 0; the kernel's documentation: "multiples of one
+// eighth GB/s").
+std::string bandwidth_unit(const CtrlInfo& c, bool mba_mbps);
 
 // True for events whose file is a cumulative count (everything but
 // llc_occupancy).

@@ -11,6 +11,7 @@
 
 #include "base/version.h"
 #include "exporter/collector.h"
+#include "exporter/history.h"
 #include "exporter/http_server.h"
 #include "exporter/routes.h"
 #include "exporter/tree.h"
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "resctrlfs-exporter: %s\n", r.error().message.c_str());
     return 1;
   }
+  // Samples for the page's plots (/api/history) while no page is open and
+  // nothing scrapes.
+  Sampler sampler(io, collector);
+  sampler.start();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
   const auto bound = server.local_endpoint();

@@ -11,6 +11,7 @@ HttpResponse serve(Collector& collector, const std::string& target) {
     return {200, "text/plain; version=0.0.4; charset=utf-8", collector.metrics()};
   }
   if (path == "/api/state") return {200, "application/json", collector.api_state()};
+  if (path == "/api/history") return {200, "application/json", collector.api_history()};
   if (path == "/") path = "/index.html";
   for (const web::Asset& a : web::kAssets) {
     if (path == a.path) {

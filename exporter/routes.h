@@ -1,4 +1,5 @@
-// Defines the exporter's URL space: /metrics, /api/state, the page (/) and
+// Defines the exporter's URL space: /metrics, /api/state, /api/history (the
+// samples kept for the page's plots, exporter/history.h), the page (/) and
 // its embedded files.
 #pragma once
 

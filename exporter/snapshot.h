@@ -55,6 +55,10 @@ struct CtrlInfo {
   // Cache schemas: bit_usage per domain (most significant way first).
   std::vector<std::pair<unsigned, std::string>> bit_usage;
   std::string io_alloc;  // "enabled", "disabled", "not supported", "" when absent
+  // Bandwidth schemas: info/<schema>/delay_linear, and whether
+  // thread_throttle_mode is there (the kernel makes it for Intel's MBA only).
+  std::optional<uint64_t> delay_linear;
+  bool thread_throttle_mode = false;
 };
 
 // info/<RES>_MON/.
@@ -73,8 +77,13 @@ struct Snapshot {
   std::vector<MonInfo> mon;
   std::vector<Group>
       groups;  // the default group first, then by name; MON groups after their parent
+  // Mounted with mba_MBps: the default group has mba_MBps_event (kernels
+  // from 6.14 on, resctrlfs), or the mount's options in /proc/self/mountinfo
+  // name it.
+  bool mba_mbps = false;
   std::map<ReadKind, uint64_t> omitted;  // this pass's omitted mon_data reads by reason
   uint64_t read_errors = 0;  // files and directories of this pass that could not be read
+  int64_t time_ms = 0;       // when it was read (Unix time, ms); 0 when not set
 };
 
 }  // namespace resctrlfs::exporter

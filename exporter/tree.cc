@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace resctrlfs::exporter {
@@ -183,6 +184,19 @@ bool TreeReader::ensure_root(std::string& error) {
     }
     root_dev_ = st.st_dev;
     root_ino_ = st.st_ino;
+    // Kernels before 6.14 have no mba_MBps_event file: the mount's options
+    // tell then. A resctrl mount cannot be remounted with other options, so
+    // once per mount is enough.
+    mount_mba_mbps_ = false;
+    std::string mountinfo;
+    if (FILE* f = std::fopen("/proc/self/mountinfo", "re")) {
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) mountinfo.append(buf, n);
+      std::fclose(f);
+      char* real = ::realpath(root_.c_str(), nullptr);
+      mount_mba_mbps_ = mount_has_option(mountinfo, real ? real : root_, "mba_MBps");
+      std::free(real);
+    }
   }
   return true;
 }
@@ -455,6 +469,10 @@ void TreeReader::read_info(Snapshot& s) {
     c.shareable_bits = num("shareable_bits", true);
     c.min_bandwidth = num("min_bandwidth", false);
     c.bandwidth_gran = num("bandwidth_gran", false);
+    if (!c.cache()) {
+      c.delay_linear = num("delay_linear", false);
+      c.thread_throttle_mode = has("thread_throttle_mode");
+    }
     if (has("bit_usage") && read_file(dir + "/bit_usage", text) == 0) {
       c.bit_usage = parse_domain_list(text);
     }
@@ -491,6 +509,52 @@ void TreeReader::read_mon(Group& g, const std::string& prefix, Snapshot& s) {
   }
 }
 
+bool mount_has_option(std::string_view mountinfo, std::string_view mount_point,
+                      std::string_view option) {
+  auto fields = [](std::string_view line) {
+    std::vector<std::string_view> out;
+    size_t p = 0;
+    while (p < line.size()) {
+      const size_t e = std::min(line.find(' ', p), line.size());
+      if (e > p) out.push_back(line.substr(p, e - p));
+      p = e + 1;
+    }
+    return out;
+  };
+  auto unescape = [](std::string_view v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '\\' && i + 3 < v.size() && v[i + 1] >= '0' && v[i + 1] <= '3' &&
+          v[i + 2] >= '0' && v[i + 2] <= '7' && v[i + 3] >= '0' && v[i + 3] <= '7') {
+        out.push_back(
+            static_cast<char>((v[i + 1] - '0') * 64 + (v[i + 2] - '0') * 8 + (v[i + 3] - '0')));
+        i += 3;
+      } else {
+        out.push_back(v[i]);
+      }
+    }
+    return out;
+  };
+  while (!mountinfo.empty()) {
+    const size_t nl = mountinfo.find('\n');
+    const std::string_view line = mountinfo.substr(0, nl);
+    mountinfo = nl == std::string_view::npos ? std::string_view{} : mountinfo.substr(nl + 1);
+    const auto f = fields(line);
+    // id parent major:minor root mount-point options [optional...] - type source super-options
+    const auto sep = std::find(f.begin(), f.end(), std::string_view("-"));
+    if (f.size() < 6 || sep == f.end() || f.end() - sep < 4) continue;
+    if (sep[1] != "resctrl" || unescape(f[4]) != mount_point) continue;
+    for (std::string_view opts : {f[5], sep[3]}) {
+      while (!opts.empty()) {
+        const size_t c = opts.find(',');
+        if (opts.substr(0, c) == option) return true;
+        opts = c == std::string_view::npos ? std::string_view{} : opts.substr(c + 1);
+      }
+    }
+  }
+  return false;
+}
+
 Snapshot TreeReader::read() {
   Snapshot s;
   ++gen_;
@@ -522,6 +586,9 @@ Snapshot TreeReader::read() {
     return s;
   }
   s.ok = true;
+  s.mba_mbps = mount_mba_mbps_ || std::any_of(root.begin(), root.end(), [](const Entry& e) {
+                 return !e.dir && e.name == "mba_MBps_event";
+               });
   read_info(s);
 
   // The monitoring domains and their events, from the default group.

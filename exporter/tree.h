@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -117,6 +118,7 @@ class TreeReader {
   int root_fd_ = -1;
   dev_t root_dev_ = 0;
   ino_t root_ino_ = 0;
+  bool mount_mba_mbps_ = false;  // the root's mount options name mba_MBps
   uint64_t gen_ = 0;
   std::unordered_map<std::string, Slot> files_;
   std::unordered_map<std::string, DirSlot> dirs_;
@@ -146,6 +148,11 @@ MonRead parse_mon_value(std::string_view text);
 std::vector<SchemaLine> parse_schemata(std::string_view text);
 // "0=SSEE;1=SSEE" or "0=3;1=f" (domain id -> text).
 std::vector<std::pair<unsigned, std::string>> parse_domain_list(std::string_view text);
+// True when /proc/self/mountinfo text `mountinfo` has a resctrl mount at
+// `mount_point` whose options name `option` (octal escapes in the mount
+// point are decoded).
+bool mount_has_option(std::string_view mountinfo, std::string_view mount_point,
+                      std::string_view option);
 // The resource of a mon_data domain directory: mon_L3_00 -> L3,
 // mon_sub_L3_01 -> L3, mon_PERF_PKG_00 -> PERF_PKG; "" when not one.
 std::string mon_dir_resource(std::string_view name);

@@ -1,11 +1,17 @@
-// The live allocation map: polls /api/state once a second and redraws the
-// way grids, the bandwidth controls and the monitoring plots. No libraries,
-// no network access beyond this exporter.
+// The live allocation map: on load draws the samples the exporter kept
+// (/api/history), then polls /api/state once a second and redraws the way
+// grids, the bandwidth controls and the monitoring plots. No libraries, no
+// network access beyond this exporter.
 'use strict';
 
 const WINDOW_S = 300;
-const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b',
-                 '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+// Group colours. The legend's colours (style.css) mean a state: blue
+// shareable, red exclusive, purple pseudo-locked, lilac pseudo-locksetup,
+// orange io_alloc, grey hardware, white unused. A group's own colour must
+// never be read as one of them, so the palette keeps away from all of them
+// (and its colours from one another); past its size it starts again.
+const PALETTE = ['#212121', '#2e7d32', '#00acc1', '#880e4f', '#9e9d24', '#1a237e',
+                 '#6d4c41', '#00897b', '#64dd17'];
 const history = new Map();  // group label -> [{t, occ, bw}]
 const last = new Map();     // group label -> {t, total}
 const colours = new Map();
@@ -20,10 +26,13 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// A group's colour: the palette's next one when the page first sees the
+// group (the default group first, then by name, as the exporter lists them).
 function colour(label) {
   if (!colours.has(label)) colours.set(label, PALETTE[colours.size % PALETTE.length]);
   return colours.get(label);
 }
+window.allocationMap = {palette: PALETTE, colour};
 
 function parseMask(hex) {
   const v = BigInt('0x' + hex);
@@ -61,7 +70,7 @@ function drawMaps(state) {
         const m = groupMask(g, c.schema, d.id);
         const tr = el('tr', {'data-group': g.label});
         tr.append(el('th', {text: g.label + (g.mode && g.mode !== 'shareable' ? ' (' + g.mode + ')' : ''),
-                             style: 'border-left: 4px solid ' + colour(g.label)}));
+                             style: 'border-left: 6px solid ' + colour(g.label)}));
         for (let w = c.cbm_len - 1; w >= 0; w--) {
           const on = m !== null && ((m >> BigInt(w)) & 1n) === 1n;
           const cls = 'cell' + (on ? ' on ' + (g.mode || 'shareable') : '');
@@ -96,6 +105,14 @@ function drawMaps(state) {
   root.replaceChildren(...parts);
 }
 
+// What a bandwidth schema's value means (the exporter's "unit" of it).
+const BW_UNITS = {
+  'percent': {what: 'percent of the maximum bandwidth', cell: (v) => v + ' %'},
+  'MBps': {what: 'MBps targets (mba_MBps)', cell: (v) => v + ' MBps'},
+  '1/8 GB/s': {what: 'in units of 1/8 GB/s',
+               cell: (v) => v + ' (' + Number((Number(v) / 8).toFixed(3)) + ' GB/s)'},
+};
+
 function drawBandwidth(state) {
   const root = document.getElementById('bandwidth');
   const parts = [];
@@ -106,7 +123,8 @@ function drawBandwidth(state) {
       if (line && line !== 'uninitialized') Object.keys(line).forEach((k) => ids.add(k));
     }
     const doms = [...ids].sort((a, c) => Number(a) - Number(c));
-    const t = el('table', {class: 'bw', 'data-schema': b.schema});
+    const unit = BW_UNITS[b.unit] || {what: 'unit unknown', cell: (v) => v};
+    const t = el('table', {class: 'bw', 'data-schema': b.schema, 'data-unit': b.unit || ''});
     const head = el('tr', {}, el('th', {text: 'group'}));
     for (const d of doms) head.append(el('th', {text: 'domain ' + d}));
     t.append(el('thead', {}, head));
@@ -115,21 +133,28 @@ function drawBandwidth(state) {
       const line = g.schemata[b.schema];
       if (!line || line === 'uninitialized') continue;
       const tr = el('tr', {'data-group': g.label}, el('th', {text: g.label}));
-      for (const d of doms) tr.append(el('td', {'data-domain': d, text: line[d] ?? ''}));
+      for (const d of doms) {
+        const v = line[d];
+        tr.append(el('td', {'data-domain': d, 'data-value': v ?? '',
+                            text: v === undefined ? '' : unit.cell(v)}));
+      }
       body.append(tr);
     }
     t.append(body);
-    parts.push(el('h2', {text: b.schema + ' (memory bandwidth control, min ' + b.min_bandwidth +
-                               ', step ' + b.bandwidth_gran + ')'}), t);
+    parts.push(el('h2', {text: b.schema + ' (memory bandwidth control, ' + unit.what + '; min ' +
+                               b.min_bandwidth + ', step ' + b.bandwidth_gran + ')'}), t);
   }
   root.replaceChildren(...parts);
 }
 
+// Adds one sample (an /api/state document, or one of /api/history's: the
+// same time_ms and per-group sums) to the plots' series; returns its time.
 function record(state) {
   const t = state.time_ms / 1000;
   const seen = new Set();
   for (const g of state.groups) {
     seen.add(g.label);
+    colour(g.label);
     const total = g.mbm_total_bytes ?? g.mbm_local_bytes;
     let bw = null;
     const prev = last.get(g.label);
@@ -146,42 +171,76 @@ function record(state) {
   return t;
 }
 
-function human(v, unit) {
-  const steps = ['', 'Ki', 'Mi', 'Gi', 'Ti'];
-  let i = 0;
-  while (Math.abs(v) >= 1024 && i < steps.length - 1) { v /= 1024; i++; }
-  return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + ' ' + steps[i] + unit;
+// Axis scales: occupancy in bytes with binary prefixes (B, KiB, MiB, GiB),
+// bandwidth in MB/s (10^6 bytes a second). scale(max) gives the divisor
+// and the unit of the labels.
+const UNITS = {
+  bytes: (max) => {
+    const steps = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (max >= 1024 && i < steps.length - 1) { max /= 1024; i++; }
+    return {div: Math.pow(1024, i), unit: steps[i]};
+  },
+  MBps: () => ({div: 1e6, unit: 'MB/s'}),
+};
+
+// The ticks of an axis from 0 to at least `max` (in the unit's terms): a
+// step of 1, 2, 2.5 or 5 times a power of ten, about four of them.
+function ticks(max) {
+  const raw = max / 4;
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = Number(([1, 2, 2.5, 5, 10].map((m) => m * p).find((v) => v >= raw)).toPrecision(3));
+  const n = Math.max(1, Math.ceil(max / step - 1e-9));
+  const digits = (String(step).split('.')[1] || '').length;
+  return {step, n, digits};
 }
 
-function plot(id, key, unit, now) {
+function timeLabel(s) {
+  return s >= 120 ? '-' + Math.round(s / 60) + ' min' : '-' + Math.round(s) + ' s';
+}
+
+// Draws one plot in CSS pixels (the SVG's viewBox is its size on the page),
+// so that its text has the size style.css gives it at any width. The time
+// axis spans the samples there are, from one minute up to WINDOW_S.
+function plot(id, key, unit, title, now) {
   const svg = document.getElementById(id);
-  const W = 800, H = 220, L = 70, B = 20, T = 8;
-  let max = 0;
-  for (const h of history.values()) for (const p of h) if (p[key] !== null) max = Math.max(max, p[key]);
-  if (max <= 0) max = 1;
+  const W = Math.max(320, Math.round(svg.getBoundingClientRect().width) || 640);
+  const H = 240, L = 86, R = 12, B = 24, T = 28;
+  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+  svg.setAttribute('height', H);
+  let max = 0, oldest = now;
+  for (const h of history.values()) {
+    for (const p of h) {
+      if (p[key] === null) continue;
+      max = Math.max(max, p[key]);
+      oldest = Math.min(oldest, p.t);
+    }
+  }
+  const scale = UNITS[unit](max);
+  // Nothing measured yet: an axis up to 4 B or 1 MB/s.
+  const tk = ticks(Math.max(max / scale.div, unit === 'bytes' ? 4 : 1));
+  const top = tk.step * tk.n * scale.div;
+  const span = Math.min(WINDOW_S, Math.max(60, now - oldest));
   const ns = 'http://www.w3.org/2000/svg';
-  const mk = (tag, attrs) => {
+  const mk = (tag, attrs, text) => {
     const e = document.createElementNS(ns, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
     return e;
   };
-  const parts = [];
-  for (let i = 0; i <= 4; i++) {
-    const y = T + (H - T - B) * i / 4;
-    parts.push(mk('line', {class: 'grid', x1: L, x2: W, y1: y, y2: y}));
-    const label = mk('text', {x: L - 4, y: y + 4, 'text-anchor': 'end'});
-    label.textContent = human(max * (4 - i) / 4, unit);
-    parts.push(label);
+  const parts = [mk('text', {class: 'axis-title', x: 4, y: 16}, title)];
+  for (let i = 0; i <= tk.n; i++) {
+    const y = T + (H - T - B) * (1 - i / tk.n);
+    parts.push(mk('line', {class: 'grid', x1: L, x2: W - R, y1: y, y2: y}));
+    parts.push(mk('text', {class: 'tick', x: L - 6, y: y + 4, 'text-anchor': 'end'},
+                  (i * tk.step).toFixed(tk.digits) + ' ' + scale.unit));
   }
-  const xlabel = mk('text', {x: W - 4, y: H - 4, 'text-anchor': 'end'});
-  xlabel.textContent = 'now';
-  const x0 = mk('text', {x: L, y: H - 4});
-  x0.textContent = '-' + WINDOW_S / 60 + ' min';
-  parts.push(xlabel, x0);
+  parts.push(mk('text', {class: 'time', x: W - R, y: H - 6, 'text-anchor': 'end'}, 'now'));
+  parts.push(mk('text', {class: 'time', x: L, y: H - 6}, timeLabel(span)));
   for (const [label, h] of history) {
-    const pts = h.filter((p) => p[key] !== null).map((p) => {
-      const x = L + (W - L) * (1 - (now - p.t) / WINDOW_S);
-      const y = T + (H - T - B) * (1 - p[key] / max);
+    const pts = h.filter((p) => p[key] !== null && p.t >= now - span).map((p) => {
+      const x = L + (W - R - L) * (1 - (now - p.t) / span);
+      const y = T + (H - T - B) * (1 - p[key] / top);
       return x.toFixed(1) + ',' + y.toFixed(1);
     });
     if (pts.length) {
@@ -193,11 +252,29 @@ function plot(id, key, unit, now) {
 }
 
 function drawPlots(now) {
-  plot('plot-occupancy', 'occ', 'B', now);
-  plot('plot-bandwidth', 'bw', 'B/s', now);
+  plot('plot-occupancy', 'occ', 'bytes', 'llc_occupancy, bytes', now);
+  plot('plot-bandwidth', 'bw', 'MBps', 'from mbm_total_bytes, MB/s', now);
   const legend = document.getElementById('plot-legend');
   legend.replaceChildren(...[...history.keys()].map((label) =>
     el('li', {'data-group': label}, el('span', {class: 'swatch', style: 'background:' + colour(label)}), label)));
+}
+
+// The samples the exporter took before the page was opened (at every scrape
+// and page poll, and every 5 s on its own), drawn before the first live
+// update.
+async function loadHistory() {
+  let n = 0, now = null;
+  try {
+    const r = await fetch('/api/history', {cache: 'no-store'});
+    if (r.ok) {
+      const h = await r.json();
+      for (const s of h.samples) { now = record(s); n++; }
+    }
+  } catch (e) {
+    // No history: the plots start with the first live update.
+  }
+  if (now !== null) drawPlots(now);
+  document.body.dataset.historySamples = String(n);
 }
 
 async function tick() {
@@ -219,4 +296,4 @@ async function tick() {
   setTimeout(tick, 1000);
 }
 
-tick();
+loadHistory().then(tick);
