@@ -2,7 +2,9 @@
 # install.sh of the resctrlfs release archive: copies files/ (the programs
 # under /usr/local/{bin,sbin}, systemd units under
 # /usr/local/lib/systemd/system, /usr/local/etc/resctrlfs/resctrlfsd.conf,
-# the README) into / and records what it wrote in
+# the README, the man pages under /usr/local/share/man and the bash
+# completions under /usr/local/share/bash-completion/completions, where man
+# and bash-completion look) into / and records what it wrote in
 # /usr/local/share/resctrlfs/installed-files, which uninstall.sh removes.
 # Run it as root or with sudo; as another user it asks sudo itself. An
 # existing configuration file that differs from the shipped one is kept
