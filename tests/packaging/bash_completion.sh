@@ -125,7 +125,7 @@ for mode in all statfs-only none; do
 done
 o_help=$(resctrlfsd --help | grep -E '^ +-o ')
 for o in cdp cdpl2 mba_MBps debug iordt cba stlb tccl3; do
-  grep -qE "[ (]$o[ ,)]" <<<"$o_help" ||
+  grep -qE "[ (]${o}[ ,)]" <<<"$o_help" ||
     bad "the completion offers -o $o, which resctrlfsd --help's -o line does not name"
 done
 
