@@ -13,16 +13,18 @@ T0=$(date +%s)
 # What building and running the programs needs:
 PROGRAM_DEPS=(build-essential cmake ninja-build pkg-config
       libfuse3-dev fuse3 libboost-dev nlohmann-json3-dev
-      libfmt-dev libspdlog-dev libcli11-dev libseccomp-dev libjemalloc-dev)
+      libfmt-dev libspdlog-dev libcli11-dev libseccomp-dev libjemalloc-dev scdoc)
 # What the tests need besides:
 TEST_DEPS=(git catch2 python3 clang-14 libclang-rt-14-dev clang-format-14
       util-linux procps psmisc systemd
       intel-cmt-cat golang-go golang-github-intel-goresctrl-dev runc busybox-static containerd
       prometheus chromium chromium-driver
       libvirt-clients libvirt-daemon-driver-qemu qemu-system-x86
-      linux-source-6.12 debhelper lintian mmdebstrap sudo)
-# The programs `./dev.sh mount` and `./dev.sh build` build.
+      linux-source-6.12 debhelper lintian mmdebstrap sudo groff-base bash-completion)
+# The programs `./dev.sh mount` and `./dev.sh build` build, and their man
+# pages (target man: build/docs/man).
 PROGRAMS=(resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter)
+TARGETS=("${PROGRAMS[@]}" man)
 
 step() { printf '== [%ds] %s\n' $(($(date +%s) - T0)) "$*"; }
 
@@ -61,11 +63,11 @@ build_programs() {
   local tests=OFF
   # A tree configured with the tests keeps them (no reconfigure back and forth).
   grep -q '^RESCTRLFS_TESTS:BOOL=ON' build/CMakeCache.txt 2>/dev/null && tests=ON
-  step "building ${PROGRAMS[*]} in build/ ($JOBS jobs)"
+  step "building ${PROGRAMS[*]} and the man pages in build/ ($JOBS jobs)"
   configure "$tests"
   # Ninja's progress lines are left out; awk, unlike grep, succeeds on no
   # output, so with pipefail the pipeline's status is the build's.
-  cmake --build build -j"$JOBS" --target "${PROGRAMS[@]}" | awk '!/^\[/' ||
+  cmake --build build -j"$JOBS" --target "${TARGETS[@]}" | awk '!/^\[/' ||
     { echo "dev.sh: the build failed (see above)" >&2; exit 1; }
   step "built"
 }
@@ -102,7 +104,8 @@ case "${1:-}" in
       "build/sandbox/resctrlfs-sandbox --platform intel-2s -- bash" \
       "a shell in its own mount namespace that sees a tree at /sys/fs/resctrl" \
       "fusermount3 -u $mp" "unmount (the daemon exits)"
-    echo "The programs are in build/daemon, build/sandbox, build/exporter and build/hw."
+    echo "The programs are in build/daemon, build/sandbox, build/exporter and build/hw;"
+    echo "their manuals: man -l build/docs/man/resctrlfsd.8 (and resctrlfsctl.8, resctrlfs-sandbox.1, ...)."
     ;;
   test)
     exec tests/ci.sh

@@ -70,12 +70,19 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "stlb, tccl3) mixed with FUSE options (comma separated; may be repeated)")
       ->allow_extra_args(false)
       ->type_name("OPTIONS");
-  app.add_option("--platform", opts.platform,
-                 "simulated platform: a built-in name (intel-2s, intel-bdx, intel-l2, intel-cmt, "
-                 "amd-2s, amd-io, intel-snc, intel-aet, intel-gnr-io, intel-cba, intel-stlb, "
-                 "intel-tcc, host) or a JSON profile file")
+  // The built-in names come from the simulator's own list, as
+  // --list-platforms prints them (the bash completion asks that).
+  const std::vector<std::string> platforms = hw::builtin_platforms();
+  std::string platform_names;
+  for (const std::string& n : platforms) platform_names += (platform_names.empty() ? "" : ", ") + n;
+  app.add_option(
+         "--platform", opts.platform,
+         "simulated platform: a built-in name (" + platform_names + ") or a JSON profile file")
       ->type_name("NAME|FILE.json")
       ->capture_default_str();
+  bool list_platforms = false;
+  app.add_flag("--list-platforms", list_platforms,
+               "print the built-in platform names, one a line, and exit");
   app.add_option("--backend", backend, "hardware backend")
       ->check(CLI::IsMember({"sim", "msr"}))
       ->capture_default_str();
@@ -143,6 +150,10 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
     return out;
   }
 
+  if (list_platforms) {
+    for (const std::string& n : platforms) out.output += n + "\n";
+    return out;
+  }
   if (opts.self_check != opts.mountpoint.empty()) {
     out.exit_code = 2;
     out.output = opts.self_check ? "resctrlfsd: --self-check takes no MOUNTPOINT\n"

@@ -2,9 +2,10 @@
 # Builds the portable release archive resctrlfs-VERSION-x86_64-linux.tar.gz:
 # the five programs, stripped, needing nothing but the kernel and glibc 2.31
 # or newer (RESCTRLFS_PORTABLE, linked against Debian 11's glibc), the
-# systemd units, the sample configuration, the README, man pages and bash
-# completions if the tree has them, and install.sh / uninstall.sh
-# (packaging/archive-install.sh).
+# systemd units, the sample configuration, the README, the man pages
+# (share/man, gzipped; built with scdoc, which this script needs) and the
+# bash completions (share/bash-completion/completions), and install.sh /
+# uninstall.sh (packaging/archive-install.sh).
 # usage: packaging/release.sh [OUT_DIR]   (default: out/; relative paths are
 # relative to the repository)
 # Environment: BUILD_DIR (default build-portable), JOBS (default 2).
@@ -44,7 +45,8 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]
   -DRESCTRLFS_TESTS=OFF -DRESCTRLFS_FUZZ=OFF -DRESCTRLFS_BENCH=OFF -DRESCTRLFS_PORTABLE=ON \
   -DRESCTRLFS_GLIBC_SYSROOT="$sysroot" -DCMAKE_INSTALL_PREFIX=$PREFIX >/dev/null
 programs=(resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter)
-nice -n 19 cmake --build "$BUILD" -j"$JOBS" --target "${programs[@]}" | awk '!/^\[/'
+command -v scdoc >/dev/null || { echo "release.sh: scdoc is missing (apt-get install scdoc): the archive carries the man pages" >&2; exit 1; }
+nice -n 19 cmake --build "$BUILD" -j"$JOBS" --target "${programs[@]}" man | awk '!/^\[/'
 
 stage=$BUILD/stage/$name
 rm -rf "$BUILD/stage"

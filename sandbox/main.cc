@@ -494,6 +494,10 @@ int main_impl(int argc, char** argv) {
     std::printf("resctrlfs-sandbox %s\n", kVersion);
     return 0;
   }
+  if (o.list_platforms) {
+    for (const std::string& n : hw::builtin_platforms()) std::printf("%s\n", n.c_str());
+    return 0;
+  }
   if (const char* staging = std::getenv(kEnvStaging); staging && *staging) {
     auto mi = read_text_file("/proc/self/mountinfo");
     if (mi && has_mount(*mi, kMountpoint)) return run_nested(o, staging);

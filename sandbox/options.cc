@@ -57,6 +57,7 @@ std::string usage() {
          "                      filter: FUSE's statfs magic, tables for COMMAND only)\n"
          "  -h, --help          this text\n"
          "  --version           print resctrlfs-sandbox's version and exit\n"
+         "  --list-platforms    print the built-in platform names (for --platform) and exit\n"
          "Daemon options (passed to resctrlfsd): --platform NAME|FILE.json, -o cdp,mba_MBps,...,\n"
          "  --control SOCKET, --state-dir DIR, --backend sim|msr, --hw-root ROOT, ...\n"
          "  With --backend msr /proc/cpuinfo and sysfs are the machine's own; with\n"
@@ -146,6 +147,10 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
     if (a == "--version") {
       o.version = true;
+      continue;
+    }
+    if (a == "--list-platforms") {
+      o.list_platforms = true;
       continue;
     }
     if (a == "--ignore-topology") {

@@ -25,6 +25,7 @@ struct Options {
   std::string intercept = "all";         // --intercept all|statfs-only|none
   bool help = false;                     // -h / --help
   bool version = false;                  // --version
+  bool list_platforms = false;           // --list-platforms
   std::vector<std::string> command;      // after "--"; empty = shell
 };
 

@@ -295,6 +295,14 @@ TEST_CASE("options: set_platform rewrites the daemon's --platform") {
   CHECK(o->daemon_args == std::vector<std::string>{"-o", "cdp", "--platform", "x"});
 }
 
+TEST_CASE("options: --list-platforms is the sandbox's own, not passed to the daemon") {
+  auto o = parse_options({"--list-platforms"});
+  REQUIRE(o.ok());
+  CHECK(o->list_platforms);
+  CHECK(o->daemon_args.empty());
+  CHECK(usage().find("--list-platforms") != std::string::npos);
+}
+
 TEST_CASE("a platform with another CPU count is refused with a message") {
   FakeSysfs fake(2);
   auto host = read_host_topology(fake.root.string());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/options.h"
+#include "hw/backend.h"
 
 using resctrlfs::daemon::BackendKind;
 using resctrlfs::daemon::parse_daemon_args;
@@ -141,6 +142,23 @@ TEST_CASE("usage errors exit non-zero with a message, --help exits 0") {
   CHECK(h.exit_code == 0);
   CHECK(h.output.find("--platform") != std::string::npos);
   CHECK(h.output.find("--control") != std::string::npos);
+}
+
+TEST_CASE("option --list-platforms prints the built-in platforms, one a line, and exits 0") {
+  // What the bash completion offers for --platform; --help names the same.
+  ParsedArgs p = parse({"--list-platforms"});
+  CHECK_FALSE(p.options);
+  CHECK(p.exit_code == 0);
+  std::string want;
+  for (const std::string& n : resctrlfs::hw::builtin_platforms()) want += n + "\n";
+  CHECK(p.output == want);
+  CHECK(p.output.find("amd-2s\n") != std::string::npos);
+  CHECK(p.output.find("host\n") != std::string::npos);
+  ParsedArgs h = parse({"--help"});
+  for (const std::string& n : resctrlfs::hw::builtin_platforms()) {
+    INFO(n);
+    CHECK(h.output.find(n) != std::string::npos);
+  }
 }
 
 TEST_CASE("option --rdt takes the kernel's feature names and ours, and refuses others") {

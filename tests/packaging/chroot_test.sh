@@ -7,7 +7,8 @@
 # mount and PID namespaces, with the host's /dev (resctrlfsd needs
 # /dev/fuse), /sys and a fresh /proc. tests/packaging/in_chroot.sh runs
 # there as a user with sudo; afterwards the system's files must be what
-# they were before the installation (nothing left behind).
+# they were before the installation (nothing left behind, nothing that was
+# there removed).
 # usage: chroot_test.sh deb|archive SUITE ARTIFACTS
 # Exit 77 (skipped) when not root, without mmdebstrap or network, or when
 # the artefacts were not built (RESCTRLFS_INSTALL_TESTS unset: see
@@ -72,10 +73,18 @@ if [ $rc -ne 0 ]; then
   echo "FAIL: the $mode installation in $suite failed (exit $rc; output above)" >&2
   exit 1
 fi
-left=$(listing | comm -13 "$before" -)
+listing >"$before.after"
+left=$(comm -13 "$before" "$before.after")
+gone=$(comm -23 "$before" "$before.after")
+rm -f "$before.after"
 if [ -n "$left" ]; then
   echo "FAIL: left behind in $suite after the uninstallation:" >&2
   echo "$left" >&2
+  exit 1
+fi
+if [ -n "$gone" ]; then
+  echo "FAIL: the uninstallation in $suite removed what was there before it:" >&2
+  echo "$gone" >&2
   exit 1
 fi
 echo "ok: $mode in $suite: installed, used and uninstalled without a trace"

@@ -5,7 +5,8 @@
 # their reason in debian/*.lintian-overrides), the programs are stripped
 # and their debug symbols are in the -dbgsym packages, the sample
 # configuration is a conffile, the units are enabled but never started by
-# the maintainer scripts, and each package holds what it should.
+# the maintainer scripts, and each package holds what it should (with the
+# man pages and bash completions of its programs).
 # usage: deb_build.sh SOURCE_DIR OUT_DIR
 # Leaves the .deb files in OUT_DIR (deb_chroot.sh installs them). Exit 77
 # (skipped) when the packaging tools are not installed.
@@ -64,9 +65,15 @@ expect() {  # package path...
 expect resctrlfs /usr/sbin/resctrlfsd /usr/sbin/resctrlfs-exporter /usr/bin/resctrlfsctl \
   /usr/bin/resctrlfs-sandbox /lib/systemd/system/resctrlfsd.service \
   /lib/systemd/system/resctrlfs-exporter.service /etc/resctrlfs/resctrlfsd.conf \
-  /usr/share/doc/resctrlfs/README.md /usr/share/doc/resctrlfs/copyright
+  /usr/share/doc/resctrlfs/README.md /usr/share/doc/resctrlfs/copyright \
+  /usr/share/man/man8/resctrlfsd.8.gz /usr/share/man/man8/resctrlfsctl.8.gz \
+  /usr/share/man/man8/resctrlfs-exporter.8.gz /usr/share/man/man1/resctrlfs-sandbox.1.gz \
+  /usr/share/bash-completion/completions/resctrlfsd /usr/share/bash-completion/completions/resctrlfsctl \
+  /usr/share/bash-completion/completions/resctrlfs-sandbox \
+  /usr/share/bash-completion/completions/resctrlfs-exporter
 expect resctrl-msrd /usr/sbin/resctrl-msrd /lib/systemd/system/resctrl-msrd.service \
-  /usr/lib/modules-load.d/resctrl-msrd.conf
+  /usr/lib/modules-load.d/resctrl-msrd.conf /usr/share/man/man8/resctrl-msrd.8.gz \
+  /usr/share/bash-completion/completions/resctrl-msrd
 [ -e "$x/resctrlfs/usr/sbin/resctrl-msrd" ] && fail "resctrlfs ships the broker (resctrl-msrd's)"
 for bin in "$x"/resctrlfs/usr/{s,}bin/* "$x"/resctrl-msrd/usr/sbin/*; do
   readelf -S "$bin" | grep -q '\.debug_info' && fail "$(basename "$bin") is not stripped"

@@ -4,7 +4,9 @@
 # /tmp/artifacts with apt; MODE archive: the release archive there, with
 # packaging/ci-install.sh, the script docs/ci.md's recipes run), mounts a
 # simulated platform, makes a group, writes and reads back a schemata
-# line, runs a program through resctrlfs-sandbox, and uninstalls.
+# line, runs a program through resctrlfs-sandbox, and uninstalls (the man
+# pages and bash completions are installed with the programs and go with
+# them).
 # usage: in_chroot.sh deb|archive
 set -eu
 mode=$1
@@ -21,6 +23,15 @@ case $mode in
 esac
 step "versions"
 for p in resctrlfsd resctrlfsctl resctrl-msrd resctrlfs-sandbox resctrlfs-exporter; do "$p" --version; done
+case $mode in deb) prefix=/usr ;; archive) prefix=/usr/local ;; esac
+step "man pages and bash completions under $prefix/share"
+docs=
+for page in resctrlfsd.8 resctrlfsctl.8 resctrl-msrd.8 resctrlfs-exporter.8 resctrlfs-sandbox.1; do
+  docs="$docs $prefix/share/man/man${page##*.}/$page.gz $prefix/share/bash-completion/completions/${page%.*}"
+done
+for f in $docs; do
+  [ -f "$f" ] || { echo "FAIL: $f is not installed" >&2; exit 1; }
+done
 
 mp=/tmp/resctrl
 mkdir -p $mp
@@ -57,7 +68,7 @@ case $mode in
 esac
 # (The shell's command hash would still name them: look at the files.)
 for f in /usr/sbin/resctrlfsd /usr/bin/resctrlfs-sandbox /usr/local/sbin/resctrlfsd \
-  /usr/local/bin/resctrlfs-sandbox; do
+  /usr/local/bin/resctrlfs-sandbox $docs; do
   if [ -e $f ]; then echo "FAIL: $f is still installed" >&2; exit 1; fi
 done
 echo "ok: installed, mounted, wrote schemata, ran the sandbox, uninstalled"
