@@ -57,6 +57,9 @@ cp packaging/archive-install.sh "$stage/install.sh"
 cp packaging/archive-uninstall.sh "$stage/uninstall.sh"
 chmod 755 "$stage/install.sh" "$stage/uninstall.sh"
 cp README.md "$stage/README.md"
+# The README links into docs/: ship the pages it links (not the man sources).
+mkdir -p "$stage/docs"
+find docs -maxdepth 1 -type f \( -name '*.md' -o -name '*.png' \) -exec cp {} "$stage/docs/" \;
 echo "$version" >"$stage/VERSION"
 (cd "$stage/files" && find . -type f | sed 's|^\.||' | sort) >"$stage/FILES"
 mkdir -p "$OUT"
