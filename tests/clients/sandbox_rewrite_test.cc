@@ -420,7 +420,7 @@ TEST_CASE("virtual CPUs: sysfs's cpu tree has the platform's CPUs and caches") {
   CHECK(t["cpu0/cache/index3/number_of_sets"] == "16384\n");
 }
 
-TEST_CASE("virtual CPUs: SMT siblings share a core; a platform without L3 has no index3") {
+TEST_CASE("virtual CPUs: SMT siblings share a core, and a platform without L3 has no index3") {
   std::vector<CpuPlacement> v = {{0, 0, -1, 0}, {0, 0, -1, 0}, {0, 1, -1, 1}, {0, 1, -1, 1}};
   auto t = tree_of(virtual_cpu_tree(v, {}));
   CHECK(t["cpu1/topology/core_id"] == "0\n");
