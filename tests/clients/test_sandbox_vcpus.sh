@@ -140,4 +140,9 @@ $PQ -a "llc:0=3-7" >"$WORK/a" 2>&1
 check_eq "pqos -a llc:0=3-7 exit status" $? 0
 check_eq "cores 3-7 back in the default group: 0-7 again" "$(cat $R/cpus_list)" 0-7
 
+echo "== a daemon started by mount(2) inside has the virtual CPUs too"
+check "umount /sys/fs/resctrl" umount $R
+check "mount -t resctrl" mount -t resctrl resctrl $R
+check_eq "the new tree's cpus_list" "$(cat $R/cpus_list)" 0-7
+
 finish
