@@ -238,6 +238,14 @@ Result<ControlRequest> parse_cpu(const json& obj) {
   return ControlRequest{req};
 }
 
+Result<ControlRequest> parse_thread_cpu(const json& obj) {
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {"tid"}));
+  if (!obj.contains("tid")) return bad("thread-cpu needs 'tid'");
+  RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
+  if (tid == 0) return bad("'tid' must be a thread id (> 0)");
+  return ControlRequest{ThreadCpuRequest{static_cast<int>(tid)}};
+}
+
 template <typename T>
 Result<ControlRequest> no_args(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(only_fields(obj, {}));
@@ -258,6 +266,7 @@ Result<ControlRequest> parse_object(const json& obj) {
   if (cmd == "stats") return no_args<StatsRequest>(obj);
   if (cmd == "stats-reset") return no_args<StatsResetRequest>(obj);
   if (cmd == "lwp") return parse_lwp(obj);
+  if (cmd == "thread-cpu") return parse_thread_cpu(obj);
   return bad("unknown cmd '" + cmd + "'");
 }
 
@@ -303,6 +312,7 @@ json run_control_request(ControlTarget& target, const ControlRequest& req) {
         if constexpr (std::is_same_v<T, StatsResetRequest>) return target.reset_stats();
         if constexpr (std::is_same_v<T, CpuOnlineRequest>) return target.set_cpu_online(q);
         if constexpr (std::is_same_v<T, LwpRequest>) return target.lwp(q);
+        if constexpr (std::is_same_v<T, ThreadCpuRequest>) return target.thread_cpu(q);
       },
       req);
   if (!r.ok()) {

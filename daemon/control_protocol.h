@@ -23,6 +23,9 @@
 //     AMD Lightweight Profiling of a simulated thread (ours): the numbers
 //     after the event names are their intervals; drain replies with the
 //     records (at most kMaxLwpDrain) as hex of the 32-byte record format.
+//   {"cmd":"thread-cpu","tid":T}
+//     the platform CPU real thread T counts as running on (thread_cpu.h;
+//     with virtual CPUs, the virtual CPU of its affinity): {"cpu":C}
 #pragma once
 
 #include <cstdint>
@@ -81,13 +84,17 @@ struct LwpRequest {
   // drain
   size_t max = kMaxLwpDrain;
 };
+struct ThreadCpuRequest {
+  int tid = 0;
+};
 struct RegistersRequest {};
 struct StatsRequest {};
 struct StatsResetRequest {};
 
-using ControlRequest = std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest,
-                                    WorkloadRequest, FaultRequest, RegistersRequest, StatsRequest,
-                                    StatsResetRequest, CpuOnlineRequest, LwpRequest>;
+using ControlRequest =
+    std::variant<StatusRequest, ClockModeRequest, ClockAdvanceRequest, WorkloadRequest,
+                 FaultRequest, RegistersRequest, StatsRequest, StatsResetRequest, CpuOnlineRequest,
+                 LwpRequest, ThreadCpuRequest>;
 
 Result<ControlRequest> parse_control_request(std::string_view line);
 
@@ -109,6 +116,10 @@ class ControlTarget {
   // LWP of a simulated thread (ours); targets without it refuse.
   virtual Result<nlohmann::json> lwp(const LwpRequest& req) {
     return Error::make(EOPNOTSUPP, "LWP is not available here");
+  }
+  // The platform CPU a real thread counts as running on.
+  virtual Result<nlohmann::json> thread_cpu(const ThreadCpuRequest& req) {
+    return Error::make(EOPNOTSUPP, "thread-cpu is not available here");
   }
 };
 

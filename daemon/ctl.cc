@@ -121,6 +121,11 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   CLI::App* lwp_decode = lwp->add_subcommand("decode", "print a records file as JSON lines");
   lwp_decode->add_option("file", decode_path, "file of 32-byte LWP records")->required();
 
+  CLI::App* thread_cpu =
+      app.add_subcommand("thread-cpu", "the CPU the daemon counts a real thread on");
+  int thread_cpu_tid = 0;
+  thread_cpu->add_option("tid", thread_cpu_tid, "thread id")->required();
+
   CLI::App* send = app.add_subcommand("send", "send a raw JSON request");
   std::string raw_json;
   send->add_option("json", raw_json, "the request")->required();
@@ -196,6 +201,9 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
         {"cmd", "lwp"}, {"action", lwp_status->parsed() ? "status" : "disarm"}, {"tid", lwp_tid}};
   } else if (lwp_drain->parsed()) {
     out.request = json{{"cmd", "lwp"}, {"action", "drain"}, {"tid", lwp_tid}};
+  } else if (thread_cpu->parsed()) {
+    out.request = json{{"cmd", "thread-cpu"}, {"tid", thread_cpu_tid}};
+    out.print_field = "cpu";
   } else if (lwp_decode->parsed()) {
     out.lwp_decode = decode_path;
   } else if (send->parsed()) {

@@ -15,6 +15,7 @@
 //   resctrlfsctl lwp status|disarm --tid T
 //   resctrlfsctl lwp drain --tid T --out FILE   (the records, 32-byte format)
 //   resctrlfsctl lwp decode FILE                (JSON lines; no daemon needed)
+//   resctrlfsctl thread-cpu TID    (the CPU number the daemon counts real thread TID on)
 #pragma once
 
 #include <optional>
@@ -31,7 +32,8 @@ inline constexpr const char* kDefaultControlSocket = "/run/resctrlfsd.sock";
 struct ParsedCtlArgs {
   std::optional<nlohmann::json> request;  // set when there is something to send
   std::string socket = kDefaultControlSocket;
-  bool raw = false;  // print the reply line as received
+  bool raw = false;         // print the reply line as received
+  std::string print_field;  // print only this field of a successful reply
   int exit_code = 0;
   std::string output;  // help or usage error
   // lwp drain: the file the records go to (the request is sent until the

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   const resctrlfs::Result<nlohmann::json> parsed = resctrlfs::parse_json(*reply);
   if (args.raw || !parsed.ok()) {
     std::printf("%s\n", reply->c_str());
+  } else if (!args.print_field.empty() && parsed->contains(args.print_field)) {
+    std::printf("%s\n", (*parsed)[args.print_field].dump().c_str());
   } else {
     std::printf("%s\n",
                 parsed->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -125,6 +125,7 @@ void forget_dead_lwp_units(hw::SimControl& s) {
 
 Daemon::Daemon(DaemonOptions opts)
     : opts_(std::move(opts)),
+      thread_cpus_(opts_.virtual_cpus_file),
       timer_(io_),
       signals_(io_),
       clock_base_(std::chrono::steady_clock::now()) {}
@@ -139,6 +140,8 @@ std::chrono::steady_clock::time_point Daemon::fs_now() const {
 }
 
 Result<void> Daemon::start(const PartsFactory& factory) {
+  // A table that cannot be read is a bad command line, said before anything mounts.
+  if (thread_cpus_.virtual_cpus()) RESCTRLFS_RETURN_IF_ERROR(thread_cpus_.load());
   RESCTRLFS_ASSIGN_OR_RETURN(DaemonParts parts, factory(opts_, &inval_));
   parts_.emplace(std::move(parts));
   fs::Filesystem& fs = *parts_->fs;
@@ -934,6 +937,11 @@ void Daemon::follow_cpu_hotplug() {
   }
   // Group CPU masks changed: the journal follows, as after a cpus write.
   if (changed) (void)commit_journal();
+}
+
+Result<json> Daemon::thread_cpu(const ThreadCpuRequest& req) {
+  RESCTRLFS_ASSIGN_OR_RETURN(unsigned cpu, thread_cpus_.cpu_of(req.tid));
+  return json{{"cpu", cpu}};
 }
 
 Result<json> Daemon::set_cpu_online(const CpuOnlineRequest& req) {

@@ -34,6 +34,7 @@
 #include "daemon/options.h"
 #include "daemon/proc_connector.h"
 #include "daemon/request_stats.h"
+#include "daemon/thread_cpu.h"
 #include "fs/filesystem.h"
 #include "hw/backend.h"
 
@@ -73,6 +74,7 @@ class Daemon : public ControlTarget {
   Result<nlohmann::json> stats() override;
   Result<nlohmann::json> reset_stats() override;
   Result<nlohmann::json> set_cpu_online(const CpuOnlineRequest& req) override;
+  Result<nlohmann::json> thread_cpu(const ThreadCpuRequest& req) override;
 
  private:
   // The time fs/ sees: the simulated machine's clock when there is one (so
@@ -129,6 +131,8 @@ class Daemon : public ControlTarget {
   std::string sysfs_online_text_;
 
   DaemonOptions opts_;
+  // Where real threads run, in the platform's CPU numbers.
+  ThreadCpus thread_cpus_;
   boost::asio::io_context io_;
   InvalidationQueue inval_;
   RequestStats stats_;

@@ -105,6 +105,10 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   app.add_option("--broker", opts.broker_socket, "resctrl-msrd socket (with --backend msr)")
       ->type_name("SOCKET")
       ->capture_default_str();
+  app.add_option("--virtual-cpus", opts.virtual_cpus_file,
+                 "the table of threads' virtual CPUs that resctrlfs-sandbox --cpus platform "
+                 "keeps (it passes this option): real threads count on their virtual CPU")
+      ->type_name("FILE");
   app.add_option("--hw-root", opts.hw_root,
                  "with --backend msr: read CPUID from ROOT/dev/cpu/N/cpuid and the topology "
                  "from ROOT/sys/devices/system/cpu (tests point it at an emulation)")

@@ -51,6 +51,9 @@ struct DaemonOptions {
   // and ROOT/sys/devices/system/cpu ("/" on a real machine; a test tool
   // emulating them for the msr test label).
   std::string hw_root = "/";
+  // The sandbox's table of virtual CPUs (resctrlfs-sandbox --cpus platform;
+  // thread_cpu.h); empty: the host's CPU numbers are the platform's.
+  std::string virtual_cpus_file;
   // --backend msr: take the evidence that the CPU has RDT/PQoS from CPUID
   // (through hw_root) instead of /proc/cpuinfo's flags.
   bool rdt_from_cpuid = false;

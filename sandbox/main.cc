@@ -15,6 +15,7 @@
 // supervisor and the daemon and removes what it created. The namespace
 // disappears with its last process.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "base/vcpus.h"
 #include "base/version.h"
 #include "hw/backend.h"
 #include "hw/sim/profile.h"
@@ -80,6 +82,8 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.package = info.cpu_package[cpu];
     p.l2_id = cpu < info.cpu_l2_id.size() ? info.cpu_l2_id[cpu] : -1;
     p.l3_id = cpu < info.cpu_l3_id.size() ? info.cpu_l3_id[cpu] : -1;
+    p.core = cpu < info.cpu_core.size() ? info.cpu_core[cpu] : -1;
+    p.node = cpu < info.cpu_node.size() ? info.cpu_node[cpu] : -1;
     v.placement.push_back(p);
   }
   RESCTRLFS_ASSIGN_OR_RETURN(hw::sim::Profile profile, hw::sim::load_profile(name));
@@ -124,6 +128,26 @@ std::vector<int> cpu_packages(const PlatformView& v) {
   std::vector<int> out;
   for (const auto& p : v.placement) out.push_back(p.package);
   return out;
+}
+
+// The host CPUs this process may run on, ascending.
+Result<std::vector<unsigned>> allowed_host_cpus() {
+  for (size_t n = 1024; n <= (1u << 20); n *= 2) {
+    cpu_set_t* set = CPU_ALLOC(n);
+    if (!set) return Error::make(ENOMEM, "CPU_ALLOC");
+    size_t size = CPU_ALLOC_SIZE(n);
+    if (::sched_getaffinity(0, size, set) == 0) {
+      std::vector<unsigned> out;
+      for (size_t c = 0; c < n; ++c)
+        if (CPU_ISSET_S(c, size, set)) out.push_back(static_cast<unsigned>(c));
+      CPU_FREE(set);
+      return out;
+    }
+    int e = errno;
+    CPU_FREE(set);
+    if (e != EINVAL) return Error::make(e, std::string("sched_getaffinity: ") + std::strerror(e));
+  }
+  return Error::make(EINVAL, "sched_getaffinity: no mask size fits");
 }
 
 std::string host_vendor() {
@@ -273,6 +297,7 @@ class Sandbox {
 
  private:
   Result<void> fake_proc_and_sysfs();
+  Result<void> fake_cpu_tree();
 
   Options opts_;
   PlatformView platform_;
@@ -281,6 +306,8 @@ class Sandbox {
   std::string staging_;
   pid_t self_ = ::getpid();
   bool fake_machine_ = true;  // cpuinfo and sysfs show platform_, not the host
+  VcpuMap vcpus_;             // --cpus platform: the virtual CPUs, else disabled
+  std::string vcpu_file_;     // the table of threads' virtual affinities, for the daemons
   std::shared_ptr<Daemons> daemons_;
   std::unique_ptr<Supervisor> supervisor_;
 };
@@ -297,17 +324,35 @@ Result<void> Sandbox::setup() {
   if (fake_machine_) {
     RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
     std::string what = msr ? "--hw-root " + opts_.hw_root : "platform " + opts_.platform;
-    if (!msr && fit_to_host(opts_.platform, host))
+    const bool virt = opts_.cpus == "platform";
+    if (virt && msr)
+      return Error::make(EINVAL,
+                         "--cpus platform needs the simulated backend (with --backend msr "
+                         "the CPUs are the machine's, or --hw-root's)");
+    if (virt && opts_.intercept == "none")
+      return Error::make(EINVAL,
+                         "--cpus platform needs the seccomp supervisor (it answers "
+                         "sched_setaffinity and sched_getaffinity): drop --intercept none");
+    if (virt && opts_.platform == "host")
+      return Error::make(EINVAL,
+                         "--cpus platform needs --platform NAME|FILE.json (the host platform "
+                         "has the host's CPUs already)");
+    if (!msr && !virt && fit_to_host(opts_.platform, host))
       set_platform(opts_, opts_.platform + hw::sim::kFitToHostSuffix);
     auto p = msr ? load_hw_root(opts_.hw_root) : load_platform(opts_.platform);
     if (!p) return Error::make(p.error().code, what + ": " + p.error().message);
     platform_ = std::move(*p);
+    if (virt) {
+      RESCTRLFS_ASSIGN_OR_RETURN(auto allowed, allowed_host_cpus());
+      vcpus_ = VcpuMap(static_cast<unsigned>(platform_.placement.size()), std::move(allowed));
+    }
     std::string hv = host_vendor();
     if (!hv.empty() && hv != platform_.vendor)
       log("warning: platform vendor " + platform_.vendor + " differs from this CPU's " + hv +
           "; /proc/cpuinfo shows " + platform_.vendor +
           ", but clients that read CPUID (pqos) will treat it as " + hv);
-    auto plan = plan_topology_binds(host, platform_.placement, platform_.caches);
+    auto plan = vcpus_.enabled() ? Result<std::vector<FileBind>>(std::vector<FileBind>{})
+                                 : plan_topology_binds(host, platform_.placement, platform_.caches);
     if (plan) {
       topology_binds_ = std::move(*plan);
     } else if (opts_.ignore_topology) {
@@ -325,8 +370,15 @@ Result<void> Sandbox::setup() {
   // first and those of later mounts inside) keeps its boot state in the
   // staging area, which goes with the sandbox as the kernel's memory goes
   // at reboot.
+  std::vector<std::string> daemon_args = daemon_args_without_resctrl_options(opts_);
+  if (vcpus_.enabled()) {
+    vcpu_file_ = staging_ + "/vcpus";
+    RESCTRLFS_RETURN_IF_ERROR(write_text_file(vcpu_file_, format_vcpu_table(VcpuTable(vcpus_))));
+    daemon_args.push_back("--virtual-cpus");
+    daemon_args.push_back(vcpu_file_);
+  }
   daemons_ = std::make_shared<Daemons>(
-      daemon_, daemon_args_without_resctrl_options(opts_),
+      daemon_, std::move(daemon_args),
       has_boot_state_dir(opts_) ? std::string() : staging_ + "/boot-state");
   const sigset_t sigs = handled_signals();
   auto interrupted = [&sigs]() -> Result<void> {
@@ -348,6 +400,13 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
       bind_file(staging_, "filesystems", add_resctrl_filesystem(fs), "/proc/filesystems"));
   if (!fake_machine_) return {};  // real hardware: the host's flags and topology are true
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
+  if (vcpus_.enabled()) {
+    std::vector<int> cores;
+    for (const auto& p : platform_.placement) cores.push_back(p.core);
+    cpuinfo = virtual_cpuinfo(cpuinfo, cores);
+    if (cpuinfo.empty()) return Error::make(ENODEV, "/proc/cpuinfo has no processor block");
+    RESCTRLFS_RETURN_IF_ERROR(fake_cpu_tree());
+  }
   RESCTRLFS_RETURN_IF_ERROR(
       bind_file(staging_, "cpuinfo",
                 rewrite_cpuinfo_vendor(
@@ -359,6 +418,62 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   for (const auto& b : topology_binds_)
     RESCTRLFS_RETURN_IF_ERROR(
         bind_file(staging_, "sysfs." + std::to_string(n++), b.content, b.target));
+  return {};
+}
+
+// --cpus platform: a whole /sys/devices/system/cpu of the platform's CPUs
+// (topology.h), with the host's other entries (cpufreq, vulnerabilities,
+// smt, ...) bound in, mounted over the host's; on a one-node host the node's
+// cpulist and cpumap name every virtual CPU.
+Result<void> Sandbox::fake_cpu_tree() {
+  const std::string sys_cpu = "/sys/devices/system/cpu";
+  const std::string tree = staging_ + "/cpu-tree";
+  uint64_t l1d = 0, l1i = 0;
+  if (auto host = read_host_topology(sys_cpu); host && !host->empty())
+    for (const auto& c : host->front().caches)
+      if (c.level == 1) (c.type == "Instruction" ? l1i : l1d) = c.size_bytes;
+  std::error_code ec;
+  auto files = virtual_cpu_tree(platform_.placement, platform_.caches, l1d, l1i);
+  // A tmpfs of its own, sized for the files (a page each): 512 CPUs need
+  // more than the staging area holds.
+  std::filesystem::create_directory(tree, ec);
+  std::string tmpfs_opts = "mode=0755,size=" + std::to_string((files.size() + 256) * 4096);
+  if (::mount("resctrlfs-sandbox", tree.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              tmpfs_opts.c_str()) != 0)
+    return Error::make(errno, "mount tmpfs on " + tree + ": " + std::strerror(errno));
+  for (const auto& f : files) {
+    std::filesystem::path p = tree + "/" + f.target;
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec)
+      return Error::make(ec.value(), "mkdir " + p.parent_path().string() + ": " + ec.message());
+    RESCTRLFS_RETURN_IF_ERROR(write_text_file(p.string(), f.content));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(sys_cpu, ec)) {
+    std::string name = e.path().filename().string();
+    bool cpu_dir = name.size() > 3 && name.rfind("cpu", 0) == 0 &&
+                   name.find_first_not_of("0123456789", 3) == std::string::npos;
+    if (cpu_dir || std::filesystem::exists(tree + "/" + name)) continue;
+    std::error_code e2;
+    if (e.is_directory(e2) && !e.is_symlink(e2)) {
+      std::string dst = tree + "/" + name;
+      std::filesystem::create_directory(dst, e2);
+      if (::mount(e.path().c_str(), dst.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+        std::filesystem::remove(dst, e2);
+    } else if (e.is_regular_file(e2)) {
+      if (auto text = read_text_file(e.path().string()))
+        (void)write_text_file(tree + "/" + name, *text);
+    }
+  }
+  if (::mount(tree.c_str(), sys_cpu.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return Error::make(errno, "bind " + tree + " over " + sys_cpu + ": " + std::strerror(errno));
+  // One NUMA node: it has every CPU.
+  const std::string node = "/sys/devices/system/node";
+  if (std::filesystem::exists(node + "/node0") && !std::filesystem::exists(node + "/node1")) {
+    CpuMask all = vcpus_.all();
+    (void)bind_file(staging_, "node0.cpulist", format_cpu_list(all) + "\n",
+                    node + "/node0/cpulist");
+    (void)bind_file(staging_, "node0.cpumap", format_cpu_mask(all) + "\n", node + "/node0/cpumap");
+  }
   return {};
 }
 
@@ -394,7 +509,7 @@ int Sandbox::run_command() {
     ::close(go[1]);
     if (sp[1] >= 0) {
       ::close(sp[0]);
-      auto listener = install_notify_filter(*mode);
+      auto listener = install_notify_filter(*mode, vcpus_.enabled());
       if (!listener) {
         log(listener.error().message +
             " (a kernel without seccomp user notification, or a seccomp listener already "
@@ -432,6 +547,11 @@ int Sandbox::run_command() {
     SupervisorConfig cfg;
     cfg.mounts = daemons_;
     cfg.mode = *mode;
+    if (vcpus_.enabled()) {
+      cfg.vcpus = vcpus_;
+      cfg.vcpu_file = vcpu_file_;
+      for (const auto& p : platform_.placement) cfg.vcpu_nodes.push_back(std::max(p.node, 0));
+    }
     auto sup = Supervisor::start(*listener, std::move(cfg));
     if (!sup) return fail(sup.error().message);
     supervisor_ = std::move(*sup);

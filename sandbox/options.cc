@@ -27,7 +27,8 @@ bool take_value(const std::vector<std::string>& args, size_t& i, const std::stri
 }  // namespace
 
 std::string usage() {
-  return "usage: resctrlfs-sandbox [--daemon PATH] [--ignore-topology] [--intercept MODE]\n"
+  return "usage: resctrlfs-sandbox [--daemon PATH] [--cpus host|platform] [--ignore-topology]\n"
+         "                         [--intercept MODE]\n"
          "                         [DAEMON OPTIONS]\n"
          "                         [-- COMMAND [ARGS...]]\n"
          "\n"
@@ -47,6 +48,14 @@ std::string usage() {
          "Sandbox options:\n"
          "  --daemon PATH       resctrlfsd to run (default: $RESCTRLFSD, next to this\n"
          "                      program, ../daemon/resctrlfsd, then $PATH)\n"
+         "  --cpus host|platform  host (default): the machine has the host's CPUs and a\n"
+         "                      built-in platform is fitted to them (NAME@host);\n"
+         "                      platform: it has the platform's CPUs (virtual CPUs):\n"
+         "                      sysfs, /proc/cpuinfo, nproc, sched_setaffinity and\n"
+         "                      sched_getaffinity (taskset), getcpu(2) and resctrl's\n"
+         "                      cpus files use its numbers; the supervisor pins each\n"
+         "                      thread to the host CPU its virtual CPUs map onto\n"
+         "                      (needs --intercept all or statfs-only)\n"
          "  --ignore-topology   run even if sysfs cannot be made to show the platform's\n"
          "                      topology (a JSON profile whose CPUs are not the host's);\n"
          "                      pqos will then misreport\n"
@@ -167,6 +176,12 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       if (o.intercept != "all" && o.intercept != "statfs-only" && o.intercept != "none")
         return Error::make(
             EINVAL, "--intercept must be all, statfs-only or none, not '" + o.intercept + "'");
+      continue;
+    }
+    if (take_value(args, i, "--cpus", &o.cpus, &err)) {
+      if (err.code) return err;
+      if (o.cpus != "host" && o.cpus != "platform")
+        return Error::make(EINVAL, "--cpus must be host or platform, not '" + o.cpus + "'");
       continue;
     }
     size_t before = i;

@@ -23,6 +23,7 @@ struct Options {
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology
   std::string intercept = "all";         // --intercept all|statfs-only|none
+  std::string cpus = "host";             // --cpus host|platform
   bool help = false;                     // -h / --help
   bool version = false;                  // --version
   bool list_platforms = false;           // --list-platforms

@@ -253,6 +253,31 @@ std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector
   return join_lines(out, trailing);
 }
 
+std::string virtual_cpuinfo(std::string_view host_cpuinfo, const std::vector<int>& cores) {
+  auto lines = split_lines(host_cpuinfo);
+  size_t begin = 0;
+  while (begin < lines.size() && cpuinfo_key(lines[begin]) != "processor") ++begin;
+  size_t end = begin;
+  while (end < lines.size() && !lines[end].empty()) ++end;
+  if (begin == end) return "";
+  std::string out;
+  for (size_t cpu = 0; cpu < cores.size(); ++cpu) {
+    const std::string n = std::to_string(cpu);
+    for (size_t k = begin; k < end; ++k) {
+      std::string_view key = cpuinfo_key(lines[k]);
+      if (key == "processor" || key == "apicid" || key == "initial apicid")
+        out += with_value(lines[k], n);
+      else if (key == "core id")
+        out += with_value(lines[k], std::to_string(cores[cpu]));
+      else
+        out += lines[k];
+      out += '\n';
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 std::string rewrite_cpuinfo_vendor(std::string_view cpuinfo, const std::string& vendor) {
   if (vendor.empty()) return std::string(cpuinfo);
   std::vector<std::string> out;

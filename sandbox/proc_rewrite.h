@@ -36,6 +36,14 @@ std::string rewrite_cpuinfo(std::string_view cpuinfo,
 std::string rewrite_cpuinfo_topology(std::string_view cpuinfo, const std::vector<int>& packages,
                                      uint64_t cache_size_kb);
 
+// A /proc/cpuinfo of cores.size() processors (virtual CPUs, --cpus
+// platform), each a copy of the host's first processor block with
+// `processor`, `core id`, `apicid` and `initial apicid` of its own (the
+// APIC ids are the CPU numbers); the platform's packages, cache size, flags
+// and vendor are then applied by the functions above and below. Empty when
+// the host's text has no processor block.
+std::string virtual_cpuinfo(std::string_view host_cpuinfo, const std::vector<int>& cores);
+
 // Returns `cpuinfo` with the value of every `vendor_id` line replaced by
 // `vendor` (unchanged when `vendor` is empty). Tools that choose their
 // tests by vendor read this line; the CPUID instruction still shows the host.

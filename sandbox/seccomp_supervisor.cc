@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -42,7 +43,7 @@ Error sys_error(const std::string& what) {
 // opens are never a mount table read and are not sent to the supervisor.
 constexpr unsigned kNotPlainRead = O_ACCMODE | O_PATH | O_DIRECTORY | O_CREAT | O_TRUNC;
 
-Result<void> add_rules(scmp_filter_ctx ctx, Intercept mode) {
+Result<void> add_rules(scmp_filter_ctx ctx, Intercept mode, bool virtual_cpus) {
   auto add = [&](int nr, unsigned count, const scmp_arg_cmp* cmp) -> Result<void> {
     int rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, count, cmp);
     if (rc != 0) return Error::make(-rc, "seccomp_rule_add: " + std::string(std::strerror(-rc)));
@@ -55,6 +56,11 @@ Result<void> add_rules(scmp_filter_ctx ctx, Intercept mode) {
   RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(umount2), 0, nullptr));
   if (SCMP_SYS(umount) >= 0) RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(umount), 0, nullptr));
   RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(fsopen), 0, nullptr));
+  if (virtual_cpus) {
+    RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(sched_setaffinity), 0, nullptr));
+    RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(sched_getaffinity), 0, nullptr));
+    RESCTRLFS_RETURN_IF_ERROR(add(SCMP_SYS(getcpu), 0, nullptr));
+  }
   if (mode != Intercept::kAll) return {};
   scmp_arg_cmp open_flags = SCMP_A1(SCMP_CMP_MASKED_EQ, kNotPlainRead, 0);
   scmp_arg_cmp openat_flags = SCMP_A2(SCMP_CMP_MASKED_EQ, kNotPlainRead, 0);
@@ -65,13 +71,13 @@ Result<void> add_rules(scmp_filter_ctx ctx, Intercept mode) {
 }
 
 // The filter as BPF, exported by libseccomp through a memfd.
-Result<std::vector<sock_filter>> build_filter(Intercept mode) {
+Result<std::vector<sock_filter>> build_filter(Intercept mode, bool virtual_cpus) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return Error::make(ENOMEM, "seccomp_init failed");
   // Other architectures' calls (32-bit programs) pass untouched instead of
   // being killed; their statfs and opens are not intercepted.
   seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
-  auto rules = add_rules(ctx, mode);
+  auto rules = add_rules(ctx, mode, virtual_cpus);
   if (!rules) {
     seccomp_release(ctx);
     return rules.error();
@@ -204,8 +210,8 @@ struct statfs resctrl_statfs(dev_t device, long mount_flags) {
   return s;
 }
 
-Result<int> install_notify_filter(Intercept mode) {
-  RESCTRLFS_ASSIGN_OR_RETURN(std::vector<sock_filter> insns, build_filter(mode));
+Result<int> install_notify_filter(Intercept mode, bool virtual_cpus) {
+  RESCTRLFS_ASSIGN_OR_RETURN(std::vector<sock_filter> insns, build_filter(mode, virtual_cpus));
   sock_fprog prog{static_cast<unsigned short>(insns.size()), insns.data()};
   // Without no_new_privs (this is root with CAP_SYS_ADMIN): set-user-id
   // programs keep working inside the sandbox. WAIT_KILLABLE_RECV keeps a
@@ -315,6 +321,19 @@ struct Supervisor::Impl : std::enable_shared_from_this<Supervisor::Impl> {
   bool answer_mount(const seccomp_notif& req);
   bool answer_umount(const seccomp_notif& req);
   bool answer_fsopen(const seccomp_notif& req);
+  bool answer_setaffinity(const seccomp_notif& req);
+  bool answer_getaffinity(const seccomp_notif& req);
+  bool answer_getcpu(const seccomp_notif& req);
+  // Writes `size` bytes to the caller's memory at `addr` and answers `val`
+  // (EFAULT when the memory cannot be written); true once answered.
+  bool write_and_answer(const seccomp_notif& req, uint64_t addr, const void* data, size_t size,
+                        int64_t val);
+  // The thread a sched_*affinity call names (0: the caller), or 0 when the
+  // kernel should answer (a caller in another pid namespace naming a thread).
+  pid_t affinity_target(const seccomp_notif& req) const;
+
+  std::mutex vcpu_mu;  // guards vcpu_table
+  VcpuTable vcpu_table;
 
   // The resctrlfs mounts to show as resctrl now.
   std::vector<ResctrlMount> resctrl_mounts() const {
@@ -359,7 +378,8 @@ void Supervisor::Impl::handle_fast(const seccomp_notif& req) {
       carry_on(req.id);
       return;
     }
-  } else if (nr != SYS_openat2 && nr != SYS_statfs && nr != SYS_fstatfs && !is_mount_call(nr)) {
+  } else if (nr != SYS_openat2 && nr != SYS_statfs && nr != SYS_fstatfs && !is_mount_call(nr) &&
+             nr != SYS_sched_setaffinity && nr != SYS_sched_getaffinity && nr != SYS_getcpu) {
     carry_on(req.id);
     return;
   }
@@ -419,6 +439,12 @@ void Supervisor::Impl::handle_slow(const seccomp_notif& req) {
     answered = answer_umount(req);
   else if (nr == SYS_fsopen)
     answered = answer_fsopen(req);
+  else if (nr == SYS_sched_setaffinity)
+    answered = answer_setaffinity(req);
+  else if (nr == SYS_sched_getaffinity)
+    answered = answer_getaffinity(req);
+  else if (nr == SYS_getcpu)
+    answered = answer_getcpu(req);
   else
     answered = answer_open(req);
   if (!answered) carry_on(req.id);
@@ -724,6 +750,201 @@ bool Supervisor::Impl::answer_fsopen(const seccomp_notif& req) {
   // emulated: resctrl is refused as by a kernel without it, and tools fall
   // back to mount(2) or report it.
   respond(req.id, 0, -ENODEV, false);
+  return true;
+}
+
+namespace {
+
+bool thread_facts(pid_t tid, ThreadFacts* out) { return read_thread_facts("/proc", tid, out); }
+
+bool same_pid_namespace(pid_t tid) {
+  struct stat mine, theirs;
+  std::string p = "/proc/" + std::to_string(tid) + "/ns/pid";
+  return ::stat("/proc/self/ns/pid", &mine) == 0 && ::stat(p.c_str(), &theirs) == 0 &&
+         mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+// The uid/euid of thread `tid` and whether it has CAP_SYS_NICE.
+struct Creds {
+  long uid = -1, euid = -1;
+  bool sys_nice = false;
+};
+bool read_creds(pid_t tid, Creds* out) {
+  auto status = read_text_file("/proc/" + std::to_string(tid) + "/status");
+  if (!status) return false;
+  size_t p = status->find("\nUid:");
+  size_t c = status->find("\nCapEff:");
+  if (p == std::string::npos || c == std::string::npos) return false;
+  char* end = nullptr;
+  out->uid = std::strtol(status->c_str() + p + 5, &end, 10);
+  out->euid = std::strtol(end, nullptr, 10);
+  out->sys_nice = (std::strtoull(status->c_str() + c + 8, nullptr, 16) >> 23) & 1;  // CAP_SYS_NICE
+  return true;
+}
+
+// The bytes of a mask's words, little-endian as the kernel's cpumask.
+std::vector<uint8_t> mask_bytes(const CpuMask& m, size_t size) {
+  std::vector<uint8_t> out(size, 0);
+  const auto& w = m.words();
+  for (size_t i = 0; i < size && i / 8 < w.size(); ++i)
+    out[i] = static_cast<uint8_t>(w[i / 8] >> (8 * (i % 8)));
+  return out;
+}
+
+}  // namespace
+
+pid_t Supervisor::Impl::affinity_target(const seccomp_notif& req) const {
+  const pid_t caller = static_cast<pid_t>(req.pid);
+  const pid_t pid = static_cast<pid_t>(req.data.args[0]);
+  if (pid == 0) return caller;
+  if (pid < 0) return -1;
+  return same_pid_namespace(caller) ? pid : 0;
+}
+
+bool Supervisor::Impl::write_and_answer(const seccomp_notif& req, uint64_t addr, const void* data,
+                                        size_t size, int64_t val) {
+  const std::string mem_path = "/proc/" + std::to_string(req.pid) + "/mem";
+  int mem = ::open(mem_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (mem < 0) return false;
+  UniqueFd memfd(mem);
+  if (!still_valid(req.id)) return true;
+  ssize_t n = ::pwrite(memfd.get(), data, size, static_cast<off_t>(addr));
+  if (n != static_cast<ssize_t>(size))
+    respond(req.id, 0, -EFAULT, false);
+  else
+    respond(req.id, val, 0, false);
+  return true;
+}
+
+bool Supervisor::Impl::answer_setaffinity(const seccomp_notif& req) {
+  const VcpuMap& map = config.vcpus;
+  if (!map.enabled()) return false;
+  const pid_t caller = static_cast<pid_t>(req.pid);
+  const pid_t target = affinity_target(req);
+  if (target == 0) return false;
+  if (target < 0) {
+    respond(req.id, 0, -ESRCH, false);
+    return true;
+  }
+  // The kernel reads at most its mask's size and treats the rest as zero.
+  const unsigned nr = map.virtual_cpus();
+  const size_t want = std::min<uint64_t>(req.data.args[1], (nr + 63) / 64 * 8);
+  std::vector<uint8_t> bytes(want);
+  if (want > 0 && !read_struct(caller, req.data.args[2], bytes.data(), want)) {
+    if (!still_valid(req.id)) return true;
+    respond(req.id, 0, -EFAULT, false);
+    return true;
+  }
+  CpuMask v(nr);
+  for (unsigned c = 0; c < nr && c / 8 < want; ++c)
+    if ((bytes[c / 8] >> (c % 8)) & 1) v.set(c);
+  ThreadFacts tf, cf;
+  Creds tc, cc;
+  const bool found = thread_facts(target, &tf) && read_creds(target, &tc);
+  const bool caller_ok = thread_facts(caller, &cf) && read_creds(caller, &cc);
+  if (!still_valid(req.id)) return true;
+  if (!found) {
+    respond(req.id, 0, -ESRCH, false);
+    return true;
+  }
+  if (!caller_ok) return false;
+  // The kernel's check_same_owner, or CAP_SYS_NICE.
+  if (tf.tgid != cf.tgid && !cc.sys_nice && cc.euid != tc.uid && cc.euid != tc.euid) {
+    respond(req.id, 0, -EPERM, false);
+    return true;
+  }
+  if (v.empty()) {  // no CPU of the machine in the mask
+    respond(req.id, 0, -EINVAL, false);
+    return true;
+  }
+  const CpuMask host = map.to_host(v);
+  const size_t host_size = CPU_ALLOC_SIZE(map.host_bits());
+  cpu_set_t* set = CPU_ALLOC(map.host_bits());
+  if (!set) return false;
+  CPU_ZERO_S(host_size, set);
+  for (unsigned c : host.cpus()) CPU_SET_S(c, host_size, set);
+  std::lock_guard<std::mutex> lock(vcpu_mu);
+  int rc = ::sched_setaffinity(target, host_size, set);
+  int err = errno;
+  CPU_FREE(set);
+  if (rc != 0) {
+    respond(req.id, 0, -err, false);
+    return true;
+  }
+  if (vcpu_table.map().virtual_cpus() == 0) vcpu_table = VcpuTable(map);
+  vcpu_table.set(target, tf.tgid, tf.start, v);
+  if (vcpu_table.records().size() > 256) vcpu_table.prune(thread_facts);
+  if (!config.vcpu_file.empty()) {
+    // Replaced whole, so that a daemon never reads half of it.
+    const std::string tmp = config.vcpu_file + ".new";
+    if (write_text_file(tmp, format_vcpu_table(vcpu_table)))
+      ::rename(tmp.c_str(), config.vcpu_file.c_str());
+  }
+  respond(req.id, 0, 0, false);
+  return true;
+}
+
+bool Supervisor::Impl::answer_getaffinity(const seccomp_notif& req) {
+  const VcpuMap& map = config.vcpus;
+  if (!map.enabled()) return false;
+  const pid_t target = affinity_target(req);
+  if (target == 0) return false;
+  const unsigned nr = map.virtual_cpus();
+  const uint64_t len = req.data.args[1];
+  const size_t size = (nr + 63) / 64 * 8;  // the kernel's cpumask_size()
+  if (len * 8 < nr || (len & (sizeof(long) - 1)) != 0) {
+    respond(req.id, 0, -EINVAL, false);
+    return true;
+  }
+  ThreadFacts tf;
+  if (target < 0 || !thread_facts(target, &tf)) {
+    if (!still_valid(req.id)) return true;
+    respond(req.id, 0, -ESRCH, false);
+    return true;
+  }
+  CpuMask v(nr);
+  {
+    std::lock_guard<std::mutex> lock(vcpu_mu);
+    const VcpuTable empty(map);
+    const VcpuTable& t = vcpu_table.map().virtual_cpus() ? vcpu_table : empty;
+    v = t.affinity(target, tf, thread_facts);
+  }
+  const size_t ret = std::min<uint64_t>(len, size);
+  auto bytes = mask_bytes(v, ret);
+  return write_and_answer(req, req.data.args[2], bytes.data(), ret, static_cast<int64_t>(ret));
+}
+
+bool Supervisor::Impl::answer_getcpu(const seccomp_notif& req) {
+  const VcpuMap& map = config.vcpus;
+  if (!map.enabled()) return false;
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  ThreadFacts tf;
+  if (!thread_facts(tid, &tf) || tf.host_cpu < 0) return false;
+  unsigned cpu;
+  {
+    std::lock_guard<std::mutex> lock(vcpu_mu);
+    const VcpuTable empty(map);
+    const VcpuTable& t = vcpu_table.map().virtual_cpus() ? vcpu_table : empty;
+    cpu = map.running_on(t.affinity(tid, tf, thread_facts), static_cast<unsigned>(tf.host_cpu));
+  }
+  unsigned node =
+      cpu < config.vcpu_nodes.size() ? static_cast<unsigned>(config.vcpu_nodes[cpu]) : 0;
+  // Each pointer may be NULL.
+  if (req.data.args[1] != 0) {
+    const std::string mem_path = "/proc/" + std::to_string(req.pid) + "/mem";
+    int mem = ::open(mem_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (mem < 0) return false;
+    UniqueFd memfd(mem);
+    if (!still_valid(req.id)) return true;
+    if (::pwrite(memfd.get(), &node, sizeof node, static_cast<off_t>(req.data.args[1])) !=
+        static_cast<ssize_t>(sizeof node)) {
+      respond(req.id, 0, -EFAULT, false);
+      return true;
+    }
+  }
+  if (req.data.args[0] != 0) return write_and_answer(req, req.data.args[0], &cpu, sizeof cpu, 0);
+  if (!still_valid(req.id)) return true;
+  respond(req.id, 0, 0, false);
   return true;
 }
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/vcpus.h"
 
 namespace resctrlfs::sandbox {
 
@@ -44,6 +45,15 @@ enum class Intercept {
   kNone,        // no filter: the old per-COMMAND tables only
 };
 
+// With virtual CPUs (--cpus platform) the filter also sends
+// sched_setaffinity, sched_getaffinity and getcpu, which the supervisor
+// answers in the platform's CPU numbers (base/vcpus.h): a set pins the
+// thread to the mapped host CPUs and is recorded (and the table written to
+// SupervisorConfig::vcpu_file for the daemons), a get returns the recorded
+// (or inherited) virtual mask in a mask of the platform's size, getcpu the
+// virtual CPU the thread counts as running on. Calls naming a thread by id
+// from another pid namespace than the supervisor's go to the kernel.
+
 // Parses --intercept's value: all, statfs-only, none.
 Result<Intercept> parse_intercept(std::string_view value);
 
@@ -55,7 +65,7 @@ struct statfs resctrl_statfs(dev_t device, long mount_flags);
 // In COMMAND's process before exec: installs the filter for `mode` (not
 // kNone) and returns the listener fd. Refused (EBUSY) by kernels when the
 // process already has a filter with a listener.
-Result<int> install_notify_filter(Intercept mode);
+Result<int> install_notify_filter(Intercept mode, bool virtual_cpus = false);
 
 // Passing the listener from COMMAND to the sandbox over a unix socket.
 Result<void> send_fd(int sock, int fd);
@@ -93,6 +103,11 @@ struct SupervisorConfig {
   // With it: every mount it lists, and mount(2)/umount2(2) of resctrl in
   // the supervisor's mount namespace handed to it.
   std::shared_ptr<ResctrlMounts> mounts;
+  // Virtual CPUs (enabled() when --cpus platform; the filter must have been
+  // installed with virtual_cpus).
+  VcpuMap vcpus;
+  std::string vcpu_file;        // where the table goes ("" = nowhere)
+  std::vector<int> vcpu_nodes;  // NUMA node per virtual CPU, for getcpu
 };
 
 // Serves one listener on a thread of its own; slow answers (those that walk

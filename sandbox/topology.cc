@@ -95,3 +95,102 @@ Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& ho
 }
 
 }  // namespace resctrlfs::sandbox
+
+namespace resctrlfs::sandbox {
+
+std::vector<FileBind> virtual_cpu_tree(const std::vector<CpuPlacement>& want, CacheSizes sizes,
+                                       uint64_t host_l1d, uint64_t host_l1i) {
+  const unsigned nr = static_cast<unsigned>(want.size());
+  std::vector<FileBind> out;
+  auto all = [&](auto pred) {
+    std::vector<unsigned> v;
+    for (unsigned i = 0; i < nr; ++i)
+      if (pred(i)) v.push_back(i);
+    return v;
+  };
+  auto map_of = [&](const std::vector<unsigned>& v) {
+    return format_cpu_mask(cpu_mask_of(v, nr)) + "\n";
+  };
+  auto list_of = [&](const std::vector<unsigned>& v) {
+    return format_cpu_list(cpu_mask_of(v, nr)) + "\n";
+  };
+  // A CPU without a core id is a core of its own: its number in its package.
+  std::vector<int> core(nr);
+  for (unsigned i = 0; i < nr; ++i) {
+    if (want[i].core >= 0) {
+      core[i] = want[i].core;
+    } else {
+      int n = 0;
+      for (unsigned j = 0; j < i; ++j) n += want[j].package == want[i].package;
+      core[i] = n;
+    }
+  }
+  const std::string every = nr == 0 ? "\n" : "0-" + std::to_string(nr - 1) + "\n";
+  out.push_back({"online", every});
+  out.push_back({"possible", every});
+  out.push_back({"present", every});
+  out.push_back({"offline", "\n"});
+  bool has_l2 = false, has_l3 = false;
+  for (const auto& w : want) {
+    has_l2 = has_l2 || w.l2_id >= 0;
+    has_l3 = has_l3 || w.l3_id >= 0;
+  }
+  struct Level {
+    int level;
+    const char* type;
+    uint64_t size;
+    unsigned ways;
+  };
+  std::vector<Level> levels = {{1, "Data", host_l1d ? host_l1d : 32 << 10, 8},
+                               {1, "Instruction", host_l1i ? host_l1i : 32 << 10, 8}};
+  if (has_l2) levels.push_back({2, "Unified", sizes.l2 ? sizes.l2 : 1 << 20, 16});
+  if (has_l3) levels.push_back({3, "Unified", sizes.l3 ? sizes.l3 : 16 << 20, 16});
+  for (unsigned i = 0; i < nr; ++i) {
+    const CpuPlacement& w = want[i];
+    const std::string d = "cpu" + std::to_string(i) + "/";
+    out.push_back({d + "online", "1\n"});
+    auto same_core =
+        all([&](unsigned j) { return want[j].package == w.package && core[j] == core[i]; });
+    auto same_pkg = all([&](unsigned j) { return want[j].package == w.package; });
+    const std::string t = d + "topology/";
+    out.push_back({t + "physical_package_id", std::to_string(std::max(w.package, 0)) + "\n"});
+    out.push_back({t + "die_id", "0\n"});
+    out.push_back({t + "core_id", std::to_string(core[i]) + "\n"});
+    for (const char* n : {"core_cpus", "thread_siblings"}) {
+      out.push_back({t + n, map_of(same_core)});
+      out.push_back({t + n + "_list", list_of(same_core)});
+    }
+    for (const char* n : {"die_cpus", "package_cpus", "core_siblings"}) {
+      out.push_back({t + n, map_of(same_pkg)});
+      out.push_back({t + n + "_list", list_of(same_pkg)});
+    }
+    for (size_t k = 0; k < levels.size(); ++k) {
+      const Level& l = levels[k];
+      const std::string c = d + "cache/index" + std::to_string(k) + "/";
+      int id;
+      std::vector<unsigned> shared;
+      if (l.level == 1) {
+        id = static_cast<int>(same_core.front());  // one per core
+        shared = same_core;
+      } else {
+        int mine = l.level == 2 ? w.l2_id : w.l3_id;
+        id = mine;
+        shared =
+            all([&](unsigned j) { return (l.level == 2 ? want[j].l2_id : want[j].l3_id) == mine; });
+      }
+      out.push_back({c + "level", std::to_string(l.level) + "\n"});
+      out.push_back({c + "type", std::string(l.type) + "\n"});
+      out.push_back({c + "id", std::to_string(id) + "\n"});
+      out.push_back({c + "size", std::to_string(l.size >> 10) + "K\n"});
+      out.push_back({c + "shared_cpu_map", map_of(shared)});
+      out.push_back({c + "shared_cpu_list", list_of(shared)});
+      out.push_back({c + "coherency_line_size", "64\n"});
+      out.push_back({c + "ways_of_associativity", std::to_string(l.ways) + "\n"});
+      out.push_back({c + "number_of_sets", std::to_string(l.size / (64 * l.ways)) + "\n"});
+      out.push_back({c + "physical_line_partition", "1\n"});
+    }
+  }
+  return out;
+}
+
+}  // namespace resctrlfs::sandbox

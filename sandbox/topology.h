@@ -29,6 +29,8 @@ struct CpuPlacement {
   int package = -1;
   int l2_id = -1;
   int l3_id = -1;
+  int core = -1;  // physical core id in its package (-1: the CPU is a core of its own)
+  int node = -1;  // NUMA node (-1: none known)
 };
 
 // The platform's cache sizes in bytes (0: keep the host's).
@@ -56,5 +58,19 @@ bool topology_matches(const std::vector<HostCpu>& host, const std::vector<CpuPla
 Result<std::vector<FileBind>> plan_topology_binds(const std::vector<HostCpu>& host,
                                                   const std::vector<CpuPlacement>& want,
                                                   CacheSizes sizes = {});
+
+// The files of a whole /sys/devices/system/cpu for a machine of
+// want.size() CPUs (virtual CPUs, --cpus platform), paths relative to that
+// directory: online, possible, present ("0-N"), offline (empty); per cpuN
+// online, topology (physical_package_id, die_id, core_id, core_cpus,
+// thread_siblings, die_cpus, package_cpus and core_siblings, each with its
+// _list form) and cache/index0..3 (L1 data and instruction per core, the
+// platform's L2 and L3 domains; level, type, id, size, shared_cpu_map and
+// _list, coherency_line_size, ways_of_associativity, number_of_sets,
+// physical_line_partition). L1 sizes come from `host_l1d`/`host_l1i`
+// (bytes, 0: 32 KiB), L2/L3 sizes from `sizes` (0: 1 MiB / 16 MiB). A
+// level whose id is -1 on every CPU is left out.
+std::vector<FileBind> virtual_cpu_tree(const std::vector<CpuPlacement>& want, CacheSizes sizes,
+                                       uint64_t host_l1d = 0, uint64_t host_l1i = 0);
 
 }  // namespace resctrlfs::sandbox

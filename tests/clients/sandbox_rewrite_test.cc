@@ -363,3 +363,114 @@ TEST_CASE("options: --hw-root is read and passed on to the daemon") {
   CHECK(o->hw_root == "/r");
   CHECK(!parse_options({"--hw-root"}).ok());
 }
+
+TEST_CASE("options: --cpus host (default) or platform, not passed to the daemon") {
+  auto o = parse_options({});
+  REQUIRE(o.ok());
+  CHECK(o->cpus == "host");
+  o = parse_options({"--cpus", "platform", "--platform", "intel-2s"});
+  REQUIRE(o.ok());
+  CHECK(o->cpus == "platform");
+  CHECK(o->daemon_args == std::vector<std::string>{"--platform", "intel-2s"});
+  o = parse_options({"--cpus=host"});
+  REQUIRE(o.ok());
+  CHECK(o->cpus == "host");
+  auto bad = parse_options({"--cpus", "64"});
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().message.find("host or platform") != std::string::npos);
+  CHECK(!parse_options({"--cpus"}).ok());
+}
+
+namespace {
+
+std::map<std::string, std::string> tree_of(const std::vector<FileBind>& files) {
+  std::map<std::string, std::string> m;
+  for (const auto& f : files) m[f.target] = f.content;
+  return m;
+}
+
+// intel-2s: 8 CPUs, packages 0 (0-3) and 1 (4-7), an L2 per CPU, an L3
+// per package.
+std::vector<CpuPlacement> intel_2s() {
+  std::vector<CpuPlacement> v;
+  for (int c = 0; c < 8; ++c) v.push_back({c / 4, c, c / 4});
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("virtual CPUs: sysfs's cpu tree has the platform's CPUs and caches") {
+  auto t = tree_of(virtual_cpu_tree(intel_2s(), {1 << 20, 16 << 20}, 48 << 10, 32 << 10));
+  CHECK(t["online"] == "0-7\n");
+  CHECK(t["possible"] == "0-7\n");
+  CHECK(t["present"] == "0-7\n");
+  CHECK(t["offline"] == "\n");
+  CHECK(t.count("cpu7/online") == 1);
+  CHECK(t.count("cpu8/online") == 0);
+  CHECK(t["cpu5/topology/physical_package_id"] == "1\n");
+  CHECK(t["cpu5/topology/core_id"] == "1\n");
+  CHECK(t["cpu5/topology/package_cpus_list"] == "4-7\n");
+  CHECK(t["cpu5/topology/package_cpus"] == "f0\n");
+  CHECK(t["cpu5/topology/core_siblings_list"] == "4-7\n");
+  CHECK(t["cpu5/topology/thread_siblings_list"] == "5\n");
+  CHECK(t["cpu5/cache/index0/type"] == "Data\n");
+  CHECK(t["cpu5/cache/index0/size"] == "48K\n");
+  CHECK(t["cpu5/cache/index1/type"] == "Instruction\n");
+  CHECK(t["cpu5/cache/index2/level"] == "2\n");
+  CHECK(t["cpu5/cache/index2/id"] == "5\n");
+  CHECK(t["cpu5/cache/index2/shared_cpu_list"] == "5\n");
+  CHECK(t["cpu5/cache/index2/size"] == "1024K\n");
+  CHECK(t["cpu5/cache/index3/level"] == "3\n");
+  CHECK(t["cpu5/cache/index3/id"] == "1\n");
+  CHECK(t["cpu5/cache/index3/shared_cpu_list"] == "4-7\n");
+  CHECK(t["cpu5/cache/index3/shared_cpu_map"] == "f0\n");
+  CHECK(t["cpu5/cache/index3/size"] == "16384K\n");
+  CHECK(t["cpu0/cache/index3/number_of_sets"] == "16384\n");
+}
+
+TEST_CASE("virtual CPUs: SMT siblings share a core, and a platform without L3 has no index3") {
+  std::vector<CpuPlacement> v = {{0, 0, -1, 0}, {0, 0, -1, 0}, {0, 1, -1, 1}, {0, 1, -1, 1}};
+  auto t = tree_of(virtual_cpu_tree(v, {}));
+  CHECK(t["cpu1/topology/core_id"] == "0\n");
+  CHECK(t["cpu1/topology/thread_siblings_list"] == "0-1\n");
+  CHECK(t["cpu3/topology/core_cpus_list"] == "2-3\n");
+  CHECK(t["cpu3/cache/index0/id"] == "2\n");
+  CHECK(t["cpu3/cache/index2/shared_cpu_list"] == "2-3\n");
+  CHECK(t.count("cpu0/cache/index3/level") == 0);
+}
+
+TEST_CASE("virtual CPUs: /proc/cpuinfo has one block per virtual CPU") {
+  const char* host =
+      "processor\t: 0\n"
+      "vendor_id\t: AuthenticAMD\n"
+      "physical id\t: 0\n"
+      "siblings\t: 2\n"
+      "core id\t\t: 0\n"
+      "cpu cores\t: 2\n"
+      "apicid\t\t: 0\n"
+      "initial apicid\t: 0\n"
+      "flags\t\t: fpu\n"
+      "\n"
+      "processor\t: 1\n"
+      "core id\t\t: 1\n"
+      "\n";
+  std::string out = virtual_cpuinfo(host, {0, 1, 2, 3, 0, 1, 2, 3});
+  std::vector<int> packages = {0, 0, 0, 0, 1, 1, 1, 1};
+  out = rewrite_cpuinfo_vendor(rewrite_cpuinfo_topology(out, packages, 16384), "GenuineIntel");
+  size_t n = 0;
+  for (size_t p = out.find("processor\t: "); p != std::string::npos;
+       p = out.find("processor\t: ", p + 1))
+    ++n;
+  CHECK(n == 8);
+  size_t five = out.find("processor\t: 5\n");
+  REQUIRE(five != std::string::npos);
+  std::string block = out.substr(five, out.find("\n\n", five) - five);
+  CHECK(block.find("physical id\t: 1\n") != std::string::npos);
+  CHECK(block.find("core id\t\t: 1\n") != std::string::npos);
+  CHECK(block.find("apicid\t\t: 5\n") != std::string::npos);
+  CHECK(block.find("initial apicid\t: 5") != std::string::npos);
+  CHECK(block.find("siblings\t: 4\n") != std::string::npos);
+  CHECK(block.find("vendor_id\t: GenuineIntel\n") != std::string::npos);
+  CHECK(out.find("AuthenticAMD") == std::string::npos);
+  CHECK(virtual_cpuinfo("no processors here\n", {0}).empty());
+}

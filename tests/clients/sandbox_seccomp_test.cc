@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -324,7 +325,7 @@ std::string child_checks(const std::string& dir, dev_t dev) {
 // Forks a child that installs the filter, hands its listener over, waits
 // for `go` and runs `body`, writing its output to `out`.
 template <typename F>
-pid_t fork_traced(Intercept mode, int* listener, int out, F body) {
+pid_t fork_traced(Intercept mode, int* listener, int out, F body, bool virtual_cpus = false) {
   int sp[2], go[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
   REQUIRE(::pipe2(go, O_CLOEXEC) == 0);
@@ -333,7 +334,7 @@ pid_t fork_traced(Intercept mode, int* listener, int out, F body) {
   if (pid == 0) {
     ::close(sp[0]);
     ::close(go[1]);
-    auto l = install_notify_filter(mode);
+    auto l = install_notify_filter(mode, virtual_cpus);
     if (!l || !send_fd(sp[1], *l)) ::_exit(3);
     ::close(*l);
     char c;
@@ -458,4 +459,101 @@ TEST_CASE("callers killed in the middle of calls do not disturb the supervisor")
   CHECK(out ==
         "statfs magic\nstatfs-proc proc\nstatfs-rel magic\nfstatfs magic\nmountinfo resctrl\n"
         "thread-self resctrl\nmounts resctrl\nopenat2 resctrl\nnofollow resctrl\n");
+}
+
+namespace {
+
+// What a thread under the filter sees of its affinity and CPU (virtual CPUs).
+std::string affinity_checks() {
+  std::string out;
+  auto get = [](size_t len) -> std::string {
+    uint8_t buf[64] = {};
+    long n = ::syscall(SYS_sched_getaffinity, 0, len, buf);
+    if (n < 0) return std::string("error ") + std::strerror(errno);
+    std::string s = std::to_string(n) + " bytes:";
+    for (unsigned c = 0; c < static_cast<unsigned>(n) * 8; ++c)
+      if ((buf[c / 8] >> (c % 8)) & 1) s += " " + std::to_string(c);
+    return s;
+  };
+  auto set = [](std::vector<unsigned> cpus) -> std::string {
+    uint8_t buf[16] = {};
+    for (unsigned c : cpus) buf[c / 8] |= static_cast<uint8_t>(1u << (c % 8));
+    return ::syscall(SYS_sched_setaffinity, 0, sizeof buf, buf) == 0
+               ? "ok"
+               : std::string("error ") + std::strerror(errno);
+  };
+  out += "initial " + get(64) + "\n";
+  out += "short " + get(4) + "\n";
+  out += "set5 " + set({5}) + "\n";
+  out += "after " + get(64) + "\n";
+  out += "set9 " + set({9}) + "\n";
+  unsigned cpu = 99, node = 99;
+  long r = ::syscall(SYS_getcpu, &cpu, &node, nullptr);
+  out +=
+      "getcpu " + std::to_string(r) + " " + std::to_string(cpu) + " " + std::to_string(node) + "\n";
+  int p[2];
+  if (::pipe(p) != 0) return out + "pipe failed\n";
+  pid_t kid = ::fork();
+  if (kid == 0) {
+    std::string s = "child " + get(64) + "\n";
+    (void)!::write(p[1], s.data(), s.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  out += drain(p[0]);
+  ::waitpid(kid, nullptr, 0);
+  auto status = read_text_file("/proc/self/status");
+  size_t at = status ? status->find("Cpus_allowed_list:") : std::string::npos;
+  if (at != std::string::npos) {
+    size_t nl = status->find('\n', at);
+    std::string v = status->substr(at + 18, nl - at - 18);
+    v.erase(0, v.find_first_not_of(" \t"));
+    out += "host " + v + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("virtual CPUs: the supervisor answers affinity and getcpu in the platform's numbers") {
+  if (::geteuid() != 0) RESCTRLFS_SKIP("the supervisor tests need root");
+  cpu_set_t mine;
+  REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+  std::vector<unsigned> host;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) host.push_back(c);
+  TempDir t;
+  int pipefd[2];
+  REQUIRE(::pipe(pipefd) == 0);
+  int listener = -1;
+  pid_t pid = fork_traced(
+      Intercept::kAll, &listener, pipefd[1], [] { return affinity_checks(); }, true);
+  ::close(pipefd[1]);
+  SupervisorConfig cfg;
+  cfg.vcpus = resctrlfs::VcpuMap(8, host);
+  cfg.vcpu_file = t.path + "/vcpus";
+  cfg.vcpu_nodes = {0, 0, 0, 0, 1, 1, 1, 1};
+  auto sup = Supervisor::start(listener, cfg);
+  REQUIRE(sup);
+  std::string out = drain(pipefd[0]);
+  ::close(pipefd[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  const std::string host5 = std::to_string(cfg.vcpus.host_of(5));
+  CHECK(out ==
+        "initial 8 bytes: 0 1 2 3 4 5 6 7\n"
+        "short error Invalid argument\n"
+        "set5 ok\n"
+        "after 8 bytes: 5\n"
+        "set9 error Invalid argument\n"
+        "getcpu 0 5 1\n"
+        "child 8 bytes: 5\n"
+        "host " +
+            host5 + "\n");
+  auto table = read_text_file(cfg.vcpu_file);
+  REQUIRE(table);
+  CHECK(table->find("thread " + std::to_string(pid) + " " + std::to_string(pid) + " ") !=
+        std::string::npos);
+  CHECK(table->substr(table->size() - 3) == " 5\n");
 }
