@@ -154,11 +154,17 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   // Where the log goes from here on, said in the line every start logs.
   // Detached, syslog takes it, unless nothing listens at /dev/log (a
   // container, a chroot): syslog(3) would drop every line, so stderr, the
-  // caller's, stays open for it.
+  // caller's, stays open for it -- unless it is a pipe or socket, whose
+  // reader (a shell's $(...), a test's capture) waits for its end and
+  // would wait as long as the daemon runs.
   const bool to_syslog = !opts.foreground && syslog_listens();
-  const std::string log_to = opts.foreground ? "log: stderr"
-                             : to_syslog     ? "log: syslog (facility daemon) from now on"
-                                             : "log: stderr (no syslog daemon at /dev/log)";
+  const bool keep_stderr = !opts.foreground && !to_syslog && stderr_is_kept_open_safely();
+  const std::string log_to =
+      opts.foreground ? "log: stderr"
+      : to_syslog     ? "log: syslog (facility daemon) from now on"
+      : keep_stderr   ? "log: stderr (no syslog daemon at /dev/log)"
+                      : "log: none once detached (no syslog daemon at /dev/log, and stderr is a "
+                        "pipe): run with -f, or send stderr to a file";
   // --platform means nothing to the msr backend: name the broker instead.
   if (opts.backend == BackendKind::kMsr) {
     spdlog::info("resctrl mounted at {} (backend msr, broker {}); {}", opts.mountpoint,
@@ -169,7 +175,7 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   }
   notify_systemd_ready();
   if (!opts.foreground) {
-    startup.report_ready(/*keep_stderr=*/!to_syslog);
+    startup.report_ready(keep_stderr);
     if (to_syslog) {
       use_sink(std::make_shared<spdlog::sinks::syslog_sink_st>("resctrlfsd", LOG_PID, LOG_DAEMON,
                                                                /*enable_formatting=*/false),

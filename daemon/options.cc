@@ -63,7 +63,8 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
       "Mounts a resctrl tree at MOUNTPOINT, backed by a simulated platform or by the\n"
       "real MSRs through resctrl-msrd. Runs as root.\n"
       "Log: stderr until it detaches (always with -f); once detached, syslog (facility\n"
-      "daemon) or, where no syslog daemon listens at /dev/log, stderr still.");
+      "daemon) or, where no syslog daemon listens at /dev/log, stderr still (unless it\n"
+      "is a pipe). The start line says which.");
   use_help_formatter(app);
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");

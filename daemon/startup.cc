@@ -352,6 +352,12 @@ bool syslog_listens(const char* path) {
   return false;
 }
 
+bool stderr_is_kept_open_safely() {
+  struct stat st;
+  if (::fstat(2, &st) != 0) return false;
+  return !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode);
+}
+
 void StartupPipe::report_error(const std::string& message) {
   if (fd_ < 0) return;
   (void)!write(fd_, message.data(), message.size());

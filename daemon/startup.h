@@ -115,6 +115,10 @@ class StartupPipe {
 // /dev/log; without a listener its messages are dropped).
 bool syslog_listens(const char* path = "/dev/log");
 
+// Whether a detached daemon may keep fd 2 for its log: not when it is a pipe
+// or socket, whose reader waits for the end of it.
+bool stderr_is_kept_open_safely();
+
 // sd_notify(READY=1) when started by systemd with Type=notify.
 void notify_systemd_ready();
 

@@ -146,7 +146,7 @@ TEST_CASE("usage errors exit non-zero with a message, --help exits 0") {
   CHECK(h.output.find("--control") != std::string::npos);
 }
 
-TEST_CASE("--help names each option plainly and says where the log goes") {
+TEST_CASE("help names each option plainly and says where the log goes") {
   ParsedArgs h = parse({"--help"});
   REQUIRE(h.exit_code == 0);
   // CLI11 prints a negatable flag as "--journal-fsync,--no-journal-fsync{false}".

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Messages that say what to do (issue #32): each program run as another
+"""Messages that say what to do: each program run as another
 user than root says first that it must run as root; the exporter refuses a
 --root that is no resctrl tree and takes localhost and [::1] in --listen;
 the daemon says where its log goes and, detached without a syslog socket,
@@ -201,6 +201,19 @@ class LogDestination(unittest.TestCase):
         rt.wait_until(lambda: "unmounting" in m.daemon_log(), "the signal's log line",
                       report=m.daemon_log)
         self.assertRegex(m.daemon_log(), r"resctrlfsd\[%d\]: info: signal \w+: unmounting" % m.pid)
+
+    def test_detached_with_stderr_a_pipe_lets_the_caller_go(self):
+        # A caller that reads stderr to its end ($(...), a test's capture)
+        # is not held for the daemon's lifetime; the start line says so.
+        m = rt.Mount(foreground=False, start=False)
+        self.addCleanup(m.cleanup)
+        r = subprocess.run(m.argv(), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("log: none once detached (no syslog daemon at /dev/log, and stderr is a "
+                      "pipe): run with -f, or send stderr to a file", r.stderr)
+        rt.wait_until(lambda: rt.is_mounted(m.mnt), "the detached daemon's mount")
+        m.pid = m._pid_from_lock()
+        m.stop()
 
     def test_foreground_says_stderr(self):
         m = rt.Mount()
