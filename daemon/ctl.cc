@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "base/cli_help.h"
 #include "base/json_input.h"
 #include "base/lwp_format.h"
 #include "base/suggest.h"
@@ -26,6 +27,7 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   if (env_socket != nullptr && env_socket[0] != '\0') out.socket = env_socket;
 
   CLI::App app{"resctrlfsctl: talk to resctrlfsd's control socket", "resctrlfsctl"};
+  use_help_formatter(app);
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("resctrlfsctl ") + kVersion);
   app.fallthrough();  // --socket and --raw also after the subcommand
@@ -74,10 +76,17 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   workload->add_option("--instructions-per-sec", ips, "instructions retired per second (LWP)");
   workload->add_option("--branch-share", branch_share, "share of branches (LWP, 0..1)");
 
-  CLI::App* fault = app.add_subcommand("fault", "fail the next MSR writes");
+  CLI::App* fault = app.add_subcommand(
+      "fault",
+      "fail the next MSR writes of the simulated machine's configuration registers (masks, "
+      "bandwidth, association; counter reads' event selects are not counted, so the "
+      "monitoring worker never takes them)");
   unsigned fail_writes = 0;
   unsigned fault_cpu = 0;
-  fault->add_option("--fail-writes", fail_writes, "how many writes fail")->required();
+  fault
+      ->add_option("--fail-writes", fail_writes,
+                   "how many writes fail (EIO; 0 ends a fault still pending)")
+      ->required();
   auto* f_cpu = fault->add_option("--cpu", fault_cpu, "only on this CPU");
 
   CLI::App* cpu_cmd = app.add_subcommand("cpu", "CPU hotplug of the simulated machine");

@@ -3,6 +3,7 @@
 // here; the mounted instance is a Daemon.
 #include <signal.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/sinks/syslog_sink.h>
@@ -62,6 +63,19 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
     const int rc = run_self_check(sc, report);
     std::fputs(report.c_str(), rc == 2 ? stderr : stdout);
     return rc;
+  }
+  // Said first: as another user every later step fails for a reason of its
+  // own (the lock directory, the mount point, allow_other), none of which
+  // says what to do.
+  if (::geteuid() != 0) {
+    std::fputs(
+        "resctrlfsd: must run as root: it mounts a FUSE filesystem that every user sees "
+        "(allow_other), keeps its lock and state in root's directories and follows every "
+        "user's tasks. Run it with sudo, e.g. sudo resctrlfsd --platform intel-2s "
+        "/sys/fs/resctrl (or try it in a private mount namespace: sudo resctrlfs-sandbox "
+        "--platform intel-2s)\n",
+        stderr);
+    return 1;
   }
   // Resolved now: a detached daemon moves to "/".
   opts.mountpoint = absolute_path(opts.mountpoint);
@@ -137,20 +151,36 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   Daemon daemon(opts);
   Result<void> started = daemon.start(factory);
   if (!started.ok()) return fail(started.error().message);
+  // Where the log goes from here on, said in the line every start logs.
+  // Detached, syslog takes it, unless nothing listens at /dev/log (a
+  // container, a chroot): syslog(3) would drop every line, so stderr, the
+  // caller's, stays open for it -- unless it is a pipe or socket, whose
+  // reader (a shell's $(...), a test's capture) waits for its end and
+  // would wait as long as the daemon runs.
+  const bool to_syslog = !opts.foreground && syslog_listens();
+  const bool keep_stderr = !opts.foreground && !to_syslog && stderr_is_kept_open_safely();
+  const std::string log_to =
+      opts.foreground ? "log: stderr"
+      : to_syslog     ? "log: syslog (facility daemon) from now on"
+      : keep_stderr   ? "log: stderr (no syslog daemon at /dev/log)"
+                      : "log: none once detached (no syslog daemon at /dev/log, and stderr is a "
+                        "pipe): run with -f, or send stderr to a file";
   // --platform means nothing to the msr backend: name the broker instead.
   if (opts.backend == BackendKind::kMsr) {
-    spdlog::info("resctrl mounted at {} (backend msr, broker {})", opts.mountpoint,
-                 opts.broker_socket);
+    spdlog::info("resctrl mounted at {} (backend msr, broker {}); {}", opts.mountpoint,
+                 opts.broker_socket, log_to);
   } else {
-    spdlog::info("resctrl mounted at {} (backend sim, platform {})", opts.mountpoint,
-                 opts.platform);
+    spdlog::info("resctrl mounted at {} (backend sim, platform {}); {}", opts.mountpoint,
+                 opts.platform, log_to);
   }
   notify_systemd_ready();
   if (!opts.foreground) {
-    startup.report_ready();
-    use_sink(std::make_shared<spdlog::sinks::syslog_sink_st>("resctrlfsd", LOG_PID, LOG_DAEMON,
-                                                             /*enable_formatting=*/false),
-             opts.log_level);
+    startup.report_ready(keep_stderr);
+    if (to_syslog) {
+      use_sink(std::make_shared<spdlog::sinks::syslog_sink_st>("resctrlfsd", LOG_PID, LOG_DAEMON,
+                                                               /*enable_formatting=*/false),
+               opts.log_level);
+    }
   }
   return daemon.run();
 }

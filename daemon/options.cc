@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "base/cli_help.h"
 #include "base/version.h"
 #include "hw/backend.h"
 
@@ -52,17 +53,19 @@ Result<SplitMountOptions> split_mount_options(const std::vector<std::string>& o_
   return out;
 }
 
-ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
-  ParsedArgs out;
-  DaemonOptions opts;
-  std::vector<std::string> o_args;
-  std::string backend = "sim";
+namespace {
 
-  CLI::App app{
+// The command line, its values stored into `opts`, `o_args` and `backend`.
+void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>& o_args,
+                    std::string& backend) {
+  app.description(
       "resctrlfsd: the Linux resctrl filesystem (Intel RDT / AMD PQoS) as a FUSE daemon.\n"
       "Mounts a resctrl tree at MOUNTPOINT, backed by a simulated platform or by the\n"
-      "real MSRs through resctrl-msrd.",
-      "resctrlfsd"};
+      "real MSRs through resctrl-msrd. Runs as root.\n"
+      "Log: stderr until it detaches (always with -f); once detached, syslog (facility\n"
+      "daemon) or, where no syslog daemon listens at /dev/log, stderr still (unless it\n"
+      "is a pipe). The start line says which.");
+  use_help_formatter(app);
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");
   app.add_option("-o", o_args,
@@ -106,8 +109,9 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
       ->type_name("SOCKET")
       ->capture_default_str();
   app.add_option("--virtual-cpus", opts.virtual_cpus_file,
-                 "the table of threads' virtual CPUs that resctrlfs-sandbox --cpus platform "
-                 "keeps (it passes this option): real threads count on their virtual CPU")
+                 "the table of threads' virtual CPUs that resctrlfs-sandbox keeps when it "
+                 "gives the platform's CPUs (it passes this option): real threads count on "
+                 "their virtual CPU")
       ->type_name("FILE");
   app.add_option("--hw-root", opts.hw_root,
                  "with --backend msr: read CPUID from ROOT/dev/cpu/N/cpuid and the topology "
@@ -124,7 +128,9 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "the kernel's rdt= boot parameter: features forced on or (with !) off, e.g. "
                  "l3cat,!mba; like Linux, Skylake/Cascade Lake servers need l3cat for L3 CAT")
       ->type_name("LIST");
-  app.add_option("--log-level", opts.log_level, "trace, debug, info, warn, error")
+  app.add_option("--log-level", opts.log_level,
+                 "the least severe messages logged: trace, debug, info, warn, error, off (where "
+                 "the log goes: see above)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   app.add_option("--dump-registers-on-exit", opts.dump_registers_on_exit,
@@ -144,6 +150,32 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
                  "where to mount the resctrl tree (not with --self-check)")
       ->type_name("MOUNTPOINT");
   app.set_version_flag("--version", std::string("resctrlfsd ") + kVersion);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, bool>> daemon_cli_options() {
+  CLI::App app{"", "resctrlfsd"};
+  DaemonOptions opts;
+  std::vector<std::string> o_args;
+  std::string backend;
+  define_options(app, opts, o_args, backend);
+  std::vector<std::pair<std::string, bool>> out;
+  for (const CLI::Option* o : app.get_options()) {
+    const bool value = o->get_items_expected_max() != 0;
+    for (const std::string& n : o->get_snames()) out.emplace_back("-" + n, value);
+    for (const std::string& n : o->get_lnames()) out.emplace_back("--" + n, value);
+  }
+  return out;
+}
+
+ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
+  ParsedArgs out;
+  DaemonOptions opts;
+  std::vector<std::string> o_args;
+  std::string backend = "sim";
+  CLI::App app{"", "resctrlfsd"};
+  define_options(app, opts, o_args, backend);
 
   std::ostringstream os_out, os_err;
   try {

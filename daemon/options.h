@@ -93,4 +93,9 @@ struct ParsedArgs {
 };
 ParsedArgs parse_daemon_args(int argc, const char* const* argv);
 
+// Every option parse_daemon_args knows ("-o", "--platform", ...), with
+// whether it takes a value: for the test that keeps daemon/option_names.h
+// in step.
+std::vector<std::pair<std::string, bool>> daemon_cli_options();
+
 }  // namespace resctrlfs::daemon

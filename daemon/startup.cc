@@ -320,7 +320,7 @@ StartupPipe StartupPipe::detach() {
   std::_Exit(1);
 }
 
-void StartupPipe::report_ready() {
+void StartupPipe::report_ready(bool keep_stderr) {
   if (fd_ < 0) return;
   (void)!write(fd_, "OK", 2);
   ::close(fd_);
@@ -330,10 +330,32 @@ void StartupPipe::report_ready() {
   if (null >= 0) {
     dup2(null, 0);
     dup2(null, 1);
-    dup2(null, 2);
+    if (!keep_stderr) dup2(null, 2);
     if (null > 2) ::close(null);
   }
   (void)!chdir("/");
+}
+
+bool syslog_listens(const char* path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (std::strlen(path) >= sizeof(addr.sun_path)) return false;
+  std::strcpy(addr.sun_path, path);
+  // syslog(3) tries a datagram socket, then a stream one.
+  for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+    const int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    if (ok) return true;
+  }
+  return false;
+}
+
+bool stderr_is_kept_open_safely() {
+  struct stat st;
+  if (::fstat(2, &st) != 0) return false;
+  return !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode);
 }
 
 void StartupPipe::report_error(const std::string& message) {

@@ -100,14 +100,24 @@ class StartupPipe {
   // Foreground: no pipe, reporting is a no-op.
   StartupPipe() = default;
 
-  // Child side: mount is ready; also detaches stdio and the session.
-  void report_ready();
+  // Child side: mount is ready; also detaches stdio (stdin and stdout to
+  // /dev/null, and stderr too unless `keep_stderr`: the log still goes
+  // there) and the session.
+  void report_ready(bool keep_stderr = false);
   void report_error(const std::string& message);
 
  private:
   explicit StartupPipe(int fd) : fd_(fd) {}
   int fd_ = -1;
 };
+
+// Whether a syslog daemon listens at `path` (glibc's syslog(3) writes to
+// /dev/log; without a listener its messages are dropped).
+bool syslog_listens(const char* path = "/dev/log");
+
+// Whether a detached daemon may keep fd 2 for its log: not when it is a pipe
+// or socket, whose reader waits for the end of it.
+bool stderr_is_kept_open_safely();
 
 // sd_notify(READY=1) when started by systemd with Type=notify.
 void notify_systemd_ready();

@@ -3,6 +3,9 @@
 // io_context (single-threaded: the handler runs on the loop).
 #include "exporter/http_server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -10,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -234,26 +238,66 @@ void HttpServer::accept() {
   });
 }
 
+namespace {
+
+constexpr const char* kListenForms =
+    "give ADDR:PORT, e.g. 127.0.0.1:9835, [::1]:9835, localhost:9835, 0.0.0.0:9835 (every "
+    "IPv4 address), [::]:9835, or :9835 (127.0.0.1)";
+
+// The first address of a host name, IPv4 first (localhost has both, and
+// which comes first is the resolver's choice).
+Result<asio::ip::address> resolve_host(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0) {
+    return Error::make(EINVAL, std::string(::gai_strerror(rc)));
+  }
+  std::optional<asio::ip::address> v4, any;
+  for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    asio::ip::tcp::endpoint ep;
+    if (a->ai_addrlen > ep.capacity()) continue;
+    std::memcpy(ep.data(), a->ai_addr, a->ai_addrlen);
+    if (!any) any = ep.address();
+    if (!v4 && ep.address().is_v4()) v4 = ep.address();
+  }
+  ::freeaddrinfo(res);
+  if (!any) return Error::make(EINVAL, "no IPv4 or IPv6 address");
+  return v4 ? *v4 : *any;
+}
+
+}  // namespace
+
 Result<tcp::endpoint> parse_listen_address(const std::string& s) {
   const size_t colon = s.rfind(':');
   if (colon == std::string::npos) {
-    return Error::make(EINVAL, "listen address '" + s + "' is not ADDR:PORT");
+    return Error::make(EINVAL, "listen address '" + s + "' has no port: " + kListenForms);
   }
   std::string host = s.substr(0, colon);
   const std::string port_s = s.substr(colon + 1);
   unsigned port = 0;
   auto [p, ec] = std::from_chars(port_s.data(), port_s.data() + port_s.size(), port);
   if (port_s.empty() || ec != std::errc() || p != port_s.data() + port_s.size() || port > 65535) {
-    return Error::make(EINVAL, "listen address '" + s + "': bad port '" + port_s + "'");
+    return Error::make(EINVAL, "listen address '" + s + "': bad port '" + port_s +
+                                   "' (0 to 65535; 0: any free port): " + kListenForms);
   }
   if (host.empty()) host = "127.0.0.1";
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
   beast::error_code aec;
   asio::ip::address addr = asio::ip::make_address(host, aec);
+  if (aec && (bracketed || host.find_first_of(":[]") != std::string::npos)) {
+    return Error::make(
+        EINVAL, "listen address '" + s + "': '" + host + "' is not an IP address: " + kListenForms);
+  }
   if (aec) {
-    return Error::make(EINVAL, "listen address '" + s + "': '" + host + "' is not an IP address");
+    Result<asio::ip::address> r = resolve_host(host);
+    if (!r.ok()) {
+      return Error::make(EINVAL, "listen address '" + s + "': cannot resolve '" + host + "' (" +
+                                     r.error().message + "): " + kListenForms);
+    }
+    addr = *r;
   }
   return tcp::endpoint(addr, static_cast<unsigned short>(port));
 }

@@ -56,7 +56,9 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" (loopback); an error says why.
+// Parses "ADDR:PORT" (an IPv4 address), "[V6ADDR]:PORT", "HOST:PORT" (a host
+// name such as localhost, resolved now; its first IPv4 address, else its
+// first IPv6 one) or ":PORT" (127.0.0.1); an error says why and lists these.
 Result<boost::asio::ip::tcp::endpoint> parse_listen_address(const std::string& s);
 
 }  // namespace resctrlfs::exporter

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include "base/cli_help.h"
 #include "base/version.h"
 #include "exporter/collector.h"
 #include "exporter/history.h"
@@ -25,10 +26,14 @@ int main(int argc, char** argv) {
       "resctrlfs-exporter: Prometheus metrics (/metrics) and a live cache allocation map (/)\n"
       "of a resctrl tree: resctrlfs or the kernel's resctrl.",
       "resctrlfs-exporter"};
+  resctrlfs::use_help_formatter(app);
   app.set_version_flag("--version", std::string("resctrlfs-exporter ") + resctrlfs::kVersion);
-  app.add_option("--root", root, "the resctrl mount point")->capture_default_str();
+  app.add_option("--root", root,
+                 "the resctrl mount point (refused, exit status 2, if it is not one)")
+      ->capture_default_str();
   app.add_option("--listen", listen,
-                 "ADDR:PORT to serve on ([V6ADDR]:PORT for IPv6; loopback by default)")
+                 "where to serve: ADDR:PORT, [V6ADDR]:PORT, HOST:PORT (e.g. localhost:9835) or "
+                 ":PORT (127.0.0.1); loopback by default")
       ->capture_default_str();
   app.add_flag("--read-available-mbm-cntrs", opts.read_available_mbm_cntrs,
                "in mbm_event mode also read info/L3_MON/available_mbm_cntrs (each read resets "
@@ -41,6 +46,10 @@ int main(int argc, char** argv) {
   auto ep = parse_listen_address(listen);
   if (!ep.ok()) {
     std::fprintf(stderr, "resctrlfs-exporter: %s\n", ep.error().message.c_str());
+    return 2;
+  }
+  if (auto r = check_resctrl_root(root); !r.ok()) {
+    std::fprintf(stderr, "resctrlfs-exporter: %s\n", r.error().message.c_str());
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -653,6 +654,45 @@ Snapshot TreeReader::read() {
   }
   sweep();
   return s;
+}
+
+namespace {
+
+constexpr long kRdtgroupSuperMagic = 0x7655821;  // the kernel's resctrl
+constexpr long kFuseSuperMagic = 0x65735546;     // resctrlfs, outside the sandbox
+
+}  // namespace
+
+Result<void> check_resctrl_root(const std::string& root) {
+  const std::string what = "--root " + root;
+  const std::string todo =
+      ": point --root at a resctrl mount (resctrlfsd's, e.g. resctrlfsd --platform intel-2s "
+      "/sys/fs/resctrl, or the kernel's: mount -t resctrl resctrl /sys/fs/resctrl)";
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    const int err = errno;
+    return Error::make(err, what + ": " + std::strerror(err) + todo);
+  }
+  if (!S_ISDIR(st.st_mode)) return Error::make(ENOTDIR, what + " is not a directory" + todo);
+  for (const char* f : {"info/last_cmd_status", "tasks"}) {
+    if (::access((root + "/" + f).c_str(), F_OK) != 0) {
+      const int err = errno;
+      return Error::make(err, what + " is not a resctrl tree (no " + f + ")" + todo);
+    }
+  }
+  struct statfs sf;
+  if (::statfs(root.c_str(), &sf) != 0) {
+    const int err = errno;
+    return Error::make(err, what + ": statfs: " + std::strerror(err));
+  }
+  const long type = static_cast<long>(sf.f_type);
+  if (type != kRdtgroupSuperMagic && type != kFuseSuperMagic) {
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%lx", static_cast<unsigned long>(type));
+    return Error::make(EINVAL, what + " is not a resctrl tree (a filesystem of type " + hex +
+                                   ", not resctrl's)" + todo);
+  }
+  return {};
 }
 
 }  // namespace resctrlfs::exporter

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "base/log_rate_limit.h"
+#include "base/result.h"
 #include "exporter/snapshot.h"
 
 namespace resctrlfs::exporter {
@@ -156,5 +157,13 @@ bool mount_has_option(std::string_view mountinfo, std::string_view mount_point,
 // The resource of a mon_data domain directory: mon_L3_00 -> L3,
 // mon_sub_L3_01 -> L3, mon_PERF_PKG_00 -> PERF_PKG; "" when not one.
 std::string mon_dir_resource(std::string_view name);
+
+// Whether `root` is a mounted resctrl tree, which the exporter needs before
+// it starts: a directory holding info/last_cmd_status and tasks (every
+// resctrl mount has both, whatever its features) on a resctrl filesystem
+// (statfs: the kernel's RDTGROUP_SUPER_MAGIC, or FUSE's, which resctrlfs
+// reports outside its sandbox). An error names what is missing and says what
+// to do.
+Result<void> check_resctrl_root(const std::string& root);
 
 }  // namespace resctrlfs::exporter

@@ -106,7 +106,9 @@ class SimControl {
   }
 
   // Fault injection: the next `count` MSR writes fail (as a #GP would), on
-  // any CPU or only on `cpu`.
+  // any CPU or only on `cpu`. Writes of the monitoring event select
+  // (IA32_QM_EVTSEL, written by every counter read) are not counted, so
+  // the once-a-second monitoring work never takes the fault.
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
 
   // AMD Lightweight Profiling of a simulated thread (ours; see

@@ -314,7 +314,9 @@ class Sandbox {
 
 Result<void> Sandbox::setup() {
   if (::geteuid() != 0)
-    return Error::make(EPERM, "must run as root (it creates a mount namespace and mounts FUSE)");
+    return Error::make(EPERM,
+                       "must run as root (it creates a mount namespace and mounts FUSE there): "
+                       "run it with sudo, e.g. sudo resctrlfs-sandbox --platform intel-2s");
   RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
   // With --backend msr on a real machine (--hw-root /) the host's cpuinfo
   // and sysfs are the truth and stay; with another hw root, /proc and sysfs
@@ -370,7 +372,13 @@ Result<void> Sandbox::setup() {
   // first and those of later mounts inside) keeps its boot state in the
   // staging area, which goes with the sandbox as the kernel's memory goes
   // at reboot.
+  // Quiet unless asked: the daemon's info lines (its mount, ...) are noise
+  // around COMMAND's output; its warnings and errors are not.
   std::vector<std::string> daemon_args = daemon_args_without_resctrl_options(opts_);
+  if (!opts_.verbose && !opts_.has_log_level) {
+    daemon_args.push_back("--log-level");
+    daemon_args.push_back("warn");
+  }
   if (vcpus_.enabled()) {
     vcpu_file_ = staging_ + "/vcpus";
     RESCTRLFS_RETURN_IF_ERROR(write_text_file(vcpu_file_, format_vcpu_table(VcpuTable(vcpus_))));
@@ -602,7 +610,6 @@ int main_impl(int argc, char** argv) {
   auto parsed = parse_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {
     log(parsed.error().message);
-    std::fputs(usage().c_str(), stderr);
     return kSetupFailed;
   }
   Options o = std::move(*parsed);

@@ -1,6 +1,9 @@
 // Implements the resctrlfs-sandbox command-line parser.
 #include "sandbox/options.h"
 
+#include "base/suggest.h"
+#include "daemon/option_names.h"
+
 namespace resctrlfs::sandbox {
 namespace {
 
@@ -27,7 +30,8 @@ bool take_value(const std::vector<std::string>& args, size_t& i, const std::stri
 }  // namespace
 
 std::string usage() {
-  return "usage: resctrlfs-sandbox [--daemon PATH] [--cpus host|platform] [--ignore-topology]\n"
+  return "usage: resctrlfs-sandbox [-v] [--daemon PATH] [--cpus host|platform] "
+         "[--ignore-topology]\n"
          "                         [--intercept MODE]\n"
          "                         [DAEMON OPTIONS]\n"
          "                         [-- COMMAND [ARGS...]]\n"
@@ -64,6 +68,8 @@ std::string usage() {
          "                      intercepted and run at full speed; only COMMAND itself\n"
          "                      sees the rewritten mount tables), none (no seccomp\n"
          "                      filter: FUSE's statfs magic, tables for COMMAND only)\n"
+         "  -v, --verbose       also show the daemon's info lines (by default it logs only\n"
+         "                      warnings and errors; a --log-level given here wins)\n"
          "  -h, --help          this text\n"
          "  --version           print resctrlfs-sandbox's version and exit\n"
          "  --list-platforms    print the built-in platform names (for --platform) and exit\n"
@@ -138,6 +144,32 @@ bool has_boot_state_dir(const Options& o) {
   return false;
 }
 
+namespace {
+
+// The sandbox's own options (the rest are the daemon's, daemon/option_names.h).
+const std::vector<std::string>& sandbox_option_names() {
+  static const std::vector<std::string> names = {
+      "--daemon", "--cpus", "--ignore-topology", "--intercept",     "-v", "--verbose",
+      "-h",       "--help", "--version",         "--list-platforms"};
+  return names;
+}
+
+const daemon::OptionName* daemon_option(std::string_view name) {
+  for (const daemon::OptionName& o : daemon::kDaemonOptionNames)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+Error unknown_option(const std::string& name) {
+  std::vector<std::string> names = sandbox_option_names();
+  for (const daemon::OptionName& o : daemon::kDaemonOptionNames) names.emplace_back(o.name);
+  return Error::make(EINVAL, "unknown option '" + name + "'" + did_you_mean(name, names) +
+                                 ": resctrlfs-sandbox --help lists the sandbox's options and "
+                                 "the daemon's");
+}
+
+}  // namespace
+
 Result<Options> parse_options(const std::vector<std::string>& args) {
   Options o;
   std::vector<std::string> mount_opts;
@@ -162,6 +194,10 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       o.list_platforms = true;
       continue;
     }
+    if (a == "-v" || a == "--verbose") {
+      o.verbose = true;
+      continue;
+    }
     if (a == "--ignore-topology") {
       o.ignore_topology = true;
       continue;
@@ -184,6 +220,12 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         return Error::make(EINVAL, "--cpus must be host or platform, not '" + o.cpus + "'");
       continue;
     }
+    if (a.empty() || a[0] != '-' || a == "-") {
+      return Error::make(EINVAL, "unexpected argument '" + a +
+                                     "': the command goes after --, e.g. resctrlfs-sandbox "
+                                     "--platform intel-2s -- " +
+                                     a);
+    }
     size_t before = i;
     if (take_value(args, i, "--platform", &v, &err)) {
       if (err.code) return err;
@@ -205,6 +247,19 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         v = a.substr(2);
       }
       mount_opts.push_back(v);
+    } else {
+      // Another of the daemon's options, passed on with its value.
+      const size_t eq = a.find('=');
+      const std::string name = a.substr(0, eq);
+      if (name == "--log-level") o.has_log_level = true;
+      const daemon::OptionName* d = name.rfind("--", 0) == 0 ? daemon_option(name) : nullptr;
+      if (d == nullptr) return unknown_option(name);
+      if (eq != std::string::npos && !d->takes_value)
+        return Error::make(EINVAL, "option " + name + " takes no value");
+      if (eq == std::string::npos && d->takes_value) {
+        if (i + 1 >= args.size()) return Error::make(EINVAL, name + " needs a value");
+        ++i;
+      }
     }
     for (size_t k = before; k <= i; ++k) o.daemon_args.push_back(args[k]);
   }

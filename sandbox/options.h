@@ -22,6 +22,8 @@ struct Options {
   std::string mount_options;             // every -o value, joined by ','
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology
+  bool verbose = false;                  // -v / --verbose: the daemon's info lines too
+  bool has_log_level = false;            // --log-level given (for the daemon)
   std::string intercept = "all";         // --intercept all|statfs-only|none
   std::string cpus = "host";             // --cpus host|platform
   bool help = false;                     // -h / --help
@@ -30,7 +32,9 @@ struct Options {
   std::vector<std::string> command;      // after "--"; empty = shell
 };
 
-// Parses the arguments after argv[0].
+// Parses the arguments after argv[0]. An option that is neither the
+// sandbox's nor the daemon's (daemon/option_names.h) is refused with a
+// suggestion, as is an argument before "--" that is no option.
 Result<Options> parse_options(const std::vector<std::string>& args);
 
 // Sets the platform, also in the daemon's arguments (the last --platform

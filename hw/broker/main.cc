@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/cli_help.h"
 #include "base/version.h"
 #include "hw/backend.h"
 #include "hw/broker/dev_mem.h"
@@ -109,6 +110,7 @@ Blocks irdt_blocks(const std::string& path, unsigned wide, MmioDevice& mem,
 
 int main(int argc, char** argv) {
   CLI::App app{"resctrl-msrd: privileged MSR broker for resctrlfs"};
+  resctrlfs::use_help_formatter(app);
   // resctrl-msrd.service's RuntimeDirectory (0700, root's) holds the socket;
   // resctrlfsd --broker defaults to the same path (kDefaultSocket).
   std::string socket_path = resctrlfs::hw::kDefaultBrokerSocket;
@@ -155,6 +157,15 @@ int main(int argc, char** argv) {
   std::unique_ptr<broker::Policy> policy;
   const std::string root = hw_root == "/" ? "" : hw_root;
   if (!root.empty()) dev_root = root + "/dev/cpu";
+  // The machine's own registers are root's (the msr driver also wants
+  // CAP_SYS_RAWIO): said first, not as the open or the socket's directory
+  // failing later. A simulated machine or an emulated --hw-root needs none.
+  if (sim_platform.empty() && dev_root == "/dev/cpu" && ::geteuid() != 0) {
+    log("must run as root: it reads and writes the CPUs' registers through /dev/cpu/N/msr "
+        "(which needs CAP_SYS_RAWIO). Run it with sudo, or start resctrl-msrd.service "
+        "(systemctl start resctrl-msrd)");
+    return 1;
+  }
 #if RESCTRL_MSRD_SIM
   if (!sim_platform.empty()) {
     auto profile = sim::load_profile(sim_platform);

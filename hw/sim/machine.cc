@@ -367,7 +367,12 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
 Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
   std::lock_guard lock(mu_);
   if (cpu >= cpus_.size() || !cpus_[cpu].online) return Error::log_only(EIO, "CPU is offline");
-  if (fail_writes_ > 0 && (!fail_cpu_ || *fail_cpu_ == cpu)) {
+  // An injected fault takes the next configuration writes (masks,
+  // bandwidth, association, QoS configuration), never one of the event
+  // select that every counter read goes through: the monitoring worker
+  // reads counters every second, and would take a fault meant for a user's
+  // command.
+  if (fail_writes_ > 0 && msr != IA32_QM_EVTSEL && (!fail_cpu_ || *fail_cpu_ == cpu)) {
     --fail_writes_;
     return gp(cpu, msr, "injected fault");
   }

@@ -349,6 +349,36 @@ TEST_CASE("options: defaults, --platform=, --backend, help, errors") {
   CHECK(!parse_options({"--daemon"}).ok());
 }
 
+TEST_CASE("options: a mistyped option is the sandbox's error, with a suggestion") {
+  auto o = parse_options({"--platfrom", "intel-2s", "--", "true"});
+  REQUIRE(!o.ok());
+  CHECK(o.error().message.find("unknown option '--platfrom' (did you mean --platform?)") == 0);
+  o = parse_options({"--verbsoe"});
+  REQUIRE(!o.ok());
+  CHECK(o.error().message.find("(did you mean --verbose?)") != std::string::npos);
+  o = parse_options({"--no-such-thing-at-all"});
+  REQUIRE(!o.ok());
+  CHECK(o.error().message.find("did you mean") == std::string::npos);
+  CHECK(o.error().message.find("--help") != std::string::npos);
+  // A command before "--" is no daemon argument either.
+  o = parse_options({"--platform", "intel-2s", "cat", "/proc/self/mounts"});
+  REQUIRE(!o.ok());
+  CHECK(o.error().message.find("unexpected argument 'cat': the command goes after --") == 0);
+  // The daemon's options pass with their values, in both spellings.
+  o = parse_options({"--log-level", "debug", "--rdt=l3cat", "--tasks-from-proc", "--broker", "/s"});
+  REQUIRE(o.ok());
+  CHECK(o->has_log_level);
+  CHECK(o->daemon_args == std::vector<std::string>{"--log-level", "debug", "--rdt=l3cat",
+                                                   "--tasks-from-proc", "--broker", "/s"});
+  CHECK(!parse_options({"--log-level"}).ok());
+  CHECK(!parse_options({"--tasks-from-proc=1"}).ok());
+  o = parse_options({"-v", "--verbose"});
+  REQUIRE(o.ok());
+  CHECK(o->verbose);
+  CHECK(o->daemon_args.empty());
+  CHECK(usage().find("-v, --verbose") != std::string::npos);
+}
+
 TEST_CASE("options: --hw-root is read and passed on to the daemon") {
   auto o = parse_options({});
   REQUIRE(o.ok());

@@ -105,24 +105,42 @@ if on_msr; then
   daemon_platform="--backend msr --broker [^ ]+/msrd.sock --hw-root [^ ]+/hw --rdt-from-cpuid( --rdt [^ ]+)?"
   out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
   check_match "daemon got -f, the daemon options, the msr path's, the resctrl options, the staging area's boot-state directory and the mount point (no --state-dir)" \
-    "$(tr '\n' ' ' <<<"$out")" "^-f --control $WORK/ctl $daemon_platform -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
+    "$(tr '\n' ' ' <<<"$out")" "^-f --control $WORK/ctl $daemon_platform --log-level warn -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
   out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
   check_match "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
-    "^-f --state-dir /var/lib/mine $daemon_platform --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
+    "^-f --state-dir /var/lib/mine $daemon_platform --log-level warn --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
 else
   out=$(run --platform "$WORK/full.json" -o cdp --control "$WORK/ctl" -- cat /sys/fs/resctrl/args)
   # The kernel's resctrl options last (every daemon of the sandbox gets
   # the same others), then the boot-state directory in the staging area
   # that they all share.
-  check_match "daemon got -f, the daemon options, the resctrl options, the staging area's boot-state directory and the mount point (no --state-dir: no journal)" \
-    "$(tr '\n' ' ' <<<"$out")" "^-f --platform $WORK/full.json --control $WORK/ctl -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
+  check_match "daemon got -f, the daemon options, --log-level warn (no -v), the resctrl options, the staging area's boot-state directory and the mount point (no --state-dir: no journal)" \
+    "$(tr '\n' ' ' <<<"$out")" "^-f --platform $WORK/full.json --control $WORK/ctl --log-level warn -o cdp --boot-state-dir $TMPDIR/resctrlfs-sandbox\.[^/ ]+/boot-state /sys/fs/resctrl \$"
   out=$(run --platform "$WORK/full.json" --state-dir /var/lib/mine -- cat /sys/fs/resctrl/args)
   check_match "a given --state-dir is passed unchanged" "$(tr '\n' ' ' <<<"$out")" \
-    "^-f --platform $WORK/full.json --state-dir /var/lib/mine --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
+    "^-f --platform $WORK/full.json --state-dir /var/lib/mine --log-level warn --boot-state-dir [^ ]+/boot-state /sys/fs/resctrl \$"
   out=$(run --platform "$WORK/full.json" -o allow_root,debug --boot-state-dir /run/mine -- cat /sys/fs/resctrl/args)
   check_eq "FUSE options stay in their -o, a given --boot-state-dir replaces the staging area's" \
-    "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o allow_root --boot-state-dir /run/mine -o debug /sys/fs/resctrl "
+    "$(tr '\n' ' ' <<<"$out")" "-f --platform $WORK/full.json -o allow_root --boot-state-dir /run/mine --log-level warn -o debug /sys/fs/resctrl "
 fi
+
+echo "== messages: quiet by default, -v, option typos"
+out=$(run --platform "$WORK/full.json" -v -- cat /sys/fs/resctrl/args)
+check_nomatch "with -v the daemon keeps its default log level" "$(tr '\n' ' ' <<<"$out")" 'log-level'
+out=$(run --platform "$WORK/full.json" --log-level debug -- cat /sys/fs/resctrl/args)
+check_eq "a --log-level given is the daemon's only one" "$(grep -c '^--log-level$' <<<"$out")" 1
+check_match "a --log-level given is passed on" "$(tr '\n' ' ' <<<"$out")" '--log-level debug '
+run --platfrom "$WORK/full.json" -- true
+check_eq "a mistyped option is refused (125)" $? 125
+check_match "a mistyped option is named as the sandbox's, with a suggestion" "$(cat "$WORK/stderr")" \
+  "^resctrlfs-sandbox: unknown option '--platfrom' \(did you mean --platform\?\)"
+check_nomatch "a mistyped option does not reach the daemon" "$(cat "$WORK/stderr")" 'not expected|/sys/fs/resctrl'
+run --platform "$WORK/full.json" cat /proc/self/mounts
+check_eq "a command without -- is refused (125)" $? 125
+check_match "a command without -- is told where the command goes" "$(cat "$WORK/stderr")" \
+  "unexpected argument 'cat': the command goes after --"
+out=$("$SB" --help)
+check_match "--help lists -v" "$out" '^  -v, --verbose '
 
 echo "== exit status and cleanup"
 out=$(run --platform "$WORK/full.json" -- sh -c 'echo $RESCTRLFSD_PID; exit 3')
@@ -289,8 +307,12 @@ if [ ! -x "${RESCTRLFSD_BIN:-}" ]; then
 elif [ ! -c /dev/fuse ]; then
   part2_skipped="no /dev/fuse"
 else
-  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- cat /proc/self/mounts)
+  out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" -- cat /proc/self/mounts 2>"$WORK/stderr")
   check_eq "real daemon: exit status" $? 0
+  check_nomatch "real daemon: no info lines without -v" "$(cat "$WORK/stderr")" ': info: '
+  "$SB" --daemon "$RESCTRLFSD_BIN" -v --platform "$WORK/full.json" -- true 2>"$WORK/stderr"
+  check_match "real daemon: -v shows the daemon's info lines" "$(cat "$WORK/stderr")" \
+    ': info: resctrl mounted at /sys/fs/resctrl '
   check_match "real daemon: COMMAND sees type resctrl" "$out" '^resctrl /sys/fs/resctrl resctrl rw'
   out=$("$SB" --daemon "$RESCTRLFSD_BIN" --platform "$WORK/full.json" --intercept none -- sh -c \
     'grep " /sys/fs/resctrl " /proc/self/mounts; stat -f -c %t /sys/fs/resctrl; ls /sys/fs/resctrl; ls /sys/fs/resctrl/info; echo pid=$RESCTRLFSD_PID')

@@ -2,9 +2,12 @@
 // between resctrl flags and FUSE options, and usage errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "daemon/option_names.h"
 #include "daemon/options.h"
 #include "hw/backend.h"
 
@@ -158,6 +161,32 @@ TEST_CASE("option --list-platforms prints the built-in platforms, one a line, an
   for (const std::string& n : resctrlfs::hw::builtin_platforms()) {
     INFO(n);
     CHECK(h.output.find(n) != std::string::npos);
+  }
+}
+
+TEST_CASE("help names each option plainly and says where the log goes") {
+  ParsedArgs h = parse({"--help"});
+  REQUIRE(h.exit_code == 0);
+  // CLI11 prints a negatable flag as "--journal-fsync,--no-journal-fsync{false}".
+  CHECK(h.output.find("  --journal-fsync,--no-journal-fsync\n") != std::string::npos);
+  CHECK(h.output.find("{false}") == std::string::npos);
+  CHECK(h.output.find("{true}") == std::string::npos);
+  CHECK(h.output.find("syslog") != std::string::npos);
+  CHECK(h.output.find("/dev/log") != std::string::npos);
+}
+
+TEST_CASE("daemon/option_names.h lists every option of the parser, as the sandbox needs") {
+  std::vector<std::pair<std::string, bool>> table;
+  for (const auto& o : resctrlfs::daemon::kDaemonOptionNames)
+    table.emplace_back(std::string(o.name), o.takes_value);
+  std::vector<std::pair<std::string, bool>> parser = resctrlfs::daemon::daemon_cli_options();
+  for (const auto& o : parser) {
+    INFO("the parser's " << o.first << (o.second ? " VALUE" : ""));
+    CHECK(std::find(table.begin(), table.end(), o) != table.end());
+  }
+  for (const auto& o : table) {
+    INFO("option_names.h's " << o.first << (o.second ? " VALUE" : ""));
+    CHECK(std::find(parser.begin(), parser.end(), o) != parser.end());
   }
 }
 

@@ -148,6 +148,29 @@ TEST_CASE("a monitor-only or control-only tree", "[tree]") {
   CHECK(s.groups[0].mon.empty());
 }
 
+TEST_CASE("check_resctrl_root: a missing path, a plain directory, a copy of a tree", "[tree]") {
+  TempTree t;
+  Result<void> r = check_resctrl_root(t.root() + "/nope");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ENOENT);
+  CHECK(r.error().message.find("--root " + t.root() +
+                               "/nope: No such file or directory: "
+                               "point --root at a resctrl mount") == 0);
+  r = check_resctrl_root(t.root());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("is not a resctrl tree (no info/last_cmd_status)") !=
+        std::string::npos);
+  // Every file a tree has, on a filesystem that is not resctrl's.
+  t.intel_2s();
+  r = check_resctrl_root(t.root());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("a filesystem of type 0x") != std::string::npos);
+  t.write("file", "");
+  r = check_resctrl_root(t.root() + "/file");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("is not a directory") != std::string::npos);
+}
+
 TEST_CASE("a tree that is not there, or goes away", "[tree]") {
   TreeReader missing("/nonexistent/resctrl");
   Snapshot s = missing.read();

@@ -15,19 +15,21 @@ def exporter_binary():
 
 
 class Exporter:
-    """resctrlfs-exporter serving `root` on 127.0.0.1 and a free port;
+    """resctrlfs-exporter serving `root` on `listen` (127.0.0.1 and a free
+    port by default);
     `wrapper` runs it (["prlimit", "--nofile=64:64", "--"]) and must exec it,
     so that self.proc.pid is the exporter's."""
 
-    def __init__(self, root, args=(), wrapper=()):
+    def __init__(self, root, args=(), wrapper=(), listen="127.0.0.1:0"):
         self.log_path = os.path.join(os.path.dirname(root), "exporter.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            list(wrapper) + [exporter_binary(), "--root", root, "--listen", "127.0.0.1:0"] +
+            list(wrapper) + [exporter_binary(), "--root", root, "--listen", listen] +
             list(args),
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            m = rt.wait_until(lambda: re.search(r"on (http://[0-9.]+:\d+)/", self.output()),
+            m = rt.wait_until(lambda: re.search(r"on (http://(?:[0-9.]+|\[[0-9a-f:]+\]):\d+)/",
+                                                    self.output()),
                               "resctrlfs-exporter to listen",
                               give_up=lambda: rt.exited(self.proc), report=self.output)
         except RuntimeError as e:

@@ -44,7 +44,8 @@ daemons or start them differently):
     registers() -> [{"cpu","msr","value",...}]  the simulated RDT registers
     workload(tid=|cpu=, footprint_bytes=, bandwidth_mbps=, local_fraction=,
              write_fraction=)
-    fail_writes(n, cpu=None)  make the next n MSR writes fail
+    fail_writes(n, cpu=None)  make the next n configuration MSR writes fail
+                              (counter reads' event selects are not counted)
     daemon_log() -> str
 
 Waiting: wait_until(predicate, what) polls until predicate() is true and

@@ -93,6 +93,36 @@ class HardwareFaults(unittest.TestCase):
         self.assertEqual(m.write("g/schemata", "L3:0=3;1=c\n"), 0, m.lcs())
         self.assert_consistent()
 
+    def test_fault_is_left_to_the_next_command_with_the_clock_running(self):
+        # The monitoring worker reads counters every second (MBM overflow,
+        # limbo), writing the event select register each time; a fault is
+        # for configuration writes, so the worker never takes it and the
+        # next user command does.
+        m = self.m
+        self.assertEqual(m.mkdir("g"), 0)
+        self.assertEqual(m.write("g/schemata", "L3:0=ff;1=ff\n"), 0, m.lcs())
+        before = m.read("g/schemata")
+        ran = self.worker_runs()
+        m.fail_writes(1)
+        # Two runs of the worker at least (a count, not a duration).
+        rt.wait_until(lambda: self.worker_runs() >= ran + 2, "two runs of the monitoring worker")
+        self.assertEqual(m.write("g/schemata", "L3:0=f;1=f\n"), errno.EIO)
+        self.assertEqual(m.lcs(), "Failed to write hardware register\n")
+        self.assertEqual(m.read("g/schemata"), before)
+        self.assertEqual(m.write("g/schemata", "L3:0=f;1=f\n"), 0, m.lcs())
+        self.assert_consistent()
+
+    def worker_runs(self):
+        """A count that grows with each run of the monitoring worker: the
+        simulated clock's seconds (real time here), or under the msr label
+        the daemon's round trips to resctrl-msrd (nothing else asks it while
+        the test waits)."""
+        d = self.m.status()["daemon"]
+        if "clock" in d:
+            self.assertEqual(d["clock"]["mode"], "real")
+            return d["clock"]["now_ms"] // 1000
+        return d["broker"]["round_trips"]
+
     def test_mkdir_failing_to_program_frees_its_closid(self):
         m = self.m
         # An exclusive group makes a new group's default masks differ from
