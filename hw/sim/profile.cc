@@ -23,6 +23,7 @@
 
 #include "base/json_input.h"
 #include "base/suggest.h"
+#include "hw/sim/lwp_unit.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 #include "hw/x86/sysfs_topology.h"
@@ -642,6 +643,58 @@ Result<void> check_id_counts(const Profile& p) {
   return Ok();
 }
 
+// "lwp": CPUID 8000_0001h ECX[15] and leaf 8000_001Ch in the layout of the
+// generation asked for (hw/x86/lwp_cpuid.h), offering the events listed.
+Result<void> synth_lwp(Profile& p, const JsonIn& j) {
+  if (!p.amd()) return bad("\"lwp\" (AMD Lightweight Profiling) needs vendor AuthenticAMD");
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
+  lwp::Generation g = lwp::Generation::kShipped;
+  if (j.has("generation")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(std::string gen, checked(j.string_at("generation", 16)));
+    if (gen == "proposal") {
+      g = lwp::Generation::kProposal;
+    } else if (gen != "shipped") {
+      return bad("lwp.generation must be \"shipped\" or \"proposal\"");
+    }
+  }
+  x86::LwpCaps c = sim_lwp_caps(g);
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool intr, get_bool(j, "interrupt", true));
+  c.supported.interrupt = c.enabled.interrupt = intr;
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> events, checked(j.find("events")));
+  if (events) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto items, checked(events->elements(16)));
+    bool val = false, ire = false, bre = false, dme = false;
+    for (const JsonIn& e : items) {
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string name, checked(e.as_string(32)));
+      if (name == "value" && g == lwp::Generation::kShipped) {
+        val = true;
+      } else if (name == "instructions") {
+        ire = true;
+      } else if (name == "branches") {
+        bre = true;
+      } else if (name == "dcache") {
+        dme = true;
+      } else {
+        return bad(e.path() + ": unknown LWP event \"" + name + "\" (instructions, branches, " +
+                   "dcache" + (g == lwp::Generation::kShipped ? ", value" : "") + ")");
+      }
+    }
+    for (x86::LwpFeatureBits* f : {&c.supported, &c.enabled}) {
+      f->val = val;
+      f->ire = ire;
+      f->bre = bre;
+      f->dme = dme;
+    }
+  }
+  c.supported.raw = c.supported.encode();
+  c.enabled.raw = c.enabled.encode();
+  leaf(p, CPUID_LEAF_AMD_EXT_FEATURES, 0).ecx |= CPUID_80000001_ECX_LWP;
+  if (leaf(p, CPUID_LEAF_EXT_MAX, 0).eax < CPUID_LEAF_AMD_LWP)
+    leaf(p, CPUID_LEAF_EXT_MAX, 0).eax = CPUID_LEAF_AMD_LWP;
+  set_leaf(p, CPUID_LEAF_AMD_LWP, 0, c.encode());
+  return Ok();
+}
+
 Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   if (!j.json().is_object()) return bad("top level must be an object");
   Profile p;
@@ -746,6 +799,9 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   if (telemetry) RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *telemetry));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io_rdt, checked(j.find("io_rdt")));
   if (io_rdt) RESCTRLFS_RETURN_IF_ERROR(parse_io_rdt(p, *io_rdt));
+
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> lwp_j, checked(j.find("lwp")));
+  if (lwp_j) RESCTRLFS_RETURN_IF_ERROR(synth_lwp(p, *lwp_j));
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> stlb, checked(j.find("stlb")));
   if (stlb) {
