@@ -122,9 +122,9 @@ class Lwp(rt.ResctrlfsTestCase):
         self.assertEqual(self.mkdir("g"), 0)
         tid = self.thread_in("g")
         self.assertEqual(self.write("g/schemata", "MB:0=2048;1=2048\n"), 0)  # unlimited
-        fast = self.measure(tid, "no limit")
+        fast = self.measure(tid, "unlimited")
         self.assertEqual(self.write("g/schemata", "MB:0=2;1=2\n"), 0)  # 2 x 1/8 GB/s
-        slow = self.measure(tid, "250 MB/s")
+        slow = self.measure(tid, "250 MBps")
         self.assertGreater(slow[1], 3 * fast[1])
 
     def test_lwpval_and_lwpins(self):
@@ -198,7 +198,8 @@ class Lwp(rt.ResctrlfsTestCase):
         # A file that is not LWP records: refused, naming the record.
         bad = os.path.join(self.tmp, "bad")
         with open(bad, "wb") as f:
-            f.write(open(path, "rb").read()[:64] + bytes(32))
+            with open(path, "rb") as g:
+                f.write(g.read()[:64] + bytes(32))
         out = self.run_ctl("lwp", "decode", bad, ok=False)
         self.assertEqual(out.returncode, 1)
         self.assertIn("record 2 (offset 64): event id 0 is invalid", out.stderr)
