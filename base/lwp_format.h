@@ -16,8 +16,10 @@
 //     3 branches retired, 4 DCache misses, 5 core clocks not halted,
 //     6 reference clocks not halted, 255 programmed event (LWPINS). (Ids 1
 //     and 255 as Microsoft's documentation of the __lwpval and __lwpins
-//     intrinsics gives them; the others as the specification's successors
-//     of the proposal's table.)
+//     intrinsics gives them; 2-4 from CPUID 8000_001Ch, whose bit i is
+//     event id i, named LwpIRE, LwpBRE, LwpDME at bits 2-4 in the ccpuid.h
+//     and x86-cpuid-db field tables, and from rr's LWP tick source, which
+//     profiled branches retired as event 3, slot i counting event i + 1.)
 // In both, LWPCB.Flags bit 0 is EN, bit i says event id i is profiled and
 // bit 31 INT, so the same events give different Flags: instructions retired
 // with the interrupt is 0x80000003 in the proposal, 0x80000005 as shipped.

@@ -150,8 +150,10 @@ inline constexpr uint32_t IA32_LSTAR = 0xC0000082;
 // them and nothing programs them). LWP_CFG: bits 31:0 the OS's enable mask
 // in the layout of CPUID 8000_001Ch EAX (Xen's SVM code faults a guest
 // setting a bit that 8000_001Ch EDX lacks), bits 39:32 the COREID written
-// into byte 1 of every record, bits 47:40 the threshold-interrupt vector
-// (Xen delivers the LWP interrupt on LWP_CFG[47:40]). LWP_CBADDR: the
+// into byte 1 of every record (an out-of-tree Linux perf LWP driver notes
+// that this byte of the MSR is copied into the records), bits 47:40 the
+// threshold-interrupt vector (Xen delivers the LWP interrupt on
+// LWP_CFG[47:40]). LWP_CBADDR: the
 // linear address of the current thread's LWP control block (what SLWPCB
 // returns). The 2007 proposal calls them LWPMSR0 (bits 31:0 only) and
 // LWPMSR1 and gives no addresses. Not RDT registers: the broker refuses
