@@ -6,13 +6,23 @@
 // other resctrlfs part, so that the simulator, the control socket, the CLI
 // and the fuzz target share one codec.
 //
-// Sources: the 2007 public LWP proposal (AMD, v1.01) for the LWPCB figure
-// and the record layouts, and the LWP specification as shipped on family
-// 15h (AMD pub. 43724) for the event ids, which moved by one when the
-// programmed-value event (LWPVAL) took id 1:
-//   1 programmed value sample (LWPVAL), 2 instructions retired,
-//   3 branches retired, 4 DCache misses, 5 core clocks not halted,
-//   6 reference clocks not halted, 255 programmed event (LWPINS).
+// Two generations of LWP, with the same record and LWPCB-Flags layouts but
+// different event ids (Generation):
+//   - the 2007 public LWP proposal (AMD, v1.01), its table of event ids:
+//     1 instructions retired, 2 branches retired, 3 DCache misses;
+//   - the LWP specification as shipped on family 15h (AMD pub. 43724), where
+//     the programmed-value event (LWPVAL) took id 1 and the others moved up
+//     by one: 1 programmed value sample (LWPVAL), 2 instructions retired,
+//     3 branches retired, 4 DCache misses, 5 core clocks not halted,
+//     6 reference clocks not halted, 255 programmed event (LWPINS). (Ids 1
+//     and 255 as Microsoft's documentation of the __lwpval and __lwpins
+//     intrinsics gives them; 2-4 from CPUID 8000_001Ch, whose bit i is
+//     event id i, named LwpIRE, LwpBRE, LwpDME at bits 2-4 in the ccpuid.h
+//     and x86-cpuid-db field tables, and from rr's LWP tick source, which
+//     profiled branches retired as event 3, slot i counting event i + 1.)
+// In both, LWPCB.Flags bit 0 is EN, bit i says event id i is profiled and
+// bit 31 INT, so the same events give different Flags: instructions retired
+// with the interrupt is 0x80000003 in the proposal, 0x80000005 as shipped.
 //
 // Record (little endian, 32 bytes):
 //   byte 0      EventId (0 is invalid)
@@ -71,6 +81,14 @@ inline constexpr size_t kLwpcbHeaderSize = 40;  // the proposal's first event sl
 inline constexpr unsigned kCounterBits = 26;
 inline constexpr uint32_t kCounterMask = (1U << kCounterBits) - 1;
 
+// Which document an LWP unit follows (see above).
+enum class Generation : uint8_t { kShipped, kProposal };
+
+inline std::string_view generation_name(Generation g) {
+  return g == Generation::kProposal ? "proposal" : "shipped";
+}
+
+// The shipped specification's event ids.
 enum EventId : uint8_t {
   kProgrammedValue = 1,
   kInstructionsRetired = 2,
@@ -81,6 +99,77 @@ enum EventId : uint8_t {
   kProgrammedEvent = 255,
 };
 
+// The proposal's event ids (its table of EventIds).
+inline constexpr uint8_t kProposalInstructionsRetired = 1;
+inline constexpr uint8_t kProposalBranchesRetired = 2;
+inline constexpr uint8_t kProposalDcacheMiss = 3;
+
+// The events both generations know, and LWPVAL's, by meaning.
+enum class Event : uint8_t { kNone, kValue, kInstructions, kBranches, kDcache, kOther };
+
+// The id of event `e` in generation `g`; 0 when the generation has none
+// (the proposal has no LWPVAL).
+constexpr uint8_t event_id(Generation g, Event e) {
+  if (g == Generation::kProposal) {
+    switch (e) {
+      case Event::kInstructions:
+        return kProposalInstructionsRetired;
+      case Event::kBranches:
+        return kProposalBranchesRetired;
+      case Event::kDcache:
+        return kProposalDcacheMiss;
+      default:
+        return 0;
+    }
+  }
+  switch (e) {
+    case Event::kValue:
+      return kProgrammedValue;
+    case Event::kInstructions:
+      return kInstructionsRetired;
+    case Event::kBranches:
+      return kBranchesRetired;
+    case Event::kDcache:
+      return kDcacheMiss;
+    default:
+      return 0;
+  }
+}
+
+// What id `id` means in generation `g` (kNone: no such id; kOther: an id
+// the shipped specification defines with no record fields of its own to
+// check: clocks not halted, LWPINS).
+constexpr Event event_of(Generation g, uint8_t id) {
+  if (g == Generation::kProposal) {
+    switch (id) {
+      case kProposalInstructionsRetired:
+        return Event::kInstructions;
+      case kProposalBranchesRetired:
+        return Event::kBranches;
+      case kProposalDcacheMiss:
+        return Event::kDcache;
+      default:
+        return Event::kNone;
+    }
+  }
+  switch (id) {
+    case kProgrammedValue:
+      return Event::kValue;
+    case kInstructionsRetired:
+      return Event::kInstructions;
+    case kBranchesRetired:
+      return Event::kBranches;
+    case kDcacheMiss:
+      return Event::kDcache;
+    case kCoreClocksNotHalted:
+    case kRefClocksNotHalted:
+    case kProgrammedEvent:
+      return Event::kOther;
+    default:
+      return Event::kNone;
+  }
+}
+
 // DCache-miss data sources (record bits 31:29).
 enum DataSource : uint8_t {
   kSrcUnknown = 0,
@@ -90,8 +179,21 @@ enum DataSource : uint8_t {
   kSrcOther = 7,  // MMIO, configuration, PCI or APIC space
 };
 
-// The event name used in JSON lines, or "" for an id no LWP version defines.
-inline std::string_view event_name(uint8_t id) {
+// The event name used in JSON lines, or "" for an id generation `g` does
+// not define.
+inline std::string_view event_name(uint8_t id, Generation g = Generation::kShipped) {
+  if (g == Generation::kProposal) {
+    switch (event_of(g, id)) {
+      case Event::kInstructions:
+        return "instructions_retired";
+      case Event::kBranches:
+        return "branches_retired";
+      case Event::kDcache:
+        return "dcache_miss";
+      default:
+        return "";
+    }
+  }
   switch (id) {
     case kProgrammedValue:
       return "programmed_value";
@@ -133,9 +235,9 @@ struct Record {
   uint32_t latency() const { return data1; }
 
   static Record branch(uint8_t core, uint64_t ip, uint64_t to, bool taken, bool prd_valid,
-                       bool predicted) {
+                       bool predicted, Generation g = Generation::kShipped) {
     Record r;
-    r.event_id = kBranchesRetired;
+    r.event_id = lwp::event_id(g, Event::kBranches);
     r.core_id = core;
     r.flags = static_cast<uint16_t>((taken ? 1U << 15 : 0) | (predicted ? 1U << 14 : 0) |
                                     (prd_valid ? 1U << 13 : 0));
@@ -144,9 +246,9 @@ struct Record {
     return r;
   }
   static Record dcache_miss(uint8_t core, uint64_t ip, uint32_t latency, unsigned source,
-                            bool addr_valid, uint64_t addr) {
+                            bool addr_valid, uint64_t addr, Generation g = Generation::kShipped) {
     Record r;
-    r.event_id = kDcacheMiss;
+    r.event_id = lwp::event_id(g, Event::kDcache);
     r.core_id = core;
     r.flags = static_cast<uint16_t>(((source & 7U) << 13) | (addr_valid ? 1U << 12 : 0));
     r.data1 = latency;
@@ -210,48 +312,52 @@ inline Record decode_record(const uint8_t in[kRecordSize]) {
   return r;
 }
 
-// A record LWP can write: a defined event id and its reserved fields 0.
-// (Data3 may hold a timestamp for any event.)
-inline Result<void> check_record(const Record& r) {
-  switch (r.event_id) {
-    case 0:
-      return detail::bad("event id 0 is invalid");
-    case kInstructionsRetired:
+// A record LWP of generation `g` can write: a defined event id and its
+// reserved fields 0. (Data3 may hold a timestamp for any shipped event.)
+inline Result<void> check_record(const Record& r, Generation g = Generation::kShipped) {
+  if (r.event_id == 0) return detail::bad("event id 0 is invalid");
+  switch (event_of(g, r.event_id)) {
+    case Event::kInstructions:
       if (r.flags != 0 || r.data1 != 0 || r.data2 != 0)
         return detail::bad("instructions-retired record with reserved fields set");
-      return Ok();
-    case kBranchesRetired:
+      break;
+    case Event::kBranches:
       if ((r.flags & 0x1FFF) != 0 || r.data1 != 0)
         return detail::bad("branches-retired record with reserved bits set");
-      return Ok();
-    case kDcacheMiss: {
+      break;
+    case Event::kDcache: {
       if ((r.flags & 0x0FFF) != 0) return detail::bad("DCache-miss record with reserved bits set");
       const unsigned src = r.data_source();
       if (src >= 4 && src <= 6)
         return detail::bad("DCache-miss record with a reserved data source");
       if (!r.data_address_valid() && r.data2 != 0)
         return detail::bad("DCache-miss record with an address not marked valid");
-      return Ok();
+      break;
     }
-    case kProgrammedValue:
-    case kCoreClocksNotHalted:
-    case kRefClocksNotHalted:
-    case kProgrammedEvent:
+    case Event::kValue:
+    case Event::kOther:
       return Ok();
+    case Event::kNone:
     default:
-      return detail::bad("unknown event id " + std::to_string(r.event_id));
+      return detail::bad("unknown event id " + std::to_string(r.event_id) + " (" +
+                         std::string(generation_name(g)) + " LWP)");
   }
+  // The proposal's records have no timestamp: bytes 24-31 are reserved.
+  if (g == Generation::kProposal && r.data3 != 0)
+    return detail::bad("record with reserved bytes 24-31 set");
+  return Ok();
 }
 
 // A ring-buffer image or a drained file: whole records, each valid.
-inline Result<std::vector<Record>> decode_records(const uint8_t* data, size_t size) {
+inline Result<std::vector<Record>> decode_records(const uint8_t* data, size_t size,
+                                                  Generation g = Generation::kShipped) {
   if (size % kRecordSize != 0)
     return detail::bad("size " + std::to_string(size) + " is not a multiple of 32 bytes");
   std::vector<Record> out;
   out.reserve(size / kRecordSize);
   for (size_t off = 0; off < size; off += kRecordSize) {
     Record r = decode_record(data + off);
-    if (auto ok = check_record(r); !ok)
+    if (auto ok = check_record(r, g); !ok)
       return detail::bad("record " + std::to_string(off / kRecordSize) + " (offset " +
                          std::to_string(off) + "): " + ok.error().message);
     out.push_back(r);
@@ -268,26 +374,27 @@ inline std::string encode_records(const std::vector<Record>& rs) {
 
 // One JSON object (no trailing newline) with every field of the record;
 // numbers in decimal, addresses as "0x..." strings.
-inline std::string record_json(const Record& r) {
+inline std::string record_json(const Record& r, Generation g = Generation::kShipped) {
   char buf[512];
   auto hex = [](uint64_t v) {
     char b[24];
     std::snprintf(b, sizeof(b), "\"0x%llx\"", static_cast<unsigned long long>(v));
     return std::string(b);
   };
-  std::string name(event_name(r.event_id));
+  std::string name(event_name(r.event_id, g));
   std::snprintf(buf, sizeof(buf),
                 "{\"event_id\":%u,\"event\":\"%s\",\"core_id\":%u,\"flags\":%u,\"data1\":%u,"
                 "\"ip\":%s,\"data2\":%s,\"data3\":%llu",
                 r.event_id, name.c_str(), r.core_id, r.flags, r.data1, hex(r.ip).c_str(),
                 hex(r.data2).c_str(), static_cast<unsigned long long>(r.data3));
   std::string out = buf;
-  if (r.event_id == kBranchesRetired) {
+  const Event kind = event_of(g, r.event_id);
+  if (kind == Event::kBranches) {
     out += ",\"taken\":" + std::string(r.taken() ? "true" : "false");
     out += ",\"prediction_valid\":" + std::string(r.prediction_valid() ? "true" : "false");
     out += ",\"predicted\":" + std::string(r.predicted() ? "true" : "false");
     out += ",\"target\":" + hex(r.data2);
-  } else if (r.event_id == kDcacheMiss) {
+  } else if (kind == Event::kDcache) {
     out += ",\"latency\":" + std::to_string(r.latency());
     out += ",\"data_source\":" + std::to_string(r.data_source());
     out += ",\"data_address_valid\":" + std::string(r.data_address_valid() ? "true" : "false");

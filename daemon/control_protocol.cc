@@ -128,9 +128,10 @@ Result<ControlRequest> parse_workload(const json& obj) {
 }
 
 Result<ControlRequest> parse_lwp(const json& obj) {
-  RESCTRLFS_RETURN_IF_ERROR(
-      only_fields(obj, {"action", "tid", "value", "instructions", "branches", "dcache",
-                        "buffer_bytes", "threshold", "min_latency", "random", "levels", "max"}));
+  RESCTRLFS_RETURN_IF_ERROR(only_fields(
+      obj,
+      {"action", "tid", "value", "instructions", "branches", "dcache", "buffer_bytes", "threshold",
+       "min_latency", "random", "levels", "max", "data2", "data1", "flags", "count"}));
   LwpRequest req;
   auto a = obj.find("action");
   if (a == obj.end() || !a->is_string()) return bad("lwp needs 'action'");
@@ -143,8 +144,12 @@ Result<ControlRequest> parse_lwp(const json& obj) {
     req.action = LwpRequest::Action::kStatus;
   } else if (action == "disarm") {
     req.action = LwpRequest::Action::kDisarm;
+  } else if (action == "ins") {
+    req.action = LwpRequest::Action::kIns;
+  } else if (action == "val") {
+    req.action = LwpRequest::Action::kVal;
   } else {
-    return bad("lwp action must be arm, drain, status or disarm");
+    return bad("lwp action must be arm, drain, status, disarm, ins or val");
   }
   if (!obj.contains("tid")) return bad("lwp needs 'tid'");
   RESCTRLFS_ASSIGN_OR_RETURN(uint64_t tid, get_uint(obj, "tid", std::numeric_limits<int>::max()));
@@ -156,6 +161,26 @@ Result<ControlRequest> parse_lwp(const json& obj) {
     if (!arm && obj.contains(k)) return bad(std::string("'") + k + "' only goes with arm");
   if (obj.contains("max") && req.action != LwpRequest::Action::kDrain)
     return bad("'max' only goes with drain");
+  const bool insert =
+      req.action == LwpRequest::Action::kIns || req.action == LwpRequest::Action::kVal;
+  for (const char* k : {"data2", "data1", "flags", "count"})
+    if (!insert && obj.contains(k))
+      return bad(std::string("'") + k + "' only goes with ins or val");
+  if (obj.contains("data2")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.data2, get_uint(obj, "data2", UINT64_MAX));
+  }
+  if (obj.contains("data1")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "data1", 0xFFFFFFFFULL));
+    req.data1 = static_cast<uint32_t>(v);
+  }
+  if (obj.contains("flags")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "flags", 0xFFFF));
+    req.flags = static_cast<uint16_t>(v);
+  }
+  if (obj.contains("count")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(req.count, get_uint(obj, "count", kMaxLwpInsertCount));
+    if (req.count == 0) return bad("'count' must be positive");
+  }
   constexpr uint64_t kInterval = (1U << 26) - 1;  // 26-bit counters
   auto interval = [&](const char* k, std::optional<uint32_t>& out) -> Result<void> {
     if (!obj.contains(k)) return Ok();

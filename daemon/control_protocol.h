@@ -20,9 +20,13 @@
 //    [,"branches":N][,"dcache":N][,"buffer_bytes":B][,"threshold":B]
 //    [,"min_latency":M][,"random":R][,"levels":["l3","remote","dram","other"]]}
 //   {"cmd":"lwp","action":"drain"|"status"|"disarm","tid":T[,"max":N]}
+//   {"cmd":"lwp","action":"ins"|"val","tid":T[,"data2":R][,"data1":D]
+//    [,"flags":F][,"count":N]}
 //     AMD Lightweight Profiling of a simulated thread (ours): the numbers
 //     after the event names are their intervals; drain replies with the
-//     records (at most kMaxLwpDrain) as hex of the 32-byte record format.
+//     records (at most kMaxLwpDrain) as hex of the 32-byte record format;
+//     ins / val execute LWPINS / LWPVAL N times (default 1) with those
+//     operands (shipped generation only).
 //   {"cmd":"thread-cpu","tid":T}
 //     the platform CPU real thread T counts as running on (thread_cpu.h;
 //     with virtual CPUs, the virtual CPU of its affinity): {"cpu":C}
@@ -72,7 +76,7 @@ struct CpuOnlineRequest {
   bool online = false;
 };
 struct LwpRequest {
-  enum class Action { kArm, kDrain, kStatus, kDisarm } action = Action::kStatus;
+  enum class Action { kArm, kDrain, kStatus, kDisarm, kIns, kVal } action = Action::kStatus;
   int tid = 0;
   // arm: intervals per event (absent: not profiled), the LWPCB's fields.
   std::optional<uint32_t> value, instructions, branches, dcache;
@@ -83,7 +87,14 @@ struct LwpRequest {
   bool clf = false, nbc = false, rdc = false, ram = false, oth = false;
   // drain
   size_t max = kMaxLwpDrain;
+  // ins / val: the instruction's operands and how many times it runs
+  uint64_t data2 = 0;
+  uint32_t data1 = 0;
+  uint16_t flags = 0;
+  uint64_t count = 1;
 };
+// Executions of LWPINS / LWPVAL one lwp ins / val request runs at most.
+inline constexpr uint64_t kMaxLwpInsertCount = 1000000;
 struct ThreadCpuRequest {
   int tid = 0;
 };

@@ -126,9 +126,28 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
   CLI::App* lwp_drain = lwp->add_subcommand("drain", "move the ring's records into a file");
   lwp_drain->add_option("--tid", lwp_tid, "thread id")->required();
   lwp_drain->add_option("--out", out.lwp_out, "file (32-byte LWP records)")->required();
-  std::string decode_path;
+  uint64_t ins_data2 = 0, ins_count = 1;
+  uint32_t ins_data1 = 0, ins_flags = 0;
+  CLI::App* lwp_ins = lwp->add_subcommand("ins", "thread T executes LWPINS (an id-255 record)");
+  CLI::App* lwp_val =
+      lwp->add_subcommand("val", "thread T executes LWPVAL (an id-1 record every interval + 1)");
+  for (CLI::App* a : {lwp_ins, lwp_val}) {
+    a->add_option("--tid", lwp_tid, "thread id")->required();
+    a->add_option("--data2", ins_data2, "the register operand (record bytes 16-23)");
+    a->add_option("--data1", ins_data1, "the r/m32 operand (record bytes 4-7)");
+    a->add_option("--flags", ins_flags, "the immediate's low 16 bits (record bytes 2-3)")
+        ->check(CLI::Range(0, 0xFFFF));
+    a->add_option("--count", ins_count, "how many times it executes")->capture_default_str();
+  }
+  std::string decode_path, decode_gen = "shipped";
   CLI::App* lwp_decode = lwp->add_subcommand("decode", "print a records file as JSON lines");
   lwp_decode->add_option("file", decode_path, "file of 32-byte LWP records")->required();
+  lwp_decode
+      ->add_option("--generation", decode_gen,
+                   "the event ids of: shipped (AMD pub. 43724) or proposal (2007); the drain's "
+                   "\"generation\"")
+      ->check(CLI::IsMember({"shipped", "proposal"}))
+      ->capture_default_str();
 
   CLI::App* thread_cpu =
       app.add_subcommand("thread-cpu", "the CPU the daemon counts a real thread on");
@@ -210,11 +229,18 @@ ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_
         {"cmd", "lwp"}, {"action", lwp_status->parsed() ? "status" : "disarm"}, {"tid", lwp_tid}};
   } else if (lwp_drain->parsed()) {
     out.request = json{{"cmd", "lwp"}, {"action", "drain"}, {"tid", lwp_tid}};
+  } else if (lwp_ins->parsed() || lwp_val->parsed()) {
+    out.request = json{{"cmd", "lwp"},       {"action", lwp_ins->parsed() ? "ins" : "val"},
+                       {"tid", lwp_tid},     {"data2", ins_data2},
+                       {"data1", ins_data1}, {"flags", ins_flags},
+                       {"count", ins_count}};
   } else if (thread_cpu->parsed()) {
     out.request = json{{"cmd", "thread-cpu"}, {"tid", thread_cpu_tid}};
     out.print_field = "cpu";
   } else if (lwp_decode->parsed()) {
     out.lwp_decode = decode_path;
+    out.lwp_generation =
+        decode_gen == "proposal" ? lwp::Generation::kProposal : lwp::Generation::kShipped;
   } else if (send->parsed()) {
     Result<json> r = parse_json(raw_json);
     if (!r.ok()) {
@@ -323,15 +349,15 @@ Result<json> ctl_lwp_drain(const std::string& socket, const json& request,
   }
 }
 
-Result<std::string> ctl_lwp_decode(const std::string& path) {
+Result<std::string> ctl_lwp_decode(const std::string& path, lwp::Generation gen) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Error::make(ENOENT, "cannot read " + path);
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   RESCTRLFS_ASSIGN_OR_RETURN(
       std::vector<lwp::Record> recs,
-      lwp::decode_records(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+      lwp::decode_records(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), gen));
   std::string out;
-  for (const auto& r : recs) out += lwp::record_json(r) + "\n";
+  for (const auto& r : recs) out += lwp::record_json(r, gen) + "\n";
   return out;
 }
 

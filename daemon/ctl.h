@@ -14,7 +14,9 @@
 //                [--random R] [--levels l3,remote,dram,other]
 //   resctrlfsctl lwp status|disarm --tid T
 //   resctrlfsctl lwp drain --tid T --out FILE   (the records, 32-byte format)
-//   resctrlfsctl lwp decode FILE                (JSON lines; no daemon needed)
+//   resctrlfsctl lwp ins|val --tid T [--data2 R] [--data1 D] [--flags F] [--count N]
+//   resctrlfsctl lwp decode FILE [--generation shipped|proposal]
+//                                               (JSON lines; no daemon needed)
 //   resctrlfsctl thread-cpu TID    (the CPU number the daemon counts real thread TID on)
 #pragma once
 
@@ -23,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/lwp_format.h"
 #include "base/result.h"
 
 namespace resctrlfs::daemon {
@@ -40,6 +43,7 @@ struct ParsedCtlArgs {
   // ring is empty); lwp decode: the file to decode (nothing is sent).
   std::string lwp_out;
   std::optional<std::string> lwp_decode;
+  lwp::Generation lwp_generation = lwp::Generation::kShipped;  // lwp decode --generation
 };
 // `env_socket` (RESCTRLFS_CONTROL) overrides the default socket path.
 ParsedCtlArgs parse_ctl_args(int argc, const char* const* argv, const char* env_socket);
@@ -54,6 +58,7 @@ Result<nlohmann::json> ctl_lwp_drain(const std::string& socket, const nlohmann::
                                      const std::string& path);
 // lwp decode: the records of `path` as JSON lines (one per record), or the
 // decoder's error naming the bad record.
-Result<std::string> ctl_lwp_decode(const std::string& path);
+Result<std::string> ctl_lwp_decode(const std::string& path,
+                                   lwp::Generation gen = lwp::Generation::kShipped);
 
 }  // namespace resctrlfs::daemon

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   using namespace resctrlfs::daemon;
   ParsedCtlArgs args = parse_ctl_args(argc, argv, std::getenv("RESCTRLFS_CONTROL"));
   if (args.lwp_decode) {
-    resctrlfs::Result<std::string> lines = ctl_lwp_decode(*args.lwp_decode);
+    resctrlfs::Result<std::string> lines = ctl_lwp_decode(*args.lwp_decode, args.lwp_generation);
     if (!lines.ok()) {
       std::fprintf(stderr, "resctrlfsctl: %s: %s\n", args.lwp_decode->c_str(),
                    lines.error().message.c_str());

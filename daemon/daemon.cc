@@ -771,6 +771,8 @@ std::string to_hex(const std::string& bytes) {
 
 json lwp_status_json(const hw::LwpThreadStatus& st) {
   return json{{"active", st.active},
+              {"generation", std::string(lwp::generation_name(st.generation))},
+              {"lwpcb_address", st.lwpcb_address},
               {"flags", st.flags},
               {"buffer_size", st.buffer_size},
               {"head", st.head},
@@ -793,9 +795,19 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       if (!thread_exists(static_cast<int>(req.tid)))
         return Error::make(ESRCH, "no thread " + std::to_string(req.tid) +
                                       ": lwp arm takes the id of a live thread");
-      // The LWPCB a thread would build: the slots in event-id order, each
-      // counter starting at its interval; the buffer's address is nominal
-      // (the simulator holds the ring itself).
+      // The LWPCB a thread would build: the slots in event-id order (the
+      // ids of the platform's generation), each counter starting at its
+      // interval; the buffer's address is nominal (the simulator holds the
+      // ring itself).
+      const std::optional<lwp::Generation> gen = s->lwp_generation();
+      if (!gen)
+        return Error::make(EOPNOTSUPP,
+                           "this platform has no LWP (its CPUID 8000_0001h ECX[15] is clear): use "
+                           "an AMD profile with \"lwp\" or with LWP's raw CPUID leaves");
+      if (req.value && lwp::event_id(*gen, lwp::Event::kValue) == 0)
+        return Error::make(EINVAL,
+                           "'value' is LWPVAL's event, which this platform's LWP (the 2007 "
+                           "proposal's) does not have");
       lwp::Lwpcb cb;
       cb.buffer_size = req.buffer_bytes;
       cb.buffer_base = 0x7f0000100000;
@@ -807,13 +819,13 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       cb.rdc = req.rdc;
       cb.ram = req.ram;
       cb.oth = req.oth;
-      auto slot = [&](const std::optional<uint32_t>& iv, uint8_t id) {
-        if (iv) cb.events.push_back(lwp::EventSlot{*iv, id, *iv});
+      auto slot = [&](const std::optional<uint32_t>& iv, lwp::Event e) {
+        if (iv) cb.events.push_back(lwp::EventSlot{*iv, lwp::event_id(*gen, e), *iv});
       };
-      slot(req.value, lwp::kProgrammedValue);
-      slot(req.instructions, lwp::kInstructionsRetired);
-      slot(req.branches, lwp::kBranchesRetired);
-      slot(req.dcache, lwp::kDcacheMiss);
+      slot(req.value, lwp::Event::kValue);
+      slot(req.instructions, lwp::Event::kInstructions);
+      slot(req.branches, lwp::Event::kBranches);
+      slot(req.dcache, lwp::Event::kDcache);
       RESCTRLFS_ASSIGN_OR_RETURN(std::string bytes, lwp::encode_lwpcb(cb));
       RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm(req.tid, bytes));
       return lwp_status_json(st);
@@ -821,6 +833,20 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
     case LwpRequest::Action::kDisarm: {
       RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm(req.tid, ""));
       return lwp_status_json(st);
+    }
+    case LwpRequest::Action::kIns:
+    case LwpRequest::Action::kVal: {
+      hw::LwpInsert op;
+      op.value = req.action == LwpRequest::Action::kVal;
+      op.data2 = req.data2;
+      op.data1 = req.data1;
+      op.flags = req.flags;
+      op.count = req.count;
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpInsertResult r, s->lwp_insert(req.tid, op));
+      json out = lwp_status_json(r.status);
+      out["written"] = r.written;
+      if (!op.value) out["full"] = r.full;  // executions that returned CF = 1
+      return out;
     }
     case LwpRequest::Action::kDrain: {
       hw::LwpThreadStatus st;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/lwp_format.h"
 #include "base/result.h"
 #include "hw/arch.h"
 #include "hw/x86/platform.h"
@@ -55,11 +56,29 @@ struct Workload {
 // The simulated LWP unit of one thread as the control interface shows it.
 struct LwpThreadStatus {
   bool active = false;
-  std::string lwpcb;  // the LWPCB (SLWPCB's flush, or the last one loaded), encoded
+  lwp::Generation generation = lwp::Generation::kShipped;
+  uint64_t lwpcb_address = 0;  // what SLWPCB returns (LWP_CBADDR) while active
+  std::string lwpcb;           // the LWPCB (SLWPCB's flush, or the last one loaded), encoded
   uint32_t buffer_size = 0, head = 0, tail = 0, flags = 0;
   uint64_t missed = 0;
   uint64_t interrupts = 0;
   size_t pending_records = 0;  // between tail and head
+};
+
+// LWPINS or LWPVAL executed `count` times by a simulated thread (ours):
+// Data2 (the register operand), Data1 (r/m32) and Flags (the immediate's
+// low 16 bits) of the records they write.
+struct LwpInsert {
+  bool value = false;  // LWPVAL (else LWPINS)
+  uint64_t data2 = 0;
+  uint32_t data1 = 0;
+  uint16_t flags = 0;
+  uint64_t count = 1;
+};
+struct LwpInsertResult {
+  LwpThreadStatus status;  // after
+  uint64_t written = 0;    // records written (stored or overwriting the last)
+  uint64_t full = 0;       // LWPINS executions that returned CF = 1
 };
 
 // One register as the simulator holds it (for tests comparing hardware
@@ -113,9 +132,11 @@ class SimControl {
 
   // AMD Lightweight Profiling of a simulated thread (ours; see
   // hw/sim/lwp_unit.h): `lwpcb` (encoded as base/lwp_format.h, proposal
-  // layout) is loaded as LLWPCB would, with every LWP event and the
-  // threshold interrupt enabled in the simulated LWP_CFG; the thread's
-  // workload then produces records. An empty `lwpcb` disarms (LLWPCB 0).
+  // layout, with the event ids of the machine's generation) is loaded as
+  // LLWPCB would on the CPU the thread runs on, with the events and
+  // interrupt its LWP_CFG enables (at boot: all that CPUID 8000_001Ch EDX
+  // offers); the thread's workload then produces records. A machine whose
+  // CPUID has no LWP refuses with EOPNOTSUPP. An empty `lwpcb` disarms (LLWPCB 0).
   // Drain takes the records between tail and head (at most `max`, 0: all)
   // in the 32-byte record format and advances the tail. Machines without
   // the unit refuse with EOPNOTSUPP.
@@ -130,6 +151,17 @@ class SimControl {
   virtual Result<LwpThreadStatus> lwp_status(int tid) {
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
+  // The thread executes LWPINS or LWPVAL (`op`) with its unit as it is:
+  // ENOENT without a unit, EOPNOTSUPP in a generation without the
+  // instruction (the proposal's).
+  virtual Result<LwpInsertResult> lwp_insert(int tid, const LwpInsert& op) {
+    (void)tid;
+    (void)op;
+    return Error::make(EOPNOTSUPP, "no LWP unit");
+  }
+  // The LWP generation the machine's CPUID enumerates, or nullopt when it
+  // has no LWP (CPUID 8000_0001h ECX[15] clear, or not an AMD part).
+  virtual std::optional<lwp::Generation> lwp_generation() const { return std::nullopt; }
   // A thread's unit and its ring are held from its arm until it is
   // disarmed with no records left to drain (at the disarm, or at the drain
   // that empties it), or until the thread exits (ThreadTagger's

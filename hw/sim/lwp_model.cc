@@ -33,6 +33,11 @@
 
 namespace resctrlfs::hw::sim {
 
+using x86::LWP_CFG_COREID_SHIFT;
+using x86::LWP_CFG_VECTOR_SHIFT;
+using x86::MSR_AMD64_LWP_CBADDR;
+using x86::MSR_AMD64_LWP_CFG;
+
 namespace {
 
 constexpr double kLineBytes = 64;
@@ -41,9 +46,17 @@ constexpr double kL3HitCycles = 40;
 constexpr double kLocalDramCycles = 180;
 constexpr double kRemoteDramCycles = 300;
 constexpr uint64_t kDataBase = 0x7f0000000000;
-// LWP_CFG of the simulated OS: every event the unit has and the threshold
-// interrupt enabled, interrupt vector 0xEF.
+// LWP_CFG of the simulated OS at boot: every event the CPU offers and the
+// threshold interrupt enabled, interrupt vector 0xEF, COREID the CPU's
+// number.
 constexpr uint64_t kVector = 0xEF;
+// Where a thread's LWPCB nominally lives (what LWP_CBADDR and SLWPCB
+// return; the simulator keeps the LWPCB itself): a page per thread.
+constexpr uint64_t kLwpcbBase = 0x7e0000000000;
+uint64_t lwpcb_address(int tid) { return kLwpcbBase + (static_cast<uint64_t>(tid) << 12); }
+// The instruction address of the LWPINS / LWPVAL the control interface
+// executes for a thread.
+constexpr uint64_t kInsertIp = 0x401000;
 // The ring bytes all units may hold together (ours): four rings of the
 // largest size a unit takes. Each arm allocates and touches its ring.
 constexpr uint64_t kRingsLimitBytes = 64ULL << 20;
@@ -81,7 +94,12 @@ void SimMachine::lwp_step_locked(const Entity& e, double fit, double throttle, d
   }
   a.data_base = kDataBase + (static_cast<uint64_t>(e.tid & 0xFFFF) << 32);
   a.data_bytes = w.cache_footprint_bytes;
-  it->second.set_core_id(w.cpu >= 0 ? static_cast<uint8_t>(w.cpu) : 0);
+  // CoreId: LWP_CFG[39:32] of the CPU (shipped); the proposal's LWPMSR0
+  // has no such field and leaves its source open: the CPU's number.
+  const unsigned cpu = lwp_cpu_locked(e.tid);
+  it->second.set_core_id(lwp_caps_.generation == lwp::Generation::kShipped
+                             ? static_cast<uint8_t>(cpus_[cpu].lwp_cfg >> LWP_CFG_COREID_SHIFT)
+                             : static_cast<uint8_t>(cpu));
   it->second.run(a);
 }
 
@@ -91,6 +109,8 @@ LwpThreadStatus SimMachine::lwp_status_locked(int tid) {
   if (it == lwp_.end()) return st;
   const LwpUnit& u = it->second;
   st.active = u.active();
+  st.generation = u.generation();
+  st.lwpcb_address = u.active() ? lwpcb_address(tid) : 0;
   lwp::Lwpcb cb = u.slwpcb().value_or(u.lwpcb());
   if (auto enc = lwp::encode_lwpcb(cb); enc.ok()) st.lwpcb = *enc;
   st.buffer_size = cb.buffer_size;
@@ -115,7 +135,11 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
     if (spent(it->second)) lwp_.erase(it);
     return st;
   }
-  const x86::LwpCaps caps = sim_lwp_caps();
+  if (!lwp_caps_.present)
+    return Error::make(EOPNOTSUPP,
+                       "this platform has no LWP (its CPUID 8000_0001h ECX[15] is clear): use an "
+                       "AMD profile with \"lwp\" or with LWP's raw CPUID leaves");
+  const x86::LwpCaps& caps = lwp_caps_;
   if (bytes.size() < lwp::kLwpcbHeaderSize || (bytes.size() - lwp::kLwpcbHeaderSize) % 8 != 0)
     return Error::make(EINVAL, "an LWPCB is 40 bytes plus 8 per event slot");
   const size_t n = (bytes.size() - lwp::kLwpcbHeaderSize) / 8;
@@ -133,9 +157,11 @@ Result<LwpThreadStatus> SimMachine::lwp_arm(int tid, const std::string& bytes) {
                     " bytes, over the simulator's limit of " + std::to_string(kRingsLimitBytes) +
                     ": disarm and drain other threads' units or use a smaller "
                     "buffer");
-  const uint64_t cfg = caps.supported.raw | (kVector << x86::LWP_CFG_VECTOR_SHIFT);
+  // LLWPCB on the CPU the thread runs on, under that CPU's LWP_CFG.
+  const uint64_t cfg = cpus_[lwp_cpu_locked(tid)].lwp_cfg;
   auto [it, fresh] =
       lwp_.try_emplace(tid, caps, cfg, static_cast<uint64_t>(tid) * 0x9E3779B97F4A7C15ULL);
+  it->second.set_cfg(cfg);
   if (auto r = it->second.llwpcb(cb); !r.ok()) {
     if (fresh) lwp_.erase(it);  // a refused LWPCB leaves nothing behind
     return r.error();
@@ -159,6 +185,98 @@ Result<LwpThreadStatus> SimMachine::lwp_status(int tid) {
   settle_locked(now_us_locked());
   if (lwp_.find(tid) == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
   return lwp_status_locked(tid);
+}
+
+Result<LwpInsertResult> SimMachine::lwp_insert(int tid, const LwpInsert& op) {
+  std::lock_guard lock(mu_);
+  settle_locked(now_us_locked());
+  auto it = lwp_.find(tid);
+  if (it == lwp_.end()) return Error::make(ENOENT, "no LWP unit armed for this thread");
+  LwpUnit& u = it->second;
+  if (!u.has_instructions())
+    return Error::make(EOPNOTSUPP,
+                       "LWPINS and LWPVAL are the shipped LWP specification's: this platform's "
+                       "LWP is the 2007 proposal's, which has neither (#UD)");
+  LwpInsertResult out;
+  const LwpThreadStatus before = lwp_status_locked(tid);
+  for (uint64_t i = 0; i < op.count; ++i) {
+    if (op.value) {
+      u.lwpval(op.data2, op.data1, op.flags, kInsertIp);
+    } else if (u.lwpins(op.data2, op.data1, op.flags, kInsertIp)) {
+      ++out.full;
+    }
+  }
+  out.status = lwp_status_locked(tid);
+  out.written =
+      (out.status.pending_records - before.pending_records) + (out.status.missed - before.missed);
+  return out;
+}
+
+std::optional<lwp::Generation> SimMachine::lwp_generation() const {
+  if (!lwp_caps_.present) return std::nullopt;
+  return lwp_caps_.generation;
+}
+
+uint64_t SimMachine::lwp_boot_cfg(unsigned cpu) const {
+  const uint64_t mask = lwp_caps_.supported.mask();
+  if (lwp_caps_.generation == lwp::Generation::kProposal) return mask;  // LWPMSR0: 32 bits
+  return mask | (uint64_t{cpu & 0xFF} << LWP_CFG_COREID_SHIFT) | (kVector << LWP_CFG_VECTOR_SHIFT);
+}
+
+Result<void> SimMachine::lwp_write_cfg_locked(unsigned cpu, uint64_t v) {
+  // Only what CPUID 8000_001Ch EDX offers may be enabled (the proposal:
+  // #GP otherwise; compared by feature, the two layouts differing there).
+  const uint32_t low = static_cast<uint32_t>(v);
+  if ((low & ~lwp_caps_.supported.mask()) != 0)
+    return gp(cpu, MSR_AMD64_LWP_CFG, "enables an LWP feature CPUID 8000_001Ch EDX does not offer");
+  if (lwp_caps_.generation == lwp::Generation::kProposal && (v >> 32) != 0)
+    return gp(cpu, MSR_AMD64_LWP_CFG, "LWPMSR0 has no bits above 31");
+  cpus_[cpu].lwp_cfg = v;
+  lwp_eax_[cpu].store(low);
+  return Ok();
+}
+
+unsigned SimMachine::lwp_cpu_locked(int tid) const {
+  auto w = thread_work_.find(tid);
+  if (w != thread_work_.end() && w->second.cpu >= 0 &&
+      static_cast<size_t>(w->second.cpu) < cpus_.size() && cpus_[w->second.cpu].online)
+    return static_cast<unsigned>(w->second.cpu);
+  for (unsigned c = 0; c < cpus_.size(); ++c)
+    if (cpus_[c].online) return c;
+  return 0;
+}
+
+uint64_t SimMachine::lwp_cbaddr_locked(unsigned cpu) const {
+  // The LWPCB of the active unit of a thread running on `cpu` (the lowest
+  // thread id when several share it); 0 when none is active.
+  for (const auto& [tid, u] : lwp_)
+    if (u.active() && lwp_cpu_locked(tid) == cpu) return lwpcb_address(tid);
+  return 0;
+}
+
+Result<void> SimMachine::lwp_write_cbaddr_locked(unsigned cpu, uint64_t v) {
+  // WRMSR behaves as LLWPCB: 0 disables the unit of the thread on `cpu`;
+  // the address of a thread's own LWPCB reloads it (the pause/resume
+  // idiom). The simulator has no thread memory to read another LWPCB from.
+  for (auto& [tid, u] : lwp_) {
+    if (lwp_cpu_locked(tid) != cpu) continue;
+    if (v == 0 && u.active()) {
+      settle_locked(now_us_locked());
+      RESCTRLFS_RETURN_IF_ERROR(u.llwpcb(std::nullopt));
+      return Ok();
+    }
+    if (v != 0 && v == lwpcb_address(tid)) {
+      settle_locked(now_us_locked());
+      u.set_cfg(cpus_[cpu].lwp_cfg);
+      if (auto r = u.llwpcb(u.lwpcb()); !r.ok())
+        return gp(cpu, MSR_AMD64_LWP_CBADDR, "the LWPCB at that address is refused");
+      return Ok();
+    }
+  }
+  if (v == 0) return Ok();
+  return gp(cpu, MSR_AMD64_LWP_CBADDR,
+            "no LWPCB at that address (the simulator holds only those armed through its "
+            "control interface)");
 }
 
 SimControl::LwpUsage SimMachine::lwp_usage() {

@@ -17,23 +17,36 @@ Error inval(std::string m) { return Error::make(EINVAL, std::move(m)); }
 
 }  // namespace
 
-x86::LwpCaps sim_lwp_caps() {
+x86::LwpCaps sim_lwp_caps(lwp::Generation g) {
   x86::LwpCaps c;
   c.present = true;
-  c.supported = x86::LwpFeatureBits::decode((1U << 0) | (1U << 1) | (1U << 2) | (1U << 3) |
-                                            (1U << 4) | (1U << 31));
-  c.enabled = c.supported;
-  c.max_events = 4;
+  c.generation = g;
   c.event_size = lwp::kRecordSize;
-  c.event_offset = lwp::kLwpcbHeaderSize;
-  c.cb_size_bytes = static_cast<unsigned>(lwp::lwpcb_size(c.max_events));
   c.latency_max_bits = 12;
   c.data_address = true;
-  c.version = 1;
-  c.min_buffer_records = 32;
   c.branch_prediction = true;
   c.cache_levels = true;
   c.cache_latency = true;
+  c.event_offset = lwp::kLwpcbHeaderSize;
+  x86::LwpFeatureBits f;
+  f.gen = g;
+  f.avail = f.ire = f.bre = f.dme = f.interrupt = true;
+  if (g == lwp::Generation::kProposal) {
+    c.max_events = 3;
+    c.version = 1;
+  } else {
+    f.val = true;
+    c.max_events = 4;
+    c.version = 1;
+    c.min_buffer_records = 32;
+  }
+  c.cb_size_bytes = static_cast<unsigned>(lwp::lwpcb_size(c.max_events));
+  f.raw = f.mask();
+  c.enabled = f;
+  x86::LwpFeatureBits caps = f;
+  caps.caps_layout = g == lwp::Generation::kProposal;
+  caps.raw = caps.encode();
+  c.supported = caps;
   c.raw = c.encode();
   return c;
 }
@@ -56,6 +69,7 @@ uint32_t LwpUnit::reload(uint32_t interval) {
 }
 
 LwpUnit::Slot* LwpUnit::slot_of(uint8_t id) {
+  if (id == 0) return nullptr;  // an unused slot is not an event
   for (auto& s : slots_)
     if (s.id == id) return &s;
   return nullptr;
@@ -67,6 +81,9 @@ Result<std::optional<lwp::Lwpcb>> LwpUnit::llwpcb(std::optional<lwp::Lwpcb> in) 
   if (in) {
     const lwp::Lwpcb& cb = *in;
     const uint32_t es = caps_.event_size;
+    // LLWPCB raises #UD while LWP_CFG (the proposal's LWPMSR0) has LWP off.
+    if ((cfg_ & 1) == 0 || !caps_.supported.avail)
+      return Error::make(EPERM, "LWP is not enabled in LWP_CFG of this CPU (LLWPCB raises #UD)");
     if (cb.buffer_size == 0 || cb.buffer_size % es != 0)
       return inval("BufferSize must be a non-zero multiple of " + std::to_string(es));
     if (cb.buffer_size < caps_.min_buffer_records * es)
@@ -177,28 +194,31 @@ void LwpUnit::count(Slot& s, uint64_t n, Make make) {
 
 void LwpUnit::run(const LwpActivity& a) {
   if (!active_) return;
-  auto whole = [&](int id, double x) {
+  const lwp::Generation g = caps_.generation;
+  auto whole = [&](lwp::Event e, double x) {
+    const int id = static_cast<int>(e);
     double total = std::max(0.0, x) + carry_[id];
     double n = std::floor(total);
     carry_[id] = total - n;
     return static_cast<uint64_t>(n);
   };
   const uint8_t core = core_id();
-  if (Slot* s = slot_of(lwp::kInstructionsRetired)) {
-    count(*s, whole(2, a.instructions),
-          [&] { return lwp::Record::simple(lwp::kInstructionsRetired, core, pick_ip()); });
+  const uint8_t instr_id = lwp::event_id(g, lwp::Event::kInstructions);
+  if (Slot* s = slot_of(instr_id)) {
+    count(*s, whole(lwp::Event::kInstructions, a.instructions),
+          [&] { return lwp::Record::simple(instr_id, core, pick_ip()); });
   }
-  if (Slot* s = slot_of(lwp::kBranchesRetired)) {
-    count(*s, whole(3, a.branches), [&] {
+  if (Slot* s = slot_of(lwp::event_id(g, lwp::Event::kBranches))) {
+    count(*s, whole(lwp::Event::kBranches, a.branches), [&] {
       const uint64_t ip = pick_ip();
       const bool taken = (rng_() % 100) < 60;
       const bool predicted = (rng_() % 100) < 95;
       const uint64_t to = taken ? ip + 16 + rng_() % 1024 : ip + 2;
       return lwp::Record::branch(core, ip, to, taken, caps_.branch_prediction,
-                                 caps_.branch_prediction && predicted);
+                                 caps_.branch_prediction && predicted, g);
     });
   }
-  if (Slot* s = slot_of(lwp::kDcacheMiss)) {
+  if (Slot* s = slot_of(lwp::event_id(g, lwp::Event::kDcache))) {
     // Eligible classes: MinLatency (x16 cycles) and the level filter.
     const double min_lat = caps_.cache_latency ? cb_.min_latency * 16.0 : 0.0;
     std::vector<double> weight(a.misses.size(), 0.0);
@@ -218,7 +238,7 @@ void LwpUnit::run(const LwpActivity& a) {
     }
     const unsigned n_bits = caps_.latency_max_bits;
     const uint32_t sat = n_bits >= 5 ? (1U << n_bits) - 16 : 0;
-    count(*s, whole(4, eligible), [&] {
+    count(*s, whole(lwp::Event::kDcache, eligible), [&] {
       size_t pick = 0;
       double x = std::uniform_real_distribution<double>(0, eligible)(rng_);
       for (size_t i = 0; i < weight.size(); ++i) {
@@ -234,19 +254,21 @@ void LwpUnit::run(const LwpActivity& a) {
       if (cycles == 0) cycles = 16;
       const uint64_t addr =
           (a.data_base + (a.data_bytes ? rng_() % a.data_bytes : 0)) & ~uint64_t{63};
-      return lwp::Record::dcache_miss(core, pick_ip(), cycles, m.source, caps_.data_address, addr);
+      return lwp::Record::dcache_miss(core, pick_ip(), cycles, m.source, caps_.data_address, addr,
+                                      g);
     });
   }
 }
 
 bool LwpUnit::lwpins(uint64_t reg, uint32_t rm32, uint16_t imm, uint64_t ip) {
-  if (!active_) return false;
+  if (!active_ || !has_instructions()) return false;
   return !store(lwp::Record::programmed(lwp::kProgrammedEvent, core_id(), ip, imm, rm32, reg));
 }
 
 void LwpUnit::lwpval(uint64_t reg, uint32_t rm32, uint16_t imm, uint64_t ip) {
-  if (!active_) return;
-  if (Slot* s = slot_of(lwp::kProgrammedValue)) {
+  const uint8_t id = lwp::event_id(caps_.generation, lwp::Event::kValue);
+  if (!active_ || id == 0) return;
+  if (Slot* s = slot_of(id)) {
     count(*s, 1, [&] {
       return lwp::Record::programmed(lwp::kProgrammedValue, core_id(), ip, imm, rm32, reg);
     });

@@ -8,9 +8,14 @@
 //
 // Structure-exact: the unit is loaded from and flushed to an LWPCB
 // (base/lwp_format.h, the proposal's layout with the slot offset 40) and
-// writes 32-byte records into a ring buffer of BufferSize bytes. Rules, from
-// the 2007 LWP proposal and the shipped specification (AMD pub. 43724):
-//   - LLWPCB: Flags = EN, the bit of each event id that is both in a slot
+// writes 32-byte records into a ring buffer of BufferSize bytes. It is of
+// one generation (lwp::Generation, the platform's CPUID 8000_001Ch layout,
+// see hw/x86/lwp_cpuid.h): the 2007 proposal (event ids 1 instructions, 2
+// branches, 3 DCache misses; no LWPVAL, no LWPINS) or the shipped
+// specification, AMD pub. 43724 (1 LWPVAL, 2 instructions, 3 branches, 4
+// DCache misses, 255 LWPINS). Rules, common to both unless said:
+//   - LLWPCB: #UD (refused) while LWP_CFG (the proposal's LWPMSR0) bit 0 is
+//     clear. Flags = EN, the bit of each event id that is both in a slot
 //     with a non-zero id and enabled (LWP_CFG, within what CPUID
 //     8000_001Ch EDX offers), and INT when LWP_CFG enables threshold
 //     interrupts; a repeated id counts in its first slot only; no usable
@@ -26,9 +31,9 @@
 //     stays empty (capacity BufferSize / 32 - 1 records).
 //   - Threshold: after each head advance, used = (head - tail) mod
 //     BufferSize; used == Threshold with INT set raises one interrupt.
-//   - LWPINS always stores an id-255 record (CF = 1 when the buffer was
-//     full); LWPVAL counts event 1 and stores an id-1 record when it fires;
-//     both do nothing while LWP is off.
+//   - Shipped only: LWPINS always stores an id-255 record (CF = 1 when the
+//     buffer was full); LWPVAL counts event 1 and stores an id-1 record when
+//     it fires; both do nothing while LWP is off.
 //   - DCache misses count only when eligible: latency >= MinLatency x 16
 //     (when MinLatency != 0) and, with CLF, the serving level's bit (NBC:
 //     local L3, RDC: remote cache, RAM: DRAM, OTH: other) set. Latencies are
@@ -51,11 +56,13 @@
 
 namespace resctrlfs::hw::sim {
 
-// What the simulated LWP unit implements (CPUID 8000_001Ch as it would
-// read): LWPVAL, instructions, branches and DCache misses, threshold
-// interrupts, 4 slots at offset 40, 32-byte records, 12-bit latencies, data
-// addresses, latency and level filtering, branch prediction bits.
-x86::LwpCaps sim_lwp_caps();
+// The most the simulated LWP unit implements in generation `g` (CPUID
+// 8000_001Ch as it would read with every event enabled): instructions,
+// branches and DCache misses (shipped: also LWPVAL), threshold interrupts,
+// one slot per event at offset 40, 32-byte records, 12-bit latencies, data
+// addresses, latency and level filtering, branch prediction bits. A
+// platform may offer less (its own leaf); the unit follows that.
+x86::LwpCaps sim_lwp_caps(lwp::Generation g = lwp::Generation::kShipped);
 
 // One class of DCache miss the workload model produces: how many per
 // instruction, their mean latency in cycles and where they were served.
@@ -90,6 +97,10 @@ class LwpUnit {
   // count, or nullopt when LWP is off.
   std::optional<lwp::Lwpcb> slwpcb() const;
   bool active() const { return active_; }
+  lwp::Generation generation() const { return caps_.generation; }
+  // Whether the generation has the LWPINS and LWPVAL instructions (the
+  // shipped one; the proposal has neither).
+  bool has_instructions() const { return caps_.generation == lwp::Generation::kShipped; }
 
   // The thread's activity: counts events, stores records.
   void run(const LwpActivity& a);
@@ -116,6 +127,8 @@ class LwpUnit {
   uint8_t vector() const { return static_cast<uint8_t>(cfg_ >> 40); }
   uint8_t core_id() const { return static_cast<uint8_t>(cfg_ >> 32); }
   void set_core_id(uint8_t core);
+  // LWP_CFG of the CPU the thread now runs on (read at the next LLWPCB).
+  void set_cfg(uint64_t cfg) { cfg_ = cfg; }
 
  private:
   struct Slot {
@@ -141,7 +154,7 @@ class LwpUnit {
   std::vector<uint8_t> buf_;
   uint64_t interrupts_ = 0;
   bool pending_ = false;
-  // Fractional events carried between steps, per event id (1..4).
+  // Fractional events carried between steps, per lwp::Event.
   double carry_[5] = {0, 0, 0, 0, 0};
 };
 

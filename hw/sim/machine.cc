@@ -118,6 +118,14 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   if (!profile_.amd() && limits_.cba_max_level > 0)
     cba_regs_ = (limits_.cba_num_closid + CBA_CLOS_PER_MSR - 1) / CBA_CLOS_PER_MSR;
   for (Cpu& c : cpus_) c.cba_thrtl.assign(cba_regs_, 0);
+  // LWP: what this machine's CPUID enumerates; LWP_CFG as the simulated OS
+  // loads it at boot (CPUID 8000_001Ch EAX then reads its low half).
+  lwp_caps_ = x86::decode_lwp(*this, first);
+  lwp_eax_ = std::make_unique<std::atomic<uint32_t>[]>(cpus_.size());
+  for (unsigned c = 0; c < cpus_.size(); ++c) {
+    cpus_[c].lwp_cfg = lwp_caps_.present ? lwp_boot_cfg(c) : 0;
+    lwp_eax_[c].store(static_cast<uint32_t>(cpus_[c].lwp_cfg));
+  }
   // SNC: the NUMA nodes of each L3, in id order, and each CPU's index. Only
   // Intel parts split an L3 between nodes (AMD nodes hold whole L3s).
   const bool intel = info_.vendor == "GenuineIntel";
@@ -253,6 +261,14 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
 }
 
 CpuidRegs SimMachine::cpuid(unsigned cpu, uint32_t leaf, uint32_t subleaf) const {
+  // CPUID 8000_001Ch EAX is the copy of LWP_CFG[31:0] (the proposal:
+  // "copied from LWPMSR0"; shipped: the enabled features).
+  if (leaf == CPUID_LEAF_AMD_LWP && subleaf == 0 && lwp_caps_.present && lwp_eax_ &&
+      cpu < cpus_.size()) {
+    CpuidRegs r = lwp_caps_.raw;
+    r.eax = lwp_eax_[cpu].load();
+    return r;
+  }
   if (auto c = profile_.cpuid_per_cpu.find(cpu); c != profile_.cpuid_per_cpu.end()) {
     auto o = c->second.find({leaf, subleaf});
     if (o != c->second.end()) return o->second;
@@ -339,6 +355,8 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
   if (msr == MBA_CFG && mba_cfg_bits_ != 0 && d != nullptr)
     return (c.core >= 0 ? cores_[c.core].mba_cfg : 0) | d->rambae;
   if (msr == MSR_MISC_FEATURE_CONTROL && !profile_.amd()) return c.misc_feature_control;
+  if (msr == MSR_AMD64_LWP_CFG && lwp_caps_.present) return c.lwp_cfg;
+  if (msr == MSR_AMD64_LWP_CBADDR && lwp_caps_.present) return lwp_cbaddr_locked(cpu);
   if (msr == IA32_CORE_CAPABILITIES && core_caps_)
     return stlb_ ? CORE_CAPABILITIES_STLB_QOS : uint64_t{0};
   if (stlb_ && c.core >= 0) {
@@ -384,6 +402,8 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
   L2Dom* d2 = c.l2 >= 0 ? &l2_[c.l2] : nullptr;
   const uint64_t now = now_us_locked();
 
+  if (msr == MSR_AMD64_LWP_CFG && lwp_caps_.present) return lwp_write_cfg_locked(cpu, v);
+  if (msr == MSR_AMD64_LWP_CBADDR && lwp_caps_.present) return lwp_write_cbaddr_locked(cpu, v);
   if (msr == IA32_PQR_ASSOC) {
     uint64_t closid = v >> PQR_ASSOC_CLOS_SHIFT;
     uint64_t rmid = v & PQR_ASSOC_RMID_MASK;
@@ -664,6 +684,14 @@ std::vector<RegisterValue> SimMachine::dump(bool all) const {
                 (stlb_->alias ? STLB_QOS_INFO_4K_2M_ALIAS : 0),
             "stlb");
       bank(cpu, STLB_QOS_MASK_0, k.stlb_mask, "stlb");
+    }
+  }
+  // LWP: per CPU, LWP_CFG and LWP_CBADDR.
+  if (all && lwp_caps_.present) {
+    for (unsigned c = 0; c < cpus_.size(); ++c) {
+      if (!cpus_[c].online) continue;
+      one(c, MSR_AMD64_LWP_CFG, cpus_[c].lwp_cfg, "lwp");
+      one(c, MSR_AMD64_LWP_CBADDR, lwp_cbaddr_locked(c), "lwp");
     }
   }
   // I/O RDT: every link's tagging registers, by address.

@@ -172,9 +172,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -185,6 +187,7 @@
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/lwp_cpuid.h"
 
 namespace resctrlfs::hw::sim {
 
@@ -230,6 +233,8 @@ class SimMachine final : public CpuidSource,
   Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) override;
   Result<std::string> lwp_drain(int tid, size_t max, LwpThreadStatus* after = nullptr) override;
   Result<LwpThreadStatus> lwp_status(int tid) override;
+  Result<LwpInsertResult> lwp_insert(int tid, const LwpInsert& op) override;
+  std::optional<lwp::Generation> lwp_generation() const override;
   LwpUsage lwp_usage() override;
   std::vector<int> lwp_threads() override;
   void lwp_forget(int tid) override;
@@ -321,6 +326,8 @@ class SimMachine final : public CpuidSource,
     // IA32_QoS_Core_BW_Thrtl_n (CBA): logical-processor scope, a byte per
     // CLOSID; cba_regs_ registers, 0 at power-on.
     std::vector<uint64_t> cba_thrtl;
+    // LWP_CFG (the proposal's LWPMSR0), when the machine has LWP.
+    uint64_t lwp_cfg = 0;
   };
   struct Tags {
     uint32_t closid = 0, rmid = 0;
@@ -381,6 +388,15 @@ class SimMachine final : public CpuidSource,
   // (`throttle`, 0..1).
   void lwp_step_locked(const Entity& e, double fit, double throttle, double dt_us);
   LwpThreadStatus lwp_status_locked(int tid);
+  // LWP_CFG as the simulated OS loads it at boot on `cpu`, and the checks
+  // and effects of the LWP MSRs (lwp_model.cc).
+  uint64_t lwp_boot_cfg(unsigned cpu) const;
+  Result<void> lwp_write_cfg_locked(unsigned cpu, uint64_t v);
+  uint64_t lwp_cbaddr_locked(unsigned cpu) const;
+  Result<void> lwp_write_cbaddr_locked(unsigned cpu, uint64_t v);
+  // The CPU a thread's LWP unit runs on (its workload's, else the first
+  // online CPU).
+  unsigned lwp_cpu_locked(int tid) const;
   // I/O RDT (io_rdt.cc).
   void init_io_rdt();
   void io_entities_of(size_t dom_index, std::vector<Entity>& out) const;
@@ -444,6 +460,11 @@ class SimMachine final : public CpuidSource,
     std::vector<uint8_t> seen;                  // [rmid]
   };
   std::map<int, LwpUnit> lwp_;  // per thread (the unit's state moves with it)
+  // The machine's LWP enumeration (present false: no LWP, the LWP MSRs
+  // #GP and arming is refused), and per CPU the copy of LWP_CFG[31:0] that
+  // CPUID 8000_001Ch EAX reads (read without mu_ by cpuid()).
+  x86::LwpCaps lwp_caps_;
+  std::unique_ptr<std::atomic<uint32_t>[]> lwp_eax_;
   std::vector<TelemetryPkg> telem_pkgs_;
 
   // I/O RDT state.

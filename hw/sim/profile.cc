@@ -23,6 +23,7 @@
 
 #include "base/json_input.h"
 #include "base/suggest.h"
+#include "hw/sim/lwp_unit.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/registers.h"
 #include "hw/x86/sysfs_topology.h"
@@ -49,6 +50,11 @@ using namespace resctrlfs::hw::x86;  // NOLINT: register and leaf names
 
 // ---- Built-in profiles (exact parameters are part of the product).
 
+// A two-socket 3rd Gen Xeon Scalable (Ice Lake-SP, family 6 model 0x6A). The
+// Intel RDT architecture specification's "Intel RDT Feature Evolution"
+// gives that generation 32-bit MBM counters (24-bit before it), second
+// generation MBA (per core, not per thread) and 15 CLOS for both MBA and L3
+// CAT (the generation before had 16 L3 CAT CLOS and 8 MBA CLOS).
 constexpr const char* kIntel2s = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 106, "stepping": 6,
   "cpus": [
@@ -57,9 +63,9 @@ constexpr const char* kIntel2s = R"({
     {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
     {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}],
   "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
-  "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
-  "mba": {"num_closid": 8, "max_delay": 90, "linear": true, "per_thread": false},
-  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+  "l3_cat": {"cbm_len": 11, "num_closid": 15, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 15, "max_delay": 90, "linear": true, "per_thread": false},
+  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 32,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "sim": {"mem_bandwidth_mbps": 20000}
 })";
@@ -103,6 +109,10 @@ constexpr const char* kAmd2s = R"({
 
 // A Sapphire Rapids-SP pair in SNC2: two NUMA nodes per package share each
 // package's L3, so monitoring is per node with 256 / 2 logical RMIDs.
+// The specification lists that generation (4th Gen Xeon Scalable) with
+// second generation MBA, per core (third generation, per logical
+// processor, starts with Granite Rapids), and it has the 32-bit MBM
+// counters of the generation before.
 constexpr const char* kIntelSnc = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8,
   "cpus": [
@@ -116,8 +126,8 @@ constexpr const char* kIntelSnc = R"({
     {"cpu": 7, "package": 1, "l2": 7, "l3": 1, "node": 3}],
   "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
   "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
-  "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": true},
-  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+  "mba": {"num_closid": 16, "max_delay": 90, "linear": true, "per_thread": false},
+  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 32,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "sim": {"mem_bandwidth_mbps": 40000}
 })";
@@ -154,7 +164,8 @@ constexpr const char* kIntelAet = R"({
 // (VC0 -> channel 2); socket 1's has a CXL.Cache link (one channel, wide
 // registers) for an accelerator. The CPU-agent features are intel-2s-like,
 // so the default tree is what a kernel shows on such a part (Linux has no
-// I/O RDT interface).
+// I/O RDT interface); its MBM counters are 32 bits wide, as from Ice Lake-SP
+// on (RDT specification, "Intel RDT Feature Evolution").
 constexpr const char* kIntelGnrIo = R"({
   "vendor": "GenuineIntel", "family": 6, "model": 173, "stepping": 1,
   "cpus": [
@@ -165,7 +176,7 @@ constexpr const char* kIntelGnrIo = R"({
   "l3_size_bytes": 301989888, "l2_size_bytes": 2097152,
   "l3_cat": {"cbm_len": 15, "num_closid": 15, "shareable_bits": 0, "sparse": false, "cdp": true},
   "mba": {"num_closid": 15, "max_delay": 90, "linear": true, "per_thread": true},
-  "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 24,
+  "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 32,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "io_rdt": {"cat": true, "cmt": true, "mbm": true, "wide_reg_bytes": 8,
     "blocks": [
@@ -201,7 +212,7 @@ constexpr const char* kIntelStlb = R"({
     {"cpu": 7, "package": 0, "core": 3, "l2": 3, "l3": 0}],
   "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
   "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
-  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+  "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 32,
              "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
   "stlb": {"num_closid": 8, "cbm_len": 8, "fill": true, "alias": true},
   "sim": {"mem_bandwidth_mbps": 40000}
@@ -247,7 +258,10 @@ const std::map<std::string, const char*>& builtins() {
 //   - amd-io is amd-2s with SDCIAE (io_alloc);
 //   - intel-bdx is intel-2s as a Broadwell-EP Xeon (family 6 model 0x4F), the
 //     model Linux offers cache pseudo-locking on (and applies the BDF102 MBM
-//     correction to), so that the two differ only there;
+//     correction to), with that generation's RDT: 16 L3 CAT CLOS, 24-bit MBM
+//     counters and no MBA (the RDT specification's product table lists MBA
+//     from the Xeon Scalable processors on; the E5-2699 v4's CPUID dump
+//     under tests/hw/data has CPUID.0x10.0:EBX[3] clear);
 //   - intel-cba is intel-gnr-io without the I/O blocks and with Cache
 //     Bandwidth Allocation (ours: no part with CBA is public yet, the
 //     specification says "future processors"): 15 CLOSIDs like its MBA,
@@ -260,7 +274,9 @@ struct Derived {
 const std::map<std::string, Derived>& derived_builtins() {
   static const std::map<std::string, Derived> m = {
       {"amd-io", {kAmd2s, R"({"l3_cat": {"io_alloc": true}})"}},
-      {"intel-bdx", {kIntel2s, R"({"model": 79, "stepping": 1})"}},
+      {"intel-bdx",
+       {kIntel2s, R"({"model": 79, "stepping": 1, "mba": null, "l3_cat": {"num_closid": 16},
+                      "l3_mon": {"counter_width": 24}})"}},
       {"intel-cba",
        {kIntelGnrIo,
         R"({"io_rdt": null, "cba": {"num_closid": 15, "max_level": 9, "linear": true}})"}}};
@@ -642,6 +658,58 @@ Result<void> check_id_counts(const Profile& p) {
   return Ok();
 }
 
+// "lwp": CPUID 8000_0001h ECX[15] and leaf 8000_001Ch in the layout of the
+// generation asked for (hw/x86/lwp_cpuid.h), offering the events listed.
+Result<void> synth_lwp(Profile& p, const JsonIn& j) {
+  if (!p.amd()) return bad("\"lwp\" (AMD Lightweight Profiling) needs vendor AuthenticAMD");
+  RESCTRLFS_RETURN_IF_ERROR(checked(j.object()));
+  lwp::Generation g = lwp::Generation::kShipped;
+  if (j.has("generation")) {
+    RESCTRLFS_ASSIGN_OR_RETURN(std::string gen, checked(j.string_at("generation", 16)));
+    if (gen == "proposal") {
+      g = lwp::Generation::kProposal;
+    } else if (gen != "shipped") {
+      return bad("lwp.generation must be \"shipped\" or \"proposal\"");
+    }
+  }
+  x86::LwpCaps c = sim_lwp_caps(g);
+  RESCTRLFS_ASSIGN_OR_RETURN(const bool intr, get_bool(j, "interrupt", true));
+  c.supported.interrupt = c.enabled.interrupt = intr;
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> events, checked(j.find("events")));
+  if (events) {
+    RESCTRLFS_ASSIGN_OR_RETURN(const auto items, checked(events->elements(16)));
+    bool val = false, ire = false, bre = false, dme = false;
+    for (const JsonIn& e : items) {
+      RESCTRLFS_ASSIGN_OR_RETURN(std::string name, checked(e.as_string(32)));
+      if (name == "value" && g == lwp::Generation::kShipped) {
+        val = true;
+      } else if (name == "instructions") {
+        ire = true;
+      } else if (name == "branches") {
+        bre = true;
+      } else if (name == "dcache") {
+        dme = true;
+      } else {
+        return bad(e.path() + ": unknown LWP event \"" + name + "\" (instructions, branches, " +
+                   "dcache" + (g == lwp::Generation::kShipped ? ", value" : "") + ")");
+      }
+    }
+    for (x86::LwpFeatureBits* f : {&c.supported, &c.enabled}) {
+      f->val = val;
+      f->ire = ire;
+      f->bre = bre;
+      f->dme = dme;
+    }
+  }
+  c.supported.raw = c.supported.encode();
+  c.enabled.raw = c.enabled.encode();
+  leaf(p, CPUID_LEAF_AMD_EXT_FEATURES, 0).ecx |= CPUID_80000001_ECX_LWP;
+  if (leaf(p, CPUID_LEAF_EXT_MAX, 0).eax < CPUID_LEAF_AMD_LWP)
+    leaf(p, CPUID_LEAF_EXT_MAX, 0).eax = CPUID_LEAF_AMD_LWP;
+  set_leaf(p, CPUID_LEAF_AMD_LWP, 0, c.encode());
+  return Ok();
+}
+
 Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   if (!j.json().is_object()) return bad("top level must be an object");
   Profile p;
@@ -746,6 +814,9 @@ Result<Profile> parse_checked(const JsonIn& j, const std::string& name) {
   if (telemetry) RESCTRLFS_RETURN_IF_ERROR(parse_telemetry(p, *telemetry));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> io_rdt, checked(j.find("io_rdt")));
   if (io_rdt) RESCTRLFS_RETURN_IF_ERROR(parse_io_rdt(p, *io_rdt));
+
+  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> lwp_j, checked(j.find("lwp")));
+  if (lwp_j) RESCTRLFS_RETURN_IF_ERROR(synth_lwp(p, *lwp_j));
 
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> stlb, checked(j.find("stlb")));
   if (stlb) {

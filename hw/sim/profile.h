@@ -71,6 +71,15 @@
 //     // STLB_FILL_TRANSLATION exists; "alias": 4K and 2M pages share the
 //     // STLB (STLB_QOS_INFO bit 30).
 //     "stlb": {"num_closid": 8, "cbm_len": 8, "fill": false, "alias": true},
+//     // AMD Lightweight Profiling (ours: an instrument of the simulator):
+//     // CPUID 8000_0001h ECX[15] and leaf 8000_001Ch in the layout of the
+//     // generation (hw/x86/lwp_cpuid.h): "shipped" (AMD pub. 43724, the
+//     // family-15h parts) or "proposal" (the 2007 proposal); the events
+//     // offered (default all: value (LWPVAL, shipped only), instructions,
+//     // branches, dcache) and the threshold interrupt (default true).
+//     // Raw "cpuid" leaves may give the same instead.
+//     "lwp": {"generation": "shipped", "events": ["instructions", "dcache"],
+//             "interrupt": true},
 //     // The CPUID brand string (leaves 0x80000002-4, at most 48 characters).
 //     // On the Intel TCC parts of the RDT specification's Table B-8 it is
 //     // what finds their non-enumerated L3 CAT (with family and model).

@@ -146,14 +146,19 @@ inline constexpr uint64_t MISC_FEATURE_PREFETCH_DISABLE_GLM = 0x5;
 // Not an RDT register: used by tests to prove the broker refuses it.
 inline constexpr uint32_t IA32_LSTAR = 0xC0000082;
 
-// AMD Lightweight Profiling (family 15h only; Linux names them and never
-// programs them). LWP_CFG: bits 31:0 the OS's enable mask in the layout of
-// CPUID 8000_001Ch EAX, bits 39:32 the COREID written into byte 1 of every
-// record, bits 47:40 the threshold-interrupt vector. LWP_CBADDR: the linear
-// address of the current thread's LWP control block (what SLWPCB returns).
-// Not RDT registers: the broker refuses both (no client programs LWP
-// through us), the simulator does not implement them (its LWP unit is
-// driven through its control interface).
+// AMD Lightweight Profiling (family 15h only; Linux's msr-index.h names
+// them and nothing programs them). LWP_CFG: bits 31:0 the OS's enable mask
+// in the layout of CPUID 8000_001Ch EAX (Xen's SVM code faults a guest
+// setting a bit that 8000_001Ch EDX lacks), bits 39:32 the COREID written
+// into byte 1 of every record (an out-of-tree Linux perf LWP driver notes
+// that this byte of the MSR is copied into the records), bits 47:40 the
+// threshold-interrupt vector (Xen delivers the LWP interrupt on
+// LWP_CFG[47:40]). LWP_CBADDR: the
+// linear address of the current thread's LWP control block (what SLWPCB
+// returns). The 2007 proposal calls them LWPMSR0 (bits 31:0 only) and
+// LWPMSR1 and gives no addresses. Not RDT registers: the broker refuses
+// both (no client programs LWP through us); the simulator has them on a
+// platform whose CPUID has LWP (hw/sim/lwp_model.cc).
 inline constexpr uint32_t MSR_AMD64_LWP_CFG = 0xC0000105;
 inline constexpr uint32_t MSR_AMD64_LWP_CBADDR = 0xC0000106;
 inline constexpr unsigned LWP_CFG_COREID_SHIFT = 32;

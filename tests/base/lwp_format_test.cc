@@ -2,7 +2,8 @@
 // against byte vectors built by hand from the layouts of the 2007 LWP
 // proposal (record figure, branch and DCache-miss tables, LWPCB figure)
 // with the event ids of the shipped specification (AMD pub. 43724), both
-// directions, plus the decoder's refusals and the JSON-lines form.
+// directions, plus the decoder's refusals and the JSON-lines form; and the
+// proposal's own generation (its event ids, Table 1).
 #include "base/lwp_format.h"
 
 #include <catch2/catch.hpp>
@@ -267,6 +268,61 @@ TEST_CASE("records print as JSON lines with every field") {
   Record b = Record::branch(0, 0x10, 0x20, /*taken=*/true, /*prd_valid=*/true, /*predicted=*/false);
   CHECK(record_json(b).find("\"taken\":true,\"prediction_valid\":true,\"predicted\":false") !=
         std::string::npos);
+}
+
+}  // namespace resctrlfs::lwp
+
+namespace resctrlfs::lwp {
+
+TEST_CASE("the proposal's generation: the event ids of its Table 1") {
+  // The proposal's "Table 1: EventId values": 1 instructions retired, 2
+  // branches retired, 3 DCache misses; nothing else (no LWPVAL, no LWPINS).
+  const Generation p = Generation::kProposal;
+  CHECK(event_id(p, Event::kInstructions) == 1);
+  CHECK(event_id(p, Event::kBranches) == 2);
+  CHECK(event_id(p, Event::kDcache) == 3);
+  CHECK(event_id(p, Event::kValue) == 0);
+  CHECK(event_name(1, p) == "instructions_retired");
+  CHECK(event_name(2, p) == "branches_retired");
+  CHECK(event_name(3, p) == "dcache_miss");
+  CHECK(event_name(4, p).empty());
+  CHECK(event_name(255, p).empty());
+  // The shipped ids, one up, with LWPVAL at 1 and LWPINS at 255.
+  const Generation s = Generation::kShipped;
+  CHECK(event_id(s, Event::kValue) == 1);
+  CHECK(event_id(s, Event::kInstructions) == 2);
+  CHECK(event_id(s, Event::kBranches) == 3);
+  CHECK(event_id(s, Event::kDcache) == 4);
+
+  // A proposal branch record (Figure 3): byte 0 is 2; the same flag bits.
+  Record br = Record::branch(1, 0x401000, 0x401100, true, true, false, p);
+  CHECK(br.event_id == 2);
+  CHECK(check_record(br, p).ok());
+  // ... which in the shipped generation is an instructions-retired record
+  // with reserved fields set.
+  CHECK_FALSE(check_record(br, s).ok());
+  // A proposal DCache-miss record (Figure 4): byte 0 is 3.
+  Record dm = Record::dcache_miss(0, 0x401000, 208, kSrcDram, true, 0x7f0000001000, p);
+  CHECK(dm.event_id == 3);
+  CHECK(check_record(dm, p).ok());
+  CHECK(record_json(dm, p).find("\"event\":\"dcache_miss\",") != std::string::npos);
+  CHECK(record_json(dm, p).find("\"latency\":208") != std::string::npos);
+  // Ids 4 and 255 do not exist in the proposal; its bytes 24-31 are
+  // reserved (no timestamp).
+  Record four = Record::simple(4, 0, 0x401000);
+  CHECK_FALSE(check_record(four, p).ok());
+  CHECK(check_record(four, s).ok());
+  Record ins = Record::programmed(kProgrammedEvent, 0, 0x401000, 1, 2, 3);
+  CHECK_FALSE(check_record(ins, p).ok());
+  Record stamped = Record::simple(1, 0, 0x401000);
+  stamped.data3 = 5;
+  CHECK_FALSE(check_record(stamped, p).ok());
+  Bytes both = enc(br);
+  Bytes more = enc(four);
+  both.insert(both.end(), more.begin(), more.end());
+  auto recs = decode_records(both.data(), both.size(), p);
+  REQUIRE_FALSE(recs.ok());
+  CHECK(recs.error().message.find("record 1") != std::string::npos);
 }
 
 }  // namespace resctrlfs::lwp

@@ -66,7 +66,7 @@ TEST_CASE("schemata edge cases 1-17", "[ctrl]") {
 TEST_CASE("cdp mount: L3DATA before L3CODE, L3 unknown, halved CLOSIDs", "[ctrl]") {
   MountOptions o;
   o.cdp = true;
-  SimFixture f("intel-2s", o);
+  SimFixture f(model_platform(), o);  // 16 L3 CLOSIDs
   Shell& sh = *f.sh;
   CHECK(sh.ls("/info") ==
         std::set<std::string>{"L3CODE", "L3DATA", "L3_MON", "MB", "last_cmd_status"});
@@ -326,7 +326,7 @@ TEST_CASE("rename edge cases 31-33", "[rename]") {
 }
 
 TEST_CASE("mkdir/rmdir edge cases 34-38, 55", "[groups]") {
-  SimFixture f("intel-2s");
+  SimFixture f(model_platform());  // MB with 8 CLOSIDs
   Shell& sh = *f.sh;
   REQUIRE(sh.mkdir("/p0") == 0);
   CHECK(sh.mkdir("/p0/foo") == EPERM);

@@ -16,6 +16,7 @@
 #include "fs/filesystem.h"
 #include "hw/backend.h"
 #include "tests/fs/fake_arch.h"
+#include "tests/temp_files.h"
 
 namespace resctrlfs::fs::testing {
 
@@ -197,6 +198,35 @@ class Shell {
 
 // A simulated platform (with the rdt= list `rdt`), a fake task list and a
 // mounted Filesystem.
+// The model platform of the kernel-behaviour transcript ("a worked
+// transcript for a model platform"): Intel-like, two L3 domains of 4 CPUs,
+// 11-bit masks, 16 MiB, CDP, 16 L3 CLOSIDs, MBA (linear, min 10, gran 10)
+// with 8 CLOSIDs, 224 RMIDs, 24-bit counters. No built-in is that
+// platform any more (intel-2s has Ice Lake-SP's 15 + 15 CLOSIDs and 32-bit
+// counters): a test profile, family 6 `model` (79: Broadwell-EP's, the
+// model Linux offers pseudo-locking on, to combine it with MBA). Returns
+// the path of its JSON file.
+inline std::string model_platform(unsigned model = 106) {
+  static resctrlfs::test::TempDir dir("model-platform");
+  const std::string path = dir.path + "/model-" + std::to_string(model) + ".json";
+  resctrlfs::test::write_file(path, R"({
+  "vendor": "GenuineIntel", "family": 6, "model": )" +
+                                        std::to_string(model) + R"(, "stepping": 1,
+  "cpus": [
+    {"cpu": 0, "package": 0, "l2": 0, "l3": 0}, {"cpu": 1, "package": 0, "l2": 1, "l3": 0},
+    {"cpu": 2, "package": 0, "l2": 2, "l3": 0}, {"cpu": 3, "package": 0, "l2": 3, "l3": 0},
+    {"cpu": 4, "package": 1, "l2": 4, "l3": 1}, {"cpu": 5, "package": 1, "l2": 5, "l3": 1},
+    {"cpu": 6, "package": 1, "l2": 6, "l3": 1}, {"cpu": 7, "package": 1, "l2": 7, "l3": 1}],
+  "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+  "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0, "sparse": false, "cdp": true},
+  "mba": {"num_closid": 8, "max_delay": 90, "linear": true, "per_thread": false},
+  "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+             "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
+  "sim": {"mem_bandwidth_mbps": 20000}
+})");
+  return path;
+}
+
 struct SimFixture {
   explicit SimFixture(const std::string& platform, MountOptions opts = {},
                       const std::string& rdt = "") {

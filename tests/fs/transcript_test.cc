@@ -1,14 +1,15 @@
 // A worked shell transcript (mount, mkdir, schemata and mode writes, cpus,
-// rename, rmdir, with last_cmd_status after each) on the intel-2s
-// simulated platform, driven through fs::Filesystem.
+// rename, rmdir, with last_cmd_status after each) on the transcript's model
+// platform (model_platform(): 16 L3 and 8 MBA CLOSIDs), driven through
+// fs::Filesystem.
 #include <catch2/catch.hpp>
 
 #include "tests/fs/harness.h"
 
 namespace resctrlfs::fs::testing {
 
-TEST_CASE("section 12 transcript on intel-2s", "[transcript]") {
-  SimFixture f("intel-2s");
+TEST_CASE("section 12 transcript on the model platform", "[transcript]") {
+  SimFixture f(model_platform());
   Shell& sh = *f.sh;
   CHECK(sh.ls("/") == std::set<std::string>{"cpus", "cpus_list", "info", "mode", "mon_data",
                                             "mon_groups", "schemata", "size", "tasks"});

@@ -48,15 +48,15 @@ TEST_CASE("init brings every register to the boot state") {
   auto a = X86Arch::create(m.info(), m.limits(), msr, nullptr);
   REQUIRE(a.ok());
   auto w = msr->writes();
-  // 16 L3 masks x 2 domains + 8 MBA delays x 2 domains + CDP off x 2 + 8 PQR_ASSOC.
-  REQUIRE(w.size() == 32 + 16 + 2 + 8);
+  // 15 L3 masks x 2 domains + 15 MBA delays x 2 domains + CDP off x 2 + 8 PQR_ASSOC.
+  REQUIRE(w.size() == 30 + 30 + 2 + 8);
   CHECK(w[0] == W(0, IA32_L3_MASK_0, 0x7ff));
-  CHECK(w[16] == W(4, IA32_L3_MASK_0, 0x7ff));
-  CHECK(w[32] == W(0, IA32_L2_QOS_EXT_BW_THRTL_0, 0));
-  CHECK(w[48] == W(0, IA32_L3_QOS_CFG, 0));
-  CHECK(w[49] == W(4, IA32_L3_QOS_CFG, 0));
-  CHECK(w[50] == W(0, IA32_PQR_ASSOC, 0));
-  CHECK(w[57] == W(7, IA32_PQR_ASSOC, 0));
+  CHECK(w[15] == W(4, IA32_L3_MASK_0, 0x7ff));
+  CHECK(w[30] == W(0, IA32_L2_QOS_EXT_BW_THRTL_0, 0));
+  CHECK(w[60] == W(0, IA32_L3_QOS_CFG, 0));
+  CHECK(w[61] == W(4, IA32_L3_QOS_CFG, 0));
+  CHECK(w[62] == W(0, IA32_PQR_ASSOC, 0));
+  CHECK(w[69] == W(7, IA32_PQR_ASSOC, 0));
 }
 
 TEST_CASE("a schemata change on one domain writes only the changed registers, once") {
@@ -99,13 +99,14 @@ TEST_CASE("CDP on/off writes QOS_CFG and maps DATA/CODE to 2c/2c+1") {
   REQUIRE(r.arch
               ->update_ctrls({{ResourceId::L3, ConfType::DATA, 0, 1, 0x003},
                               {ResourceId::L3, ConfType::CODE, 0, 1, 0x00c},
-                              {ResourceId::L3, ConfType::CODE, 1, 7, 0x700}})
+                              {ResourceId::L3, ConfType::CODE, 1, 6, 0x700}})
               .ok());
   CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 2, 0x003), W(0, IA32_L3_MASK_0 + 3, 0x00c),
-                                  W(4, IA32_L3_MASK_0 + 15, 0x700)});
+                                  W(4, IA32_L3_MASK_0 + 13, 0x700)});
   CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::DATA, 0, 1) == 0x003);
   CHECK(r.arch->get_ctrl(ResourceId::L3, ConfType::CODE, 0, 1) == 0x00c);
-  // CLOSID 8 does not exist with CDP on (16 hardware CLOSIDs / 2).
+  // CLOSID 8 does not exist with CDP on (its DATA mask would be register
+  // 16, past the 15 hardware CLOSIDs).
   CHECK_FALSE(r.arch->update_ctrls({{ResourceId::L3, ConfType::DATA, 0, 8, 1}}).ok());
   r.msr->log.clear();
   REQUIRE(r.arch->set_cdp_enabled(ResourceId::L3, false).ok());
@@ -200,7 +201,7 @@ TEST_CASE("reset_all_ctrls writes every control register to its default") {
 }
 
 TEST_CASE("counter reads go through QM_EVTSEL/QM_CTR and fold the 24-bit wrap") {
-  Rig r = rig("intel-2s");
+  Rig r = rig("intel-bdx");  // Broadwell-EP: 24-bit MBM counters
   r.msr->qm_ctr = {0xFFFFF0, 0x000010, 0x000030};
   // RMID allocation records the counter's value as the baseline.
   r.arch->reset_event(1, 9, EventId::MBM_LOCAL);

@@ -169,8 +169,8 @@ TEST_CASE("arch: a returning domain has default controls, CDP as mounted, PQR_AS
   CHECK(a.info().mon.mon_domains[1].cpus.cpus() == std::vector<unsigned>{6});
   CHECK(a.get_ctrl(ResourceId::L3, ConfType::DATA, 1, 2) == 0x7ff);
   CHECK(a.get_ctrl(ResourceId::MB, ConfType::NONE, 1, 2) == 100);
-  for (uint32_t i = 0; i < 16; ++i) CHECK(*m.read(6, IA32_L3_MASK_0 + i) == 0x7ff);
-  for (uint32_t i = 0; i < 8; ++i) CHECK(*m.read(6, IA32_L2_QOS_EXT_BW_THRTL_0 + i) == 0);
+  for (uint32_t i = 0; i < 15; ++i) CHECK(*m.read(6, IA32_L3_MASK_0 + i) == 0x7ff);
+  for (uint32_t i = 0; i < 15; ++i) CHECK(*m.read(6, IA32_L2_QOS_EXT_BW_THRTL_0 + i) == 0);
   CHECK(*m.read(6, IA32_L3_QOS_CFG) == QOS_CFG_CDP_ENABLE);
   CHECK(*m.read(6, IA32_PQR_ASSOC) == 0);
   // A second CPU joins the existing domain without an announcement, and

@@ -44,7 +44,7 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
   CHECK(i.cpu_l2_id == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   const Resource& l3 = i.res(ResourceId::L3);
   CHECK(l3.alloc_capable);
-  CHECK(l3.num_closid == 16);
+  CHECK(l3.num_closid == 15);  // Ice Lake-SP: 15 L3 CAT CLOS
   CHECK(l3.cache.cbm_len == 11);
   CHECK(l3.cache.full_mask() == 0x7ff);
   CHECK(l3.cache.shareable_bits == 0);
@@ -60,7 +60,7 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
   const Resource& mb = i.res(ResourceId::MB);
   CHECK(mb.alloc_capable);
-  CHECK(mb.num_closid == 8);
+  CHECK(mb.num_closid == 15);  // and 15 MBA CLOS
   CHECK(mb.membw.min_bw == 10);
   CHECK(mb.membw.bw_gran == 10);
   CHECK(mb.membw.max_bw == 100);
@@ -72,7 +72,7 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
   CHECK(i.mon.capable);
   CHECK(i.mon.num_rmids == 224);
   CHECK(i.mon.occupancy_scale == 65536);
-  CHECK(i.mon.counter_width == 24);
+  CHECK(i.mon.counter_width == 32);  // 32-bit MBM counters from Ice Lake-SP on
   CHECK(i.mon.events ==
         std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL, EventId::MBM_LOCAL});
   CHECK(i.mon.l3_cache_size_bytes == 16u << 20);

@@ -3,7 +3,7 @@
 // buffer's edges (full buffer and the missed-event counter, wrap-around, the
 // threshold interrupt), LWPINS/LWPVAL, DCache-miss filtering and latency
 // reporting; then through the simulated machine: a thread's DCache-miss
-// records respond to its group's L3 mask and MBA throttling, and on the
+// records respond to its group's L3 mask and bandwidth limit, and on the
 // manual clock its events come from the advanced time only.
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -14,6 +14,8 @@
 #include "hw/backend.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/machine.h"
+#include "hw/x86/registers.h"
+#include "lwp_profile.h"
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
@@ -315,18 +317,14 @@ Probe probe(SimMachine& m, int tid) {
 
 }  // namespace
 
-TEST_CASE("a thread's DCache-miss records respond to its L3 mask and MBA throttling") {
-  auto b = make_sim_backend("intel-2s");
-  REQUIRE(b.ok());
-  auto* m = dynamic_cast<SimMachine*>(b->sim);
-  REQUIRE(m != nullptr);
-  m->set_manual_clock(true);
-  Arch& arch = *b->arch;
+TEST_CASE("a thread's DCache-miss records respond to its L3 mask and bandwidth limit") {
+  // An AMD part with LWP (the unit follows the platform's CPUID).
+  auto owner = test::lwp_machine();
+  SimMachine* m = owner.get();
   // CLOSID 1: all 11 ways; CLOSID 2: 1 way. A thread of 12 MiB on CPU 0,
   // 2 GB/s of traffic, 1e9 instructions per second.
-  REQUIRE(arch.update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x7ff},
-                             {ResourceId::L3, ConfType::NONE, 0, 2, 0x1}})
-              .ok());
+  REQUIRE(m->write(0, x86::IA32_L3_MASK_0 + 1, 0x7ff).ok());
+  REQUIRE(m->write(0, x86::IA32_L3_MASK_0 + 2, 0x1).ok());
   Workload w{12u << 20, 2000, 1.0};
   w.cpu = 0;
   w.instructions_per_sec = 1e9;
@@ -339,13 +337,13 @@ TEST_CASE("a thread's DCache-miss records respond to its L3 mask and MBA throttl
                   << " cycles; 1-way: " << narrow.misses_per_kinstr << ", " << narrow.mean_latency);
   CHECK(narrow.misses_per_kinstr > 2 * wide.misses_per_kinstr);
   CHECK(narrow.mean_latency > 1.2 * wide.mean_latency);
-  // Back to 11 ways, MB 100 then MB 10.
+  // Back to 11 ways, unlimited then 2 x 1/8 GB/s (a throttle of 1/8).
   m->set_thread_tags(4242, 1, 0);
-  REQUIRE(arch.update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 100}}).ok());
+  REQUIRE(m->write(0, x86::L3QOS_BW_CONTROL_0 + 1, 1U << 11).ok());
   Probe fast = probe(*m, 4242);
-  REQUIRE(arch.update_ctrls({{ResourceId::MB, ConfType::NONE, 0, 1, 10}}).ok());
+  REQUIRE(m->write(0, x86::L3QOS_BW_CONTROL_0 + 1, 2).ok());
   Probe slow = probe(*m, 4242);
-  INFO("MB 100: " << fast.mean_latency << " cycles; MB 10: " << slow.mean_latency);
+  INFO("unlimited: " << fast.mean_latency << " cycles; 250 MB/s: " << slow.mean_latency);
   CHECK(slow.mean_latency > 3 * fast.mean_latency);
   // Unknown threads are refused; an empty LWPCB disarms.
   CHECK(m->lwp_drain(1, 0).error().code == ENOENT);
@@ -365,10 +363,10 @@ TEST_CASE("on the manual clock a thread's events come from the advanced time onl
   // sleep overshooting 1 ms on a loaded machine (the step would then
   // happen before arming and hide the leak) cannot hide it every time.
   for (int round = 0; round < 5; ++round) {
-    auto b = make_sim_backend("intel-2s");
-    REQUIRE(b.ok());
-    auto* m = dynamic_cast<SimMachine*>(b->sim);
-    REQUIRE(m != nullptr);
+    auto p = parse_profile(test::amd_with_lwp("{}"), "lwp-test");
+    REQUIRE(p.ok());
+    auto owner = std::make_unique<SimMachine>(std::move(p).value());
+    SimMachine* m = owner.get();
     REQUIRE_FALSE(m->manual_clock());
     std::this_thread::sleep_for(std::chrono::microseconds(1100));
     Workload w{1u << 20, 100, 1.0};
@@ -393,11 +391,8 @@ TEST_CASE("on the manual clock a thread's events come from the advanced time onl
 TEST_CASE(
     "LWP units: freed at a disarm with nothing to drain, at the drain that empties them "
     "and at the thread's exit, with their rings capped") {
-  auto b = make_sim_backend("intel-2s");
-  REQUIRE(b.ok());
-  auto* m = dynamic_cast<SimMachine*>(b->sim);
-  REQUIRE(m != nullptr);
-  m->set_manual_clock(true);
+  auto owner = test::lwp_machine();
+  SimMachine* m = owner.get();
   Workload w{1u << 20, 100, 1.0};
   w.cpu = 0;
   w.instructions_per_sec = 1e9;  // 2e8 branches per second

@@ -36,8 +36,8 @@ TEST_CASE("simulated writes obey the hardware's #GP rules") {
   const WriteCase cases[] = {
       {"intel-2s", "unknown MSR", 0, 0x123, 0, false},
       {"intel-2s", "IA32_LSTAR is not an RDT register", 0, IA32_LSTAR, 0, false},
-      {"intel-2s", "last L3 mask", 0, IA32_L3_MASK_0 + 15, 0x7ff, true},
-      {"intel-2s", "L3 mask beyond num_closid", 0, IA32_L3_MASK_0 + 16, 0x7ff, false},
+      {"intel-2s", "last L3 mask", 0, IA32_L3_MASK_0 + 14, 0x7ff, true},
+      {"intel-2s", "L3 mask beyond num_closid", 0, IA32_L3_MASK_0 + 15, 0x7ff, false},
       {"intel-2s", "L3 mask bit above cbm_len", 0, IA32_L3_MASK_0, 0xfff, false},
       {"intel-2s", "non-contiguous mask on Intel", 0, IA32_L3_MASK_0, 0x505, false},
       {"intel-2s", "empty mask on Intel", 0, IA32_L3_MASK_0, 0, false},
@@ -46,7 +46,7 @@ TEST_CASE("simulated writes obey the hardware's #GP rules") {
       {"intel-2s", "no L2 CAT, no L2_QOS_CFG", 0, IA32_L2_QOS_CFG, 0, false},
       {"intel-2s", "L3 CDP enable", 0, IA32_L3_QOS_CFG, 1, true},
       {"intel-2s", "L3_QOS_CFG reserved bit", 0, IA32_L3_QOS_CFG, 2, false},
-      {"intel-2s", "PQR_ASSOC last CLOSID and RMID", 1, IA32_PQR_ASSOC, (15ULL << 32) | 223, true},
+      {"intel-2s", "PQR_ASSOC last CLOSID and RMID", 1, IA32_PQR_ASSOC, (14ULL << 32) | 223, true},
       {"intel-2s", "PQR_ASSOC CLOSID beyond maximum", 1, IA32_PQR_ASSOC, 16ULL << 32, false},
       {"intel-2s", "PQR_ASSOC RMID beyond maximum", 1, IA32_PQR_ASSOC, 224, false},
       // Intel takes an RMID beyond the maximum (QM_CTR then reads Error);
@@ -57,8 +57,8 @@ TEST_CASE("simulated writes obey the hardware's #GP rules") {
       {"intel-2s", "QM_EVTSEL extended event without ABMC", 0, IA32_QM_EVTSEL,
        QM_EVTSEL_EXTENDED_EVTID | 1, false},
       {"intel-2s", "QM_CTR is read-only", 0, IA32_QM_CTR, 0, false},
-      {"intel-2s", "MBA delay", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 7, 90, true},
-      {"intel-2s", "MBA register beyond MB CLOSIDs", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 8, 0, false},
+      {"intel-2s", "MBA delay", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 14, 90, true},
+      {"intel-2s", "MBA register beyond MB CLOSIDs", 0, IA32_L2_QOS_EXT_BW_THRTL_0 + 15, 0, false},
       {"intel-2s", "MBA reserved bits", 0, IA32_L2_QOS_EXT_BW_THRTL_0, 1ULL << 16, false},
       {"intel-2s", "no AMD bandwidth registers on Intel", 0, L3QOS_BW_CONTROL_0, 0x800, false},
       {"intel-2s", "no BMEC on Intel", 0, QOS_EVT_CFG_0, 0x7f, false},
@@ -119,8 +119,8 @@ TEST_CASE("simulated reads of absent registers fail") {
   auto m = machine("intel-2s");
   CHECK_FALSE(m.read(0, IA32_LSTAR).ok());
   CHECK_FALSE(m.read(0, IA32_L2_MASK_0).ok());
-  CHECK_FALSE(m.read(0, IA32_L3_MASK_0 + 16).ok());
-  CHECK(m.read(0, IA32_L3_MASK_0 + 15).ok());
+  CHECK_FALSE(m.read(0, IA32_L3_MASK_0 + 15).ok());  // 15 CLOS on Ice Lake-SP
+  CHECK(m.read(0, IA32_L3_MASK_0 + 14).ok());
   CHECK(*m.read(4, IA32_L3_MASK_0) == 0x7ff);  // reset value: all ones
   auto amd = machine("amd-2s");
   CHECK(*amd.read(0, L3QOS_BW_CONTROL_0) == 0x800);  // reset value: unlimited

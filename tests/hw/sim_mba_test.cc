@@ -138,9 +138,10 @@ TEST_CASE("MBA_CFG exists only on the listed parts and only with MBA") {
     bool present;
   };
   // intel-2s: Ice Lake-SP without per-thread MBA; intel-snc: Sapphire
-  // Rapids enumerating per-thread MBA; intel-aet: a model outside both
-  // lists; intel-l2: Atom P5000 (a listed model) without MBA.
-  for (const Case& c : {Case{"intel-2s", true}, Case{"intel-snc", false}, Case{"intel-aet", false},
+  // Rapids, second-generation MBA (per core) as the RDT specification
+  // lists it; intel-aet: a model outside both lists; intel-l2: Atom P5000
+  // (a listed model) without MBA.
+  for (const Case& c : {Case{"intel-2s", true}, Case{"intel-snc", true}, Case{"intel-aet", false},
                         Case{"intel-l2", false}}) {
     INFO(c.profile);
     auto p = sim::load_profile(c.profile);

@@ -136,7 +136,7 @@ TEST_CASE("the domain's peak bandwidth bounds the sum of all demand") {
 }
 
 TEST_CASE("MBM counters wrap at the counter width and the Arch folds it") {
-  Sim s = make("intel-2s");
+  Sim s = make("intel-bdx");  // Broadwell-EP: 24-bit MBM counters
   REQUIRE(s.arch().set_cpu_assoc(5, 0, 1).ok());
   REQUIRE(s.m->attach_cpu_workload(5, Workload{0, 20000, 1.0}).ok());
   bytes(s.arch(), 1, 1, EventId::MBM_TOTAL);

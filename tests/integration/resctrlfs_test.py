@@ -123,6 +123,39 @@ def skip_reason():
     return None
 
 
+_MODEL_DIR = []
+
+
+def model_platform(model=106):
+    """The path of a JSON profile of the kernel-behaviour transcript's model
+    platform ("a worked transcript for a model platform"): Intel-like, two
+    L3 domains of 4 CPUs, 11-bit masks, 16 MiB, CDP, 16 L3 CLOSIDs, MBA
+    (linear, min 10, gran 10) with 8 CLOSIDs, 224 RMIDs, 24-bit counters.
+    No built-in is that platform (intel-2s has Ice Lake-SP's 15 + 15
+    CLOSIDs and 32-bit counters): a test profile, family 6 `model` (79:
+    Broadwell-EP's, where Linux offers pseudo-locking, to have it with MBA)."""
+    if not _MODEL_DIR:
+        _MODEL_DIR.append(tempfile.mkdtemp(prefix="resctrlfs-model-platform-"))
+        atexit.register(shutil.rmtree, _MODEL_DIR[0], True)
+    path = os.path.join(_MODEL_DIR[0], "model-%d.json" % model)
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            json.dump({
+                "vendor": "GenuineIntel", "family": 6, "model": model, "stepping": 1,
+                "cpus": [{"cpu": c, "package": c // 4, "l2": c, "l3": c // 4}
+                         for c in range(8)],
+                "l3_size_bytes": 16777216, "l2_size_bytes": 1048576,
+                "l3_cat": {"cbm_len": 11, "num_closid": 16, "shareable_bits": 0,
+                           "sparse": False, "cdp": True},
+                "mba": {"num_closid": 8, "max_delay": 90, "linear": True,
+                        "per_thread": False},
+                "l3_mon": {"num_rmids": 224, "scale": 65536, "counter_width": 24,
+                           "events": ["llc_occupancy", "mbm_total_bytes",
+                                      "mbm_local_bytes"]},
+                "sim": {"mem_bandwidth_mbps": 20000}}, f)
+    return path
+
+
 def require_fuse():
     """Exits 77 (ctest: skipped) with a loud message when FUSE is unusable."""
     reason = skip_reason()

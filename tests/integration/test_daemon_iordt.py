@@ -33,7 +33,7 @@ GNR_IO_NO_CLOS = {
     "l3_cat": {"cbm_len": 15, "num_closid": 15, "shareable_bits": 0, "sparse": False,
                "cdp": True},
     "mba": {"num_closid": 15, "max_delay": 90, "linear": True, "per_thread": True},
-    "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 24,
+    "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 32,
                "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
     "io_rdt": {"cat": True, "cmt": True, "mbm": True, "wide_reg_bytes": 8,
                "blocks": [
@@ -262,7 +262,7 @@ SNC_IO = {
     "l3_size_bytes": 31457280, "l2_size_bytes": 2097152,
     "l3_cat": {"cbm_len": 15, "num_closid": 16, "shareable_bits": 0, "sparse": False,
                "cdp": True},
-    "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 24,
+    "l3_mon": {"num_rmids": 256, "scale": 65536, "counter_width": 32,
                "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
     "io_rdt": {"cat": True, "cmt": True, "mbm": True, "wide_reg_bytes": 8,
                "blocks": [

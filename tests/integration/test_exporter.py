@@ -108,11 +108,11 @@ class ExporterTest(rt.ResctrlfsTestCase):
         usage = self.read("info/L3/bit_usage").strip()
         self.assertEqual(eh.one(s, "node_resctrl_bit_usage_ways", schema="L3", domain="0",
                                 usage="exclusive"), usage.split(";")[0].count("E"))
-        # Info: CLOSIDs (MB has 8), RMIDs (224), groups.
+        # Info: CLOSIDs (15 for L3 and MB on Ice Lake-SP), RMIDs (224), groups.
         self.assertEqual(eh.one(s, "node_resctrl_closids", schema="MB"),
                          int(self.read("info/MB/num_closids")))
         self.assertEqual(eh.one(s, "node_resctrl_closids_in_use"), 3)
-        self.assertEqual(eh.one(s, "node_resctrl_closids_free"), 5)
+        self.assertEqual(eh.one(s, "node_resctrl_closids_free"), 12)
         self.assertEqual(eh.one(s, "node_resctrl_rmids_in_use", resource="L3"), 4)
         self.assertEqual(eh.one(s, "node_resctrl_rmids_free", resource="L3"),
                          int(self.read("info/L3_MON/num_rmids")) - 4)

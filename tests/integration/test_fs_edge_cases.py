@@ -126,6 +126,7 @@ class Schemata(rt.ResctrlfsTestCase):
 
 
 class Cdp(rt.ResctrlfsTestCase):
+    PLATFORM = rt.model_platform()  # 16 L3 CLOSIDs, halved by CDP to 8
     OPTIONS = ["cdp"]
 
     def test_16_cdp_lines_and_names(self):
@@ -369,6 +370,8 @@ class Rename(rt.ResctrlfsTestCase):
 
 
 class MkdirRmdir(rt.ResctrlfsTestCase):
+    PLATFORM = rt.model_platform()  # MB's 8 CLOSIDs bound the groups
+
     def test_34_where_mkdir_fails(self):
         self.assertEqual(self.mkdir("p0"), 0)
         self.assertEqual(self.mkdir("p0/foo"), errno.EPERM)

@@ -205,6 +205,14 @@ class Clocked(rt.ResctrlfsTestCase):
         self.assertEqual(m.mkdir("mon_groups/c"), 0)
         self.assertEqual(m.read("mon_groups/c/mon_hw_id"), "3\n")
 
+
+
+class ClockedWrap(rt.ResctrlfsTestCase):
+    """MBM overflow with 24-bit counters (intel-bdx, Broadwell-EP; from Ice
+    Lake-SP on they are 32 bits wide) and the manual clock."""
+    PLATFORM = "intel-bdx"
+    MANUAL_CLOCK = True
+
     def test_mbm_overflow_is_folded(self):
         s = spawn_sleeper()
         self.addCleanup(lambda: (s.kill(), s.wait()))

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Cache pseudo-locking through the mounted daemon ("Cache Pseudo-Locking"
 in Documentation/filesystems/resctrl.rst; edge cases 47-49 of
-test_fs_edge_cases.py), on intel-bdx: intel-2s with the
-Broadwell server model (0x4F) that Linux offers pseudo-locking on.
+test_fs_edge_cases.py), on the transcript's model platform with the
+Broadwell server model (0x4F) that Linux offers pseudo-locking on
+(rt.model_platform(79)): the kernel's handling of an MB line needs MBA and
+pseudo-locking together, which no product has (intel-bdx, Broadwell-EP, has
+no MBA).
 
 What a FUSE daemon cannot provide is not tested: /dev/pseudo_lock/<group>
 (mmap of the locked memory) and the debugfs pseudo_lock_measure file.
@@ -22,7 +25,7 @@ L3_MASK_0 = 0xC90
 
 
 class PseudoLock(rt.ResctrlfsTestCase):
-    PLATFORM = "intel-bdx"
+    PLATFORM = rt.model_platform(79)
 
     def mode_of(self, rel):
         return stat.S_IMODE(os.stat(self.path(rel)).st_mode)

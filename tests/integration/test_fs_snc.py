@@ -55,7 +55,10 @@ class IntelSnc(rt.ResctrlfsTestCase):
         # Controls keep the L3 scope and size counts the whole cache.
         self.assertEqual(self.read("schemata"), "    MB:0=100;1=100\n    L3:0=7fff;1=7fff\n")
         self.assertEqual(self.read("info/L3/cbm_mask"), "7fff\n")
-        self.assertEqual(self.read("info/MB/thread_throttle_mode"), "per-thread\n")
+        # Sapphire Rapids has second-generation MBA, per core (the RDT
+        # specification's product table lists per-thread MBA from Granite
+        # Rapids on).
+        self.assertEqual(self.read("info/MB/thread_throttle_mode"), "max\n")
         self.assertEqual(self.mkdir("p0"), 0)
         self.assertEqual(self.write("p0/schemata", "L3:1=7f\n"), 0)
         self.assertEqual(self.read("p0/size"),

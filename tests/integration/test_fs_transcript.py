@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A worked shell transcript of the kernel's resctrl, reproduced byte for
-byte on the intel-2s platform: every command runs in bash inside the mount
+byte on the transcript's model platform (rt.model_platform(): 16 L3 and
+8 MBA CLOSIDs): every command runs in bash inside the mount
 (LC_ALL=C, ls -C -T0 at 80 columns, as a terminal would lay it out) and its
 standard output must equal the transcript's. Failing commands must fail the
 way the transcript shows (the same strerror text)."""
@@ -57,7 +58,7 @@ TRANSCRIPT = [
 
 
 class Transcript(rt.ResctrlfsTestCase):
-    PLATFORM = "intel-2s"
+    PLATFORM = rt.model_platform()
 
     def test_section_12_byte_for_byte(self):
         env = dict(os.environ, LC_ALL="C", COLUMNS="80")

@@ -95,7 +95,7 @@ class RdtEvidence(unittest.TestCase):
             self.assertIn("/proc/cpuinfo", r.stderr)
             self.assertFalse(rt.is_mounted(m.mnt))
         m.start()
-        self.assertEqual(m.read("info/L3/num_closids"), "16\n")
+        self.assertEqual(m.read("info/L3/num_closids"), "15\n")  # Ice Lake-SP's 15
         self.assertEqual(m.status()["daemon"]["backend"], "msr")
 
 
@@ -330,7 +330,7 @@ def regw_clear_profile(wide):
         "l3_size_bytes": 301989888, "l2_size_bytes": 2097152,
         "l3_cat": {"cbm_len": 15, "num_closid": 15, "shareable_bits": 0, "sparse": False},
         "mba": {"num_closid": 15, "max_delay": 90, "linear": True, "per_thread": True},
-        "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 24,
+        "l3_mon": {"num_rmids": 512, "scale": 131072, "counter_width": 32,
                    "events": ["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"]},
         "io_rdt": {"cat": True, "cmt": True, "mbm": True, "wide_reg_bytes": wide,
                    "blocks": [
