@@ -57,7 +57,7 @@ namespace {
 
 // The command line, its values stored into `opts`, `o_args` and `backend`.
 void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>& o_args,
-                    std::string& backend) {
+                    std::string& backend, bool& list_platforms) {
   app.description(
       "resctrlfsd: the Linux resctrl filesystem (Intel RDT / AMD PQoS) as a FUSE daemon.\n"
       "Mounts a resctrl tree at MOUNTPOINT, backed by a simulated platform or by the\n"
@@ -83,7 +83,6 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
          "simulated platform: a built-in name (" + platform_names + ") or a JSON profile file")
       ->type_name("NAME|FILE.json")
       ->capture_default_str();
-  bool list_platforms = false;
   app.add_flag("--list-platforms", list_platforms,
                "print the built-in platform names, one a line, and exit");
   app.add_option("--backend", backend, "hardware backend")
@@ -159,7 +158,8 @@ std::vector<std::pair<std::string, bool>> daemon_cli_options() {
   DaemonOptions opts;
   std::vector<std::string> o_args;
   std::string backend;
-  define_options(app, opts, o_args, backend);
+  bool list_platforms = false;
+  define_options(app, opts, o_args, backend, list_platforms);
   std::vector<std::pair<std::string, bool>> out;
   for (const CLI::Option* o : app.get_options()) {
     const bool value = o->get_items_expected_max() != 0;
@@ -175,7 +175,9 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   std::vector<std::string> o_args;
   std::string backend = "sim";
   CLI::App app{"", "resctrlfsd"};
-  define_options(app, opts, o_args, backend);
+  bool list_platforms = false;
+  define_options(app, opts, o_args, backend, list_platforms);
+  const std::vector<std::string> platforms = hw::builtin_platforms();
 
   std::ostringstream os_out, os_err;
   try {
