@@ -142,6 +142,19 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   RESCTRLFS_ASSIGN_OR_RETURN(DaemonParts parts, factory(opts_, &inval_));
   parts_.emplace(std::move(parts));
   fs::Filesystem& fs = *parts_->fs;
+  if (hw::SimControl* s = parts_->backend.sim) {
+    RESCTRLFS_ASSIGN_OR_RETURN(TaskModelMode mode, parse_task_model_mode(opts_.task_model));
+    if (mode != TaskModelMode::kNone) {
+      std::string why;
+      std::unique_ptr<TaskEventSource> events;
+      if (mode == TaskModelMode::kAuto) events = make_perf_event_source(&why);
+      const std::vector<unsigned> online = parts_->backend.arch->info().online.cpus();
+      task_model_ = std::make_unique<TaskModel>(*s, mode, make_proc_source(), std::move(events),
+                                                std::make_unique<HostCpuLocator>(online), why);
+      spdlog::info("task model: {}, bandwidth from {}", task_model_mode_name(mode),
+                   task_model_->status().value("bandwidth_source", "-"));
+    }
+  }
 
   // What the previous mount on this mount point left behind (the kernel's
   // state that outlives an unmount; daemon/boot_state.h).
@@ -440,6 +453,9 @@ void Daemon::log_hw_write_failures() {
 void Daemon::tick_work() {
   tick_queued_ = false;
   log_hw_write_failures();
+  // Real threads' activity is sampled on the real tick whatever the
+  // simulated clock: a manual clock then counts it only as it advances.
+  if (task_model_) task_model_->sample(std::chrono::steady_clock::now());
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {
@@ -663,6 +679,7 @@ Result<json> Daemon::status() {
     forget_dead_lwp_units(*s);
     const hw::SimControl::LwpUsage u = s->lwp_usage();
     d["lwp"] = {{"units", u.units}, {"bytes", u.bytes}, {"limit_bytes", u.limit_bytes}};
+    d["task_model"] = task_model_ ? task_model_->status() : json{{"mode", "none"}};
   }
   json online = json::array();
   for (unsigned c : parts_->backend.arch->info().online.cpus()) online.push_back(c);
