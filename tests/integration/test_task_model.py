@@ -113,8 +113,11 @@ class Base(rt.ResctrlfsTestCase):
 
     def total(self, group, event):
         base = self.path(group + "/mon_data") if group else self.path("mon_data")
-        return sum(int(open(os.path.join(base, d, event)).read())
-                   for d in sorted(os.listdir(base)))
+        total = 0
+        for d in sorted(os.listdir(base)):
+            with open(os.path.join(base, d, event)) as f:
+                total += int(f.read())
+        return total
 
     def occupancy(self, group):
         return self.total(group, "llc_occupancy")
