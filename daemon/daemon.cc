@@ -38,6 +38,24 @@ constexpr uint64_t kAdvanceSliceMs = 100 * 1000;
 // fork storm cannot hold the loop.
 constexpr int kMaxForkPasses = 8;
 
+// With the sandbox's virtual CPUs the task model counts a real thread on
+// the virtual CPU its affinity names (thread_cpu.h); a thread the table
+// cannot place falls back to the host CPU's place on the platform.
+class VirtualCpuLocator final : public CpuLocator {
+ public:
+  VirtualCpuLocator(ThreadCpus& cpus, std::vector<unsigned> online)
+      : cpus_(cpus), host_(std::move(online)) {}
+  int platform_cpu(int host_cpu) const override { return host_.platform_cpu(host_cpu); }
+  int thread_cpu(pid_t tid, int host_cpu) override {
+    Result<unsigned> c = cpus_.cpu_of(tid);
+    return c ? static_cast<int>(*c) : host_.platform_cpu(host_cpu);
+  }
+
+ private:
+  ThreadCpus& cpus_;
+  HostCpuLocator host_;
+};
+
 std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
@@ -145,6 +163,24 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   RESCTRLFS_ASSIGN_OR_RETURN(DaemonParts parts, factory(opts_, &inval_));
   parts_.emplace(std::move(parts));
   fs::Filesystem& fs = *parts_->fs;
+  if (hw::SimControl* s = parts_->backend.sim) {
+    RESCTRLFS_ASSIGN_OR_RETURN(TaskModelMode mode, parse_task_model_mode(opts_.task_model));
+    if (mode != TaskModelMode::kNone) {
+      std::string why;
+      std::unique_ptr<TaskEventSource> events;
+      if (mode == TaskModelMode::kAuto) events = make_perf_event_source(&why);
+      const std::vector<unsigned> online = parts_->backend.arch->info().online.cpus();
+      std::unique_ptr<CpuLocator> cpus;
+      if (thread_cpus_.virtual_cpus())
+        cpus = std::make_unique<VirtualCpuLocator>(thread_cpus_, online);
+      else
+        cpus = std::make_unique<HostCpuLocator>(online);
+      task_model_ = std::make_unique<TaskModel>(*s, mode, make_proc_source(), std::move(events),
+                                                std::move(cpus), why);
+      spdlog::info("task model: {}, bandwidth from {}", task_model_mode_name(mode),
+                   task_model_->status().value("bandwidth_source", "-"));
+    }
+  }
 
   // What the previous mount on this mount point left behind (the kernel's
   // state that outlives an unmount; daemon/boot_state.h).
@@ -443,6 +479,9 @@ void Daemon::log_hw_write_failures() {
 void Daemon::tick_work() {
   tick_queued_ = false;
   log_hw_write_failures();
+  // Real threads' activity is sampled on the real tick whatever the
+  // simulated clock: a manual clock then counts it only as it advances.
+  if (task_model_) task_model_->sample(std::chrono::steady_clock::now());
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {
@@ -666,6 +705,7 @@ Result<json> Daemon::status() {
     forget_dead_lwp_units(*s);
     const hw::SimControl::LwpUsage u = s->lwp_usage();
     d["lwp"] = {{"units", u.units}, {"bytes", u.bytes}, {"limit_bytes", u.limit_bytes}};
+    d["task_model"] = task_model_ ? task_model_->status() : json{{"mode", "none"}};
   }
   json online = json::array();
   for (unsigned c : parts_->backend.arch->info().online.cpus()) online.push_back(c);

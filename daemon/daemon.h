@@ -34,6 +34,7 @@
 #include "daemon/options.h"
 #include "daemon/proc_connector.h"
 #include "daemon/request_stats.h"
+#include "daemon/task_model.h"
 #include "daemon/thread_cpu.h"
 #include "fs/filesystem.h"
 #include "hw/backend.h"
@@ -166,6 +167,9 @@ class Daemon : public ControlTarget {
   // Created by start(), stopped by shutdown() before the resctrl unmount.
   std::unique_ptr<CommandWorker> worker_;
   std::atomic<bool> tick_queued_{false};  // a tick waits on the worker
+  // The task model (simulated backend, --task-model other than none),
+  // sampled on the worker at every tick.
+  std::unique_ptr<TaskModel> task_model_;
 };
 
 // resctrlfsd's main(), with the parts factory injected.

@@ -120,6 +120,14 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
   app.add_flag("--tasks-from-proc", opts.walk_proc_for_tasks,
                "list tasks files by walking /proc at each open (what the daemon does without "
                "the proc connector) instead of from the thread table its events keep");
+  app.add_option("--task-model", opts.task_model,
+                 "simulated backend: what real threads in groups do drives their groups' "
+                 "occupancy and bandwidth: auto (bandwidth from per-task perf events where the "
+                 "host has a PMU, else modelled from CPU time and page faults), model (always "
+                 "modelled), none (only `resctrlfsctl workload` drives the counters)")
+      ->check(CLI::IsMember({"auto", "model", "none"}))
+      ->type_name("MODE")
+      ->capture_default_str();
   app.add_flag("--rdt-from-cpuid", opts.rdt_from_cpuid,
                "with --backend msr: judge whether the CPU has RDT/PQoS by its CPUID leaves "
                "instead of /proc/cpuinfo's flags");

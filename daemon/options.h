@@ -62,6 +62,11 @@ struct DaemonOptions {
   // as without the proc connector, instead of from the thread table the
   // connector's fork/exec/exit events keep.
   bool walk_proc_for_tasks = false;
+  // --task-model (ours, daemon/task_model.h): on the simulated backend, what
+  // the real threads in groups do moves their groups' counters: "auto"
+  // (per-task perf events for bandwidth where the host has them, else the
+  // model), "model" (never perf events), "none" (only declared workloads).
+  std::string task_model = "auto";
   // --self-check (ours): print a read-only report comparing this machine,
   // its registers and the kernel's resctrl with resctrlfs, and exit; no
   // MOUNTPOINT (daemon/self_check.h). --json: the report as JSON.

@@ -51,6 +51,10 @@ struct Workload {
   // targets, which under Sub-NUMA Clustering decides the node whose counters
   // see the traffic; -1: the first node of the channel's L3.
   int node = -1;
+  // Demand of the footprint's part that does not fit in the cache (task
+  // model, daemon/task_model.h): the simulator scales it by the share of the
+  // footprint its CLOSID cannot keep in the L3 and adds it to bandwidth_mbps.
+  double stream_mbps = 0;
 };
 
 // The simulated LWP unit of one thread as the control interface shows it.
@@ -113,6 +117,19 @@ class SimControl {
   // ThreadTagger::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
   virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
   virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
+
+  // The task model (ours, daemon/task_model.h): what the real threads in
+  // groups did in the last sample, as one workload per thread (pinned to the
+  // CPU it last ran on, or spread when cpu is -1). Replaces the whole
+  // previous set in one step: the time before is counted under the old
+  // set. A thread counts under its tags as the kernel's context switch
+  // would set PQR_ASSOC: a CLOSID or RMID of 0 (the default group) takes
+  // that of its CPU's PQR_ASSOC. A thread with a declared workload
+  // (attach_thread_workload) is counted by the declaration alone.
+  virtual void set_task_activity(std::vector<std::pair<int, Workload>> activity) { (void)activity; }
+  // The threads tagged (ThreadTagger::set_thread_tags) with a CLOSID or RMID
+  // other than 0 and with no declared workload: what the task model samples.
+  virtual std::vector<int> task_model_threads() const { return {}; }
 
   // I/O RDT (ours): attaches (or with a zero workload, detaches) a device
   // workload to I/O RDT channel `channel` (its id as the IRDT table numbers

@@ -196,6 +196,11 @@ void SimMachine::power_on_l3(L3Dom& d) {
   d.qm_evtsel = 0;
   d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
   d.occ.assign(nrmid, 0);
+  {
+    const Resource& l3r = info_.res(ResourceId::L3);
+    d.ways = l3r.alloc_capable && l3r.cache.cbm_len > 0 ? std::min(64u, l3r.cache.cbm_len) : 1;
+    d.occ_way.assign(nrmid * d.ways, 0);
+  }
   for (int e = 0; e < 2; ++e) {
     d.mbm[e].assign(nrmid, 0);
     d.unavail_once[e].assign(nrmid, 0);

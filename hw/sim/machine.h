@@ -34,15 +34,23 @@
 //     the time before the change is counted under the state it had. On the
 //     manual clock every step is then a whole number of advanced
 //     milliseconds and nothing depends on real time;
-//   - entities are CPU workloads (tagged by the CPU's PQR_ASSOC) and thread
+//   - entities are CPU workloads (tagged by the CPU's PQR_ASSOC), thread
 //     workloads (tagged by set_thread_tags; pinned to a CPU, or spread over
-//     every L3 domain);
+//     every L3 domain) and the task model's threads (set_task_activity:
+//     tagged like thread workloads, a tag of 0 taking the CPU's PQR_ASSOC);
 //   - occupancy: each CLOSID may fill popcount(mask)/cbm_len of the L3
 //     (its DATA mask under CDP); entities of a CLOSID share that capacity in
 //     proportion to their footprints, and all of them together never exceed
-//     the cache. An RMID's occupancy approaches its target with time
-//     constant occupancy_fill_ms when growing and occupancy_decay_ms when
-//     shrinking, so a freed RMID stays "dirty" (limbo) for a few seconds;
+//     the cache: each entity's target, spread over its mask's ways. Lines
+//     are held per (RMID, way) and move only by fills: an RMID below its
+//     target fills with time constant occupancy_fill_ms, into free lines
+//     first, then replacing lines of RMIDs above their target in the same
+//     way (an idle RMID's target is 0). Nothing leaves a cache no one fills
+//     (AMD64 PQoS: lines stay until normal replacement removes them), so a
+//     freed RMID stays "dirty" (limbo) until other fills replace its lines;
+//   - the task model's streaming demand (Workload::stream_mbps) is scaled
+//     by the share of the entity's footprint its target leaves out and
+//     added to its bandwidth demand;
 //   - bandwidth: Intel MBA delay d scales an entity's demand by (100-d)/100.
 //     With per-thread MBA (CPUID.0x10.3:ECX[0] set, MBA 3.0) d is the delay
 //     of the entity's own CLOSID. Without it (MBA 1.0/2.0) the core applies
@@ -224,6 +232,8 @@ class SimMachine final : public CpuidSource,
   uint64_t now_ms() const override;
   Result<void> attach_thread_workload(int tid, const Workload& w) override;
   Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) override;
+  void set_task_activity(std::vector<std::pair<int, Workload>> activity) override;
+  std::vector<int> task_model_threads() const override;
   void fail_next_writes(unsigned count, std::optional<unsigned> cpu) override;
   std::vector<RegisterValue> dump_registers() const override;
   std::vector<RegisterValue> dump_all_registers() const override;
@@ -283,8 +293,10 @@ class SimMachine final : public CpuidSource,
     double unit = 1;            // bytes per counter unit
     std::vector<AbmcCounter> cntrs;
     // Model state, indexed by RMID.
-    std::vector<double> occ;
-    std::vector<double> mbm[2];  // 0: total event, 1: local event
+    std::vector<double> occ;      // bytes, the sum of occ_way's row
+    unsigned ways = 1;            // L3 ways (the CBM length; 1 without L3 CAT)
+    std::vector<double> occ_way;  // bytes per [RMID * ways + way]
+    std::vector<double> mbm[2];   // 0: total event, 1: local event
     std::vector<uint8_t> unavail_once[2];
     std::vector<uint64_t> wraps_read[2];  // counter wraps seen by the last read (Overflow bit)
     std::vector<uint8_t> tracked;
@@ -341,6 +353,7 @@ class SimMachine final : public CpuidSource,
     int tid = -1;               // the thread of a thread workload, else -1
     double weight = 1;          // the share of the thread's activity this entity holds
     double write_fraction = 0;  // share of bw_mbps that is writes
+    double stream_mbps = 0;     // Workload::stream_mbps
   };
 
   // All private helpers expect mu_ held.
@@ -352,6 +365,10 @@ class SimMachine final : public CpuidSource,
   // (reads pass kStepUs, 1 ms: reading a counter need not step the model).
   void advance_locked(L3Dom& d, uint64_t now, uint64_t min_step_us);
   void step_model(L3Dom& d, double dt_us, uint64_t now);
+  // The occupancy part of step_model: fills and replacements (model.cc).
+  void step_occupancy(L3Dom& d, const std::vector<Entity>& ents,
+                      const std::vector<double>& ent_target, const std::vector<uint64_t>& ent_mask,
+                      double dt_us);
   void entities_of(size_t dom_index, std::vector<Entity>& out) const;
   void refresh_tracking_locked(uint64_t now);
   bool mask_ok(const Resource& r, uint64_t v) const;
@@ -439,6 +456,7 @@ class SimMachine final : public CpuidSource,
   std::vector<Core> cores_;
   std::map<int, Tags> thread_tags_;
   std::map<int, Workload> thread_work_;
+  std::map<int, Workload> task_work_;  // set_task_activity (a thread_work_ entry wins)
   std::map<unsigned, Workload> cpu_work_;
   bool tracking_dirty_ = true;
   unsigned fail_writes_ = 0;

@@ -117,6 +117,7 @@ void SimMachine::thread_exited(int tid) {
   settle_locked(now_us_locked());
   thread_tags_.erase(tid);
   thread_work_.erase(tid);
+  task_work_.erase(tid);
   lwp_.erase(tid);  // its ring goes with it
   tracking_dirty_ = true;
 }
@@ -138,6 +139,29 @@ Result<void> SimMachine::attach_thread_workload(int tid, const Workload& w) {
   }
   tracking_dirty_ = true;
   return Ok();
+}
+
+void SimMachine::set_task_activity(std::vector<std::pair<int, Workload>> activity) {
+  std::lock_guard lock(mu_);
+  settle_locked(now_us_locked());
+  task_work_.clear();
+  for (auto& [tid, w] : activity) {
+    if (is_zero(w) && w.stream_mbps <= 0) continue;
+    if (!check_workload(w).ok() || !(w.stream_mbps >= 0) || !std::isfinite(w.stream_mbps))
+      continue;  // the daemon's own numbers: never expected, never trusted
+    if (w.cpu >= 0 && static_cast<size_t>(w.cpu) >= cpus_.size()) w.cpu = -1;
+    task_work_[tid] = std::move(w);
+  }
+  tracking_dirty_ = true;
+}
+
+std::vector<int> SimMachine::task_model_threads() const {
+  std::lock_guard lock(mu_);
+  std::vector<int> out;
+  out.reserve(thread_tags_.size());
+  for (const auto& [tid, t] : thread_tags_)
+    if ((t.closid != 0 || t.rmid != 0) && thread_work_.count(tid) == 0) out.push_back(tid);
+  return out;
 }
 
 Result<void> SimMachine::attach_cpu_workload(unsigned cpu, const Workload& w) {
@@ -194,15 +218,23 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
   // one stops while its CPU is offline.
   std::vector<uint8_t> dom_up;  // per L3 domain: a CPU of the thread is online
   std::vector<int> nodes_up;    // nodes of `dom` with a CPU of the thread online
-  for (const auto& [tid, w] : thread_work_) {
+  auto add_thread = [&](int tid, const Workload& w, bool task) {
     Tags t;
     if (auto it = thread_tags_.find(tid); it != thread_tags_.end()) t = it->second;
     if (w.cpu >= 0) {
-      if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) continue;
+      if (cpus_[w.cpu].l3 != static_cast<int>(dom) || !cpus_[w.cpu].online) return;
+      if (task) {
+        // The kernel's context switch: a thread of the default CLOSID or
+        // RMID runs with its CPU's (the cpus file's) instead.
+        const uint64_t pqr = cpus_[w.cpu].pqr_assoc;
+        if (t.closid == 0) t.closid = static_cast<uint32_t>(pqr >> PQR_ASSOC_CLOS_SHIFT);
+        if (t.rmid == 0) t.rmid = static_cast<uint32_t>(pqr & PQR_ASSOC_RMID_MASK);
+      }
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes),
                            w.bandwidth_mbps, w.local_fraction, cpus_[w.cpu].snc, w.cpu, tid, 1.0});
       out.back().write_fraction = w.write_fraction;
-      continue;
+      out.back().stream_mbps = w.stream_mbps;
+      return;
     }
     dom_up.assign(l3_.size(), 0);
     nodes_up.clear();
@@ -219,14 +251,18 @@ void SimMachine::entities_of(size_t dom, std::vector<Entity>& out) const {
       for (unsigned c : w.allowed_cpus) visit(c);
     }
     const size_t powered = static_cast<size_t>(std::count(dom_up.begin(), dom_up.end(), 1));
-    if (!dom_up[dom] || nodes_up.empty()) continue;
+    if (!dom_up[dom] || nodes_up.empty()) return;
     const double weight = 1.0 / static_cast<double>(powered * nodes_up.size());
     for (int k : nodes_up) {
       out.push_back(Entity{t.closid, t.rmid, static_cast<double>(w.cache_footprint_bytes) * weight,
                            w.bandwidth_mbps * weight, w.local_fraction, k, -1, tid, weight});
       out.back().write_fraction = w.write_fraction;
+      out.back().stream_mbps = w.stream_mbps * weight;
     }
-  }
+  };
+  for (const auto& [tid, w] : thread_work_) add_thread(tid, w, false);
+  for (const auto& [tid, w] : task_work_)
+    if (thread_work_.count(tid) == 0) add_thread(tid, w, true);
   io_entities_of(dom, out);
 }
 
@@ -315,15 +351,20 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   const Resource& l3r = info_.res(ResourceId::L3);
 
   // Occupancy: what each CLOSID may fill, shared by its entities, on each
-  // node's share of the L3 (the whole L3 without SNC).
-  std::vector<double> target(nrmid, 0.0);
+  // node's share of the L3 (the whole L3 without SNC): each entity's target.
   std::vector<double> fit(ents.size(), 1.0);  // share of each entity's footprint kept (LWP)
+  std::vector<double> ent_target(ents.size(), 0.0);
   const double node_size = l3_size / d.snc_ways;
-  auto capacity = [&](uint32_t closid, int cpu) {
-    if (!l3r.alloc_capable || d.l3_mask.empty()) return node_size;
+  std::vector<uint64_t> ent_mask(ents.size(), 0);
+  auto mask_of = [&](uint32_t closid, int cpu) -> uint64_t {
+    const uint64_t all = d.ways >= 64 ? ~uint64_t{0} : (uint64_t{1} << d.ways) - 1;
+    if (!l3r.alloc_capable || d.l3_mask.empty()) return all;
     size_t idx = cdp_on(d, cpu) ? closid * 2 : closid;
-    if (idx >= d.l3_mask.size()) return node_size;
-    return node_size * std::popcount(d.l3_mask[idx]) / static_cast<double>(l3r.cache.cbm_len);
+    if (idx >= d.l3_mask.size()) return all;
+    return d.l3_mask[idx] & all;
+  };
+  auto capacity = [&](uint32_t closid, int cpu) {
+    return node_size * std::popcount(mask_of(closid, cpu)) / static_cast<double>(d.ways);
   };
   for (int k = 0; k < static_cast<int>(d.snc_ways) && !ents.empty(); ++k) {
     std::map<uint32_t, double> foot_by_clos;
@@ -341,23 +382,19 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
     double squeeze = total > node_size ? node_size / total : 1.0;
     for (size_t i = 0; i < ents.size(); ++i) {
       if (ents[i].snc != k) continue;
-      const long p = physical_rmid(d, k, ents[i].rmid);
-      if (p >= 0 && static_cast<size_t>(p) < nrmid) target[p] += occ_e[i] * squeeze;
-      if (ents[i].footprint > 0) fit[i] = std::min(1.0, occ_e[i] * squeeze / ents[i].footprint);
+      ent_target[i] = occ_e[i] * squeeze;
+      ent_mask[i] = mask_of(ents[i].closid, ents[i].cpu);
+      if (ents[i].footprint > 0) fit[i] = std::min(1.0, ent_target[i] / ents[i].footprint);
     }
   }
-  const double dt_ms = dt_us / 1000.0;
-  const double fill = 1.0 - std::exp(-dt_ms / profile_.sim.occupancy_fill_ms);
-  const double decay = 1.0 - std::exp(-dt_ms / profile_.sim.occupancy_decay_ms);
-  for (size_t r = 0; r < nrmid; ++r) {
-    double& o = d.occ[r];
-    if (o == 0 && target[r] == 0) continue;
-    o += (target[r] - o) * (target[r] > o ? fill : decay);
-    if (o < 1.0 && target[r] == 0) o = 0;
-  }
+  step_occupancy(d, ents, ent_target, ent_mask, dt_us);
 
-  // Bandwidth: MBA / AMD limits per CLOSID, then the domain's peak.
+  // Bandwidth: MBA / AMD limits per CLOSID, then the domain's peak. A task
+  // model thread's streaming demand applies to the part of its footprint
+  // that does not fit (the rest hits in the cache).
   if (ents.empty()) return;
+  for (size_t i = 0; i < ents.size(); ++i)
+    if (ents[i].stream_mbps > 0) ents[i].bw_mbps += ents[i].stream_mbps * (1.0 - fit[i]);
   const bool amd = profile_.amd();
   std::vector<double> ach(ents.size());
   // AMD limits hold a COS's reads only: the AMD64 PQoS specification
@@ -370,12 +407,8 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   // MBA resolution).
   std::map<unsigned, std::vector<uint32_t>> pinned;
   if (!amd && mba_per_core_) {
-    for (const auto& [tid, w] : thread_work_) {
-      if (w.cpu < 0 || cpus_[w.cpu].l3 != static_cast<int>(dom)) continue;
-      auto t = thread_tags_.find(tid);
-      pinned[static_cast<unsigned>(w.cpu)].push_back(t == thread_tags_.end() ? 0
-                                                                             : t->second.closid);
-    }
+    for (const auto& e : ents)
+      if (e.cpu >= 0 && e.tid >= 0) pinned[static_cast<unsigned>(e.cpu)].push_back(e.closid);
   }
   // The share of each entity's delivered traffic that is writes (an AMD
   // limit lowers the reads only).
@@ -472,6 +505,83 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   (void)now;
 }
 
+// Occupancy moves by fills and replacements only: lines installed under an
+// RMID stay until normal cache replacement (or a flush) removes them (AMD64
+// PQoS, "L3 Cache Occupancy Monitoring"), and an RMID no thread runs with
+// loses occupancy only as other threads' fills redistribute the cache (RDT
+// architecture specification, the MBM example's note on idle RMIDs). Per
+// node and cache way: each RMID below its target (what its entities may
+// hold there, spread evenly over the ways of their CLOSID's mask; the
+// targets of one way scaled down together to the way's size) fills
+// 1 - exp(-dt / occupancy_fill_ms) of what it lacks, first into free lines,
+// then replacing lines of RMIDs above their target (an idle RMID's target
+// is 0: its lines are the least recently used) in proportion to their
+// excess. A way no one fills keeps its lines for ever.
+void SimMachine::step_occupancy(L3Dom& d, const std::vector<Entity>& ents,
+                                const std::vector<double>& ent_target,
+                                const std::vector<uint64_t>& ent_mask, double dt_us) {
+  const size_t nrmid = d.occ.size();
+  const unsigned ways = d.ways;
+  std::vector<double> target(nrmid * ways, 0.0);  // [physical RMID * ways + way]
+  bool any = false;
+  for (size_t i = 0; i < ents.size(); ++i) {
+    const int n = std::popcount(ent_mask[i]);
+    if (ent_target[i] <= 0 || n == 0) continue;
+    const long p = physical_rmid(d, ents[i].snc, ents[i].rmid);
+    if (p < 0 || static_cast<size_t>(p) >= nrmid) continue;
+    const double share = ent_target[i] / n;
+    for (unsigned w = 0; w < ways; ++w)
+      if (ent_mask[i] & (uint64_t{1} << w)) target[static_cast<size_t>(p) * ways + w] += share;
+    any = true;
+  }
+  if (!any) return;  // no one fills: nothing is replaced
+  const double way_size = static_cast<double>(l3_size_bytes_) / d.snc_ways / ways;
+  const double fill = 1.0 - std::exp(-dt_us / 1000.0 / profile_.sim.occupancy_fill_ms);
+  // The physical RMIDs of each node are one contiguous slice (physical_rmid).
+  const size_t per_node = d.snc_ways > 1 ? std::max<size_t>(1, nrmid / d.snc_ways) : nrmid;
+  for (size_t lo = 0; lo < nrmid; lo += per_node) {
+    const size_t hi = std::min(nrmid, lo + per_node);
+    for (unsigned w = 0; w < ways; ++w) {
+      double sum_t = 0, sum_o = 0;
+      for (size_t p = lo; p < hi; ++p) {
+        sum_t += target[p * ways + w];
+        sum_o += d.occ_way[p * ways + w];
+      }
+      if (sum_t <= 0) continue;
+      const double scale = sum_t > way_size ? way_size / sum_t : 1.0;
+      double need = 0, excess = 0;
+      for (size_t p = lo; p < hi; ++p) {
+        const double t = target[p * ways + w] * scale, o = d.occ_way[p * ways + w];
+        if (t > o) {
+          need += (t - o) * fill;
+        } else {
+          excess += o - t;
+        }
+      }
+      if (need <= 0) continue;
+      const double free = std::max(0.0, way_size - sum_o);
+      const double evict = std::min(excess, std::max(0.0, need - free));
+      const double grow = need > free + evict ? (free + evict) / need : 1.0;
+      for (size_t p = lo; p < hi; ++p) {
+        const double t = target[p * ways + w] * scale;
+        double& o = d.occ_way[p * ways + w];
+        if (t > o) {
+          o += (t - o) * fill * grow;
+          if (grow == 1.0 && t - o < 1e-3) o = t;  // settled
+        } else if (excess > 0) {
+          o -= evict * (o - t) / excess;
+          if (o < 1e-3) o = 0;
+        }
+      }
+    }
+  }
+  for (size_t p = 0; p < nrmid; ++p) {
+    double sum = 0;
+    for (unsigned w = 0; w < ways; ++w) sum += d.occ_way[p * ways + w];
+    d.occ[p] = sum < 1.0 ? 0.0 : sum;
+  }
+}
+
 void SimMachine::refresh_tracking_locked(uint64_t now) {
   if (!tracking_dirty_) return;
   tracking_dirty_ = false;
@@ -556,7 +666,9 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   if (rmid >= num_rmid_any_) return QM_CTR_ERROR;
   if (rmid >= d.occ.size()) return profile_.amd() ? QM_CTR_ERROR : QM_CTR_UNAVAILABLE;
   if (evt == QOS_L3_OCCUP_EVENT_ID && has(EventId::LLC_OCCUPANCY))
-    return static_cast<uint64_t>(d.occ[rmid] / scale) & QM_CTR_DATA_MASK;
+    // A thousandth of a byte: a footprint spread over the ways sums back to
+    // a hair below itself, and the counter rounds down to its unit.
+    return static_cast<uint64_t>((d.occ[rmid] + 1e-3) / scale) & QM_CTR_DATA_MASK;
   if ((evt == QOS_L3_MBM_TOTAL_EVENT_ID && has(EventId::MBM_TOTAL)) ||
       (evt == QOS_L3_MBM_LOCAL_EVENT_ID && has(EventId::MBM_LOCAL))) {
     const int ev = evt == QOS_L3_MBM_TOTAL_EVENT_ID ? 0 : 1;

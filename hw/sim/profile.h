@@ -119,8 +119,10 @@ struct SimParams {
   // RMIDs an AMD-style L3 domain can count at once (0: unlimited). An RMID
   // that is not being counted reads Unavailable; see machine.h.
   unsigned mbm_hw_counters = 0;
-  double occupancy_fill_ms = 50;     // time constant of cache filling
-  double occupancy_decay_ms = 1000;  // time constant of eviction after last use
+  double occupancy_fill_ms = 50;  // time constant of cache filling
+  // Accepted for old profiles, unused: occupancy falls only by replacement
+  // (hw/sim/machine.h), never with time.
+  double occupancy_decay_ms = 1000;
 };
 
 using CpuidKey = std::pair<uint32_t, uint32_t>;  // (leaf, subleaf)

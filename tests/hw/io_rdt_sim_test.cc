@@ -135,8 +135,17 @@ TEST_CASE(
   // 1000 MB/s for 5 s, in units of the CPUID scale (131072 bytes).
   CHECK(static_cast<double>(c1) == Approx(5e9 / 131072).epsilon(0.01));
 
-  // IRAE too: the fill shrinks to CLOS 3's two ways.
+  // IRAE too: the device fills CLOS 3's two ways from now on (to the
+  // full). Its lines in the other 13 ways stay until something replaces
+  // them (nothing does yet)...
   REQUIRE(m.write(0, IA32_L3_IO_RDT_CFG, L3_IO_RDT_CFG_IRAE | L3_IO_RDT_CFG_IRME).ok());
+  m.advance_ms(20000);
+  CHECK(m.occupancy_bytes(0, 7) == Approx(200.0 * (1 << 20) * 13 / 15 + l3 * 2 / 15).epsilon(0.01));
+  // ... and a CPU filling every other way (CLOS 1) replaces those: the
+  // device keeps what it fills in its own two ways.
+  REQUIRE(m.write(0, IA32_L3_MASK_0 + 1, 0x7ffc).ok());
+  REQUIRE(m.write(0, IA32_PQR_ASSOC, (uint64_t{1} << 32) | 9).ok());
+  REQUIRE(m.attach_cpu_workload(0, Workload{uint64_t{1} << 30, 0, 1.0}).ok());
   m.advance_ms(20000);
   CHECK(m.occupancy_bytes(0, 7) == Approx(l3 * 2 / 15).epsilon(0.01));
   CHECK(mbm_total(m, 0, 7) > c1);

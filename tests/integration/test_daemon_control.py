@@ -126,6 +126,9 @@ class ManualClockDrivesWorkers(rt.ResctrlfsTestCase):
         self.assertGreaterEqual(limbo, 1)
         time.sleep(2.5)  # real time passes, the manual clock does not
         self.assertEqual(self.rmids()["limbo"], limbo)
+        # The lines go only when other fills replace them: the default
+        # group's, needing the whole L3.
+        self.workload(cpu=1, footprint_bytes=1 << 30)
         for _ in range(600):
             if self.rmids()["limbo"] == 0:
                 break

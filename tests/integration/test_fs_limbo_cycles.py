@@ -10,7 +10,10 @@ threshold of 0 keeps every RMID in limbo for ever and mkdir fails with EBUSY
 for good once the free list is empty). While every RMID is in limbo mkdir
 answers EBUSY; time passing (the 1 s limbo worker) must bring them back.
 Every 1200th group runs a CPU with a cache footprint before its rmdir, so
-some RMIDs leave dirty and must decay first.
+some RMIDs leave dirty and must be cleaned first: the footprint is larger
+than any L3, so once the CPU is back in the default group its fills
+replace the dirty RMID's lines (occupancy falls by replacement, not by
+time).
 
 The simulated clock is advanced by the test (manual clock) whenever mkdir
 answers EBUSY, one limbo-worker interval at a time; intel-aet, the platform
@@ -66,7 +69,7 @@ class LimboCycles(rt.unittest.TestCase):
         path = m.path("mon_groups/m" if mon else "c")
         dirty_cpu = 0
         if mon:
-            m.workload(cpu=dirty_cpu, footprint_bytes=8 << 20, bandwidth_mbps=100)
+            m.workload(cpu=dirty_cpu, footprint_bytes=1 << 30, bandwidth_mbps=100)
         waits = 0
         for i in range(MSR_CYCLES if rt.MSR else CYCLES):
             stuck = 0
