@@ -178,7 +178,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
       task_model_ = std::make_unique<TaskModel>(*s, mode, make_proc_source(), std::move(events),
                                                 std::move(cpus), why);
       spdlog::info("task model: {}, bandwidth from {}", task_model_mode_name(mode),
-                   task_model_->status().value("bandwidth_source", "-"));
+                   task_model_->bandwidth_source());
     }
   }
 

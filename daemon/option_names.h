@@ -32,6 +32,7 @@ inline constexpr OptionName kDaemonOptionNames[] = {
     {"--control", true},
     {"--broker", true},
     {"--virtual-cpus", true},
+    {"--task-model", true},
     {"--hw-root", true},
     {"--tasks-from-proc", false},
     {"--rdt-from-cpuid", false},

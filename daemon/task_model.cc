@@ -318,12 +318,15 @@ void TaskModel::sample(std::chrono::steady_clock::time_point now) {
   last_sample_ns_ = thread_cpu_ns() - cost_start;
 }
 
+std::string TaskModel::bandwidth_source() const {
+  if (mode_ == TaskModelMode::kAuto && events_) return events_->name();
+  return "model (CPU time and page faults)";
+}
+
 nlohmann::json TaskModel::status() const {
   nlohmann::json j = {{"mode", task_model_mode_name(mode_)}};
   if (mode_ == TaskModelMode::kNone) return j;
-  std::string bw = "model (CPU time and page faults)";
-  if (mode_ == TaskModelMode::kAuto && events_) bw = events_->name();
-  j["bandwidth_source"] = bw;
+  j["bandwidth_source"] = bandwidth_source();
   if (mode_ == TaskModelMode::kAuto && !events_ && !events_why_.empty())
     j["no_events_because"] = events_why_;
   j["threads"] = threads_.size();

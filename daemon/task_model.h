@@ -159,6 +159,8 @@ class TaskModel {
   // sample of a thread only takes its baseline.
   void sample(std::chrono::steady_clock::time_point now);
   nlohmann::json status() const;
+  // Where bandwidth comes from: the perf event's name, or the model.
+  std::string bandwidth_source() const;
 
  private:
   struct ThreadState {

@@ -60,6 +60,10 @@ TEST_CASE("limbo: freed RMIDs stay busy until occupancy drops (36)", "[limbo]") 
   const Clock::time_point t0 = Clock::now();
   f.fs->tick(t0);  // occupancy still far above the threshold
   CHECK(sh.mkdir("/mon_groups/c") == EBUSY);
+  // Lines go only when something replaces them: a thread of the default
+  // group fills the whole L3.
+  f.tasks.add(78);
+  REQUIRE(f.backend.sim->attach_thread_workload(78, {16u << 20, 0, 1.0}).ok());
   f.backend.sim->advance_ms(20000);
   f.fs->tick(t0 + std::chrono::milliseconds(500));  // too early: the worker runs every 1000 ms
   CHECK(sh.mkdir("/mon_groups/c") == EBUSY);
