@@ -5,7 +5,8 @@
 # /proc/cpuinfo, sched_{get,set}affinity (taskset) and getcpu(2), and
 # resctrl's cpus files agree; pqos -I associates, allocates and monitors on
 # cores 3 to 6; the daemon attributes a thread pinned to a virtual CPU to
-# that CPU (resctrlfsctl thread-cpu).
+# that CPU (resctrlfsctl thread-cpu), and the task model counts a real
+# thread pinned to virtual CPU 5 on CPU 5's L3 domain.
 set -u
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -107,6 +108,51 @@ else
 fi
 kill $SPID
 wait $SPID 2>/dev/null
+
+echo "== a real thread pinned to virtual CPU 5 fills its group's L3 on socket 1 (task model)"
+# A single-threaded process rewriting 8 MiB: the task model counts it on
+# the virtual CPU its affinity names (CPU 5: L3 domain 1 on intel-2s),
+# wherever the host runs it.
+mkdir $R/vt
+python3 -c '
+b = bytearray(8 << 20)
+while True:
+    for i in range(0, len(b), 4096):
+        b[i] = (b[i] + 1) & 0xff
+' &
+TPID=$!
+check "taskset -pc 5 the toucher" taskset -pc 5 $TPID
+check "the toucher into group vt" sh -c "echo $TPID > $R/vt/tasks"
+occ() { cat $R/vt/mon_data/mon_L3_0$1/llc_occupancy; }
+big_on_1() { [ "$(occ 1)" -gt $((4 << 20)) ]; }
+check "vt's occupancy on L3 1 passes 4 MiB" wait_while_alive $TPID big_on_1
+check_eq "vt's occupancy on L3 0 stays 0" "$(occ 0)" 0
+kill $TPID
+wait $TPID 2>/dev/null
+rmdir $R/vt
+# pqos -I -p monitors a real process through a MON group of its own: the
+# task model gives that group occupancy and, for 64 MiB streamed (more than
+# an L3 of 16 MiB holds), memory bandwidth.
+python3 -c '
+b = bytearray(64 << 20)
+while True:
+    for i in range(0, len(b), 4096):
+        b[i] = (b[i] + 1) & 0xff
+' &
+TPID=$!
+taskset -pc 5 $TPID >/dev/null
+llc_of_pid() {
+  $PQ $MON -p "all:$TPID" -t 2 2>/dev/null |
+    awk -v p=$TPID '$1 == p && $3 + 0 > 1024 {found = 1} END {exit !found}'
+}
+mbm_of_pid() {
+  $PQ $MON -p "all:$TPID" -t 2 2>/dev/null |
+    awk -v p=$TPID '$1 == p && $4 + $5 > 0 {found = 1} END {exit !found}'
+}
+check "pqos -I -p shows the process's LLC occupancy" wait_while_alive $TPID llc_of_pid
+check "pqos -I -p shows the process's memory bandwidth" wait_while_alive $TPID mbm_of_pid
+kill $TPID
+wait $TPID 2>/dev/null
 
 echo "== pqos -I on cores 3 to 6"
 $PQ -d >"$WORK/d" 2>&1

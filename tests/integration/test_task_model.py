@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
+import exporter_harness as eh
 import resctrlfs_test as rt
 
 TOUCHER = r"""
@@ -79,6 +80,8 @@ class Toucher:
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
+        self.p.stdin.close()
+        self.p.stdout.close()
 
 
 class Base(rt.ResctrlfsTestCase):
@@ -165,6 +168,30 @@ class TaskModel(Base):
         b.cmd("r")
         rt.wait_until(lambda: self.occupancy("g") < MIB, "g's lines replaced by h's")
         self.assertGreater(self.occupancy("h"), 8 * MIB)
+
+    def test_the_exporter_shows_a_real_process(self):
+        # What cAdvisor-like tools scrape: the exporter's occupancy of g, a
+        # group with one real process touching 8 MiB, and its MBM total
+        # growing while the process streams.
+        self.assertEqual(self.mkdir("g"), 0)
+        exp = eh.Exporter(self.fs.mnt)
+        self.addCleanup(exp.stop)
+        a = self.spawn(8)
+        self.assertEqual(self.write("g/tasks", "%d\n" % a.pid), 0, self.lcs())
+        a.cmd("r")
+
+        def scraped(name, **labels):
+            return sum(v for _, _, v in eh.select(eh.parse(exp.metrics()), name, group="g",
+                                                  mon_group="", **labels))
+        rt.wait_until(lambda: self.near(scraped("node_resctrl_llc_occupancy_bytes"), 8 * MIB),
+                      "the exporter's occupancy of g near 8 MiB")
+        a.cmd("s")
+        b = self.spawn(64)
+        self.assertEqual(self.write("g/tasks", "%d\n" % b.pid), 0, self.lcs())
+        start = scraped("node_resctrl_mbm_bytes_total", scope="total")
+        b.cmd("r")
+        rt.wait_until(lambda: scraped("node_resctrl_mbm_bytes_total", scope="total") > start,
+                      "the exporter's MBM total of g growing")
 
     def test_bandwidth_grows_while_streaming_and_stops_with_it(self):
         self.assertEqual(self.mkdir("g"), 0)
