@@ -113,13 +113,20 @@ echo "== a real thread pinned to virtual CPU 5 fills its group's L3 on socket 1 
 # A single-threaded process rewriting 8 MiB: the task model counts it on
 # the virtual CPU its affinity names (CPU 5: L3 domain 1 on intel-2s),
 # wherever the host runs it.
-mkdir $R/vt
-python3 -c '
-b = bytearray(8 << 20)
+# toucher MIB: a single-threaded process rewriting MIB MiB, one byte a page,
+# until killed (run in the background, it replaces its subshell: $! is its
+# pid).
+toucher() {
+  exec python3 -c '
+import sys
+b = bytearray(int(sys.argv[1]) << 20)
 while True:
     for i in range(0, len(b), 4096):
         b[i] = (b[i] + 1) & 0xff
-' &
+' "$1"
+}
+mkdir $R/vt
+toucher 8 &
 TPID=$!
 check "taskset -pc 5 the toucher" taskset -pc 5 $TPID
 check "the toucher into group vt" sh -c "echo $TPID > $R/vt/tasks"
@@ -133,12 +140,7 @@ rmdir $R/vt
 # pqos -I -p monitors a real process through a MON group of its own: the
 # task model gives that group occupancy and, for 64 MiB streamed (more than
 # an L3 of 16 MiB holds), memory bandwidth.
-python3 -c '
-b = bytearray(64 << 20)
-while True:
-    for i in range(0, len(b), 4096):
-        b[i] = (b[i] + 1) & 0xff
-' &
+toucher 64 &
 TPID=$!
 taskset -pc 5 $TPID >/dev/null
 llc_of_pid() {
