@@ -294,7 +294,13 @@ TEST_CASE("a sweep of 1536 counter reads stays cheap") {
     s.arch().read_event(i % 2, static_cast<uint32_t>(i % 256), EventId::MBM_TOTAL);
   const int64_t us = cpu_us() - t0;
   INFO("1536 reads took " << us << " us of CPU time");
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // A sanitizer multiplies the cost of every access (TSan: 14 us a read);
+  // the bound is for the product's build.
+  WARN("not checked in a sanitizer build: 1536 reads took " << us << " us of CPU time");
+#else
   CHECK(us < 1536 * 10);  // well under 10 us of CPU per read
+#endif
 }
 
 TEST_CASE("back on the real clock the time continues from where the manual clock stopped") {

@@ -43,7 +43,11 @@ def msrd_binary():
 
 
 def sandbox_binary():
-    return rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+    # The sanitizer trees name a sandbox they do not build.
+    p = rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+    if not os.access(p, os.X_OK):
+        raise RuntimeError("%s is not built in this tree" % p)
+    return p
 
 
 def run(argv, **kw):
