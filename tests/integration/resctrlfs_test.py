@@ -178,6 +178,28 @@ def _find_binary(env, rel):
     raise RuntimeError("%s not found: set %s or build it" % (rel, env))
 
 
+# unshare(2) and mount(2) flags for private_mount_namespace().
+CLONE_NEWNS = 0x00020000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+MS_BIND = 4096
+
+
+def private_mount_namespace():
+    """Moves this (single-threaded) process into a mount namespace of its
+    own, every mount private, so that mounts it makes next are seen by it and
+    its children only. Returns libc (ctypes) for those mounts."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "unshare(CLONE_NEWNS): " + os.strerror(e))
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "mount --make-rprivate /: " + os.strerror(e))
+    return libc
+
+
 def daemon_binary():
     return _find_binary("RESCTRLFSD", "daemon/resctrlfsd")
 

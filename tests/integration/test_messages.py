@@ -21,22 +21,6 @@ import resctrlfs_test as rt
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
-CLONE_NEWNS = 0x00020000
-MS_REC = 0x4000
-MS_PRIVATE = 1 << 18
-MS_BIND = 4096
-
-
-def private_mount_namespace():
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, "unshare(CLONE_NEWNS): " + os.strerror(e))
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, "mount --make-rprivate /: " + os.strerror(e))
-    return libc
-
 
 def msrd_binary():
     return rt._find_binary("RESCTRL_MSRD", "hw/resctrl-msrd")
@@ -186,11 +170,11 @@ class LogDestination(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        libc = private_mount_namespace()
+        libc = rt.private_mount_namespace()
         if os.path.exists("/dev/log"):
             # Here only: a /dev/log that is no socket, as on a machine
             # without a syslog daemon.
-            if libc.mount(b"/dev/null", b"/dev/log", None, MS_BIND, None) != 0:
+            if libc.mount(b"/dev/null", b"/dev/log", None, rt.MS_BIND, None) != 0:
                 e = ctypes.get_errno()
                 raise OSError(e, "bind /dev/null over /dev/log: " + os.strerror(e))
 

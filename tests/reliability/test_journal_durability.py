@@ -20,7 +20,6 @@ The full-filesystem case needs root: a small tmpfs is mounted for the state
 directory in a private mount namespace of this test process.
 """
 
-import ctypes
 import errno
 import os
 import shutil
@@ -31,22 +30,6 @@ import unittest
 
 import reltree
 from reltree import rt
-
-CLONE_NEWNS = 0x00020000
-MS_REC = 0x4000
-MS_PRIVATE = 1 << 18
-
-
-def private_mount_namespace():
-    """Moves this (single-threaded) process into a mount namespace of its
-    own, so that the tmpfs below is seen by it and its children only."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, "unshare(CLONE_NEWNS): " + os.strerror(e))
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, "mount --make-rprivate /: " + os.strerror(e))
 
 
 def spawn_sleeper():
@@ -119,7 +102,7 @@ class FullStateDirectory(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root (a tmpfs in a private mount namespace)")
-        private_mount_namespace()
+        rt.private_mount_namespace()
 
     def setUp(self):
         self.m = rt.Mount(start=False)
