@@ -6,6 +6,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 
 #include "base/json_input.h"
 
@@ -166,26 +167,25 @@ Result<ControlRequest> parse_lwp(const json& obj) {
   for (const char* k : {"data2", "data1", "flags", "count"})
     if (!insert && obj.contains(k))
       return bad(std::string("'") + k + "' only goes with ins or val");
-  if (obj.contains("data2")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.data2, get_uint(obj, "data2", UINT64_MAX));
-  }
-  if (obj.contains("data1")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "data1", 0xFFFFFFFFULL));
-    req.data1 = static_cast<uint32_t>(v);
-  }
-  if (obj.contains("flags")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "flags", 0xFFFF));
-    req.flags = static_cast<uint16_t>(v);
-  }
-  if (obj.contains("count")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(req.count, get_uint(obj, "count", kMaxLwpInsertCount));
-    if (req.count == 0) return bad("'count' must be positive");
-  }
+  // An unsigned field no larger than `max` into `out`, an integer of any
+  // width; an absent field leaves `out` as it is.
+  auto number = [&](const char* k, uint64_t max, auto& out) -> Result<void> {
+    if (!obj.contains(k)) return Ok();
+    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, k, max));
+    out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+    return Ok();
+  };
+  RESCTRLFS_RETURN_IF_ERROR(number("data2", UINT64_MAX, req.data2));
+  RESCTRLFS_RETURN_IF_ERROR(number("data1", 0xFFFFFFFFULL, req.data1));
+  RESCTRLFS_RETURN_IF_ERROR(number("flags", 0xFFFF, req.flags));
+  RESCTRLFS_RETURN_IF_ERROR(number("count", kMaxLwpInsertCount, req.count));
+  if (obj.contains("count") && req.count == 0) return bad("'count' must be positive");
   constexpr uint64_t kInterval = (1U << 26) - 1;  // 26-bit counters
   auto interval = [&](const char* k, std::optional<uint32_t>& out) -> Result<void> {
     if (!obj.contains(k)) return Ok();
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, k, kInterval));
-    out = static_cast<uint32_t>(v);
+    uint32_t v = 0;
+    RESCTRLFS_RETURN_IF_ERROR(number(k, kInterval, v));
+    out = v;
     return Ok();
   };
   RESCTRLFS_RETURN_IF_ERROR(interval("value", req.value));
@@ -194,22 +194,10 @@ Result<ControlRequest> parse_lwp(const json& obj) {
   RESCTRLFS_RETURN_IF_ERROR(interval("dcache", req.dcache));
   if (arm && !req.value && !req.instructions && !req.branches && !req.dcache)
     return bad("lwp arm needs at least one of value, instructions, branches, dcache");
-  if (obj.contains("buffer_bytes")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "buffer_bytes", (1U << 28) - 1));
-    req.buffer_bytes = static_cast<uint32_t>(v);
-  }
-  if (obj.contains("threshold")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "threshold", 0xFFFFFFFFULL));
-    req.threshold = static_cast<uint32_t>(v);
-  }
-  if (obj.contains("min_latency")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "min_latency", 255));
-    req.min_latency = static_cast<uint8_t>(v);
-  }
-  if (obj.contains("random")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "random", 15));
-    req.random = static_cast<uint8_t>(v);
-  }
+  RESCTRLFS_RETURN_IF_ERROR(number("buffer_bytes", (1U << 28) - 1, req.buffer_bytes));
+  RESCTRLFS_RETURN_IF_ERROR(number("threshold", 0xFFFFFFFFULL, req.threshold));
+  RESCTRLFS_RETURN_IF_ERROR(number("min_latency", 255, req.min_latency));
+  RESCTRLFS_RETURN_IF_ERROR(number("random", 15, req.random));
   if (obj.contains("levels")) {
     const json& l = *obj.find("levels");
     if (!l.is_array()) return bad("'levels' must be a list of l3, remote, dram, other");
@@ -230,11 +218,8 @@ Result<ControlRequest> parse_lwp(const json& obj) {
       }
     }
   }
-  if (obj.contains("max")) {
-    RESCTRLFS_ASSIGN_OR_RETURN(uint64_t v, get_uint(obj, "max", kMaxLwpDrain));
-    if (v == 0) return bad("'max' must be positive");
-    req.max = static_cast<size_t>(v);
-  }
+  RESCTRLFS_RETURN_IF_ERROR(number("max", kMaxLwpDrain, req.max));
+  if (obj.contains("max") && req.max == 0) return bad("'max' must be positive");
   return ControlRequest{req};
 }
 
