@@ -139,7 +139,9 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
     // Intel's model-specific allocation (TCC L3 CAT, STLB QoS; ours) has no
     // cpuinfo flag: with its option the decoder decides, and the mount is
     // refused with that option's message on a machine without it.
-    const bool model_specific = opts.mount.tccl3 || opts.mount.stlb;
+    bool model_specific = false;
+    for (const fs::MountOptionRow& r : fs::kMountOptions)
+      model_specific = model_specific || (r.model_specific && opts.mount.*(r.flag));
     if (!pre.ok() && pre.error().code == ENODEV && model_specific) {
       spdlog::info("--backend msr: {}; going on for the model-specific options",
                    pre.error().message);

@@ -768,14 +768,8 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
   fs::MountOptions opts;
   if (fresh.is_object() && fresh.contains("options") && fresh["options"].is_object()) {
     const JsonIn o(fresh["options"], "options");
-    opts.cdp = o.bool_or("cdp", false).value_or(false);
-    opts.cdpl2 = o.bool_or("cdpl2", false).value_or(false);
-    opts.mba_mbps = o.bool_or("mba_MBps", false).value_or(false);
-    opts.debug = o.bool_or("debug", false).value_or(false);
-    opts.iordt = o.bool_or("iordt", false).value_or(false);
-    opts.cba = o.bool_or("cba", false).value_or(false);
-    opts.stlb = o.bool_or("stlb", false).value_or(false);
-    opts.tccl3 = o.bool_or("tccl3", false).value_or(false);
+    for (const fs::MountOptionRow& r : fs::kMountOptions)
+      opts.*(r.flag) = o.bool_or(r.name, false).value_or(false);
   }
   Result<std::optional<JournalRecord>> rec = j->load();
   if (!rec.ok()) {

@@ -12,17 +12,22 @@ namespace resctrlfs::daemon {
 
 namespace {
 
-// The kernel's resctrl mount parameters (rdt_fs_parameters): flags only.
+// The kernel's resctrl mount parameters (rdt_fs_parameters) and ours
+// (fs::kMountOptions): flags only.
 bool* resctrl_flag(fs::MountOptions& m, std::string_view name) {
-  if (name == "cdp") return &m.cdp;
-  if (name == "cdpl2") return &m.cdpl2;
-  if (name == "mba_MBps") return &m.mba_mbps;
-  if (name == "debug") return &m.debug;
-  if (name == "iordt") return &m.iordt;  // ours
-  if (name == "cba") return &m.cba;      // ours
-  if (name == "stlb") return &m.stlb;    // ours
-  if (name == "tccl3") return &m.tccl3;  // ours
-  return nullptr;
+  const fs::MountOptionRow* r = fs::find_mount_option(name);
+  return r != nullptr ? &(m.*(r->flag)) : nullptr;
+}
+
+// "resctrl's cdp, cdpl2, mba_MBps, debug (and ours: iordt, cba, ...)".
+std::string mount_options_help() {
+  std::string kernel, ours;
+  for (const fs::MountOptionRow& r : fs::kMountOptions) {
+    std::string& list = r.kind == fs::MountOptionKind::kKernel ? kernel : ours;
+    list += (list.empty() ? "" : ", ") + std::string(r.name);
+  }
+  return "mount options: resctrl's " + kernel + " (and ours: " + ours +
+         ") mixed with FUSE options (comma separated; may be repeated)";
 }
 
 }  // namespace
@@ -68,11 +73,7 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
   use_help_formatter(app);
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");
-  app.add_option("-o", o_args,
-                 "mount options: resctrl's cdp, cdpl2, mba_MBps, debug (and ours: iordt, cba, "
-                 "stlb, tccl3) mixed with FUSE options (comma separated; may be repeated)")
-      ->allow_extra_args(false)
-      ->type_name("OPTIONS");
+  app.add_option("-o", o_args, mount_options_help())->allow_extra_args(false)->type_name("OPTIONS");
   // The built-in names come from the simulator's own list, as
   // --list-platforms prints them (the bash completion asks that).
   const std::vector<std::string> platforms = hw::builtin_platforms();

@@ -179,11 +179,7 @@ fs::MountOptions kernel_mount_options(const std::string& mounts, const std::stri
     std::istringstream list(opts);
     std::string opt;
     while (std::getline(list, opt, ',')) {
-      if (opt == "cdp") o.cdp = true;
-      if (opt == "cdpl2") o.cdpl2 = true;
-      if (opt == "mba_MBps") o.mba_mbps = true;
-      if (opt == "debug") o.debug = true;
-      if (opt == "cba") o.cba = true;
+      if (const fs::MountOptionRow* r = fs::find_mount_option(opt)) o.*(r->flag) = true;
     }
   }
   std::error_code ec;
@@ -191,8 +187,8 @@ fs::MountOptions kernel_mount_options(const std::string& mounts, const std::stri
   if (sfs::exists(path + "/info/L2CODE", ec)) o.cdpl2 = true;
   // Our own resources, which a FUSE mount's options in the mount table do
   // not show: a tree that has them was mounted with their option.
-  if (sfs::exists(path + "/info/CB", ec)) o.cba = true;
-  if (sfs::exists(path + "/info/STLB", ec)) o.stlb = true;
+  for (const fs::MountOptionRow& r : fs::kMountOptions)
+    if (r.info_dir != nullptr && sfs::exists(path + "/info/" + r.info_dir, ec)) o.*(r.flag) = true;
   return o;
 }
 

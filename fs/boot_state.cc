@@ -5,19 +5,18 @@
 // remount.
 //
 // Document (version 1):
-//   {"version": 1, "max_threshold_occupancy": n, "max_name_width": n,
-//    "mbm_assign_mode": "default"|"mbm_event", "mbm_assign_on_mkdir": bool,
-//    "event_filter": {"mbm_total_bytes": m, "mbm_local_bytes": m},
-//    "bmec": {"<mon domain>": [total config, local config]},
+//   {"version": 1, "<key>": value, ...   (the settings table's kInBootState
+//                                         rows, settings.cc: max_threshold_occupancy,
+//                                         max_name_width, mbm_assign_mode, ...)
 //    "rmids": {"free": [rmid, ...], "limbo": {"<mon domain>": [rmid, ...]}}}
 #include <cerrno>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <tuple>
 
 #include "base/json_input.h"
 #include "fs/impl.h"
+#include "fs/settings.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -27,33 +26,6 @@ using nlohmann::json;
 
 Error bad_boot(const std::string& why) { return Error::log_only(EINVAL, "boot state: " + why); }
 Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
-
-// Longest schema name resctrl can have ("L3CODE", "L2DATA").
-constexpr unsigned kMaxNameWidth = 6;
-
-// The BMEC configurations of the document's "bmec" (domain -> [total,
-// local]) for the domains the machine has: (domain, event, configuration).
-using BmecConfigs = std::vector<std::tuple<int, hw::EventId, uint32_t>>;
-Result<BmecConfigs> read_bmec(const JsonIn& j, const hw::PlatformInfo& info) {
-  BmecConfigs bmec;
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> bm, j.find("bmec"));
-  if (bm && !bm->json().is_object()) return bm->error("must be an object");
-  if (info.mon.bmec && bm) {
-    const uint32_t mask = info.mon.bmec_supported_mask;
-    for (const hw::MonDomain& d : info.mon.mon_domains) {
-      RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> v, bm->find(std::to_string(d.id)));
-      if (!v) continue;
-      RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, v->elements());
-      if (cfgs.size() != 2) return bad(v->path() + ": must be [total, local]");
-      const hw::EventId evs[2] = {hw::EventId::MBM_TOTAL, hw::EventId::MBM_LOCAL};
-      for (int i = 0; i < 2; ++i) {
-        RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t cfg, cfgs[i].as_int<uint32_t>());
-        bmec.emplace_back(d.id, evs[i], cfg & mask);
-      }
-    }
-  }
-  return bmec;
-}
 
 // The RMID free list and limbo marks of the document's "rmids".
 Result<void> read_rmid_lists(const JsonIn& rm, std::vector<uint32_t>& free_order,
@@ -88,19 +60,7 @@ std::string FsImpl::save_boot_state_json() {
   std::lock_guard<std::mutex> lock(mu_);
   json j;
   j["version"] = 1;
-  j["max_threshold_occupancy"] = p_.mon.settings().threshold;
-  j["max_name_width"] = m_.max_name_width;
-  j["mbm_assign_mode"] = p_.mon.mbm_event_mode() ? "mbm_event" : "default";
-  j["mbm_assign_on_mkdir"] = p_.mon.settings().assign_on_mkdir;
-  j["event_filter"] = {{"mbm_total_bytes", p_.mon.settings().event_filter_total},
-                       {"mbm_local_bytes", p_.mon.settings().event_filter_local}};
-  if (m_.info.mon.bmec) {
-    json b = json::object();
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains)
-      b[std::to_string(d.id)] = {m_.arch->event_config(d.id, hw::EventId::MBM_TOTAL),
-                                 m_.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
-    j["bmec"] = b;
-  }
+  get_settings(m_, p_, kInBootState, j);
   std::string doc = j.dump();
   if (p_.mon.rmids().initialised()) {
     // Counted groups: every group's RMID but the default group's and
@@ -184,30 +144,8 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
     return bad("unknown version");
 
   // Read and check everything first: nothing is applied from a bad document.
-  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, j.int_or<uint32_t>("max_threshold_occupancy",
-                                                                    p_.mon.settings().threshold));
-  if (m_.mon_capable() && thr > m_.info.mon.l3_cache_size_bytes)
-    return bad("max_threshold_occupancy beyond the cache size");
-  RESCTRLFS_ASSIGN_OR_RETURN(const unsigned width,
-                             j.int_or<unsigned>("max_name_width", m_.max_name_width));
-  if (width > kMaxNameWidth) return bad("bad max_name_width");
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, j.string_or("mbm_assign_mode", "default"));
-  if (mode != "default" && mode != "mbm_event") return bad("bad mbm_assign_mode");
-  const bool want_event = mode == "mbm_event";
-  RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             j.bool_or("mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir));
-  uint32_t filter_total = p_.mon.settings().event_filter_total,
-           filter_local = p_.mon.settings().event_filter_local;
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, j.find("event_filter"));
-  if (ef) {
-    RESCTRLFS_ASSIGN_OR_RETURN(
-        filter_total,
-        ef->int_or<uint32_t>("mbm_total_bytes", p_.mon.settings().event_filter_total));
-    RESCTRLFS_ASSIGN_OR_RETURN(
-        filter_local,
-        ef->int_or<uint32_t>("mbm_local_bytes", p_.mon.settings().event_filter_local));
-  }
-  RESCTRLFS_ASSIGN_OR_RETURN(const BmecConfigs bmec, read_bmec(j, m_.info));
+  RESCTRLFS_ASSIGN_OR_RETURN(const CheckedSettings settings,
+                             check_settings(m_, p_, kInBootState, j));
   std::vector<uint32_t> free_order;
   std::map<int, std::set<uint32_t>> busy;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> rm, j.find("rmids"));
@@ -219,20 +157,7 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
   }
 
   if (has_rmids) (void)p_.mon.rmids().restore(free_order, busy);
-  if (m_.mon_capable())
-    p_.mon.settings().threshold = thr / m_.info.mon.occupancy_scale * m_.info.mon.occupancy_scale;
-  m_.max_name_width = std::max(m_.max_name_width, width);
-  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
-    RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
-  if (p_.mon.mbm_event_mode()) p_.mon.settings().assign_on_mkdir = on_mkdir;
-  const uint32_t mask = m_.info.mon.bmec_supported_mask;
-  p_.mon.settings().event_filter_total = filter_total & mask;
-  p_.mon.settings().event_filter_local = filter_local & mask;
-  for (const auto& [dom, ev, cfg] : bmec) {
-    if (cfg != 0 && cfg != m_.arch->event_config(dom, ev))
-      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_event_config(dom, ev, cfg));
-  }
-  return Ok();
+  return apply_settings(m_, p_, settings);
 }
 
 }  // namespace resctrlfs::fs::internal

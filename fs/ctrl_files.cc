@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "fs/events.h"
+#include "fs/file_rows.h"
 #include "fs/parts.h"
 
 namespace resctrlfs::fs::internal {
@@ -283,6 +284,59 @@ Result<std::string> CtrlFiles::show_ctrl_hw_id(const Node& n) {
 
 Result<std::string> CtrlFiles::show_mon_hw_id(const Node& n) {
   return std::to_string(n.group->rmid) + "\n";
+}
+
+// The rows of group directories for control.
+FileRows ctrl_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "schemata",
+       .mode = 0644,
+       .flags = kBase | kCtrl,
+       .show = show_fn<&CtrlFiles::show_schemata>,
+       .write = write_fn<&CtrlFiles::write_schemata>,
+       .read_status = true,
+       .refuse_unlocked = refuse_schemata,
+       .changes = Changes::kGroup},
+      {.name = "mode",
+       .mode = 0644,
+       .flags = kBase | kCtrl,
+       .show = show_fn<&CtrlFiles::show_mode>,
+       .write = write_fn<&CtrlFiles::write_mode>,
+       .read_status = true,
+       .changes = Changes::kGroup},
+      {.name = "size",
+       .mode = 0444,
+       .flags = kBase | kCtrl,
+       .show = show_fn<&CtrlFiles::show_size>,
+       .read_status = true},
+      {.name = "mba_MBps_event",
+       .mode = 0644,
+       .flags = kBase | kCtrl | kMon,
+       .show = show_fn<&CtrlFiles::show_mba_mbps_event>,
+       .write = write_fn<&CtrlFiles::write_mba_mbps_event>,
+       .cond = cond_fn<&InfoFiles::cond_mba_sc>,
+       .read_status = true,
+       .refuse_unlocked = refuse_no_newline,
+       .changes = Changes::kGroup},
+  };
+  return kRows;
+}
+
+// The rows of group directories in a mount with the debug option.
+FileRows debug_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "ctrl_hw_id",
+       .mode = 0444,
+       .flags = kBase | kCtrl | kDebug,
+       .show = show_fn<&CtrlFiles::show_ctrl_hw_id>,
+       .read_status = true},
+      {.name = "mon_hw_id",
+       .mode = 0444,
+       .flags = kBase | kMon | kDebug,
+       .show = show_fn<&CtrlFiles::show_mon_hw_id>,
+       .read_status = true},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "fs/mount_options.h"
 #include "hw/arch.h"
 
 namespace resctrlfs::fs {
@@ -81,21 +82,6 @@ struct Attr {
 struct DirEntry {
   std::string name;
   Attr attr;
-};
-
-struct MountOptions {
-  bool cdp = false;
-  bool cdpl2 = false;
-  bool mba_mbps = false;
-  bool debug = false;
-  bool iordt = false;  // ours: Intel I/O RDT channels in the tree
-  bool cba = false;    // ours: the CB (cache bandwidth allocation) resource
-  bool stlb = false;   // ours: the STLB QoS resource (schemata line, info/STLB)
-  bool tccl3 = false;  // ours: the non-enumerated L3 CAT of Intel TCC parts
-  // Whether the resource option `name` (hw::Resource::mount_option) is on.
-  bool resource_option(std::string_view name) const {
-    return (name == "cba" && cba) || (name == "stlb" && stlb) || (name == "tccl3" && tccl3);
-  }
 };
 
 // An open file: its identity and access mode. Nothing is rendered at open:

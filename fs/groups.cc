@@ -53,7 +53,7 @@ EventId Model::default_mba_event() const {
 // before all are built.
 FsImpl::FsImpl(const FilesystemConfig& cfg)
     : m_(cfg),
-      p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_, io_ch_},
+      p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_, io_ch_, m_},
       tree_(m_, p_),
       groups_(m_, p_),
       cpus_(m_, p_),
@@ -87,19 +87,13 @@ Result<void> FsImpl::mount(const MountOptions& opts) {
 Result<void> Groups::check_mount(const MountOptions& opts) const {
   if (m_.mounted) return Error::make(EBUSY, "resctrl is already mounted");
   // Our resource options first: each names a resource the machine must have.
-  struct OurOption {
-    const char* name;
-    const char* missing;
-  };
-  for (const OurOption& o : {OurOption{"cba", "this machine has no Cache Bandwidth Allocation"},
-                             OurOption{"stlb", "this machine has no STLB QoS"},
-                             OurOption{"tccl3", "this machine has no model-specific L3 CAT"}}) {
-    if (!opts.resource_option(o.name)) continue;
+  for (const MountOptionRow& o : kMountOptions) {
+    if (o.kind != MountOptionKind::kResource || !(opts.*(o.flag))) continue;
     bool have = false;
     for (const hw::Resource& r : m_.info.resources)
       have = have || (r.alloc_capable && r.mount_option != nullptr &&
                       std::string_view(r.mount_option) == o.name);
-    if (!have) return Error::make(ENODEV, std::string(o.name) + ": " + o.missing);
+    if (!have) return Error::make(ENODEV, mount_option_missing(o.flag));
   }
   bool any_alloc = false;
   for (const hw::Resource& r : m_.info.resources) any_alloc = any_alloc || in_mount(r, opts);

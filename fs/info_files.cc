@@ -2,11 +2,13 @@
 // last_cmd_status and the per-schema control info (bit_usage included): the
 // kernel's Documentation/filesystems/resctrl.rst, "Info directory". The
 // monitoring info files (info/L3_MON, info/PERF_PKG_MON) are the Monitor
-// part's (monitor_info.cc).
+// part's (monitor_info.cc). The handlers of files only their rows name are
+// functions of the parts (ShowFn), not members: a new read-only info file is
+// its handler and its row, here.
 #include <cerrno>
 #include <cstdio>
 
-#include "fs/parts.h"
+#include "fs/file_rows.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -38,34 +40,37 @@ bool InfoFiles::cond_throttle_mode() const {
   return false;
 }
 
-Result<std::string> InfoFiles::show_last_cmd_status(const Node&) { return m_.lcs.show(); }
+namespace {
 
-Result<std::string> InfoFiles::show_num_closids(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].num_closid);
+Result<std::string> show_last_cmd_status(Parts& p, const Node&) { return p.model.lcs.show(); }
+
+Result<std::string> show_num_closids(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].num_closid);
 }
 
-Result<std::string> InfoFiles::show_cbm_mask(const Node& n) {
-  return hex(m_.schemas.schemas[n.schema].full_mask());
+Result<std::string> show_cbm_mask(Parts& p, const Node& n) {
+  return hex(p.model.schemas.schemas[n.schema].full_mask());
 }
 
-Result<std::string> InfoFiles::show_min_cbm_bits(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].min_cbm_bits);
+Result<std::string> show_min_cbm_bits(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].min_cbm_bits);
 }
 
-Result<std::string> InfoFiles::show_shareable_bits(const Node& n) {
-  return hex(m_.schemas.schemas[n.schema].shareable_bits);
+Result<std::string> show_shareable_bits(Parts& p, const Node& n) {
+  return hex(p.model.schemas.schemas[n.schema].shareable_bits);
 }
 
-Result<std::string> InfoFiles::show_sparse_masks(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].sparse_masks ? 1 : 0);
+Result<std::string> show_sparse_masks(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].sparse_masks ? 1 : 0);
 }
 
-Result<std::string> InfoFiles::show_bit_usage(const Node& n) {
-  const schemata::Schema& s = m_.schemas.schemas[n.schema];
+Result<std::string> show_bit_usage(Parts& p, const Node& n) {
+  const Model& m = p.model;
+  const schemata::Schema& s = m.schemas.schemas[n.schema];
   const hw::ResourceId rid = rid_of(s);
   // The io_alloc CLOSID is not a group: its mask counts as hardware-shared.
-  const bool io_on = p_.io_alloc.io_alloc_on(s);
-  const uint32_t io_closid = p_.io_alloc.io_alloc_closid(s);
+  const bool io_on = p.io_alloc.io_alloc_on(s);
+  const uint32_t io_closid = p.io_alloc.io_alloc_closid(s);
   std::string out;
   bool sep = false;
   for (int d : s.domain_ids) {
@@ -73,16 +78,16 @@ Result<std::string> InfoFiles::show_bit_usage(const Node& n) {
     sep = true;
     uint32_t sw_shareable = 0, exclusive = 0;
     uint32_t hw_shareable = s.shareable_bits;
-    if (io_on) hw_shareable |= m_.arch->get_ctrl(rid, hw_type(s.conf_type), d, io_closid);
-    for (uint32_t i = 0; i < m_.closids.size(); ++i) {
-      if (!m_.closids.allocated(i) || (io_on && i == io_closid)) continue;
-      const Group* g = p_.ctrl.ctrl_group_by_closid(i);
+    if (io_on) hw_shareable |= m.arch->get_ctrl(rid, hw_type(s.conf_type), d, io_closid);
+    for (uint32_t i = 0; i < m.closids.size(); ++i) {
+      if (!m.closids.allocated(i) || (io_on && i == io_closid)) continue;
+      const Group* g = p.ctrl.ctrl_group_by_closid(i);
       GroupMode mode = g != nullptr ? g->mode : GroupMode::SHAREABLE;
-      uint32_t val = m_.arch->get_ctrl(rid, hw_type(s.conf_type), d, i);
+      uint32_t val = m.arch->get_ctrl(rid, hw_type(s.conf_type), d, i);
       if (mode == GroupMode::SHAREABLE) sw_shareable |= val;
       if (mode == GroupMode::EXCLUSIVE) exclusive |= val;
     }
-    const uint32_t locked = p_.plock.locked_cbm(s.resource_index, d);
+    const uint32_t locked = p.plock.locked_cbm(s.resource_index, d);
     out += std::to_string(d) + "=";
     for (int b = static_cast<int>(s.cbm_len) - 1; b >= 0; --b) {
       bool hwb = (hw_shareable >> b) & 1U;
@@ -96,21 +101,22 @@ Result<std::string> InfoFiles::show_bit_usage(const Node& n) {
   return out;
 }
 
-Result<std::string> InfoFiles::show_min_bandwidth(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].min_bw);
+Result<std::string> show_min_bandwidth(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].min_bw);
 }
 
-Result<std::string> InfoFiles::show_bandwidth_gran(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].bw_gran);
+Result<std::string> show_bandwidth_gran(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].bw_gran);
 }
 
-Result<std::string> InfoFiles::show_delay_linear(const Node& n) {
-  return u(m_.schemas.schemas[n.schema].delay_linear ? 1 : 0);
+Result<std::string> show_delay_linear(Parts& p, const Node& n) {
+  return u(p.model.schemas.schemas[n.schema].delay_linear ? 1 : 0);
 }
 
-Result<std::string> InfoFiles::show_thread_throttle_mode(const Node& n) {
-  const schemata::Schema& s = m_.schemas.schemas[n.schema];
-  const hw::Resource& r = m_.info.res(rid_of(s));
+Result<std::string> show_thread_throttle_mode(Parts& p, const Node& n) {
+  const Model& m = p.model;
+  const schemata::Schema& s = m.schemas.schemas[n.schema];
+  const hw::Resource& r = m.info.res(rid_of(s));
   switch (r.membw.throttle_mode) {
     case hw::ThrottleMode::MAX:
       return std::string("max\n");
@@ -119,6 +125,35 @@ Result<std::string> InfoFiles::show_thread_throttle_mode(const Node& n) {
     default:
       return std::string("undefined\n");
   }
+}
+
+}  // namespace
+
+// The rows of info/ and info/<schema> (file_table.cc puts them first).
+FileRows info_file_rows() {
+  static const FileRow kRows[] = {
+      // info/
+      {.name = "last_cmd_status",
+       .mode = 0444,
+       .flags = kInfo | kTop,
+       .show = show_last_cmd_status},
+      // info/<schema>
+      {.name = "num_closids", .mode = 0444, .flags = kInfo | kCtrl, .show = show_num_closids},
+      {.name = "cbm_mask", .mode = 0444, .flags = kInfoCache, .show = show_cbm_mask},
+      {.name = "min_cbm_bits", .mode = 0444, .flags = kInfoCache, .show = show_min_cbm_bits},
+      {.name = "shareable_bits", .mode = 0444, .flags = kInfoCache, .show = show_shareable_bits},
+      {.name = "bit_usage", .mode = 0444, .flags = kInfoCache, .show = show_bit_usage},
+      {.name = "sparse_masks", .mode = 0444, .flags = kInfoCache, .show = show_sparse_masks},
+      {.name = "min_bandwidth", .mode = 0444, .flags = kInfoMb, .show = show_min_bandwidth},
+      {.name = "bandwidth_gran", .mode = 0444, .flags = kInfoMb, .show = show_bandwidth_gran},
+      {.name = "delay_linear", .mode = 0444, .flags = kInfoMb, .show = show_delay_linear},
+      {.name = "thread_throttle_mode",
+       .mode = 0444,
+       .flags = kInfoMb,
+       .show = show_thread_throttle_mode,
+       .cond = cond_fn<&InfoFiles::cond_throttle_mode>},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

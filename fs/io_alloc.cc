@@ -8,6 +8,7 @@
 // it, and the CLOSID's mask is an ordinary control value of the resource.
 #include <cerrno>
 
+#include "fs/file_rows.h"
 #include "fs/kstr.h"
 #include "fs/parts.h"
 
@@ -159,6 +160,28 @@ Result<void> IoAlloc::restore_io_alloc(const std::string& resource,
   if (r.ok()) r = m_.arch->set_io_alloc_enabled(rid_of(*s), true);
   if (!r.ok()) m_.closids.free(closid);
   return r;
+}
+
+// The rows of info/<cache>: io_alloc and io_alloc_cbm.
+FileRows io_alloc_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "io_alloc",
+       .mode = 0644,
+       .flags = kInfoCache,
+       .show = show_fn<&IoAlloc::show_io_alloc>,
+       .write = write_fn<&IoAlloc::write_io_alloc>,
+       .cond = cond_fn<&IoAlloc::cond_io_alloc>,
+       .refuse_unlocked = refuse_not_bool},
+      {.name = "io_alloc_cbm",
+       .mode = 0644,
+       .flags = kInfoCache,
+       .show = show_fn<&IoAlloc::show_io_alloc_cbm>,
+       .write = write_fn<&IoAlloc::write_io_alloc_cbm>,
+       .cond = cond_fn<&IoAlloc::cond_io_alloc>,
+       .read_status = true,
+       .refuse_unlocked = refuse_schemata},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

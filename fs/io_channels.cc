@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "fs/file_rows.h"
 #include "fs/kstr.h"
 
 namespace resctrlfs::fs::internal {
@@ -27,7 +28,7 @@ Result<void> IoChannels::check_mount(const MountOptions& opts) const {
   if (!opts.iordt) return Ok();
   const hw::IoTagCaps caps = m_.arch->io_tag_caps();
   if (m_.arch->io_channels().empty() || !(caps.alloc || caps.mon))
-    return Error::make(ENODEV, "iordt: this machine has no I/O RDT channels");
+    return Error::make(ENODEV, mount_option_missing(&MountOptions::iordt));
   return Ok();
 }
 
@@ -190,6 +191,21 @@ Result<void> IoChannels::write_channels(Node& n, std::string_view data, const Ca
     RESCTRLFS_RETURN_IF_ERROR(move(*ch, g));
   }
   return Ok();
+}
+
+// The row of group directories for Intel I/O RDT (ours), with the iordt
+// mount option.
+FileRows io_channel_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "channels",
+       .mode = 0644,
+       .flags = kBase,
+       .show = show_fn<&IoChannels::show_channels>,
+       .write = write_fn<&IoChannels::write_channels>,
+       .cond = cond_fn<&IoChannels::cond_iordt>,
+       .read_status = true},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

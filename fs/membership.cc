@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fs/cpus.h"
+#include "fs/file_rows.h"
 #include "fs/impl.h"
 #include "fs/kstr.h"
 
@@ -611,6 +612,36 @@ Result<void> CpuOwners::set_mon_cpus(Group* g, const CpuMask& newmask, CpuMask& 
   }
   g->cpus = newmask;
   return Ok();
+}
+
+// The rows of group directories for membership: tasks, cpus, cpus_list.
+FileRows membership_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "tasks",
+       .mode = 0644,
+       .flags = kBase,
+       .show = show_fn<&Groups::show_tasks>,
+       .show_shared = show_shared_fn<&Groups::show_tasks_shared>,
+       .write = write_fn<&Groups::write_tasks>,
+       .read_status = true,
+       .changes = Changes::kMarkedByHandler,
+       .task_ids = true},
+      {.name = "cpus",
+       .mode = 0644,
+       .flags = kBase,
+       .show = show_fn<&CpuOwners::show_cpus>,
+       .write = write_fn<&CpuOwners::write_cpus>,
+       .read_status = true,
+       .changes = Changes::kMarkedByHandler},
+      {.name = "cpus_list",
+       .mode = 0644,
+       .flags = kBase,
+       .show = show_fn<&CpuOwners::show_cpus_list>,
+       .write = write_fn<&CpuOwners::write_cpus_list>,
+       .read_status = true,
+       .changes = Changes::kMarkedByHandler},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

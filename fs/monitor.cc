@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "fs/events.h"
+#include "fs/file_rows.h"
 #include "fs/impl.h"
 #include "fs/kstr.h"
 
@@ -424,6 +425,22 @@ void FsImpl::tick(std::chrono::steady_clock::time_point now) {
   p_.groups.forget_reaped();
   p_.mon.limbo_pass();
   p_.mon.overflow_pass(elapsed_ms);
+}
+
+// The row of group directories for counter assignment.
+FileRows mon_group_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "mbm_L3_assignments",
+       .mode = 0644,
+       .flags = kBase | kMon,
+       .show = show_fn<&Monitor::show_mbm_l3_assignments>,
+       .write = write_fn<&Monitor::write_mbm_l3_assignments>,
+       .cond = cond_fn<&Monitor::cond_abmc>,
+       .read_status = true,
+       .refuse_unlocked = refuse_no_newline,
+       .changes = Changes::kGroup},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

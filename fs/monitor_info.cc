@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "fs/events.h"
+#include "fs/file_rows.h"
 #include "fs/kstr.h"
 #include "fs/parts.h"
 
@@ -247,6 +248,71 @@ Result<void> Monitor::write_event_filter(Node& n, std::string_view data, const C
     }
   }
   return Ok();
+}
+
+// The rows of info/L3_MON and its event_configs/<event>.
+FileRows mon_info_file_rows() {
+  static const FileRow kRows[] = {
+      {.name = "num_rmids",
+       .mode = 0444,
+       .flags = kInfo | kMon,
+       .show = show_fn<&Monitor::show_num_rmids>},
+      {.name = "mon_features",
+       .mode = 0444,
+       .flags = kInfo | kMon,
+       .show = show_fn<&Monitor::show_mon_features>},
+      {.name = "max_threshold_occupancy",
+       .mode = 0644,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_max_threshold_occupancy>,
+       .write = write_fn<&Monitor::write_max_threshold_occupancy>},
+      {.name = "mbm_assign_mode",
+       .mode = 0644,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_mbm_assign_mode>,
+       .write = write_fn<&Monitor::write_mbm_assign_mode>,
+       .refuse_unlocked = refuse_no_newline},
+      {.name = "mbm_total_bytes_config",
+       .mode = 0644,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_mbm_total_config>,
+       .write = write_fn<&Monitor::write_mbm_total_config>,
+       .cond = cond_fn<&Monitor::cond_bmec_total>},
+      {.name = "mbm_local_bytes_config",
+       .mode = 0644,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_mbm_local_config>,
+       .write = write_fn<&Monitor::write_mbm_local_config>,
+       .cond = cond_fn<&Monitor::cond_bmec_local>},
+      {.name = "num_mbm_cntrs",
+       .mode = 0444,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_num_mbm_cntrs>,
+       .cond = cond_fn<&Monitor::cond_abmc>},
+      {.name = "available_mbm_cntrs",
+       .mode = 0444,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_available_mbm_cntrs>,
+       .cond = cond_fn<&Monitor::cond_abmc>,
+       .read_status = true},
+      {.name = "mbm_assign_on_mkdir",
+       .mode = 0644,
+       .flags = kInfoL3Mon,
+       .show = show_fn<&Monitor::show_mbm_assign_on_mkdir>,
+       .write = write_fn<&Monitor::write_mbm_assign_on_mkdir>,
+       .cond = cond_fn<&Monitor::cond_abmc>,
+       .read_status = true,
+       .refuse_unlocked = refuse_not_bool},
+      // info/L3_MON/event_configs/<event>
+      {.name = "event_filter",
+       .mode = 0444,
+       .flags = kAssignConfig,
+       .show = show_fn<&Monitor::show_event_filter>,
+       .write = write_fn<&Monitor::write_event_filter>,
+       .read_status = true,
+       .refuse_unlocked = refuse_no_newline},
+  };
+  return kRows;
 }
 
 }  // namespace resctrlfs::fs::internal

@@ -133,7 +133,8 @@ class IoAlloc;
 class PseudoLock;
 class IoChannels;  // fs/io_channels.h
 
-// The parts, as every part sees the others.
+// The parts, as every part sees the others, and the model (for handlers
+// that are no part's member: fs/file_rows.h).
 struct Parts {
   Tree& tree;
   Groups& groups;
@@ -144,6 +145,7 @@ struct Parts {
   IoAlloc& io_alloc;
   PseudoLock& plock;
   IoChannels& io_ch;
+  Model& model;
 };
 
 // What every part holds: the model and the other parts.
@@ -337,18 +339,8 @@ class CtrlFiles final : public Part {
 class InfoFiles final : public Part {
  public:
   using Part::Part;
-  Result<std::string> show_last_cmd_status(const Node& n);
-  Result<std::string> show_num_closids(const Node& n);
-  Result<std::string> show_cbm_mask(const Node& n);
-  Result<std::string> show_min_cbm_bits(const Node& n);
-  Result<std::string> show_shareable_bits(const Node& n);
-  Result<std::string> show_bit_usage(const Node& n);
-  Result<std::string> show_sparse_masks(const Node& n);
-  Result<std::string> show_min_bandwidth(const Node& n);
-  Result<std::string> show_bandwidth_gran(const Node& n);
-  Result<std::string> show_delay_linear(const Node& n);
-  Result<std::string> show_thread_throttle_mode(const Node& n);
-  // Row conditions.
+  // Row conditions. (The files' handlers are info_files.cc's, next to
+  // their rows.)
   bool cond_throttle_mode() const;
   bool cond_mba_sc() const { return m_.opts.mba_mbps; }
 };

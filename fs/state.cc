@@ -12,6 +12,7 @@
 #include "fs/events.h"
 #include "fs/impl.h"
 #include "fs/io_channels.h"
+#include "fs/settings.h"
 #include "fs/state_replay.h"
 
 namespace resctrlfs::fs {
@@ -28,6 +29,15 @@ std::string group_path(const Group& g) {
   return g.name.empty() ? "/" : "/" + g.name;
 }
 
+// The mount options as the documents give them (kMountOptions): the
+// kernel's always, ours only when on.
+nlohmann::json options_json(const MountOptions& opts) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const MountOptionRow& r : kMountOptions)
+    if (r.kind == MountOptionKind::kKernel || opts.*(r.flag)) j[r.name] = opts.*(r.flag);
+  return j;
+}
+
 }  // namespace
 
 std::string FsImpl::status_json() {
@@ -35,14 +45,7 @@ std::string FsImpl::status_json() {
   nlohmann::json j;
   j["platform"] = {{"nr_cpus", m_.info.nr_cpus}};  // the daemon adds the CPU's identity
   j["mounted"] = m_.mounted;
-  j["options"] = {{"cdp", m_.opts.cdp},
-                  {"cdpl2", m_.opts.cdpl2},
-                  {"mba_MBps", m_.opts.mba_mbps},
-                  {"debug", m_.opts.debug}};
-  if (m_.opts.iordt) j["options"]["iordt"] = true;  // ours; absent otherwise
-  if (m_.opts.cba) j["options"]["cba"] = true;      // ours; absent otherwise
-  if (m_.opts.stlb) j["options"]["stlb"] = true;    // ours; absent otherwise
-  if (m_.opts.tccl3) j["options"]["tccl3"] = true;  // ours; absent otherwise
+  j["options"] = options_json(m_.opts);
   nlohmann::json groups = nlohmann::json::array();
   for (auto& g : m_.groups) {
     groups.push_back({{"path", group_path(*g)},
@@ -60,8 +63,7 @@ std::string FsImpl::status_json() {
                 {"free", p_.mon.rmids().free_list().size()},
                 {"limbo", p_.mon.rmids().limbo_count()},
                 {"busy_per_domain", limbo}};
-  j["max_threshold_occupancy"] = p_.mon.settings().threshold;
-  j["mbm_assign_mode"] = p_.mon.mbm_event_mode() ? "mbm_event" : "default";
+  get_settings(m_, p_, kInStatus, j);
   j["tagged_threads"] = m_.threads.size();
   // Where the tasks files come from: the thread table kept from events, or a
   // walk of the TaskSource at each open.
@@ -185,8 +187,7 @@ class StateWriter final : public Part {
 
 // The journal document (version 1; deltas to it: fs/state_replay.h):
 //   {"version": 1, "options": {...},
-//    "settings": {"max_threshold_occupancy", "mbm_assign_mode", "mbm_assign_on_mkdir",
-//                 "event_filter": {"mbm_total_bytes", "mbm_local_bytes"}},
+//    "settings": {"<key>": value}   (the settings table's kInJournal rows: settings.cc),
 //    "groups": [{"name", "closid", "rmid", "mode", "cpus", "mba_event", "dir_mode",
 //                "uid", "gid", "schemata": {"<schema>": {"<domain>": value}},
 //                "region": {"schema", "domain", "cbm"}  (pseudo-locked groups, which
@@ -281,20 +282,9 @@ void StateWriter::save_mon_state(const Group& m, TextOut& out) {
 }
 
 std::string StateWriter::save_state_locked() {
-  json options = {{"cdp", m_.opts.cdp},
-                  {"cdpl2", m_.opts.cdpl2},
-                  {"mba_MBps", m_.opts.mba_mbps},
-                  {"debug", m_.opts.debug}};
-  if (m_.opts.iordt) options["iordt"] = true;  // ours; absent otherwise
-  if (m_.opts.cba) options["cba"] = true;      // ours; absent otherwise
-  if (m_.opts.stlb) options["stlb"] = true;    // ours; absent otherwise
-  if (m_.opts.tccl3) options["tccl3"] = true;  // ours; absent otherwise
-  json settings = {{"max_threshold_occupancy", p_.mon.settings().threshold},
-                   {"mbm_assign_mode", p_.mon.mbm_event_mode() ? "mbm_event" : "default"},
-                   {"mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir},
-                   {"event_filter",
-                    {{"mbm_total_bytes", p_.mon.settings().event_filter_total},
-                     {"mbm_local_bytes", p_.mon.settings().event_filter_local}}}};
+  const nlohmann::json options = options_json(m_.opts);
+  json settings = json::object();
+  get_settings(m_, p_, kInJournal, settings);
   std::string text;
   {
     TextOut out(text, 1024 + 768 * m_.groups.size() + 24 * m_.threads.size());

@@ -13,6 +13,7 @@
 #include "fs/impl.h"
 #include "fs/io_channels.h"
 #include "fs/parts.h"
+#include "fs/settings.h"
 
 namespace resctrlfs::fs::internal {
 
@@ -58,15 +59,10 @@ class StateRestore final : public Part {
   Result<void> restore_state_locked(const std::string& text);
 
  private:
-  // What a failed restore puts back: the settings that survive an unmount,
-  // the RMID pool, last_cmd_status and the mount options.
+  // What a failed restore puts back: the settings that survive an unmount
+  // (with the RMID pool), last_cmd_status and the mount options.
   struct KeptState {
-    uint32_t threshold;
-    RmidPool rmids;
-    bool mbm_event_mode;
-    bool assign_on_mkdir;
-    uint32_t event_filter_total;
-    uint32_t event_filter_local;
+    MonSettings settings;
     LastCmdStatus lcs;
     MountOptions opts;
   };
@@ -134,14 +130,7 @@ Result<void> StateRestore::restore_state_locked(const std::string& text) {
 }
 
 StateRestore::KeptState StateRestore::keep_state() const {
-  return KeptState{p_.mon.settings().threshold,
-                   p_.mon.rmids(),
-                   p_.mon.mbm_event_mode(),
-                   p_.mon.settings().assign_on_mkdir,
-                   p_.mon.settings().event_filter_total,
-                   p_.mon.settings().event_filter_local,
-                   m_.lcs,
-                   m_.opts};
+  return KeptState{p_.mon.settings(), m_.lcs, m_.opts};
 }
 
 void StateRestore::back_to_fresh(const KeptState& kept) {
@@ -149,13 +138,13 @@ void StateRestore::back_to_fresh(const KeptState& kept) {
   // hardware reset, locks released, threads untagged); then the settings
   // that survive an unmount come back and the model is mounted afresh.
   p_.groups.unmount_locked();
-  p_.mon.settings().threshold = kept.threshold;
-  p_.mon.rmids() = kept.rmids;
-  if (p_.mon.mbm_event_mode() != kept.mbm_event_mode)
-    (void)p_.mon.set_assign_mode(kept.mbm_event_mode);
-  p_.mon.settings().assign_on_mkdir = kept.assign_on_mkdir;
-  p_.mon.settings().event_filter_total = kept.event_filter_total;
-  p_.mon.settings().event_filter_local = kept.event_filter_local;
+  // The hardware's mode first (a switch resets the settings), then every
+  // setting as it was.
+  if (p_.mon.mbm_event_mode() != kept.settings.mbm_event_mode)
+    (void)p_.mon.set_assign_mode(kept.settings.mbm_event_mode);
+  const bool mode = p_.mon.mbm_event_mode();  // what the hardware took
+  p_.mon.settings() = kept.settings;
+  p_.mon.settings().mbm_event_mode = mode;
   (void)p_.groups.mount_locked(kept.opts);
   m_.lcs = kept.lcs;
 }
@@ -183,30 +172,9 @@ Result<void> StateRestore::restore_steps(const JsonIn& j) {
 Result<void> StateRestore::restore_settings(const JsonIn& j) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> st, j.find("settings"));
   if (!st) return Ok();
-  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, st->int_or<uint32_t>("max_threshold_occupancy",
-                                                                      p_.mon.settings().threshold));
-  if (thr <= m_.info.mon.l3_cache_size_bytes || !m_.mon_capable())
-    p_.mon.settings().threshold = thr;
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, st->string_or("mbm_assign_mode", "default"));
-  const bool want_event = mode == "mbm_event";
-  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
-    RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
-  RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, st->find("event_filter"));
-  if (ef) {
-    const uint32_t mask = m_.info.mon.bmec_supported_mask;
-    RESCTRLFS_ASSIGN_OR_RETURN(
-        const uint32_t total,
-        ef->int_or<uint32_t>("mbm_total_bytes", p_.mon.settings().event_filter_total));
-    RESCTRLFS_ASSIGN_OR_RETURN(
-        const uint32_t local,
-        ef->int_or<uint32_t>("mbm_local_bytes", p_.mon.settings().event_filter_local));
-    p_.mon.settings().event_filter_total = total & mask;
-    p_.mon.settings().event_filter_local = local & mask;
-  }
-  RESCTRLFS_ASSIGN_OR_RETURN(const bool on_mkdir,
-                             st->bool_or("mbm_assign_on_mkdir", p_.mon.settings().assign_on_mkdir));
-  if (p_.mon.mbm_event_mode()) p_.mon.settings().assign_on_mkdir = on_mkdir;
-  return Ok();
+  RESCTRLFS_ASSIGN_OR_RETURN(const CheckedSettings checked,
+                             check_settings(m_, p_, kInJournal, *st));
+  return apply_settings(m_, p_, checked);
 }
 
 Result<CpuMask> StateRestore::restore_cpus(const JsonIn& o) const {
