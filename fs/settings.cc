@@ -14,15 +14,14 @@ using nlohmann::json;
 // Longest schema name resctrl can have ("L3CODE", "L2DATA").
 constexpr unsigned kMaxNameWidth = 6;
 
-Error bad(const std::string& why) { return Error::log_only(EINVAL, why); }
-
 // max_threshold_occupancy: bytes, at most the L3's size; kept rounded down
 // to the occupancy scale as a write of the file leaves it.
 json get_threshold(const Model&, Parts& p) { return p.mon.settings().threshold; }
 Result<json> check_threshold(const Model& m, Parts&, const JsonIn& v) {
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, v.as_int<uint32_t>());
   if (m.mon_capable() && thr > m.info.mon.l3_cache_size_bytes)
-    return bad("max_threshold_occupancy beyond the cache size");
+    return v.error("beyond the L3 cache size (" + std::to_string(m.info.mon.l3_cache_size_bytes) +
+                   " bytes)");
   return json(thr);
 }
 Result<void> apply_threshold(Model& m, Parts& p, const json& v) {
@@ -37,7 +36,7 @@ Result<void> apply_threshold(Model& m, Parts& p, const json& v) {
 json get_name_width(const Model& m, Parts&) { return m.max_name_width; }
 Result<json> check_name_width(const Model&, Parts&, const JsonIn& v) {
   RESCTRLFS_ASSIGN_OR_RETURN(const unsigned width, v.as_int<unsigned>());
-  if (width > kMaxNameWidth) return bad("bad max_name_width");
+  if (width > kMaxNameWidth) return v.error("beyond " + std::to_string(kMaxNameWidth));
   return json(width);
 }
 Result<void> apply_name_width(Model& m, Parts&, const json& v) {
@@ -51,7 +50,8 @@ json get_assign_mode(const Model&, Parts& p) {
 }
 Result<json> check_assign_mode(const Model&, Parts&, const JsonIn& v) {
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, v.as_string());
-  if (mode != "default" && mode != "mbm_event") return bad("bad mbm_assign_mode");
+  if (mode != "default" && mode != "mbm_event")
+    return v.error("must be \"default\" or \"mbm_event\"");
   return json(mode == "mbm_event");
 }
 Result<void> apply_assign_mode(Model& m, Parts& p, const json& v) {
@@ -115,7 +115,7 @@ Result<json> check_bmec(const Model& m, Parts&, const JsonIn& v) {
     RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> dv, v.find(std::to_string(d.id)));
     if (!dv) continue;
     RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, dv->elements());
-    if (cfgs.size() != 2) return bad(dv->path() + ": must be [total, local]");
+    if (cfgs.size() != 2) return dv->error("must be [total, local]");
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t total, cfgs[0].as_int<uint32_t>());
     RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t local, cfgs[1].as_int<uint32_t>());
     out.push_back({d.id, total & mask, local & mask});
