@@ -24,9 +24,6 @@
 
 namespace resctrlfs::hw::x86 {
 
-// The message fs/ shows in last_cmd_status when a register write fails.
-inline constexpr const char* kHwWriteFailed = "Failed to write hardware register\n";
-
 class X86Arch final : public Arch {
  public:
   // Builds the Arch and brings the machine to the state Linux leaves it in
