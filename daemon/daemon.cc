@@ -17,7 +17,7 @@
 
 #include "base/cpulist.h"
 #include "base/json_input.h"
-#include "base/lwp_format.h"
+#include "hw/x86/lwp_format.h"
 #include "daemon/boot_state.h"
 
 namespace resctrlfs::daemon {

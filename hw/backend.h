@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/lwp_format.h"
+#include "hw/x86/lwp_format.h"
 #include "base/result.h"
 #include "hw/arch.h"
 #include "hw/x86/platform.h"
@@ -148,7 +148,7 @@ class SimControl {
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
 
   // AMD Lightweight Profiling of a simulated thread (ours; see
-  // hw/sim/lwp_unit.h): `lwpcb` (encoded as base/lwp_format.h, proposal
+  // hw/sim/lwp_unit.h): `lwpcb` (encoded as hw/x86/lwp_format.h, proposal
   // layout, with the event ids of the machine's generation) is loaded as
   // LLWPCB would on the CPU the thread runs on, with the events and
   // interrupt its LWP_CFG enables (at boot: all that CPUID 8000_001Ch EDX

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "hw/device.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::real {
 

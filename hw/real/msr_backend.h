@@ -5,7 +5,7 @@
 #include <string>
 
 #include "hw/backend.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/pmt_sysfs.h"
 

@@ -191,7 +191,7 @@
 
 #include "hw/arch.h"
 #include "hw/backend.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/cpuid_decode.h"

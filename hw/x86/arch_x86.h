@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "hw/arch.h"
-#include "hw/device.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 #include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::x86 {

@@ -12,7 +12,7 @@ set(probes
   "FS|hw/x86/arch_x86.h|missing"
   "FS|hw/sim/profile.h|missing"
   "FS|hw/backend.h|missing"
-  "FS|hw/device.h|missing"
+  "FS|hw/x86/device.h|missing"
   "FS|daemon/daemon.h|missing"
   "FS|hw/arch.h|ok"
   "FS|schemata/schemata.h|ok"

@@ -21,12 +21,12 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "base/lwp_format.h"
 #include "hw/backend.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/lwp_cpuid.h"
+#include "hw/x86/lwp_format.h"
 #include "hw/x86/registers.h"
 #include "lwp_profile.h"
 
