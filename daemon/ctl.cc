@@ -14,9 +14,9 @@
 
 #include "base/cli_help.h"
 #include "base/json_input.h"
-#include "base/lwp_format.h"
 #include "base/suggest.h"
 #include "base/version.h"
+#include "hw/x86/lwp_format.h"
 
 namespace resctrlfs::daemon {
 

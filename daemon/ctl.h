@@ -25,8 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/lwp_format.h"
 #include "base/result.h"
+#include "hw/x86/lwp_format.h"
 
 namespace resctrlfs::daemon {
 

@@ -17,7 +17,6 @@
 
 #include "base/cpulist.h"
 #include "base/json_input.h"
-#include "base/lwp_format.h"
 #include "daemon/boot_state.h"
 
 namespace resctrlfs::daemon {
@@ -485,7 +484,7 @@ void Daemon::tick_work() {
   // With a manual clock the workers run only when the clock is advanced.
   hw::SimControl* s = parts_->backend.sim;
   if (s == nullptr || !s->manual_clock()) {
-    if (opts_.backend == BackendKind::kMsr) follow_cpu_hotplug();
+    if (opts_.backend == BackendKind::kReal) follow_cpu_hotplug();
     parts_->fs->tick(fs_now());
     flush_invalidations();
   }
@@ -697,7 +696,7 @@ Result<json> Daemon::status() {
   json j = parse_json(parts_->fs->status_json()).value_or(json::object());
   if (!j.is_object()) j = json::object();
   json d = {{"platform", parts_->backend.platform_name},
-            {"backend", opts_.backend == BackendKind::kMsr ? "msr" : "sim"},
+            {"backend", std::string(hw::backend_name(opts_.backend))},
             {"mountpoint", opts_.mountpoint},
             {"pid", getpid()}};
   if (hw::SimControl* s = parts_->backend.sim) {
@@ -715,11 +714,11 @@ Result<json> Daemon::status() {
     d["broker"] = {{"round_trips", round_trips}, {"ops", ops}};
   }
   if (!j.contains("platform")) j["platform"] = parts_->backend.platform_name;
-  if (const hw::x86::X86Platform* x = parts_->backend.x86;
-      x != nullptr && j["platform"].is_object()) {
-    j["platform"]["vendor"] = x->vendor;
-    j["platform"]["family"] = x->family;
-    j["platform"]["model"] = x->model;
+  if (const std::optional<hw::CpuDescription>& cpu = parts_->backend.cpu;
+      cpu && j["platform"].is_object()) {
+    j["platform"]["vendor"] = cpu->vendor;
+    j["platform"]["family"] = cpu->family;
+    j["platform"]["model"] = cpu->model;
   }
   if (!boot_restore_.is_null()) d["boot_state"] = boot_restore_;
   j["daemon"] = std::move(d);
@@ -811,7 +810,7 @@ std::string to_hex(const std::string& bytes) {
 
 json lwp_status_json(const hw::LwpThreadStatus& st) {
   return json{{"active", st.active},
-              {"generation", std::string(lwp::generation_name(st.generation))},
+              {"generation", st.generation},
               {"lwpcb_address", st.lwpcb_address},
               {"flags", st.flags},
               {"buffer_size", st.buffer_size},
@@ -835,39 +834,21 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       if (!thread_exists(static_cast<int>(req.tid)))
         return Error::make(ESRCH, "no thread " + std::to_string(req.tid) +
                                       ": lwp arm takes the id of a live thread");
-      // The LWPCB a thread would build: the slots in event-id order (the
-      // ids of the platform's generation), each counter starting at its
-      // interval; the buffer's address is nominal (the simulator holds the
-      // ring itself).
-      const std::optional<lwp::Generation> gen = s->lwp_generation();
-      if (!gen)
-        return Error::make(EOPNOTSUPP,
-                           "this platform has no LWP (its CPUID 8000_0001h ECX[15] is clear): use "
-                           "an AMD profile with \"lwp\" or with LWP's raw CPUID leaves");
-      if (req.value && lwp::event_id(*gen, lwp::Event::kValue) == 0)
-        return Error::make(EINVAL,
-                           "'value' is LWPVAL's event, which this platform's LWP (the 2007 "
-                           "proposal's) does not have");
-      lwp::Lwpcb cb;
-      cb.buffer_size = req.buffer_bytes;
-      cb.buffer_base = 0x7f0000100000;
-      cb.random = req.random;
-      cb.threshold = req.threshold;
-      cb.min_latency = req.min_latency;
-      cb.clf = req.clf;
-      cb.nbc = req.nbc;
-      cb.rdc = req.rdc;
-      cb.ram = req.ram;
-      cb.oth = req.oth;
-      auto slot = [&](const std::optional<uint32_t>& iv, lwp::Event e) {
-        if (iv) cb.events.push_back(lwp::EventSlot{*iv, lwp::event_id(*gen, e), *iv});
-      };
-      slot(req.value, lwp::Event::kValue);
-      slot(req.instructions, lwp::Event::kInstructions);
-      slot(req.branches, lwp::Event::kBranches);
-      slot(req.dcache, lwp::Event::kDcache);
-      RESCTRLFS_ASSIGN_OR_RETURN(std::string bytes, lwp::encode_lwpcb(cb));
-      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm(req.tid, bytes));
+      hw::LwpArm arm;
+      arm.value = req.value;
+      arm.instructions = req.instructions;
+      arm.branches = req.branches;
+      arm.dcache = req.dcache;
+      arm.buffer_bytes = req.buffer_bytes;
+      arm.threshold = req.threshold;
+      arm.min_latency = req.min_latency;
+      arm.random = req.random;
+      arm.clf = req.clf;
+      arm.nbc = req.nbc;
+      arm.rdc = req.rdc;
+      arm.ram = req.ram;
+      arm.oth = req.oth;
+      RESCTRLFS_ASSIGN_OR_RETURN(hw::LwpThreadStatus st, s->lwp_arm_events(req.tid, arm));
       return lwp_status_json(st);
     }
     case LwpRequest::Action::kDisarm: {
@@ -893,7 +874,7 @@ Result<json> Daemon::lwp(const LwpRequest& req) {
       RESCTRLFS_ASSIGN_OR_RETURN(std::string recs,
                                  s->lwp_drain(req.tid, std::min(req.max, kMaxLwpDrain), &st));
       json out = lwp_status_json(st);
-      out["records"] = recs.size() / lwp::kRecordSize;
+      out["records"] = recs.size() / hw::kLwpRecordSize;
       out["data_hex"] = to_hex(recs);
       return out;
     }
@@ -913,18 +894,24 @@ Result<json> Daemon::inject_fault(const FaultRequest& req) {
 
 namespace {
 
-// Every register of the machine by feature: {"io_rdt": [{"cpu", "msr", ...}
-// or, for MMIO, {"addr", "addr_hex", "bytes", ...}], "l3_cat": [...], ...}.
+// A register as `resctrlfsctl registers` lists it: its place
+// (hw::register_place(), each field also in hex where it says so) and value.
+json register_json(const hw::RegisterValue& r) {
+  json e = json::object();
+  for (const hw::RegisterField& f : hw::register_place(r)) {
+    e[f.name] = f.value;
+    if (f.hex) e[std::string(f.name) + "_hex"] = hex(f.value);
+  }
+  e["value"] = r.value;
+  e["value_hex"] = hex(r.value);
+  return e;
+}
+
+// Every register of the machine by feature: {"l3_cat": [...], ...}.
 json register_groups(const std::vector<hw::RegisterValue>& all) {
   json groups = json::object();
   for (const hw::RegisterValue& r : all) {
-    json e =
-        r.mmio_bytes != 0
-            ? json{{"addr", r.mmio_addr}, {"addr_hex", hex(r.mmio_addr)}, {"bytes", r.mmio_bytes}}
-            : json{{"cpu", r.cpu}, {"msr", r.msr}, {"msr_hex", hex(r.msr)}};
-    e["value"] = r.value;
-    e["value_hex"] = hex(r.value);
-    groups[r.group].push_back(std::move(e));
+    groups[r.group].push_back(register_json(r));
   }
   return groups;
 }
@@ -934,13 +921,7 @@ json register_groups(const std::vector<hw::RegisterValue>& all) {
 Result<json> Daemon::registers() {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::SimControl * s, sim());
   json regs = json::array();
-  for (const hw::RegisterValue& r : s->dump_registers()) {
-    regs.push_back({{"cpu", r.cpu},
-                    {"msr", r.msr},
-                    {"value", r.value},
-                    {"msr_hex", hex(r.msr)},
-                    {"value_hex", hex(r.value)}});
-  }
+  for (const hw::RegisterValue& r : s->dump_registers()) regs.push_back(register_json(r));
   return json{{"registers", std::move(regs)}, {"groups", register_groups(s->dump_all_registers())}};
 }
 

@@ -5,7 +5,7 @@
 // Commands — FUSE requests that may reach the hardware, the timer's work
 // (fs::Filesystem::tick, the journal, the boot state) and the control
 // socket's commands — run one at a time on the CommandWorker's thread, so
-// a command waiting on a slow MSR broker leaves the loop answering reads.
+// a command waiting on a slow register broker leaves the loop answering reads.
 // The journal and the boot state are touched on the worker only (and at
 // shutdown, after it stopped).
 //
@@ -123,7 +123,7 @@ class Daemon : public ControlTarget {
   // `stopping`: write even an unchanged document (its time is the stop's).
   void save_boot_state(bool stopping = false);
   Result<hw::SimControl*> sim();
-  // --backend msr: follows CPU hotplug as the kernel announces it, in
+  // The real backend: follows CPU hotplug as the kernel announces it, in
   // sysfs's online list under --hw-root, read on the tick: a CPU that left
   // it goes offline in fs/ (it leaves every group's cpus, a domain with no
   // CPU left goes away), one that came back comes online. Acts only when

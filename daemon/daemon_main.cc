@@ -128,25 +128,26 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
   if (!mp.ok()) return fail(mp.error().message);
   opts.mountpoint = *mp;
-  if (opts.backend == BackendKind::kMsr) {
+  if (opts.backend == BackendKind::kReal) {
+    // Messages name the option that chose the backend ("--backend NAME: ").
+    const std::string which = "--backend " + std::string(hw::backend_name(opts.backend)) + ": ";
     std::string cpuinfo = read_text_file("/proc/cpuinfo");
-    if (opts.rdt_from_cpuid) {
-      Result<std::string> flags = hw::cpuinfo_flags_from_cpuid(opts.hw_root);
-      if (!flags.ok()) return fail("--backend msr: " + flags.error().message);
+    if (opts.rdt_from_hardware) {
+      Result<std::string> flags = hw::cpuinfo_flags_from_hardware(platform_options(opts));
+      if (!flags.ok()) return fail(which + flags.error().message);
       cpuinfo = *flags;
     }
-    Result<void> pre = check_msr_preconditions(read_text_file("/proc/mounts"), cpuinfo);
-    // Intel's model-specific allocation (TCC L3 CAT, STLB QoS; ours) has no
-    // cpuinfo flag: with its option the decoder decides, and the mount is
-    // refused with that option's message on a machine without it.
+    Result<void> pre = hw::check_real_preconditions(read_text_file("/proc/mounts"), cpuinfo);
+    // Model-specific allocation (TCC L3 CAT, STLB QoS; ours) has no cpuinfo
+    // flag: with its option the decoder decides, and the mount is refused
+    // with that option's message on a machine without it.
     bool model_specific = false;
     for (const fs::MountOptionRow& r : fs::kMountOptions)
       model_specific = model_specific || (r.model_specific && opts.mount.*(r.flag));
     if (!pre.ok() && pre.error().code == ENODEV && model_specific) {
-      spdlog::info("--backend msr: {}; going on for the model-specific options",
-                   pre.error().message);
+      spdlog::info("{}{}; going on for the model-specific options", which, pre.error().message);
     } else if (!pre.ok()) {
-      return fail("--backend msr: " + pre.error().message);
+      return fail(which + pre.error().message);
     }
   }
 
@@ -167,13 +168,13 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
       : keep_stderr   ? "log: stderr (no syslog daemon at /dev/log)"
                       : "log: none once detached (no syslog daemon at /dev/log, and stderr is a "
                         "pipe): run with -f, or send stderr to a file";
-  // --platform means nothing to the msr backend: name the broker instead.
-  if (opts.backend == BackendKind::kMsr) {
-    spdlog::info("resctrl mounted at {} (backend msr, broker {}); {}", opts.mountpoint,
-                 opts.broker_socket, log_to);
+  // --platform means nothing to the real backend: name the broker instead.
+  if (opts.backend == BackendKind::kReal) {
+    spdlog::info("resctrl mounted at {} (backend {}, broker {}); {}", opts.mountpoint,
+                 hw::backend_name(opts.backend), opts.broker_socket, log_to);
   } else {
-    spdlog::info("resctrl mounted at {} (backend sim, platform {}); {}", opts.mountpoint,
-                 opts.platform, log_to);
+    spdlog::info("resctrl mounted at {} (backend {}, platform {}); {}", opts.mountpoint,
+                 hw::backend_name(opts.backend), opts.platform, log_to);
   }
   notify_systemd_ready();
   if (!opts.foreground) {

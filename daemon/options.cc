@@ -6,7 +6,7 @@
 
 #include "base/cli_help.h"
 #include "base/version.h"
-#include "hw/backend.h"
+#include "hw/platform_factory.h"
 
 namespace resctrlfs::daemon {
 
@@ -74,9 +74,9 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
   app.add_flag("-f,--foreground", opts.foreground,
                "stay in the foreground (without it the daemon detaches once mounted)");
   app.add_option("-o", o_args, mount_options_help())->allow_extra_args(false)->type_name("OPTIONS");
-  // The built-in names come from the simulator's own list, as
+  // The built-in names come from the simulators' own lists, as
   // --list-platforms prints them (the bash completion asks that).
-  const std::vector<std::string> platforms = hw::builtin_platforms();
+  const std::vector<std::string> platforms = hw::platform_names();
   std::string platform_names;
   for (const std::string& n : platforms) platform_names += (platform_names.empty() ? "" : ", ") + n;
   app.add_option(
@@ -87,7 +87,7 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
   app.add_flag("--list-platforms", list_platforms,
                "print the built-in platform names, one a line, and exit");
   app.add_option("--backend", backend, "hardware backend")
-      ->check(CLI::IsMember({"sim", "msr"}))
+      ->check(CLI::IsMember(hw::backend_names()))
       ->capture_default_str();
   app.add_option("--state-dir", opts.state_dir,
                  "state journal (groups survive a restart of the daemon) and the instance "
@@ -129,7 +129,7 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
       ->check(CLI::IsMember({"auto", "model", "none"}))
       ->type_name("MODE")
       ->capture_default_str();
-  app.add_flag("--rdt-from-cpuid", opts.rdt_from_cpuid,
+  app.add_flag("--rdt-from-cpuid", opts.rdt_from_hardware,
                "with --backend msr: judge whether the CPU has RDT/PQoS by its CPUID leaves "
                "instead of /proc/cpuinfo's flags");
   app.add_option("--rdt", opts.rdt,
@@ -162,6 +162,16 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
 
 }  // namespace
 
+hw::PlatformOptions platform_options(const DaemonOptions& opts) {
+  hw::PlatformOptions p;
+  p.backend = opts.backend;
+  p.platform = opts.platform;
+  p.rdt = opts.rdt;
+  p.broker_socket = opts.broker_socket;
+  p.hw_root = opts.hw_root;
+  return p;
+}
+
 std::vector<std::pair<std::string, bool>> daemon_cli_options() {
   CLI::App app{"", "resctrlfsd"};
   DaemonOptions opts;
@@ -186,7 +196,7 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   CLI::App app{"", "resctrlfsd"};
   bool list_platforms = false;
   define_options(app, opts, o_args, backend, list_platforms);
-  const std::vector<std::string> platforms = hw::builtin_platforms();
+  const std::vector<std::string> platforms = hw::platform_names();
 
   std::ostringstream os_out, os_err;
   try {
@@ -218,7 +228,7 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
     out.output = "resctrlfsd: --rdt: " + rdt.error().message + "\n";
     return out;
   }
-  opts.backend = backend == "msr" ? BackendKind::kMsr : BackendKind::kSim;
+  opts.backend = hw::backend_named(backend).value_or(BackendKind::kSim);
   Result<SplitMountOptions> split = split_mount_options(o_args);
   if (!split.ok()) {
     out.exit_code = 2;

@@ -13,11 +13,11 @@
 
 #include "base/result.h"
 #include "fs/filesystem.h"
-#include "hw/backend.h"
+#include "hw/platform_factory.h"
 
 namespace resctrlfs::daemon {
 
-enum class BackendKind { kSim, kMsr };
+using BackendKind = hw::BackendKind;
 
 inline constexpr const char* kDefaultLockDir = "/run/resctrlfs";
 // How long a new daemon waits for the previous one on its mount point to
@@ -47,16 +47,16 @@ struct DaemonOptions {
   std::string broker_socket = hw::kDefaultBrokerSocket;
   // The kernel's rdt= boot parameter (e.g. "l3cat" on a Cascade Lake).
   std::string rdt;
-  // --backend msr: where the CPU devices and topology are read, ROOT/dev/cpu
-  // and ROOT/sys/devices/system/cpu ("/" on a real machine; a test tool
-  // emulating them for the msr test label).
+  // The real backend: where the CPU devices and topology are read, under
+  // ROOT/dev and ROOT/sys/devices/system/cpu ("/" on a real machine; a test
+  // tool emulating them for the real backend's test label).
   std::string hw_root = "/";
   // The sandbox's table of virtual CPUs (resctrlfs-sandbox --cpus platform;
   // thread_cpu.h); empty: the host's CPU numbers are the platform's.
   std::string virtual_cpus_file;
-  // --backend msr: take the evidence that the CPU has RDT/PQoS from CPUID
-  // (through hw_root) instead of /proc/cpuinfo's flags.
-  bool rdt_from_cpuid = false;
+  // The real backend: take the evidence that the CPU has resctrl features
+  // from the hardware (through hw_root) instead of /proc/cpuinfo's flags.
+  bool rdt_from_hardware = false;
   std::string log_level = "info";
   // --tasks-from-proc (ours): list tasks files by walking /proc at each open,
   // as without the proc connector, instead of from the thread table the
@@ -97,6 +97,9 @@ struct ParsedArgs {
   std::string output;  // for stdout when exit_code == 0, else for stderr
 };
 ParsedArgs parse_daemon_args(int argc, const char* const* argv);
+
+// The platform the options choose, as hw/platform_factory.h takes it.
+hw::PlatformOptions platform_options(const DaemonOptions& opts);
 
 // Every option parse_daemon_args knows ("-o", "--platform", ...), with
 // whether it takes a value: for the test that keeps daemon/option_names.h

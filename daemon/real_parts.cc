@@ -1,4 +1,5 @@
-// Implements make_real_parts(): hw/'s backend plus fs/'s filesystem.
+// Implements make_real_parts(): the platform factory's backend plus fs/'s
+// filesystem.
 #include "daemon/real_parts.h"
 
 #include <unistd.h>
@@ -7,12 +8,7 @@ namespace resctrlfs::daemon {
 
 Result<DaemonParts> make_real_parts(const DaemonOptions& opts, fs::InvalidationSink* inval) {
   DaemonParts parts;
-  if (opts.backend == BackendKind::kMsr) {
-    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend,
-                               hw::make_msr_backend(opts.broker_socket, opts.rdt, opts.hw_root));
-  } else {
-    RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_sim_backend(opts.platform, opts.rdt));
-  }
+  RESCTRLFS_ASSIGN_OR_RETURN(parts.backend, hw::make_platform(platform_options(opts)));
   parts.tasks = fs::make_proc_task_source();
   fs::FilesystemConfig cfg;
   cfg.arch = parts.backend.arch.get();

@@ -1,5 +1,6 @@
 // Defines make_real_parts(): the PartsFactory of the shipped daemon, the
-// simulated machine or the MSR backend under the real fs::Filesystem.
+// backend hw/platform_factory.h builds (simulated or real) under the real
+// fs::Filesystem.
 #pragma once
 
 #include "daemon/daemon.h"

@@ -22,7 +22,7 @@
 #include "base/cpulist.h"
 #include "daemon/startup.h"
 #include "fs/filesystem.h"
-#include "hw/probe.h"
+#include "hw/platform_factory.h"
 
 namespace resctrlfs::daemon {
 
@@ -33,7 +33,7 @@ namespace sfs = std::filesystem;
 enum class Verdict { kMatch, kDiffer, kNotChecked };
 
 struct Check {
-  std::string area;  // "cpuid", "registers", "info", "schemata", ...
+  std::string area;  // "registers", "info", "schemata", ... (the report's column)
   std::string item;
   Verdict verdict = Verdict::kNotChecked;
   std::string detail;
@@ -220,7 +220,7 @@ void compare_registers(Report& r, hw::HwProbe& probe, const std::string& item, u
     if (!reg.machine) {
       unread += (unread.empty() ? "" : "; ") + reg.what;
     } else if (*reg.machine != reg.model) {
-      differ += (differ.empty() ? "" : "; ") + reg.what + " MSR " + hex(reg.msr) + " on CPU " +
+      differ += (differ.empty() ? "" : "; ") + reg.what + " MSR " + hex(reg.address) + " on CPU " +
                 std::to_string(reg.cpu) + ": machine " + hex(*reg.machine) + ", resctrlfs " +
                 hex(reg.model);
     }
@@ -586,7 +586,12 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
 
 int run_self_check(const SelfCheckOptions& opts, std::string& out) {
   Report r;
-  auto probe_or = hw::probe_hardware(opts.broker_socket, opts.rdt, opts.hw_root);
+  hw::PlatformOptions platform;
+  platform.backend = hw::BackendKind::kReal;
+  platform.broker_socket = opts.broker_socket;
+  platform.rdt = opts.rdt;
+  platform.hw_root = opts.hw_root;
+  auto probe_or = hw::probe_platform(platform);
   if (!probe_or.ok()) {
     out =
         "resctrlfsd --self-check: cannot read the CPU topology: " + probe_or.error().message + "\n";
@@ -594,7 +599,7 @@ int run_self_check(const SelfCheckOptions& opts, std::string& out) {
   }
   hw::HwProbe& probe = **probe_or;
 
-  const auto diffs = probe.cpuid_differences();
+  const auto diffs = probe.cpu_differences();
   for (const auto& d : diffs) {
     if (d.rfind("not checked: ", 0) == 0) {
       r.add("cpuid", "every CPU", Verdict::kNotChecked, d.substr(13));
@@ -639,8 +644,8 @@ int run_self_check(const SelfCheckOptions& opts, std::string& out) {
     nlohmann::json j;
     j["resctrlfs_self_check"] = 1;
     j["version"] = "0.1.0";
-    j["cpu"] = {{"identity", probe.cpu_identity()},
-                {"cpuid_flags", probe.cpuid_flags()},
+    j["cpu"] = {{"identity", probe.cpu_name()},
+                {"cpuid_flags", probe.cpu_flags()},
                 {"cpus_checked", probe.cpus_checked()}};
     j["kernel_resctrl"] = opts.kernel_resctrl;
     j["msr_reads"] = reads;
@@ -658,8 +663,8 @@ int run_self_check(const SelfCheckOptions& opts, std::string& out) {
     std::ostringstream os;
     os << "resctrlfs self-check 0.1.0 (read-only: " << reads << " MSR reads, " << writes
        << " writes)\n";
-    os << "CPU: " << probe.cpu_identity() << "; CPUID flags:";
-    for (const auto& fl : probe.cpuid_flags()) os << " " << fl;
+    os << "CPU: " << probe.cpu_name() << "; CPUID flags:";
+    for (const auto& fl : probe.cpu_flags()) os << " " << fl;
     os << "\n";
     for (const auto& c : r.checks()) {
       const char* tag = c.verdict == Verdict::kMatch    ? "MATCH      "

@@ -1,10 +1,11 @@
 // Defines `resctrlfsd --self-check` (ours): a read-only report, safe on a
 // production machine, of how resctrlfs sees this machine next to what the
-// machine and the kernel's resctrl (where mounted) show. CPUID on every CPU,
-// the RDT registers read (never written) through resctrl-msrd, and every
-// info/ file and group schemata of the kernel's tree compared with a private
-// resctrl tree that resctrlfs builds in memory for the same CPUID (its
-// register writes go to an in-memory register file, never the machine).
+// machine and the kernel's resctrl (where mounted) show. What every CPU
+// enumerates, the resctrl registers read (never written) through the
+// broker (the probe of hw/platform_factory.h), and every info/ file and
+// group schemata of the kernel's tree compared with a private resctrl tree
+// that resctrlfs builds in memory for the same enumeration (its register
+// writes go to an in-memory register file, never the machine).
 #pragma once
 
 #include <string>

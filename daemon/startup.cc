@@ -1,5 +1,5 @@
-// Implements the start-up steps of resctrlfsd: instance lock, MSR backend
-// preconditions, mount point preparation, the detach pipe, sd_notify.
+// Implements the start-up steps of resctrlfsd: instance lock, mount point
+// preparation, the detach pipe, sd_notify.
 #include "daemon/startup.h"
 
 #include <fcntl.h>
@@ -199,44 +199,6 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-Result<void> check_msr_preconditions(std::string_view proc_mounts, std::string_view cpuinfo) {
-  // /proc/mounts: "source target fstype options 0 0"; a kernel resctrl has
-  // fstype exactly "resctrl" (ours is "fuse.resctrl").
-  std::istringstream mounts{std::string(proc_mounts)};
-  std::string line;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string source, target, type;
-    fields >> source >> target >> type;
-    if (type == "resctrl") {
-      return Error::make(EBUSY, "the kernel's resctrl is mounted at " + target +
-                                    "; the MSR backend would fight it over the same registers "
-                                    "(unmount it first)");
-    }
-  }
-  // The kernel's cpufeature flags for RDT (Intel) and PQoS (AMD).
-  static constexpr const char* kRdtFlags[] = {
-      "rdt_a",   "cat_l3",        "cat_l2",        "cdp_l3",        "cqm",
-      "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "mba"};
-  std::istringstream info{std::string(cpuinfo)};
-  while (std::getline(info, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::istringstream flags(line.substr(colon + 1));
-    std::string flag;
-    while (flags >> flag) {
-      for (const char* f : kRdtFlags) {
-        if (flag == f) return Ok();
-      }
-    }
-    break;  // every CPU lists the same flags
-  }
-  return Error::make(ENODEV,
-                     "this CPU has no RDT/PQoS (no rdt_a, cat_l3, cqm or mba flag in "
-                     "/proc/cpuinfo); use --backend sim");
 }
 
 bool resctrl_mounted_at(std::string_view proc_mounts, std::string_view abs_path) {

@@ -1,7 +1,7 @@
 // Defines the process-level steps of starting resctrlfsd that are not FUSE:
-// the per-mount-point instance lock, the preconditions of the MSR backend,
-// the start-up pipe that lets a detaching daemon report success or failure
-// to the shell that started it, and the systemd readiness notification.
+// the per-mount-point instance lock, the start-up pipe that lets a
+// detaching daemon report success or failure to the shell that started it,
+// and the systemd readiness notification.
 #pragma once
 
 #include <chrono>
@@ -71,11 +71,6 @@ class InstanceLock {
   std::string name_;  // the file's name in it
   std::string path_;  // for messages
 };
-
-// The MSR backend must not run next to a kernel resctrl (both would program
-// the same registers) nor on a CPU without RDT/PQoS. Takes the text of
-// /proc/mounts and /proc/cpuinfo.
-Result<void> check_msr_preconditions(std::string_view proc_mounts, std::string_view cpuinfo);
 
 // True when /proc/mounts (its text) lists a resctrl file system, ours
 // (fuse.resctrl) or the kernel's, mounted at `abs_path`.

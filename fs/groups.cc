@@ -179,7 +179,8 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
     const hw::Resource& r = m_.info.res(rid);
     bool want = rid == ResourceId::L3 ? opts.cdp : opts.cdpl2;
     if (r.alloc_capable && r.cache.cdp_capable && m_.arch->cdp_enabled(rid) != want) {
-      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_cdp_enabled(rid, want));
+      if (Result<void> r = m_.arch->set_cdp_enabled(rid, want); !r.ok())
+        return worded(std::move(r).error());
     }
   }
   m_.opts = opts;
@@ -188,7 +189,7 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   // Start from a clean machine: default controls, io_alloc off, every CPU
   // and thread in the default group.
   p_.io_alloc.reset_io_alloc();
-  RESCTRLFS_RETURN_IF_ERROR(m_.arch->reset_all_ctrls());
+  if (Result<void> r = m_.arch->reset_all_ctrls(); !r.ok()) return worded(std::move(r).error());
   p_.mon.reset_mount_state(true);
   m_.threads.clear();
   p_.cpus.reset();

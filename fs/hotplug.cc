@@ -38,7 +38,8 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
   // in between looks at group CPUs, so doing it after hw/ has agreed keeps
   // a refusal free of side effects.
   HotplugEvents events(m_, p_);
-  RESCTRLFS_RETURN_IF_ERROR(m_.arch->offline_cpu(cpu, &events));
+  if (Result<void> r = m_.arch->offline_cpu(cpu, &events); !r.ok())
+    return worded(std::move(r).error());
   if (m_.mounted) {
     // Exactly one CTRL_MON group owns the CPU, and at most one of its MON
     // groups: the owner tables name them.
@@ -51,7 +52,8 @@ Result<void> FsImpl::cpu_offline(unsigned cpu) {
 Result<void> FsImpl::cpu_online(unsigned cpu) {
   CommandLock lock(*this);
   HotplugEvents events(m_, p_);
-  RESCTRLFS_RETURN_IF_ERROR(m_.arch->online_cpu(cpu, &events));
+  if (Result<void> r = m_.arch->online_cpu(cpu, &events); !r.ok())
+    return worded(std::move(r).error());
   if (m_.mounted) {
     m_.root->cpus.set(cpu);
     p_.cpus.cpu_back(cpu);

@@ -475,7 +475,7 @@ Result<void> Groups::write_tasks(Node& n, std::string_view data, const Caller& c
     if (pid < 0) return fail(EINVAL, "Invalid pid " + std::to_string(pid) + "\n");
     Result<void> r = move_task(pid, g, c);
     if (!r.ok()) {
-      return fail(r.error().code, std::string(r.error().user_text()) +
+      return fail(r.error().code, std::string(user_text(r.error())) +
                                       "Error while processing task " + std::to_string(pid) + "\n");
     }
   }

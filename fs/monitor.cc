@@ -242,7 +242,7 @@ std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
     if (!m_.event_enabled(ev)) continue;
     for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
       Result<void> r = assign_cntr(g, d.id, ev);
-      if (!r.ok()) status += r.error().user_text();
+      if (!r.ok()) status += user_text(r.error());
     }
   }
   return status;
@@ -317,7 +317,7 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
             Result<void> r = assign_cntr(g, d.id, ev);
             if (!r.ok()) {
               std::string text = failed ? failed->message : std::string();
-              text += r.error().user_text();
+              text += user_text(r.error());
               failed = fail(r.error().code, std::move(text));
             }
           } else {
@@ -337,7 +337,7 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
         Result<void> r = assign_cntr(g, static_cast<int>(dom), ev);
         if (!r.ok())
           return fail(r.error().code,
-                      std::string(r.error().user_text()) + op_failed(std::to_string(dom)));
+                      std::string(user_text(r.error())) + op_failed(std::to_string(dom)));
       } else if (state == "_") {
         unassign_cntr(g, static_cast<int>(dom), ev);
       } else {

@@ -139,7 +139,7 @@ Result<void> Monitor::write_bmec(Node&, std::string_view data, EventId ev) {
       found = true;
       if (m_.arch->event_config(d.id, ev) != val) {
         Result<void> r = m_.arch->set_event_config(d.id, ev, static_cast<uint32_t>(val));
-        if (!r.ok()) return fail(r.error().code, std::string(r.error().user_text()));
+        if (!r.ok()) return fail(r.error().code, std::string(user_text(r.error())));
       }
     }
     if (!found) return Error::make(EINVAL);

@@ -40,6 +40,21 @@
 
 namespace resctrlfs::fs::internal {
 
+// A failed register write (hw::write_failure(): the architecture returns
+// the code, fs/ words it) as the user reads it; ours: the kernel's register
+// writes cannot fail.
+inline constexpr std::string_view kWriteFailedText = "Failed to write hardware register\n";
+// What a failed command leaves in last_cmd_status: Error::user_text(), or
+// kWriteFailedText for a failed register write.
+inline std::string_view user_text(const Error& e) {
+  return hw::is_write_failure(e) ? kWriteFailedText : e.user_text();
+}
+// An error of hw/ as a user reads it (a failed register write worded), for
+// the entry points that hand it on without last_cmd_status (hotplug, mount).
+inline Error worded(Error e) {
+  return hw::is_write_failure(e) ? Error::make(EIO, std::string(kWriteFailedText)) : std::move(e);
+}
+
 // Whether resource `r` is in a mount with `opts`: alloc_capable and, for a
 // resource of ours (hw::Resource::mount_option), its option given.
 bool in_mount(const hw::Resource& r, const MountOptions& opts);
@@ -90,7 +105,7 @@ struct Model {
   void set_status(std::string_view text);
   template <typename T>
   void set_status(const Result<T>& r) {
-    if (!r.ok()) lcs.printf(r.error().user_text());
+    if (!r.ok()) lcs.printf(user_text(r.error()));
   }
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
   bool mon_capable() const { return info.mon.capable || info.perf_pkg.capable; }

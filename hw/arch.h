@@ -48,6 +48,17 @@
 
 namespace resctrlfs::hw {
 
+// The error of a failed register write (the hardware refused it, its CPU was
+// offline, the way to the registers was lost), which every call below that
+// writes registers returns: EIO with no text for the user. fs/ words it in
+// last_cmd_status, as the kernel's fs/resctrl words the codes its
+// architecture returns; an architecture never writes user text.
+inline constexpr const char* kWriteFailureLog = "register write failed";
+inline Error write_failure() { return Error::log_only(EIO, kWriteFailureLog); }
+inline bool is_write_failure(const Error& e) {
+  return e.code == EIO && !e.for_user && e.message == kWriteFailureLog;
+}
+
 // Resources in the kernel's enumeration order. The order matters: schemata
 // lines are printed in the reverse of it. PERF_PKG (per-package telemetry) is a
 // monitor-only resource: its slot in PlatformInfo::resources is never
@@ -370,9 +381,8 @@ class Arch {
   // Applies a batch of control changes, all or nothing. Only registers whose
   // value differs from the current configuration are written, each on one
   // CPU of its domain. If any register write fails, every register already
-  // written by this call is restored and EIO is returned (message
-  // "Hardware write failed\n" style text chosen by hw/). Cost: one register
-  // write per changed value.
+  // written by this call is restored and write_failure() is returned.
+  // Cost: one register write per changed value.
   virtual Result<void> update_ctrls(const std::vector<CtrlUpdate>& updates) = 0;
 
   // The current configuration value (from hw/'s shadow of the registers).
@@ -530,7 +540,7 @@ class Arch {
   // From now on channel `id`'s traffic carries `closid` (if the channel can
   // carry a CLOSID) and `rmid` (if it can carry an RMID); the CLOSID is
   // applied before the RMID. EINVAL for an unknown channel or an id beyond
-  // the machine's CLOSIDs / RMIDs; EIO (kernel-style message) when the
+  // the machine's CLOSIDs / RMIDs; write_failure() when the
   // hardware write fails, the channel's tags then unknown until the next
   // successful call.
   virtual Result<void> set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t rmid) {

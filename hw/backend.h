@@ -1,7 +1,7 @@
-// Defines how a process obtains an Arch: over the simulated machine built
-// from a platform profile, or over real MSRs through the resctrl-msrd broker.
-// Also defines SimControl, the knobs of the simulated machine that the
-// daemon's control socket and the tests drive (clock, workloads, faults).
+// Defines what a process holds of the platform it runs: the Backend (an
+// Arch plus what the daemon drives besides, built by hw/platform_factory.h)
+// and SimControl, the knobs of a simulated machine that the daemon's control
+// socket and the tests drive (clock, workloads, faults).
 //
 // daemon/ and tests include this; fs/ never does.
 #pragma once
@@ -18,10 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/lwp_format.h"
 #include "base/result.h"
 #include "hw/arch.h"
-#include "hw/x86/platform.h"
 
 namespace resctrlfs::hw {
 
@@ -57,12 +55,15 @@ struct Workload {
   double stream_mbps = 0;
 };
 
+// The bytes of one LWP event record, as lwp_drain() returns them.
+inline constexpr size_t kLwpRecordSize = 32;
+
 // The simulated LWP unit of one thread as the control interface shows it.
 struct LwpThreadStatus {
   bool active = false;
-  lwp::Generation generation = lwp::Generation::kShipped;
-  uint64_t lwpcb_address = 0;  // what SLWPCB returns (LWP_CBADDR) while active
-  std::string lwpcb;           // the LWPCB (SLWPCB's flush, or the last one loaded), encoded
+  std::string generation = "shipped";  // the unit's generation: "shipped" or "proposal"
+  uint64_t lwpcb_address = 0;          // what SLWPCB returns (LWP_CBADDR) while active
+  std::string lwpcb;  // the LWPCB (SLWPCB's flush, or the last one loaded), encoded
   uint32_t buffer_size = 0, head = 0, tail = 0, flags = 0;
   uint64_t missed = 0;
   uint64_t interrupts = 0;
@@ -78,6 +79,17 @@ struct LwpInsert {
   uint32_t data1 = 0;
   uint16_t flags = 0;
   uint64_t count = 1;
+};
+// What an `lwp arm` request of the control socket asks of a simulated
+// thread's LWP unit (ours): the interval of each event it profiles (absent:
+// not profiled) and the LWPCB's fields.
+struct LwpArm {
+  std::optional<uint32_t> value, instructions, branches, dcache;
+  uint32_t buffer_bytes = 64 * 1024;
+  uint32_t threshold = 0;
+  uint8_t min_latency = 0;
+  uint8_t random = 0;
+  bool clf = false, nbc = false, rdc = false, ram = false, oth = false;
 };
 struct LwpInsertResult {
   LwpThreadStatus status;  // after
@@ -148,7 +160,7 @@ class SimControl {
   virtual void fail_next_writes(unsigned count, std::optional<unsigned> cpu) = 0;
 
   // AMD Lightweight Profiling of a simulated thread (ours; see
-  // hw/sim/lwp_unit.h): `lwpcb` (encoded as base/lwp_format.h, proposal
+  // hw/sim/lwp_unit.h): `lwpcb` (encoded as hw/x86/lwp_format.h, proposal
   // layout, with the event ids of the machine's generation) is loaded as
   // LLWPCB would on the CPU the thread runs on, with the events and
   // interrupt its LWP_CFG enables (at boot: all that CPUID 8000_001Ch EDX
@@ -158,6 +170,16 @@ class SimControl {
   // in the 32-byte record format and advances the tail. Machines without
   // the unit refuse with EOPNOTSUPP.
   virtual Result<LwpThreadStatus> lwp_arm(int tid, const std::string& lwpcb) {
+    return Error::make(EOPNOTSUPP, "no LWP unit");
+  }
+  // lwp_arm() with the LWPCB a thread would build for `arm`: the slots in
+  // event-id order (the ids of the machine's generation), each counter
+  // starting at its interval, the buffer's address nominal (the simulator
+  // holds the ring itself). EOPNOTSUPP on a machine without LWP, EINVAL for
+  // an event its generation lacks.
+  virtual Result<LwpThreadStatus> lwp_arm_events(int tid, const LwpArm& arm) {
+    (void)tid;
+    (void)arm;
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
   // `after`, when given, receives the unit's status after the drain (the
@@ -176,9 +198,6 @@ class SimControl {
     (void)op;
     return Error::make(EOPNOTSUPP, "no LWP unit");
   }
-  // The LWP generation the machine's CPUID enumerates, or nullopt when it
-  // has no LWP (CPUID 8000_0001h ECX[15] clear, or not an AMD part).
-  virtual std::optional<lwp::Generation> lwp_generation() const { return std::nullopt; }
   // A thread's unit and its ring are held from its arm until it is
   // disarmed with no records left to drain (at the disarm, or at the drain
   // that empties it), or until the thread exits (ThreadTagger's
@@ -222,60 +241,47 @@ class SimControl {
   virtual bool cpu_online(unsigned cpu) const = 0;
 };
 
+// The CPUs of a platform as /proc/cpuinfo shows them (and `resctrlfsctl
+// status` reports them): what the architecture's code decoded.
+struct CpuDescription {
+  std::string vendor;  // cpuinfo's vendor_id
+  unsigned family = 0, model = 0;
+  // The resctrl-related flags cpuinfo shows, in the kernel's order.
+  std::vector<std::string> flags;
+  // cpuinfo's "cache size" is the L2's rather than the last level's.
+  bool cache_size_from_l2 = false;
+  // A simulated platform's cache sizes, one cache of each level (sysfs
+  // cache/index{2,3}/size), 0 where none; a real machine's are in its sysfs.
+  uint64_t l2_bytes = 0, l3_bytes = 0;
+};
+
 struct Backend {
   std::unique_ptr<Arch> arch;
   SimControl* sim = nullptr;  // owned by arch's machine; null for the real backend
-  // The x86 identity of the machine the Arch drives (CPUID vendor, family,
-  // model, cpuinfo flags); owned by arch. Both backends are x86 today.
-  const x86::X86Platform* x86 = nullptr;
+  // The CPUs of the machine the Arch drives.
+  std::optional<CpuDescription> cpu;
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;
-  // The real backend: requests sent to the MSR broker and the register
+  // The real backend: requests sent to its broker and the register
   // operations they carried, since start (empty for the simulated one).
   std::function<std::pair<uint64_t, uint64_t>()> broker_counts;
 };
 
-// Names of the built-in platform profiles: intel-2s, intel-l2, intel-cmt,
-// amd-2s, intel-snc, intel-aet, intel-gnr-io, host.
+// Names of the built-in simulated platform profiles of the x86 simulator:
+// intel-2s, intel-l2, intel-cmt, amd-2s, intel-snc, intel-aet,
+// intel-gnr-io, host. Every architecture's: platform_names()
+// (hw/platform_factory.h).
 std::vector<std::string> builtin_platforms();
 
 // Checks a list for the kernel's rdt= boot parameter (`--rdt`): EINVAL
 // naming an unknown feature, with a suggestion and the valid names.
 Result<void> check_rdt_list(std::string_view rdt);
 
-// Builds the simulated backend from a built-in profile name or a JSON file.
-// `rdt` is the kernel's rdt= boot parameter (e.g. "l3cat,!mba"), added to
-// the profile's own "rdt" entries.
+// Builds the x86 simulator's backend from a built-in profile name or a JSON
+// file. `rdt` is the kernel's rdt= boot parameter (e.g. "l3cat,!mba"), added
+// to the profile's own "rdt" entries. make_platform() (hw/platform_factory.h)
+// picks the architecture's builder; tests call this one directly.
 Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt = "");
-
-// Where resctrl-msrd listens unless told otherwise, and so where the real
-// backend looks for it: in the runtime directory resctrl-msrd.service
-// creates (mode 0700, root's), which resctrl-msrd also creates when started
-// by hand.
-inline constexpr const char* kDefaultBrokerSocket = "/run/resctrl-msrd/msrd.sock";
-
-// Builds the real backend: CPUID from /dev/cpu/N/cpuid, MSRs through the
-// broker listening on `broker_socket`. Refuses (ENODEV with a clear message)
-// when the CPU has no RDT/PQoS. `rdt` is the kernel's rdt= boot parameter:
-// like Linux, a Skylake/Cascade Lake server shows no L3 CAT without "l3cat".
-// `hw_root` is where /dev/cpu and /sys/devices/system/cpu are found ("/"
-// on a real machine; elsewhere, as in the tests' emulation of the CPU
-// drivers, CPUID comes only from ROOT/dev/cpu, never from the instruction).
-Result<Backend> make_msr_backend(const std::string& broker_socket, const std::string& rdt = "",
-                                 const std::string& hw_root = "/");
-
-// A /proc/cpuinfo "flags" line holding the RDT/PQoS flags that the CPUID of
-// the first online CPU under `hw_root` (see make_msr_backend) enumerates,
-// before any rdt= option: the evidence resctrlfsd --rdt-from-cpuid checks
-// instead of the kernel's /proc/cpuinfo.
-Result<std::string> cpuinfo_flags_from_cpuid(const std::string& hw_root);
-
-// The x86 identity (vendor, family, model, the cpuinfo RDT flags, before
-// any rdt= option) that the CPUID of the CPUs under `hw_root` enumerates,
-// on the topology of hw_root's sysfs, as cpuinfo_flags_from_cpuid() reads
-// it: what /proc/cpuinfo would show on that machine. The sandbox shows it
-// when the daemon it starts drives such a machine.
-Result<x86::X86Platform> x86_platform_from_cpuid(const std::string& hw_root);
 
 }  // namespace resctrlfs::hw

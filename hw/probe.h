@@ -1,10 +1,11 @@
 // Defines the hardware half of `resctrlfsd --self-check`: a read-only look
-// at the machine the MSR backend would drive. It decodes CPUID on every
-// online CPU (through /dev/cpu/N/cpuid), reads (never writes) the RDT
-// registers through the resctrl-msrd broker, and builds a model: an Arch
-// decoded from the same CPUID over an in-memory register file, so that the
-// caller can mount a private resctrl tree on it and see what resctrlfs
-// would show and program, without touching the machine.
+// at the machine the real backend would drive. The architecture's code
+// (hw/real/probe.cc) reads what every online CPU enumerates, reads
+// (never writes) the resctrl registers through the broker, and builds a
+// model: an Arch decoded from the same enumeration over an in-memory
+// register file, so that the caller can mount a private resctrl tree on it
+// and see what resctrlfs would show and program, without touching the
+// machine. hw/platform_factory.h builds it (probe_platform()).
 //
 // daemon/ includes this; fs/ never does.
 #pragma once
@@ -27,7 +28,7 @@ namespace resctrlfs::hw {
 struct ProbeRegister {
   std::string what;  // "L3 domain 0 CLOSID 3 (CODE)"
   unsigned cpu = 0;
-  uint32_t msr = 0;
+  uint32_t address = 0;  // the register's number on `cpu`
   uint64_t model = 0;
   std::optional<uint64_t> machine;  // empty: not read (refused or failed)
 };
@@ -44,13 +45,14 @@ class HwProbe {
  public:
   virtual ~HwProbe() = default;
   // "GenuineIntel family 6 model 0x6a stepping 6".
-  virtual std::string cpu_identity() const = 0;
-  // The RDT/PQoS flags CPUID enumerates, as /proc/cpuinfo names them.
-  virtual std::vector<std::string> cpuid_flags() const = 0;
-  // Online CPUs whose CPUID was read.
+  virtual std::string cpu_name() const = 0;
+  // The resctrl-related flags the CPUs enumerate, as /proc/cpuinfo names them.
+  virtual std::vector<std::string> cpu_flags() const = 0;
+  // Online CPUs whose enumeration was read.
   virtual unsigned cpus_checked() const = 0;
-  // One line per RDT leaf on which a CPU differs from the first online CPU.
-  virtual std::vector<std::string> cpuid_differences() const = 0;
+  // One line per enumeration leaf on which a CPU differs from the first
+  // online CPU.
+  virtual std::vector<std::string> cpu_differences() const = 0;
   // Null when the CPU has no RDT/PQoS (or rdt= turned it all off); why in
   // model_error().
   virtual Arch* model() = 0;
@@ -76,11 +78,13 @@ class HwProbe {
   // The CLOSIDs that may hold them: every register that was read equals the
   // model's, but some could not be read (so neither like nor unlike).
   virtual std::vector<uint32_t> machine_closids_unsure(uint32_t model_closid) const = 0;
-  // CDP as the machine's QOS_CFG registers have it (empty: not read).
+  // CDP as the machine's configuration registers have it (empty: not read).
   virtual std::optional<bool> machine_cdp(ResourceId rid) const = 0;
-  // Per online CPU, PQR_ASSOC's CLOSID on the machine (CPUs not read left out).
+  // Per online CPU, the CLOSID its association register holds on the
+  // machine (CPUs not read left out).
   virtual std::map<unsigned, uint32_t> machine_cpu_closids() const = 0;
-  // Per online CPU, PQR_ASSOC's RMID on the machine (CPUs not read left out).
+  // Per online CPU, the RMID its association register holds on the
+  // machine (CPUs not read left out).
   virtual std::map<unsigned, uint32_t> machine_cpu_rmids() const = 0;
 };
 

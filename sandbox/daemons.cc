@@ -152,7 +152,7 @@ Result<void> Daemons::wait_mounted(Entry& e, const std::function<Result<void>()>
   mount_of(e.mountpoint, &before, nullptr);
   // The mount or the daemon's exit ends the wait; the limit only guards
   // against a daemon that hangs without either, and is far above a start on
-  // a loaded machine (a sanitizer build of the daemon on the msr path under
+  // a loaded machine (a sanitizer build of the daemon on the real backend under
   // a load of 10 on 2 CPUs mounts in a few seconds). Past 30 s the wait says
   // so once, so that a slow start is not mistaken for a hang.
   const auto start = std::chrono::steady_clock::now();

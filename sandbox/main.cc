@@ -37,8 +37,7 @@
 
 #include "base/vcpus.h"
 #include "base/version.h"
-#include "hw/backend.h"
-#include "hw/sim/profile.h"
+#include "hw/platform_factory.h"
 #include "sandbox/daemons.h"
 #include "sandbox/namespace.h"
 #include "sandbox/options.h"
@@ -65,18 +64,21 @@ struct PlatformView {
   uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
 };
 
-// Linux's x86_cache_size: CPUID 0x80000006's L2 on AMD, else the L3 (or L2).
-uint64_t cpuinfo_cache_kb(bool amd, const CacheSizes& caches) {
-  return (amd || caches.l3 == 0 ? caches.l2 : caches.l3) >> 10;
+// cpuinfo's "cache size": the L2's where the platform says so
+// (CpuDescription::cache_size_from_l2), else the L3 (or L2).
+uint64_t cpuinfo_cache_kb(bool from_l2, const CacheSizes& caches) {
+  return (from_l2 || caches.l3 == 0 ? caches.l2 : caches.l3) >> 10;
 }
 
 Result<PlatformView> load_platform(const std::string& name) {
-  RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_sim_backend(name));
+  hw::PlatformOptions popts;
+  popts.platform = name;
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_platform(popts));
   const hw::PlatformInfo& info = backend.arch->info();
   PlatformView v;
-  if (backend.x86 == nullptr) return Error::make(ENODEV, "the platform is not an x86 machine");
-  v.vendor = backend.x86->vendor;
-  v.flags = hw::x86::cpuinfo_rdt_flags(*backend.x86);
+  if (!backend.cpu) return Error::make(ENODEV, "the platform shows no CPU identity");
+  v.vendor = backend.cpu->vendor;
+  v.flags = backend.cpu->flags;
   for (size_t cpu = 0; cpu < info.cpu_package.size(); ++cpu) {
     CpuPlacement p;
     p.package = info.cpu_package[cpu];
@@ -86,21 +88,23 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.node = cpu < info.cpu_node.size() ? info.cpu_node[cpu] : -1;
     v.placement.push_back(p);
   }
-  RESCTRLFS_ASSIGN_OR_RETURN(hw::sim::Profile profile, hw::sim::load_profile(name));
-  v.caches = {hw::sim::cache_size_bytes(profile, 2), hw::sim::cache_size_bytes(profile, 3)};
-  v.cpuinfo_cache_kb = cpuinfo_cache_kb(profile.amd(), v.caches);
+  v.caches = {backend.cpu->l2_bytes, backend.cpu->l3_bytes};
+  v.cpuinfo_cache_kb = cpuinfo_cache_kb(backend.cpu->cache_size_from_l2, v.caches);
   return v;
 }
 
-// The machine a `--backend msr --hw-root ROOT` daemon drives (ROOT an
-// emulation of the kernel's CPU drivers, as in the tests): the vendor and
-// RDT flags its CPUID enumerates, its sysfs placement and cache sizes.
+// The machine a daemon on the real backend with `--hw-root ROOT` drives
+// (ROOT an emulation of the kernel's CPU drivers, as in the tests): the
+// vendor and flags its CPUs enumerate, its sysfs placement and cache sizes.
 Result<PlatformView> load_hw_root(const std::string& root) {
-  RESCTRLFS_ASSIGN_OR_RETURN(hw::x86::X86Platform info, hw::x86_platform_from_cpuid(root));
+  hw::PlatformOptions popts;
+  popts.backend = hw::BackendKind::kReal;
+  popts.hw_root = root;
+  RESCTRLFS_ASSIGN_OR_RETURN(hw::CpuDescription info, hw::real_cpu_description(popts));
   RESCTRLFS_ASSIGN_OR_RETURN(auto cpus, read_host_topology(root + "/sys/devices/system/cpu"));
   PlatformView v;
   v.vendor = info.vendor;
-  v.flags = hw::x86::cpuinfo_rdt_flags(info);
+  v.flags = info.flags;
   for (const auto& c : cpus) {
     if (c.cpu != v.placement.size())
       return Error::make(ENODEV, root + ": CPU " + std::to_string(v.placement.size()) +
@@ -111,14 +115,14 @@ Result<PlatformView> load_hw_root(const std::string& root) {
       if (k.level == 3 && v.caches.l3 == 0) v.caches.l3 = k.size_bytes;
     }
   }
-  v.cpuinfo_cache_kb = cpuinfo_cache_kb(info.amd(), v.caches);
+  v.cpuinfo_cache_kb = cpuinfo_cache_kb(info.cache_size_from_l2, v.caches);
   return v;
 }
 
 // A built-in platform other than host whose CPU count differs from the
-// host's runs fitted to the host's CPUs (NAME@host, see hw/sim/profile.h).
+// host's runs fitted to the host's CPUs (NAME@host, hw::fitted_to_host()).
 bool fit_to_host(const std::string& name, const std::vector<HostCpu>& host) {
-  auto names = hw::builtin_platforms();
+  auto names = hw::platform_names();
   if (name == "host" || std::find(names.begin(), names.end(), name) == names.end()) return false;
   auto p = load_platform(name);
   return p && p->placement.size() != host.size();
@@ -318,16 +322,17 @@ Result<void> Sandbox::setup() {
                        "must run as root (it creates a mount namespace and mounts FUSE there): "
                        "run it with sudo, e.g. sudo resctrlfs-sandbox --platform intel-2s");
   RESCTRLFS_ASSIGN_OR_RETURN(daemon_, find_daemon(opts_));
-  // With --backend msr on a real machine (--hw-root /) the host's cpuinfo
-  // and sysfs are the truth and stay; with another hw root, /proc and sysfs
-  // must show the machine the daemon reads there, as for a simulated one.
-  const bool msr = opts_.backend == "msr";
-  fake_machine_ = !msr || (!opts_.hw_root.empty() && opts_.hw_root != "/");
+  // With the real backend on a real machine (--hw-root /) the host's
+  // cpuinfo and sysfs are the truth and stay; with another hw root, /proc
+  // and sysfs must show the machine the daemon reads there, as for a
+  // simulated one.
+  const bool real = hw::backend_named(opts_.backend) == hw::BackendKind::kReal;
+  fake_machine_ = !real || (!opts_.hw_root.empty() && opts_.hw_root != "/");
   if (fake_machine_) {
     RESCTRLFS_ASSIGN_OR_RETURN(auto host, read_host_topology("/sys/devices/system/cpu"));
-    std::string what = msr ? "--hw-root " + opts_.hw_root : "platform " + opts_.platform;
+    std::string what = real ? "--hw-root " + opts_.hw_root : "platform " + opts_.platform;
     const bool virt = opts_.cpus == "platform";
-    if (virt && msr)
+    if (virt && real)
       return Error::make(EINVAL,
                          "--cpus platform needs the simulated backend (with --backend msr "
                          "the CPUs are the machine's, or --hw-root's)");
@@ -339,9 +344,9 @@ Result<void> Sandbox::setup() {
       return Error::make(EINVAL,
                          "--cpus platform needs --platform NAME|FILE.json (the host platform "
                          "has the host's CPUs already)");
-    if (!msr && !virt && fit_to_host(opts_.platform, host))
-      set_platform(opts_, opts_.platform + hw::sim::kFitToHostSuffix);
-    auto p = msr ? load_hw_root(opts_.hw_root) : load_platform(opts_.platform);
+    if (!real && !virt && fit_to_host(opts_.platform, host))
+      set_platform(opts_, hw::fitted_to_host(opts_.platform));
+    auto p = real ? load_hw_root(opts_.hw_root) : load_platform(opts_.platform);
     if (!p) return Error::make(p.error().code, what + ": " + p.error().message);
     platform_ = std::move(*p);
     if (virt) {
@@ -622,7 +627,7 @@ int main_impl(int argc, char** argv) {
     return 0;
   }
   if (o.list_platforms) {
-    for (const std::string& n : hw::builtin_platforms()) std::printf("%s\n", n.c_str());
+    for (const std::string& n : hw::platform_names()) std::printf("%s\n", n.c_str());
     return 0;
   }
   if (const char* staging = std::getenv(kEnvStaging); staging && *staging) {

@@ -18,7 +18,7 @@ struct Options {
   std::string daemon_path;               // --daemon PATH ("" = search)
   std::string platform = "host";         // from --platform
   std::string backend = "sim";           // from --backend
-  std::string hw_root = "/";             // from --hw-root (with --backend msr)
+  std::string hw_root = "/";             // from --hw-root (with the real backend)
   std::string mount_options;             // every -o value, joined by ','
   bool has_state_dir = false;            // --state-dir given
   bool ignore_topology = false;          // --ignore-topology

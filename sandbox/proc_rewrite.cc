@@ -123,7 +123,7 @@ const std::vector<std::string>& rdt_cpuinfo_flags() {
   // The order the kernel prints them in; the last four are hidden by
   // current kernels but may show on others, so they are removed too. The
   // first is not RDT: AMD Lightweight Profiling, shown only when the
-  // platform's CPUID has it (family 15h), never inherited from the host.
+  // platform enumerates it (family 15h), never inherited from the host.
   static const std::vector<std::string> kFlags = {
       "lwp",  "cat_l3", "cat_l2",  "cdp_l3",        "cdp_l2",        "mba",
       "cqm",  "rdt_a",  "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local",

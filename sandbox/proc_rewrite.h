@@ -14,7 +14,7 @@
 
 namespace resctrlfs::sandbox {
 
-// Every /proc/cpuinfo flag the kernel derives from RDT/PQoS CPUID bits, in
+// Every /proc/cpuinfo flag the kernel derives from RDT/PQoS feature bits, in
 // the order the sandbox emits them. A host flag in this list that the
 // platform lacks is removed from the fake cpuinfo.
 const std::vector<std::string>& rdt_cpuinfo_flags();
@@ -46,7 +46,8 @@ std::string virtual_cpuinfo(std::string_view host_cpuinfo, const std::vector<int
 
 // Returns `cpuinfo` with the value of every `vendor_id` line replaced by
 // `vendor` (unchanged when `vendor` is empty). Tools that choose their
-// tests by vendor read this line; the CPUID instruction still shows the host.
+// tests by vendor read this line; the processor itself still identifies as
+// the host's.
 std::string rewrite_cpuinfo_vendor(std::string_view cpuinfo, const std::string& vendor);
 
 // Returns `filesystems` with a `nodev\tresctrl` line appended (unless the

@@ -14,7 +14,7 @@
 
 #include "base/result.h"
 #include "hw/broker/protocol.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
 #include "hw/x86/pmt_sysfs.h"
 
 namespace resctrlfs::hw::broker {

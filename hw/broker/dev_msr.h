@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "hw/device.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::broker {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/device.h"
+#include "hw/x86/device.h"
 #include "hw/x86/pmt_sysfs.h"
 
 namespace resctrlfs::hw::broker {

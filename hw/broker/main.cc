@@ -26,11 +26,11 @@
 
 #include "base/cli_help.h"
 #include "base/version.h"
-#include "hw/backend.h"
 #include "hw/broker/dev_mem.h"
 #include "hw/broker/dev_msr.h"
 #include "hw/broker/dev_pmt.h"
 #include "hw/broker/server.h"
+#include "hw/platform_factory.h"
 #include "hw/real/dev_cpuid.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/pmt_sysfs.h"

@@ -21,7 +21,7 @@
 
 #include "base/fd_reserve.h"
 #include "hw/broker/policy.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::broker {
 

@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "hw/backend.h"
 #include "hw/x86/sysfs_topology.h"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -56,10 +56,10 @@ class MemoryMsrDevice final : public MsrDevice {
 
 class Probe final : public HwProbe {
  public:
-  std::string cpu_identity() const override { return identity_; }
-  std::vector<std::string> cpuid_flags() const override { return flags_; }
+  std::string cpu_name() const override { return identity_; }
+  std::vector<std::string> cpu_flags() const override { return flags_; }
   unsigned cpus_checked() const override { return cpus_checked_; }
-  std::vector<std::string> cpuid_differences() const override { return cpuid_diffs_; }
+  std::vector<std::string> cpu_differences() const override { return cpuid_diffs_; }
   Arch* model() override { return model_.get(); }
   std::string model_error() const override { return model_error_; }
   std::string machine_error() const override { return machine_error_; }
@@ -90,9 +90,9 @@ class Probe final : public HwProbe {
                     : t == ConfType::CODE ? " (CODE)"
                                           : "");
           r.cpu = cpu;
-          r.msr = model_->ctrl_msr(res.rid, hi);
+          r.address = model_->ctrl_msr(res.rid, hi);
           r.model = mem_->get(cpu, model_->ctrl_msr(res.rid, mi));
-          auto it = machine_.find({cpu, r.msr});
+          auto it = machine_.find({cpu, r.address});
           if (it != machine_.end()) r.machine = it->second;
           out.push_back(std::move(r));
         }
@@ -117,9 +117,9 @@ class Probe final : public HwProbe {
         r.what = "CB domain " + std::to_string(d.id) + " CLOSID " + std::to_string(hc) + " (byte " +
                  std::to_string(hc % x86::CBA_CLOS_PER_MSR) + ", CPU " + std::to_string(cpu) + ")";
         r.cpu = cpu;
-        r.msr = model_->ctrl_msr(res.rid, hc);
+        r.address = model_->ctrl_msr(res.rid, hc);
         r.model = byte(mem_->get(cpu, model_->ctrl_msr(res.rid, mc)), mc);
-        auto it = machine_.find({cpu, r.msr});
+        auto it = machine_.find({cpu, r.address});
         if (it != machine_.end()) r.machine = byte(it->second, hc);
         out.push_back(std::move(r));
       }

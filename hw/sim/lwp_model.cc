@@ -109,7 +109,7 @@ LwpThreadStatus SimMachine::lwp_status_locked(int tid) {
   if (it == lwp_.end()) return st;
   const LwpUnit& u = it->second;
   st.active = u.active();
-  st.generation = u.generation();
+  st.generation = std::string(lwp::generation_name(u.generation()));
   st.lwpcb_address = u.active() ? lwpcb_address(tid) : 0;
   lwp::Lwpcb cb = u.slwpcb().value_or(u.lwpcb());
   if (auto enc = lwp::encode_lwpcb(cb); enc.ok()) st.lwpcb = *enc;
@@ -210,6 +210,40 @@ Result<LwpInsertResult> SimMachine::lwp_insert(int tid, const LwpInsert& op) {
   out.written =
       (out.status.pending_records - before.pending_records) + (out.status.missed - before.missed);
   return out;
+}
+
+static_assert(kLwpRecordSize == lwp::kRecordSize);
+
+Result<LwpThreadStatus> SimMachine::lwp_arm_events(int tid, const LwpArm& arm) {
+  const std::optional<lwp::Generation> gen = lwp_generation();
+  if (!gen)
+    return Error::make(EOPNOTSUPP,
+                       "this platform has no LWP (its CPUID 8000_0001h ECX[15] is clear): use "
+                       "an AMD profile with \"lwp\" or with LWP's raw CPUID leaves");
+  if (arm.value && lwp::event_id(*gen, lwp::Event::kValue) == 0)
+    return Error::make(EINVAL,
+                       "'value' is LWPVAL's event, which this platform's LWP (the 2007 "
+                       "proposal's) does not have");
+  lwp::Lwpcb cb;
+  cb.buffer_size = arm.buffer_bytes;
+  cb.buffer_base = 0x7f0000100000;
+  cb.random = arm.random;
+  cb.threshold = arm.threshold;
+  cb.min_latency = arm.min_latency;
+  cb.clf = arm.clf;
+  cb.nbc = arm.nbc;
+  cb.rdc = arm.rdc;
+  cb.ram = arm.ram;
+  cb.oth = arm.oth;
+  auto slot = [&](const std::optional<uint32_t>& iv, lwp::Event e) {
+    if (iv) cb.events.push_back(lwp::EventSlot{*iv, lwp::event_id(*gen, e), *iv});
+  };
+  slot(arm.value, lwp::Event::kValue);
+  slot(arm.instructions, lwp::Event::kInstructions);
+  slot(arm.branches, lwp::Event::kBranches);
+  slot(arm.dcache, lwp::Event::kDcache);
+  RESCTRLFS_ASSIGN_OR_RETURN(std::string bytes, lwp::encode_lwpcb(cb));
+  return lwp_arm(tid, bytes);
 }
 
 std::optional<lwp::Generation> SimMachine::lwp_generation() const {

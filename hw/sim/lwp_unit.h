@@ -7,7 +7,7 @@
 // the simulated machine only; the simulated CPUID does not advertise it.
 //
 // Structure-exact: the unit is loaded from and flushed to an LWPCB
-// (base/lwp_format.h, the proposal's layout with the slot offset 40) and
+// (hw/x86/lwp_format.h, the proposal's layout with the slot offset 40) and
 // writes 32-byte records into a ring buffer of BufferSize bytes. It is of
 // one generation (lwp::Generation, the platform's CPUID 8000_001Ch layout,
 // see hw/x86/lwp_cpuid.h): the 2007 proposal (event ids 1 instructions, 2
@@ -50,9 +50,9 @@
 #include <string>
 #include <vector>
 
-#include "base/lwp_format.h"
 #include "base/result.h"
 #include "hw/x86/lwp_cpuid.h"
+#include "hw/x86/lwp_format.h"
 
 namespace resctrlfs::hw::sim {
 

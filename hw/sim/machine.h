@@ -191,10 +191,10 @@
 
 #include "hw/arch.h"
 #include "hw/backend.h"
-#include "hw/device.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 #include "hw/x86/lwp_cpuid.h"
 
 namespace resctrlfs::hw::sim {
@@ -244,7 +244,10 @@ class SimMachine final : public CpuidSource,
   Result<std::string> lwp_drain(int tid, size_t max, LwpThreadStatus* after = nullptr) override;
   Result<LwpThreadStatus> lwp_status(int tid) override;
   Result<LwpInsertResult> lwp_insert(int tid, const LwpInsert& op) override;
-  std::optional<lwp::Generation> lwp_generation() const override;
+  Result<LwpThreadStatus> lwp_arm_events(int tid, const LwpArm& arm) override;
+  // The LWP generation the machine's CPUID enumerates, or nullopt when it
+  // has no LWP (CPUID 8000_0001h ECX[15] clear, or not an AMD part).
+  std::optional<lwp::Generation> lwp_generation() const;
   LwpUsage lwp_usage() override;
   std::vector<int> lwp_threads() override;
   void lwp_forget(int tid) override;

@@ -98,8 +98,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "hw/device.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 #include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::sim {

@@ -33,7 +33,9 @@ Result<Backend> make_sim_backend(const std::string& platform, const std::string&
     if (t.ok()) (void)arch->attach_io_rdt(std::move(t).value(), machine);
   }
   Backend b;
-  b.x86 = &arch->platform();
+  b.cpu = x86::cpu_description(arch->platform());
+  b.cpu->l2_bytes = sim::cache_size_bytes(machine->profile(), 2);
+  b.cpu->l3_bytes = sim::cache_size_bytes(machine->profile(), 3);
   b.arch = std::move(arch);
   b.sim = machine.get();
   b.platform_name = platform;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "hw/arch.h"
-#include "hw/device.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::x86 {
 

@@ -15,7 +15,7 @@ namespace resctrlfs::hw::x86 {
 
 namespace {
 
-Error io_write_failed() { return Error::make(EIO, kHwWriteFailed); }
+Error io_write_failed() { return write_failure(); }
 
 }  // namespace
 

@@ -16,7 +16,7 @@
 namespace resctrlfs::hw::x86 {
 namespace {
 
-Error write_failed() { return Error::make(EIO, kHwWriteFailed); }
+Error write_failed() { return write_failure(); }
 
 int mbm_index(EventId ev) { return ev == EventId::MBM_LOCAL ? 1 : 0; }
 

@@ -17,15 +17,12 @@
 #include <vector>
 
 #include "hw/arch.h"
-#include "hw/device.h"
 #include "hw/x86/aet.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 #include "hw/x86/irdt.h"
 
 namespace resctrlfs::hw::x86 {
-
-// The message fs/ shows in last_cmd_status when a register write fails.
-inline constexpr const char* kHwWriteFailed = "Failed to write hardware register\n";
 
 class X86Arch final : public Arch {
  public:

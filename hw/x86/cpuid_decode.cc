@@ -693,6 +693,16 @@ MbmCorrection mbm_correction(const X86Platform& info) {
   return c;
 }
 
+CpuDescription cpu_description(const X86Platform& info) {
+  CpuDescription id;
+  id.vendor = info.vendor;
+  id.family = info.family;
+  id.model = info.model;
+  id.flags = cpuinfo_rdt_flags(info);
+  id.cache_size_from_l2 = info.amd();
+  return id;
+}
+
 std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info) {
   if (info.cpuinfo_flags) return *info.cpuinfo_flags;
   // Ordered by the kernel's feature numbers: word 7 (cat_l3 .. mba), word 9

@@ -13,7 +13,7 @@
 #include "base/cpumask.h"
 #include "base/result.h"
 #include "hw/arch.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
 #include "hw/x86/platform.h"
 
 namespace resctrlfs::hw::x86 {

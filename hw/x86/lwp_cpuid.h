@@ -29,8 +29,8 @@
 
 #include <cstdint>
 
-#include "base/lwp_format.h"
-#include "hw/device.h"
+#include "hw/x86/device.h"
+#include "hw/x86/lwp_format.h"
 
 namespace resctrlfs::hw::x86 {
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hw/arch.h"
+#include "hw/backend.h"
 
 namespace resctrlfs::hw::x86 {
 
@@ -36,5 +37,10 @@ struct X86Platform : PlatformInfo {
 // shows it as Linux does. SMBA, BMEC and ABMC have no
 // cpuinfo flag in Linux (their feature names are hidden).
 std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info);
+
+// The platform's CPUs as /proc/cpuinfo shows them (hw/backend.h): vendor,
+// family, model, cpuinfo_rdt_flags(), and Linux's x86_cache_size, which is
+// CPUID 0x80000006's L2 on AMD (and Hygon), else the last level.
+CpuDescription cpu_description(const X86Platform& info);
 
 }  // namespace resctrlfs::hw::x86

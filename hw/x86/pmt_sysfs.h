@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hw/device.h"
 #include "hw/x86/cpuid_decode.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::x86 {
 

@@ -12,7 +12,7 @@ set(probes
   "FS|hw/x86/arch_x86.h|missing"
   "FS|hw/sim/profile.h|missing"
   "FS|hw/backend.h|missing"
-  "FS|hw/device.h|missing"
+  "FS|hw/x86/device.h|missing"
   "FS|daemon/daemon.h|missing"
   "FS|hw/arch.h|ok"
   "FS|schemata/schemata.h|ok"
@@ -30,12 +30,19 @@ set(probes
   # The broker sees no simulator.
   "MSRD|hw/sim/machine.h|missing"
   "MSRD|hw/broker/server.h|ok"
-  # The daemon sees fs/'s public headers, not its insides nor x86 code.
+  # The daemon sees fs/'s public headers, not its insides nor any
+  # architecture's code: platforms through the factory.
   "DAEMON|fs/impl.h|missing"
   "DAEMON|hw/x86/registers.h|missing"
+  "DAEMON|hw/x86/platform.h|missing"
   "DAEMON|hw/sim/machine.h|missing"
   "DAEMON|fs/filesystem.h|ok"
   "DAEMON|hw/backend.h|ok"
+  "DAEMON|hw/platform_factory.h|ok"
+  # The sandbox likewise.
+  "SANDBOX|hw/x86/platform.h|missing"
+  "SANDBOX|hw/sim/profile.h|missing"
+  "SANDBOX|hw/platform_factory.h|ok"
   # The exporter reads files: base/ and itself only.
   "EXPORTER|fs/filesystem.h|missing"
   "EXPORTER|hw/arch.h|missing"
@@ -46,6 +53,7 @@ set(lower_SCHEMATA schemata)
 set(lower_HW hw/x86)
 set(lower_MSRD hw/broker)
 set(lower_DAEMON daemon)
+set(lower_SANDBOX sandbox)
 set(lower_EXPORTER exporter)
 
 file(REMOVE_RECURSE ${WORK})

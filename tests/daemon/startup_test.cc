@@ -186,30 +186,6 @@ TEST_CASE("a second instance for the same mount point is refused, another one is
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("MSR backend preconditions") {
-  const std::string rdt_cpu =
-      "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme cat_l3 cdp_l3 rdt_a mba\n";
-  const std::string amd_cpu = "processor\t: 0\nflags\t\t: fpu cqm cqm_llc cqm_occup_llc\n";
-  const std::string plain_cpu = "processor\t: 0\nflags\t\t: fpu vme avx512f\n";
-  const std::string no_resctrl = "proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n";
-  const std::string our_mount = "resctrl /sys/fs/resctrl fuse.resctrl rw 0 0\n";
-  const std::string kernel_resctrl = "resctrl /sys/fs/resctrl resctrl rw,relatime 0 0\n";
-
-  CHECK(check_msr_preconditions(no_resctrl, rdt_cpu).ok());
-  CHECK(check_msr_preconditions(no_resctrl, amd_cpu).ok());
-  CHECK(check_msr_preconditions(our_mount, rdt_cpu).ok());
-
-  auto none = check_msr_preconditions(no_resctrl, plain_cpu);
-  REQUIRE_FALSE(none.ok());
-  CHECK(none.error().code == ENODEV);
-  CHECK(none.error().message.find("no RDT/PQoS") != std::string::npos);
-
-  auto kernel = check_msr_preconditions(kernel_resctrl, rdt_cpu);
-  REQUIRE_FALSE(kernel.ok());
-  CHECK(kernel.error().code == EBUSY);
-  CHECK(kernel.error().message.find("/sys/fs/resctrl") != std::string::npos);
-}
-
 TEST_CASE("resctrl already mounted at a path") {
   const std::string mounts =
       "proc /proc proc rw 0 0\n"

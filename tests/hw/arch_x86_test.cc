@@ -179,7 +179,7 @@ TEST_CASE("a failed write rolls back everything the update already wrote") {
                                    {ResourceId::MB, ConfType::NONE, 0, 1, 50}});
   REQUIRE_FALSE(res.ok());
   CHECK(res.error().code == EIO);
-  CHECK(res.error().message == kHwWriteFailed);
+  CHECK(is_write_failure(res.error()));
   CHECK(r.msr->log == std::vector{W(0, IA32_L3_MASK_0 + 1, 0x00f), W(4, IA32_L3_MASK_0 + 1, 0x0f0),
                                   W(0, IA32_L2_QOS_EXT_BW_THRTL_0 + 1, 50),
                                   W(4, IA32_L3_MASK_0 + 1, 0x7ff),

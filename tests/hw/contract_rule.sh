@@ -37,7 +37,7 @@ scan() {  # scan FILE...: prints every offending line
 sample="$(mktemp)"
 trap 'rm -f "$sample"' EXIT
 printf '%s\n' '// Programs PQR_ASSOC of the CPU.' '// as the simulator does' \
-  '#include "hw/device.h"' '// a clean line about domains' >"$sample"
+  '#include "hw/backend.h"' '// a clean line about domains' >"$sample"
 if [ "$(scan "$sample" | wc -l)" != 3 ]; then
   echo "contract rule: the check missed a name in its own sample:" >&2
   scan "$sample" >&2

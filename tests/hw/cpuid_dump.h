@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "hw/device.h"
+#include "hw/x86/device.h"
 
 class DumpSource final : public resctrlfs::hw::CpuidSource {
  public:

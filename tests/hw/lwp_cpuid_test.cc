@@ -44,10 +44,10 @@
 #include <map>
 #include <sstream>
 
-#include "base/lwp_format.h"
 #include "cpuid_dump.h"
 #include "hw/x86/cpuid_decode.h"
 #include "hw/x86/lwp_cpuid.h"
+#include "hw/x86/lwp_format.h"
 #include "hw/x86/registers.h"
 
 using namespace resctrlfs;
@@ -95,7 +95,7 @@ TEST_CASE("FX-8150 (Bulldozer) LWP enumeration decodes field by field") {
   CHECK(c.event_offset == 0x80);
   CHECK(c.cb_size_bytes == c.event_offset + 8 * c.max_events);  // cross-check
   // The second source: the shipped LWPCB as software that ran LWP on these
-  // parts lays it out (base/lwp_format.h) puts 3 slots at offset 128.
+  // parts lays it out (hw/x86/lwp_format.h) puts 3 slots at offset 128.
   CHECK(c.event_offset == lwp::kShippedEventOffset);
   CHECK(lwp::encode_shipped_lwpcb(lwp::ShippedLwpcb{.events = {{}, {}, {}}}, c.event_offset)
             ->size() == c.cb_size_bytes);

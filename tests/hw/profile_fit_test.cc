@@ -9,6 +9,7 @@
 #include "hw/backend.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
+#include "hw/x86/arch_x86.h"
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
@@ -133,15 +134,15 @@ TEST_CASE("NAME@host: this machine's CPUs with the built-in's resources") {
   auto plain_backend = make_sim_backend("intel-2s");
   REQUIRE(host_backend.ok());
   REQUIRE(plain_backend.ok());
-  const x86::X86Platform& h = *host_backend->x86;
+  const x86::X86Platform& h = dynamic_cast<const x86::X86Arch&>(*host_backend->arch).platform();
   if (h.online.cpus().size() < 2) {
     REQUIRE_FALSE(fitted_backend.ok());
     CHECK(fitted_backend.error().message.find("at least 2") != std::string::npos);
     return;
   }
   REQUIRE(fitted_backend.ok());
-  const x86::X86Platform& f = *fitted_backend->x86;
-  const x86::X86Platform& p = *plain_backend->x86;
+  const x86::X86Platform& f = dynamic_cast<const x86::X86Arch&>(*fitted_backend->arch).platform();
+  const x86::X86Platform& p = dynamic_cast<const x86::X86Arch&>(*plain_backend->arch).platform();
   CHECK(fitted_backend->platform_name == "intel-2s@host");
   CHECK(f.vendor == p.vendor);
   CHECK(f.model == p.model);

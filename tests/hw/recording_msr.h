@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "hw/device.h"
+#include "hw/x86/device.h"
 
 namespace resctrlfs::hw::testing {
 

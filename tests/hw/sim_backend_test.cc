@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "hw/backend.h"
+#include "hw/x86/arch_x86.h"
 #include "hw/x86/registers.h"
 
 using namespace resctrlfs;
@@ -24,6 +25,11 @@ Backend make(const std::string& name) {
 
 std::vector<unsigned> cpus_of(const CpuMask& m) { return m.cpus(); }
 
+// The x86 identity of a simulated backend's platform.
+const x86::X86Platform& x86_of(const Backend& b) {
+  return dynamic_cast<const x86::X86Arch&>(*b.arch).platform();
+}
+
 uint64_t reg(const SimControl& sim, unsigned cpu, uint32_t msr) {
   for (const auto& r : sim.dump_registers())
     if (r.cpu == cpu && r.msr == msr) return r.value;
@@ -35,7 +41,7 @@ uint64_t reg(const SimControl& sim, unsigned cpu, uint32_t msr) {
 
 TEST_CASE("intel-2s profile decodes to the documented platform") {
   Backend b = make("intel-2s");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.nr_cpus == 8);
   CHECK(i.online.count() == 8);
@@ -87,7 +93,7 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
 
 TEST_CASE("intel-l2 profile decodes to the documented platform") {
   Backend b = make("intel-l2");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.nr_cpus == 4);
   CHECK(i.cpu_l2_id == std::vector<int>{0, 0, 2, 2});
   CHECK(i.cpu_l3_id == std::vector<int>{0, 0, 0, 0});
@@ -115,7 +121,7 @@ TEST_CASE("intel-l2 profile decodes to the documented platform") {
 
 TEST_CASE("intel-cmt profile is monitoring only") {
   Backend b = make("intel-cmt");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.nr_cpus == 4);
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
   CHECK(i.mon.capable);
@@ -127,7 +133,7 @@ TEST_CASE("intel-cmt profile is monitoring only") {
 
 TEST_CASE("amd-2s profile decodes to the documented platform") {
   Backend b = make("amd-2s");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.vendor == "AuthenticAMD");
   CHECK(i.nr_cpus == 8);
   CHECK(i.cpu_package == std::vector<int>(8, 0));
@@ -174,8 +180,8 @@ TEST_CASE("amd-2s profile decodes to the documented platform") {
 TEST_CASE("amd-io is amd-2s plus SDCIAE") {
   Backend io = make("amd-io");
   Backend plain = make("amd-2s");
-  const x86::X86Platform& i = *io.x86;
-  const x86::X86Platform& p = *plain.x86;
+  const x86::X86Platform& i = x86_of(io);
+  const x86::X86Platform& p = x86_of(plain);
   CHECK(i.res(ResourceId::L3).cache.io_alloc_capable);
   CHECK_FALSE(p.res(ResourceId::L3).cache.io_alloc_capable);
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
@@ -199,7 +205,7 @@ TEST_CASE("amd-io is amd-2s plus SDCIAE") {
 
 TEST_CASE("host profile mirrors this machine's CPUs") {
   Backend b = make("host");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.nr_cpus >= 1);
   CHECK(i.online.count() >= 1);
   CHECK(i.res(ResourceId::L3).alloc_capable);
@@ -244,7 +250,7 @@ TEST_CASE("sim backend programs registers through the Arch") {
 
 TEST_CASE("a JSON profile of raw CPUID leaves from a real machine") {
   Backend b = make(std::string(RESCTRLFS_HW_TEST_DATA) + "/profile-xeon-gold-6252.json");
-  const x86::X86Platform& i = *b.x86;
+  const x86::X86Platform& i = x86_of(b);
   CHECK(i.model == 0x55);
   CHECK(i.nr_cpus == 4);
   const Resource& l3 = i.res(ResourceId::L3);

@@ -21,12 +21,12 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "base/lwp_format.h"
 #include "hw/backend.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/lwp_cpuid.h"
+#include "hw/x86/lwp_format.h"
 #include "hw/x86/registers.h"
 #include "lwp_profile.h"
 
@@ -137,7 +137,7 @@ TEST_CASE("each generation's unit writes its own event ids and Flags") {
     REQUIRE(m->lwp_arm(100, lwpcb({{99999, ire, 99999}, {9999, bre, 9999}, {999, dme, 999}})).ok());
     auto st = m->lwp_status(100);
     REQUIRE(st.ok());
-    CHECK(st->generation == g);
+    CHECK(st->generation == generation_name(g));
     INFO(generation_name(g));
     if (g == Generation::kProposal) {
       // Figure 6: EN, IRE (1), BRE (2), DME (3), INT.

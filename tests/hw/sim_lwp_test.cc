@@ -10,10 +10,10 @@
 #include <map>
 #include <thread>
 
-#include "base/lwp_format.h"
 #include "hw/backend.h"
 #include "hw/sim/lwp_unit.h"
 #include "hw/sim/machine.h"
+#include "hw/x86/lwp_format.h"
 #include "hw/x86/registers.h"
 #include "lwp_profile.h"
 

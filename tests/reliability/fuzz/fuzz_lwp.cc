@@ -1,4 +1,4 @@
-// libFuzzer target: the LWP codecs (base/lwp_format.h). Any bytes must
+// libFuzzer target: the LWP codecs (hw/x86/lwp_format.h). Any bytes must
 // decode to records or an error, never crash; whatever decodes must encode
 // back to the same bytes, and print as one JSON object. The first byte picks
 // an LWPCB shape (slot count, proposal or shipped slot offset) for the LWPCB
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/lwp_format.h"
+#include "hw/x86/lwp_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace resctrlfs::lwp;

@@ -1,10 +1,10 @@
-// Unit tests of base/lwp_format.h: the LWP event record and LWPCB codecs
+// Unit tests of hw/x86/lwp_format.h: the LWP event record and LWPCB codecs
 // against byte vectors built by hand from the layouts of the 2007 LWP
 // proposal (record figure, branch and DCache-miss tables, LWPCB figure)
 // with the event ids of the shipped specification (AMD pub. 43724), both
 // directions, plus the decoder's refusals and the JSON-lines form; and the
 // proposal's own generation (its event ids, Table 1).
-#include "base/lwp_format.h"
+#include "hw/x86/lwp_format.h"
 
 #include <catch2/catch.hpp>
 

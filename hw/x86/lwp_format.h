@@ -3,8 +3,8 @@
 // block (LWPCB) that describes the buffer and the event counters, with an
 // encoder and a checking decoder for each, and the JSON-lines form of a
 // record that `resctrlfsctl lwp decode` prints. Header-only and free of any
-// other resctrlfs part, so that the simulator, the control socket, the CLI
-// and the fuzz target share one codec.
+// other resctrlfs part (base/result.h aside), so that the simulator, the CLI
+// (which links no hw/ library) and the fuzz target share one codec.
 //
 // Two generations of LWP, with the same record and LWPCB-Flags layouts but
 // different event ids (Generation):
