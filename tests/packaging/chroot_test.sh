@@ -25,11 +25,12 @@ skip() { echo "SKIPPED: $*" >&2; exit 77; }
 case $mode in
   deb) ls "$artifacts"/resctrlfs_*_amd64.deb >/dev/null 2>&1 || skip "no .deb in $artifacts (packaging.deb_build failed?)"
        # The packages' dependencies come with the system: the test needs no network.
-       pkgs=(sudo fuse3 libfuse3-3 libjemalloc2 libseccomp2 libspdlog1.10 libfmt9) ;;
+       pkgs=(sudo fuse3 libfuse3-3 libjemalloc2 libseccomp2 libspdlog1.10 libfmt9 intel-cmt-cat) ;;
   archive) ls "$artifacts"/resctrlfs-*-x86_64-linux.tar.gz >/dev/null 2>&1 ||
              skip "no release archive in $artifacts (packaging.release_build failed?)"
-       # Nothing but sudo: the archive's programs need only glibc.
-       pkgs=(sudo) ;;
+       # Nothing but sudo and the client the test runs (pqos): the archive's
+       # programs need only glibc.
+       pkgs=(sudo intel-cmt-cat) ;;
 esac
 . "$src/packaging/chroot-lib.sh"
 tarball=$(chroot_tarball "$suite" "${pkgs[@]}") || skip "no $suite system could be made"
@@ -66,6 +67,9 @@ unshare -m -p -f --kill-child --propagation private bash -c '
   mount --rbind /sys "$root/sys"
   mount -t proc proc "$root/proc"
   mount -t tmpfs tmpfs "$root/run"
+  # What systemd-tmpfiles makes at boot: /var/lock points here (pqos takes
+  # its API lock in it).
+  mkdir -m 1777 "$root/run/lock"
   exec chroot "$root" runuser -u tester -- /tmp/in_chroot.sh "$mode"
 ' _ "$root" "$mode"
 rc=$?

@@ -4,7 +4,8 @@
 # /tmp/artifacts with apt; MODE archive: the release archive there, with
 # packaging/ci-install.sh, the script docs/ci.md's recipes run), mounts a
 # simulated platform, makes a group, writes and reads back a schemata
-# line, runs a program through resctrlfs-sandbox, and uninstalls (the man
+# line, runs pqos (the distribution's own) through resctrlfs-sandbox, and
+# uninstalls (the man
 # pages and bash completions are installed with the programs and go with
 # them).
 # usage: in_chroot.sh deb|archive
@@ -56,10 +57,13 @@ while grep -q '^[0-9]* (resctrlfsd) [^Z]' /proc/[0-9]*/stat 2>/dev/null; do
 done
 rmdir $mp
 
-step "resctrlfs-sandbox --platform intel-2s@host -- cat /sys/fs/resctrl/schemata"
-out=$(sudo resctrlfs-sandbox --platform intel-2s@host -- cat /sys/fs/resctrl/schemata)
+step "resctrlfs-sandbox --platform intel-2s@host -- pqos -I -d"
+# pqos finds no resctrl mounted in the sandbox's namespace and mounts it
+# itself (mount(2), which the sandbox serves), then shows the capabilities.
+out=$(sudo resctrlfs-sandbox --platform intel-2s@host -- pqos -I -d 2>&1) || {
+  echo "$out"; echo "FAIL: pqos -I -d in the sandbox failed" >&2; exit 1; }
 echo "$out"
-echo "$out" | grep -q '^ *L3:0=' || { echo "FAIL: no L3 line in the sandbox's schemata" >&2; exit 1; }
+echo "$out" | grep -q 'L3 CAT' || { echo "FAIL: pqos -I -d in the sandbox shows no L3 CAT" >&2; exit 1; }
 
 step "uninstall"
 case $mode in
@@ -71,4 +75,4 @@ for f in /usr/sbin/resctrlfsd /usr/bin/resctrlfs-sandbox /usr/local/sbin/resctrl
   /usr/local/bin/resctrlfs-sandbox $docs; do
   if [ -e $f ]; then echo "FAIL: $f is still installed" >&2; exit 1; fi
 done
-echo "ok: installed, mounted, wrote schemata, ran the sandbox, uninstalled"
+echo "ok: installed, mounted, wrote schemata, ran pqos in the sandbox, uninstalled"
