@@ -19,6 +19,7 @@
 #include "base/json_input.h"
 #include "base/lwp_format.h"
 #include "daemon/boot_state.h"
+#include "daemon/takeover.h"
 
 namespace resctrlfs::daemon {
 
@@ -215,7 +216,24 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     return std::move(bridge).error();
   }
   bridge_ = std::move(bridge).value();
-  Result<void> fm = bridge_->mount();
+  Result<void> fm = Ok();
+  const std::string init_file = opts_.state_dir + "/" + kFuseInitFile;
+  if (opts_.fuse_fd >= 0) {
+    // The keeper's connection, or the one systemd kept (daemon/takeover.h).
+    fm = bridge_->adopt(opts_.fuse_fd, init_file, opts_.takeover);
+    if (fm.ok() && opts_.takeover)
+      spdlog::info("took over the FUSE connection of {}", opts_.mountpoint);
+  } else if (opts_.fd_store) {
+    Result<int> fd = FuseBridge::mount_connection(settings);
+    if (!fd.ok()) {
+      fm = std::move(fd).error();
+    } else {
+      fm = bridge_->adopt(*fd, init_file, false);
+      if (fm.ok()) (void)store_fd_in_systemd(*fd);
+    }
+  } else {
+    fm = bridge_->mount();
+  }
   if (!fm.ok()) {
     shutdown("start-up failed");
     return fm;
@@ -589,7 +607,11 @@ void Daemon::shutdown(const char* why) {
       out << (regs.ok() ? regs->dump() : std::string("{}")) << "\n";
     }
   }
-  if (bridge_) bridge_->unmount();
+  // A connection the keeper holds stays mounted when this daemon fails to
+  // start: the keeper decides.
+  if (bridge_ && !(opts_.fuse_fd >= 0 && std::string_view(why) == "start-up failed"))
+    bridge_->unmount();
+  if (opts_.fd_store && std::string_view(why) != "start-up failed") remove_fd_from_systemd();
   io_.stop();
 }
 
