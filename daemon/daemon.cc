@@ -10,7 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -251,6 +253,10 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   });
   bridge_->set_write_reply_hook([this] { flush_invalidations(); });
   bridge_->set_prepare_hook([this] { return prepare_journal(); });
+  bridge_->set_applied_hook([this](uint64_t unique) -> std::optional<int64_t> {
+    if (!journal_) return std::nullopt;
+    return journal_->applied(unique);
+  });
   bridge_->set_commit_hook([this]() -> Result<void> {
     // Serialising the boot state (the RMID order alone is num_rmids numbers)
     // on every command cost more than the command; it only has to outlive
@@ -694,8 +700,17 @@ Result<void> Daemon::prepare_journal() {
 
 Result<void> Daemon::commit_journal() {
   if (!journal_ || !parts_ || !fs_mounted_) return Ok();
+  // A FUSE command's id and result go into its record (0 elsewhere).
+  const uint64_t unique = FuseBridge::current_unique();
+  journal_->set_request(unique, FuseBridge::current_result());
   Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
   if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
+  // Test aid: die between the journal and the reply, once per file made.
+  static const char* kill_file = std::getenv("RESCTRLFS_TEST_KILL_AFTER_COMMIT_FILE");
+  if (r.ok() && unique != 0 && kill_file != nullptr && ::unlink(kill_file) == 0) {
+    spdlog::warn("test aid: killed after journaling request {}", unique);
+    ::raise(SIGKILL);
+  }
   return r;
 }
 

@@ -28,6 +28,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,6 +63,8 @@ constexpr uint64_t kFuseUniqueResend = uint64_t{1} << 63;
 // The command running on this thread: its FUSE unique id as the kernel
 // sent it (0: none).
 thread_local uint64_t tl_unique = 0;
+// Its result as the journal records it (bytes written, or -errno).
+thread_local int64_t tl_result = 0;
 
 // The libfuse options string of every mount of ours.
 std::string session_options(const FuseSettings& settings) {
@@ -344,9 +347,24 @@ struct FuseBridge::Impl {
     return false;
   }
 
+  // A command the kernel resent (the daemon that read it first died) that
+  // the journal says was applied: its result, to answer with instead of
+  // running it again.
+  std::function<std::optional<int64_t>(uint64_t)> applied_hook;
+  std::optional<int64_t> already_applied() {
+    if (!applied_hook || (tl_unique & kFuseUniqueResend) == 0) return std::nullopt;
+    std::optional<int64_t> r = applied_hook(tl_unique & ~kFuseUniqueResend);
+    if (r)
+      spdlog::info("resent request {} was applied before: answered, not run again",
+                   tl_unique & ~kFuseUniqueResend);
+    return r;
+  }
+
   // After a command, before its reply: 0, or the errno that replaces a
-  // successful command's reply.
-  int committed() {
+  // successful command's reply. `result`: the command's own (bytes written
+  // or -errno), journaled with its FUSE id.
+  int committed(int64_t result) {
+    tl_result = result;
     if (!commit_hook) return 0;
     Result<void> r = commit_hook();
     return r.ok() ? 0 : errno_of(r.error());
@@ -457,11 +475,22 @@ struct FuseBridge::Impl {
     const uid_t uid = attr->st_uid;
     const gid_t gid = attr->st_gid;
     s->run_command([s, req, ino, to_set, mode, uid, gid] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        Result<fs::Attr> a = s->fs.getattr(ino);
+        if (*done < 0 || !a.ok()) {
+          fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : errno_of(a.error()));
+          return;
+        }
+        struct stat st;
+        fill_stat(*a, &st);
+        fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
                                          (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
                                          (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
@@ -483,9 +512,18 @@ struct FuseBridge::Impl {
   static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), mode, c = caller(req)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        Result<fs::Attr> a = s->fs.lookup(parent, n);
+        if (*done < 0 || !a.ok()) {
+          fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : errno_of(a.error()));
+          return;
+        }
+        s->reply_entry(req, parent, *a);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.mkdir(parent, n, mode & 07777, c);
-      const int jerr = s->committed();
+      const int jerr = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
@@ -508,9 +546,13 @@ struct FuseBridge::Impl {
   static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : 0);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<void> r = s->fs.rmdir(parent, n);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
@@ -528,9 +570,13 @@ struct FuseBridge::Impl {
     }
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), newparent, nn = std::string(newname)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : 0);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<void> r = s->fs.rename(parent, n, newparent, nn, 0);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
@@ -619,11 +665,19 @@ struct FuseBridge::Impl {
     Impl* s = self(req);
     // The data lives in the session's buffer, which the next request reuses.
     s->run_command([s, req, ino = fs::Ino{ino}, d = std::string(data, size), c = caller(req)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        if (*done < 0) {
+          fuse_reply_err(req, static_cast<int>(-*done));
+        } else {
+          fuse_reply_write(req, static_cast<size_t>(*done));
+        }
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<size_t> r = s->fs.write(ino, d, c);
       // Also after a failure: what a tasks or channels write moved
       // before its bad id stays moved, as in the kernel.
-      const int jerr = s->committed();
+      const int jerr = s->committed(r.ok() ? static_cast<int64_t>(*r) : -errno_of(r.error()));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
@@ -937,6 +991,12 @@ Result<void> FuseBridge::adopt(int fd, const std::string& init_file, bool takeov
 uint64_t FuseBridge::current_unique() { return tl_unique & ~kFuseUniqueResend; }
 
 bool FuseBridge::current_is_resend() { return (tl_unique & kFuseUniqueResend) != 0; }
+
+int64_t FuseBridge::current_result() { return tl_result; }
+
+void FuseBridge::set_applied_hook(std::function<std::optional<int64_t>(uint64_t)> hook) {
+  impl_->applied_hook = std::move(hook);
+}
 
 void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
   impl_->hook = std::move(hook);

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,15 @@ class FuseBridge {
   static uint64_t current_unique();
   // Whether the command running now is one the kernel resent.
   static bool current_is_resend();
+  // The result of the command running now, set before the commit hook
+  // runs: bytes written, or -errno.
+  static int64_t current_result();
+
+  // Asked, where commands run, before a command the kernel resent runs:
+  // the result the journal holds for its unique id (a daemon that died had
+  // applied and journaled it but not answered), which is then the answer,
+  // or nullopt: the command runs.
+  void set_applied_hook(std::function<std::optional<int64_t>(uint64_t unique)> hook);
 
   // Called with each request's opcode before it is dispatched (the daemon
   // drains the fork and exit events there so that forks are known before a

@@ -198,8 +198,9 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
   if (!d.is_object()) return delta_bad("not a JSON object");
   for (auto& [key, v] : d.items()) {
     // A key this version does not know would be silently lost: refuse.
+    // "req": the daemon journal's command id (daemon/journal.h), not ours.
     if (key != "version" && key != "del" && key != "set" && key != "threads" &&
-        key != "next_node_base")
+        key != "next_node_base" && key != "req")
       return delta_bad("unknown key " + key);
   }
   if (Result<int> v = JsonIn(d).int_or<int>("version", 0); !v.ok() || *v != 1)
