@@ -220,9 +220,20 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   bridge_ = std::move(bridge).value();
   Result<void> fm = Ok();
   const std::string init_file = opts_.state_dir + "/" + kFuseInitFile;
+  // Under systemd's store on a kernel that cannot resend, this daemon
+  // serves a clone only it holds (daemon/takeover.h); the store keeps the
+  // connection.
+  auto serve = [](int fd) {
+    if (kernel_resends(fd)) return fd;
+    const int c = clone_connection(fd);
+    if (c >= 0) ::close(fd);
+    return c;
+  };
   if (opts_.fuse_fd >= 0) {
     // The keeper's connection, or the one systemd kept (daemon/takeover.h).
-    fm = bridge_->adopt(opts_.fuse_fd, init_file, opts_.takeover);
+    const int fd = opts_.fd_store ? serve(opts_.fuse_fd) : opts_.fuse_fd;
+    fm = fd < 0 ? Result<void>(Error::make(EIO, "cannot clone the FUSE connection"))
+                : bridge_->adopt(fd, init_file, opts_.takeover);
     if (fm.ok() && opts_.takeover)
       spdlog::info("took over the FUSE connection of {}", opts_.mountpoint);
   } else if (opts_.fd_store) {
@@ -230,8 +241,10 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     if (!fd.ok()) {
       fm = std::move(fd).error();
     } else {
-      fm = bridge_->adopt(*fd, init_file, false);
-      if (fm.ok()) (void)store_fd_in_systemd(*fd);
+      (void)store_fd_in_systemd(*fd);
+      const int s = serve(*fd);
+      fm = s < 0 ? Result<void>(Error::make(EIO, "cannot clone the FUSE connection"))
+                 : bridge_->adopt(s, init_file, false);
     }
   } else {
     fm = bridge_->mount();

@@ -124,12 +124,7 @@ bool Keeper::mount_it() {
     return false;
   }
   fuse_fd_ = *fd;
-  // A resend with nothing to resend is harmless; a kernel without it
-  // refuses the notification with EINVAL.
-  const fuse_out_header probe{sizeof(fuse_out_header), kFuseNotifyResend, 0};
-  clone_per_daemon_ = ::write(fuse_fd_, &probe, sizeof(probe)) != sizeof(probe);
-  if (const char* e = std::getenv("RESCTRLFS_KEEPER_CLONE"); e != nullptr && e[0] == '1')
-    clone_per_daemon_ = true;  // test aid: the older kernels' way on a newer one
+  clone_per_daemon_ = !kernel_resends(fuse_fd_);
   if (clone_per_daemon_)
     spdlog::warn(
         "the kernel has no FUSE_NOTIFY_RESEND (Linux < 6.9): a request a daemon had read when "
@@ -140,13 +135,8 @@ bool Keeper::mount_it() {
 bool Keeper::start_daemon(bool takeover) {
   int pass_fd = fuse_fd_;
   if (clone_per_daemon_) {
-    pass_fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
-    uint32_t src = static_cast<uint32_t>(fuse_fd_);
-    if (pass_fd < 0 || ioctl(pass_fd, FUSE_DEV_IOC_CLONE, &src) != 0) {
-      spdlog::error("cloning the FUSE connection: {}", strerror(errno));
-      if (pass_fd >= 0) ::close(pass_fd);
-      return false;
-    }
+    pass_fd = clone_connection(fuse_fd_);
+    if (pass_fd < 0) return false;
   }
   std::vector<std::string> argv_s{exe_, "-f", "--fuse-fd", std::to_string(pass_fd)};
   if (takeover) argv_s.push_back("--takeover");
@@ -315,6 +305,24 @@ int Keeper::run() {
 }
 
 }  // namespace
+
+bool kernel_resends(int fd) {
+  if (const char* e = std::getenv("RESCTRLFS_KEEPER_CLONE"); e != nullptr && e[0] == '1')
+    return false;  // test aid: the older kernels' way on a newer one
+  const fuse_out_header probe{sizeof(fuse_out_header), kFuseNotifyResend, 0};
+  return ::write(fd, &probe, sizeof(probe)) == static_cast<ssize_t>(sizeof(probe));
+}
+
+int clone_connection(int fd) {
+  const int c = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  uint32_t src = static_cast<uint32_t>(fd);
+  if (c < 0 || ioctl(c, FUSE_DEV_IOC_CLONE, &src) != 0) {
+    spdlog::error("cloning the FUSE connection: {}", strerror(errno));
+    if (c >= 0) ::close(c);
+    return -1;
+  }
+  return c;
+}
 
 int run_keeper(const DaemonOptions& opts, const std::vector<std::string>& args) {
   Keeper k(opts, args);

@@ -54,4 +54,13 @@ bool store_fd_in_systemd(int fd);
 // Drops it from the store again (FDSTOREREMOVE=1): after an unmount.
 void remove_fd_from_systemd();
 
+// Whether the kernel resends requests a dead daemon had read
+// (FUSE_NOTIFY_RESEND, Linux 6.9): a resend notification on `fd` with
+// nothing to resend is harmless; an older kernel refuses it.
+bool kernel_resends(int fd);
+// A new descriptor on the same connection (FUSE_DEV_IOC_CLONE), or -1. On
+// an older kernel each daemon serves a clone only it holds, so that what
+// it had read ends with ECONNABORTED when it dies instead of never.
+int clone_connection(int fd);
+
 }  // namespace resctrlfs::daemon
