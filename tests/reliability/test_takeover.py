@@ -15,6 +15,8 @@ for the processes using the tree, never an error:
     the binary whose --version differs), alternating between the two;
   - node ids (st_ino) and file handles the first daemon gave out stay
     valid: a file opened before a takeover reads after it;
+  - a runc container with the tree bind-mounted reads, writes and lists it
+    in a loop across kills and upgrades without a failure;
   - a command the dead daemon had applied and journaled but not answered
     is answered from the journal when the kernel resends it, not applied
     again (the daemon's test aid RESCTRLFS_TEST_KILL_AFTER_COMMIT_FILE kills
@@ -294,6 +296,91 @@ class Takeover(unittest.TestCase):
             os.kill(self.keeper, signal.SIGHUP)
         self.run_loop(UPGRADES, upgrade)
         self.assertEqual(seen, versions)
+
+    # ---- a container with the tree bind-mounted ------------------------
+
+    def test_container_keeps_working(self):
+        if shutil.which("runc") is None:
+            self.skipTest("runc is not installed")
+        if not os.path.exists("/bin/busybox") or b"statically linked" not in subprocess.run(
+                ["file", "-L", "/bin/busybox"], capture_output=True).stdout:
+            self.skipTest("no static /bin/busybox (Debian package busybox-static)")
+        m = self.start()
+        m.mkdir("g")
+        bundle = os.path.join(self.tmp, "bundle")
+        for d in ("bin", "proc", "dev", "sys", "r"):
+            os.makedirs(os.path.join(bundle, "rootfs", d))
+        shutil.copy("/bin/busybox", os.path.join(bundle, "rootfs/bin/busybox"))
+        for a in ("sh", "cat", "echo", "ls"):
+            os.symlink("busybox", os.path.join(bundle, "rootfs/bin", a))
+        subprocess.run(["runc", "spec"], cwd=bundle, check=True)
+        cfg_path = os.path.join(bundle, "config.json")
+        with open(cfg_path) as f:
+            cfg = rt.json.load(f)
+        cfg["process"]["terminal"] = False
+        # The container reads and writes the bind-mounted tree in a loop
+        # until told to stop (the file "stop" in its /r/..): every failure
+        # is printed.
+        ctl = os.path.join(self.tmp, "ctl")
+        os.mkdir(ctl)
+        cfg["process"]["args"] = ["sh", "-c",
+                                  "n=0; while [ ! -e /ctl/stop ]; do "
+                                  "cat /r/g/schemata >/dev/null || echo FAIL read; "
+                                  "echo 'L3:0=3;1=3' > /r/g/schemata || echo FAIL write; "
+                                  "ls /r/g/mon_data >/dev/null || echo FAIL ls; "
+                                  "n=$((n+1)); echo $n > /ctl/count; done; echo DONE $n"]
+        cfg["mounts"].append({"destination": "/r", "type": "bind", "source": m.mnt,
+                              "options": ["rbind", "rw"]})
+        os.makedirs(os.path.join(bundle, "rootfs/ctl"))
+        cfg["mounts"].append({"destination": "/ctl", "type": "bind", "source": ctl,
+                              "options": ["rbind", "rw"]})
+        with open(cfg_path, "w") as f:
+            rt.json.dump(cfg, f)
+        out_path = os.path.join(self.tmp, "container.out")
+        state = os.path.join(self.tmp, "runc-state")
+        name = "takeover%d" % os.getpid()
+        with open(out_path, "wb") as out:
+            ctr = subprocess.Popen(["runc", "--root", state, "run", "-b", bundle, name],
+                                   stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+        self.addCleanup(subprocess.call, ["runc", "--root", state, "delete", "-f", name],
+                        stderr=subprocess.DEVNULL)
+
+        def output():
+            with open(out_path, errors="replace") as f:
+                return f.read()
+
+        def count():
+            try:
+                with open(os.path.join(ctl, "count")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+        builds = [self.exe, os.path.join(self.tmp, "build-b")]
+        different_build(self.exe, builds[1])
+        shutil.copy(self.exe, os.path.join(self.tmp, "build-a"))
+        builds[0] = os.path.join(self.tmp, "build-a")
+        for i in range(6):
+            c0 = count()
+            rt.wait_until(lambda: count() > c0 + 5 or ctr.poll() is not None,
+                          "the container's loop", report=output)
+            self.assertIsNone(ctr.poll(), output())
+            old = self.daemon_pid()
+            if i % 2:
+                # An upgrade to the other build.
+                shutil.copy(builds[i // 2 % 2], self.exe + ".new")
+                os.rename(self.exe + ".new", self.exe)
+                os.kill(self.keeper, signal.SIGHUP)
+            else:
+                os.kill(old, signal.SIGKILL)
+            self.wait_served_by_new(old)
+        c0 = count()
+        rt.wait_until(lambda: count() > c0 + 5 or ctr.poll() is not None, "the container's loop")
+        open(os.path.join(ctl, "stop"), "w").close()
+        ctr.wait()
+        text = output()
+        self.assertIn("DONE", text)
+        self.assertNotIn("FAIL", text)
 
     # ---- idempotent replay ----------------------------------------------
 
