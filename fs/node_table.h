@@ -59,6 +59,8 @@ class NodeTable {
   // The counter after a restore: at least `next`.
   void note_next_base(uint32_t next);
   uint32_t next_base() const { return next_base_; }
+  // Back to `next` (a failed restore undone).
+  void set_next_base(uint32_t next) { next_base_ = next; }
 
  private:
   Ino number(const Node* parent, std::string_view name, std::optional<uint32_t> node_base,

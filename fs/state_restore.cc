@@ -69,6 +69,7 @@ class StateRestore final : public Part {
     uint32_t event_filter_local;
     LastCmdStatus lcs;
     MountOptions opts;
+    uint32_t next_node_base;
   };
   struct DirFields {
     uint32_t mode;
@@ -142,7 +143,8 @@ StateRestore::KeptState StateRestore::keep_state() const {
                    p_.mon.settings().event_filter_total,
                    p_.mon.settings().event_filter_local,
                    m_.lcs,
-                   m_.opts};
+                   m_.opts,
+                   m_.nodes.next_base()};
 }
 
 void StateRestore::back_to_fresh(const KeptState& kept) {
@@ -159,6 +161,9 @@ void StateRestore::back_to_fresh(const KeptState& kept) {
   p_.mon.settings().event_filter_local = kept.event_filter_local;
   (void)p_.groups.mount_locked(kept.opts);
   m_.lcs = kept.lcs;
+  // The groups restored before the failure are gone: their node bases
+  // were never served.
+  m_.nodes.set_next_base(kept.next_node_base);
 }
 
 Result<void> StateRestore::restore_steps(const JsonIn& j) {
