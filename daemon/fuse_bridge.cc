@@ -936,11 +936,18 @@ Result<int> FuseBridge::mount_connection(const FuseSettings& settings) {
   }
   const int fd = fcntl(fuse_session_fd(se), F_DUPFD_CLOEXEC, 3);
   const int err = errno;
-  fuse_session_destroy(se);  // closes its descriptor, not the mount
   if (fd < 0) {
+    fuse_session_destroy(se);
     (void)umount2(settings.mountpoint.c_str(), MNT_DETACH);
     return Error::make(err, std::string("dup of /dev/fuse: ") + strerror(err));
   }
+  // Kept, not destroyed: libfuse frees the mount point it keeps only in
+  // fuse_session_unmount, which would unmount. One per process (the
+  // keeper's mount, or --fd-store's).
+  // A plain pointer (no destructor at exit): reachable, not a leak.
+  static fuse_session* mount_session = nullptr;
+  if (mount_session != nullptr) fuse_session_destroy(mount_session);  // not the mount
+  mount_session = se;
   return fd;
 }
 
