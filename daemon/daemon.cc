@@ -10,7 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "base/cpulist.h"
 #include "base/json_input.h"
 #include "daemon/boot_state.h"
+#include "daemon/takeover.h"
 
 namespace resctrlfs::daemon {
 
@@ -214,7 +217,37 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     return std::move(bridge).error();
   }
   bridge_ = std::move(bridge).value();
-  Result<void> fm = bridge_->mount();
+  Result<void> fm = Ok();
+  const std::string init_file = opts_.state_dir + "/" + kFuseInitFile;
+  // Under systemd's store on a kernel that cannot resend, this daemon
+  // serves a clone only it holds (daemon/takeover.h); the store keeps the
+  // connection.
+  auto serve = [](int fd) {
+    if (kernel_resends(fd)) return fd;
+    const int c = clone_connection(fd);
+    if (c >= 0) ::close(fd);
+    return c;
+  };
+  if (opts_.fuse_fd >= 0) {
+    // The keeper's connection, or the one systemd kept (daemon/takeover.h).
+    const int fd = opts_.fd_store ? serve(opts_.fuse_fd) : opts_.fuse_fd;
+    fm = fd < 0 ? Result<void>(Error::make(EIO, "cannot clone the FUSE connection"))
+                : bridge_->adopt(fd, init_file, opts_.takeover);
+    if (fm.ok() && opts_.takeover)
+      spdlog::info("took over the FUSE connection of {}", opts_.mountpoint);
+  } else if (opts_.fd_store) {
+    Result<int> fd = FuseBridge::mount_connection(settings);
+    if (!fd.ok()) {
+      fm = std::move(fd).error();
+    } else {
+      (void)store_fd_in_systemd(*fd);
+      const int s = serve(*fd);
+      fm = s < 0 ? Result<void>(Error::make(EIO, "cannot clone the FUSE connection"))
+                 : bridge_->adopt(s, init_file, false);
+    }
+  } else {
+    fm = bridge_->mount();
+  }
   if (!fm.ok()) {
     shutdown("start-up failed");
     return fm;
@@ -232,6 +265,10 @@ Result<void> Daemon::start(const PartsFactory& factory) {
   });
   bridge_->set_write_reply_hook([this] { flush_invalidations(); });
   bridge_->set_prepare_hook([this] { return prepare_journal(); });
+  bridge_->set_applied_hook([this](uint64_t unique) -> std::optional<int64_t> {
+    if (!journal_) return std::nullopt;
+    return journal_->applied(unique);
+  });
   bridge_->set_commit_hook([this]() -> Result<void> {
     // Serialising the boot state (the RMID order alone is num_rmids numbers)
     // on every command cost more than the command; it only has to outlive
@@ -588,7 +625,11 @@ void Daemon::shutdown(const char* why) {
       out << (regs.ok() ? regs->dump() : std::string("{}")) << "\n";
     }
   }
-  if (bridge_) bridge_->unmount();
+  // A connection the keeper holds stays mounted when this daemon fails to
+  // start: the keeper decides.
+  if (bridge_ && !(opts_.fuse_fd >= 0 && std::string_view(why) == "start-up failed"))
+    bridge_->unmount();
+  if (opts_.fd_store && std::string_view(why) != "start-up failed") remove_fd_from_systemd();
   io_.stop();
 }
 
@@ -671,8 +712,17 @@ Result<void> Daemon::prepare_journal() {
 
 Result<void> Daemon::commit_journal() {
   if (!journal_ || !parts_ || !fs_mounted_) return Ok();
+  // A FUSE command's id and result go into its record (0 elsewhere).
+  const uint64_t unique = FuseBridge::current_unique();
+  journal_->set_request(unique, FuseBridge::current_result());
   Result<void> r = journal_->commit_state(parts_->backend.platform_name, *parts_->fs);
   if (!r.ok()) spdlog::error("state journal: {}", r.error().message);
+  // Test aid: die between the journal and the reply, once per file made.
+  static const char* kill_file = std::getenv("RESCTRLFS_TEST_KILL_AFTER_COMMIT_FILE");
+  if (r.ok() && unique != 0 && kill_file != nullptr && ::unlink(kill_file) == 0) {
+    spdlog::warn("test aid: killed after journaling request {}", unique);
+    ::raise(SIGKILL);
+  }
   return r;
 }
 

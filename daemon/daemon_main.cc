@@ -17,6 +17,7 @@
 #include "daemon/private_dir.h"
 #include "daemon/self_check.h"
 #include "daemon/startup.h"
+#include "daemon/takeover.h"
 
 namespace resctrlfs::daemon {
 
@@ -87,6 +88,26 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
   spdlog::set_pattern("resctrlfsd[%P]: %l: %v");
   signal(SIGPIPE, SIG_IGN);
 
+  // The mount whose connection outlives the daemon (daemon/takeover.h):
+  // mounted by the keeper (which runs resctrlfsd --fuse-fd from here on),
+  // or kept for this service by systemd.
+  if (opts.fd_store) {
+    if (const int fd = fd_from_systemd(); fd >= 0) {
+      opts.fuse_fd = fd;
+      opts.takeover = true;
+    }
+  }
+  if (opts.keeper) {
+    Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
+    if (!mp.ok()) {
+      std::fprintf(stderr, "resctrlfsd: %s\n", mp.error().message.c_str());
+      return 1;
+    }
+    opts.mountpoint = *mp;
+    std::vector<std::string> args(argv, argv + argc);
+    return run_keeper(opts, args);
+  }
+
   StartupPipe startup;
   if (!opts.foreground) startup = StartupPipe::detach();
   auto fail = [&](const std::string& msg) {
@@ -125,9 +146,13 @@ int daemon_main_unguarded(int argc, const char* const* argv, const PartsFactory&
       InstanceLock::acquire(own_dir ? opts.state_dir : kDefaultLockDir, opts.mountpoint,
                             own_dir ? std::string() : opts.mount_ns_key, kExitingDaemonWait);
   if (!lock.ok()) return fail(lock.error().message);
-  Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
-  if (!mp.ok()) return fail(mp.error().message);
-  opts.mountpoint = *mp;
+  // A mount point served by a connection this daemon takes (--fuse-fd) is
+  // not looked at: nobody answers there until this daemon does.
+  if (opts.fuse_fd < 0) {
+    Result<std::string> mp = prepare_mountpoint(opts.mountpoint);
+    if (!mp.ok()) return fail(mp.error().message);
+    opts.mountpoint = *mp;
+  }
   if (opts.backend == BackendKind::kReal) {
     // Messages name the option that chose the backend ("--backend NAME: ").
     const std::string which = "--backend " + std::string(hw::backend_name(opts.backend)) + ": ";

@@ -9,20 +9,30 @@
 // the rest to the command runner, which replies from its own thread; the
 // others run and reply on the loop's thread.
 #define FUSE_USE_VERSION 312
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "daemon/fuse_bridge.h"
 
@@ -42,11 +52,96 @@ struct Handle {
   std::shared_ptr<const std::string> content;  // null: not rendered
 };
 
-Handle* handle_of(const fuse_file_info* fi) {
-  return reinterpret_cast<Handle*>(static_cast<uintptr_t>(fi->fh));
+int errno_of(const Error& e) { return e.code > 0 ? e.code : EIO; }
+
+// Linux 6.9's resend of the requests a dead daemon had read (Debian 12's
+// linux/fuse.h predates it): the notify code, and the bit the kernel sets
+// in a resent request's unique id.
+constexpr int kFuseNotifyResend = 7;
+constexpr uint64_t kFuseUniqueResend = uint64_t{1} << 63;
+
+// The command running on this thread: its FUSE unique id as the kernel
+// sent it (0: none).
+thread_local uint64_t tl_unique = 0;
+// Its result as the journal records it (bytes written, or -errno).
+thread_local int64_t tl_result = 0;
+
+// The libfuse options string of every mount of ours.
+std::string session_options(const FuseSettings& settings) {
+  std::string opts = "fsname=resctrl,subtype=resctrl,default_permissions,allow_other";
+  for (const std::string& o : settings.fuse_options) opts += "," + o;
+  return opts;
 }
 
-int errno_of(const Error& e) { return e.code > 0 ? e.code : EIO; }
+fuse_session* new_session(const std::string& opts, const fuse_lowlevel_ops* ops, size_t size,
+                          void* userdata) {
+  std::vector<std::string> argv_s = {"resctrlfsd", "-o", opts};
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, ops, size, userdata);
+  fuse_opt_free_args(&args);
+  return se;
+}
+
+// The INIT file: "RFI1", then the request and the reply, each as a
+// 32-bit length and its bytes.
+std::string encode_init(const std::string& req, const std::string& reply) {
+  std::string out = "RFI1";
+  for (const std::string* part : {&req, &reply}) {
+    const uint32_t n = static_cast<uint32_t>(part->size());
+    out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    out += *part;
+  }
+  return out;
+}
+
+bool decode_init(const std::string& text, std::string& req, std::string& reply) {
+  if (text.compare(0, 4, "RFI1") != 0) return false;
+  size_t pos = 4;
+  for (std::string* part : {&req, &reply}) {
+    uint32_t n = 0;
+    if (text.size() < pos + sizeof(n)) return false;
+    std::memcpy(&n, text.data() + pos, sizeof(n));
+    pos += sizeof(n);
+    if (text.size() < pos + n) return false;
+    part->assign(text, pos, n);
+    pos += n;
+  }
+  // At least the header and the protocol version of each.
+  return req.size() >= sizeof(fuse_in_header) + 2 * sizeof(uint32_t) &&
+         reply.size() >= sizeof(fuse_out_header) + 2 * sizeof(uint32_t);
+}
+
+// Writes `text` to `path` (in a directory only root may write: the state
+// directory) atomically: a new temporary file, then a rename.
+bool write_file_atomically(const std::string& path, const std::string& text) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return false;
+  const std::string tmp = base + ".tmp";
+  (void)unlinkat(dfd, tmp.c_str(), 0);
+  const int fd =
+      openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);
+  ok = ok && renameat(dfd, tmp.c_str(), dfd, base.c_str()) == 0;
+  ::close(dfd);
+  return ok;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  ssize_t n;
+  out.clear();
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return n == 0;
+}
 
 void fill_stat(const fs::Attr& a, struct stat* st) {
   std::memset(st, 0, sizeof(*st));
@@ -79,12 +174,143 @@ struct FuseBridge::Impl {
   std::function<void()> write_reply_hook;
   std::function<void(std::function<void()>)> runner;  // empty: run in place
 
-  // Runs a command's handler body where commands run.
+  // An adopted connection (adopt()): libfuse reads and writes through
+  // io_read and io_writev. Until INIT has passed, init_state says what is
+  // awaited; after, both only pass the bytes on.
+  enum InitState : int { kInitNone, kInitFeed, kInitReply, kInitDone };
+  bool adopted = false;
+  bool takeover = false;
+  std::string init_file;
+  std::string init_req;    // the kernel's INIT (kept, or to feed libfuse)
+  std::string init_reply;  // takeover: the reply the kernel had
+  uint64_t init_unique = 0;
+  std::atomic<int> init_state{kInitNone};
+  bool resend_refused = false;
+  // The unique id of the request being dispatched (loop thread).
+  uint64_t dispatching_unique = 0;
+
+  static ssize_t io_read(int fd, void* buf, size_t len, void* userdata) {
+    auto* s = static_cast<Impl*>(userdata);
+    if (s->init_state.load() == kInitFeed) {
+      if (len < s->init_req.size()) {
+        errno = EIO;
+        return -1;
+      }
+      std::memcpy(buf, s->init_req.data(), s->init_req.size());
+      s->init_state = kInitReply;
+      return static_cast<ssize_t>(s->init_req.size());
+    }
+    const ssize_t n = ::read(fd, buf, len);
+    if (n >= static_cast<ssize_t>(sizeof(fuse_in_header)) && s->init_state.load() == kInitNone) {
+      fuse_in_header h;
+      std::memcpy(&h, buf, sizeof(h));
+      if (h.opcode == FUSE_INIT) {
+        s->init_req.assign(static_cast<const char*>(buf), static_cast<size_t>(n));
+        s->init_unique = h.unique;
+        s->init_state = kInitReply;
+      }
+    }
+    return n;
+  }
+
+  static ssize_t io_writev(int fd, struct iovec* iov, int count, void* userdata) {
+    auto* s = static_cast<Impl*>(userdata);
+    if (s->init_state.load() == kInitReply) {
+      std::string msg;
+      for (int i = 0; i < count; ++i)
+        msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+      fuse_out_header h{};
+      if (msg.size() >= sizeof(h)) std::memcpy(&h, msg.data(), sizeof(h));
+      if (h.unique == s->init_unique && msg.size() >= sizeof(h)) {
+        s->init_state = kInitDone;
+        if (s->takeover) {
+          // The kernel agreed to its INIT long ago: this reply stays here.
+          if (msg != s->init_reply)
+            spdlog::warn(
+                "takeover: this daemon's INIT reply differs from the one the kernel has (another "
+                "build?); serving with the kernel's terms");
+          return static_cast<ssize_t>(msg.size());
+        }
+        if (!write_file_atomically(s->init_file, encode_init(s->init_req, msg)))
+          spdlog::warn("cannot keep the FUSE INIT in {}: {}: a takeover will fail", s->init_file,
+                       strerror(errno));
+      }
+    }
+    return ::writev(fd, iov, count);
+  }
+
+  static constexpr fuse_custom_io kIo = {
+      .writev = io_writev,
+      .read = io_read,
+      .splice_receive = nullptr,
+      .splice_send = nullptr,
+  };
+
+  // Open files by file handle. A handle is a key, not a pointer: a daemon
+  // that took the connection over (daemon/takeover.h) meets handles its
+  // predecessor gave out, and what it needs to serve them comes with every
+  // request (the node id in the header, the open flags in READ and WRITE),
+  // so an unknown handle is opened again on its first use (adopt()). This
+  // daemon's handles carry a random prefix in their top 24 bits, so that
+  // they are not the same numbers as a predecessor's. The map's entries
+  // are used without the lock: an entry is erased only by RELEASE, which
+  // the kernel sends after the last request on the handle, and which runs
+  // where the handle's reads run (the command runner for register-reading
+  // files).
+  std::mutex handles_mu;
+  std::unordered_map<uint64_t, std::unique_ptr<Handle>> handles;
+  uint64_t handle_prefix = 0;
+  uint64_t next_handle = 0;
+
+  uint64_t add_handle(std::unique_ptr<Handle> h) {
+    std::lock_guard<std::mutex> lock(handles_mu);
+    const uint64_t fh = handle_prefix | (++next_handle & ((uint64_t{1} << 40) - 1));
+    handles[fh] = std::move(h);
+    return fh;
+  }
+  Handle* find_handle(uint64_t fh) {
+    std::lock_guard<std::mutex> lock(handles_mu);
+    auto it = handles.find(fh);
+    return it == handles.end() ? nullptr : it->second.get();
+  }
+  void drop_handle(uint64_t fh) {
+    std::unique_ptr<Handle> gone;
+    std::lock_guard<std::mutex> lock(handles_mu);
+    auto it = handles.find(fh);
+    if (it == handles.end()) return;
+    gone = std::move(it->second);
+    handles.erase(it);
+  }
+  // The handle `fh`, or, for a handle this daemon did not give out (its
+  // predecessor did), one opened again from the request: its node id and
+  // open flags. The file's first read renders it afresh (a read past
+  // offset 0 continues from that rendering). ENODEV: the file is gone (its
+  // group was removed while no daemon ran, or before).
+  Result<Handle*> handle_for(uint64_t fh, fs::Ino ino, int flags) {
+    if (Handle* h = find_handle(fh)) return h;
+    Result<fs::OpenFile> r = fs.open(ino, flags, fs::Caller{0, 0, 0});
+    if (!r.ok()) {
+      const int e = errno_of(r.error());
+      return Error::make(e == ENOENT ? ENODEV : e);
+    }
+    std::lock_guard<std::mutex> lock(handles_mu);
+    auto& slot = handles[fh];
+    if (slot == nullptr) slot = std::make_unique<Handle>(Handle{std::move(r).value(), nullptr});
+    return slot.get();
+  }
+
+  // Runs a command's handler body where commands run, with the request's
+  // unique id as current_unique() there.
   void run_command(std::function<void()> job) {
-    if (runner) {
-      runner(std::move(job));
-    } else {
+    auto with_id = [u = dispatching_unique, job = std::move(job)] {
+      tl_unique = u;
       job();
+      tl_unique = 0;
+    };
+    if (runner) {
+      runner(std::move(with_id));
+    } else {
+      with_id();
     }
   }
 
@@ -121,9 +347,24 @@ struct FuseBridge::Impl {
     return false;
   }
 
+  // A command the kernel resent (the daemon that read it first died) that
+  // the journal says was applied: its result, to answer with instead of
+  // running it again.
+  std::function<std::optional<int64_t>(uint64_t)> applied_hook;
+  std::optional<int64_t> already_applied() {
+    if (!applied_hook || (tl_unique & kFuseUniqueResend) == 0) return std::nullopt;
+    std::optional<int64_t> r = applied_hook(tl_unique & ~kFuseUniqueResend);
+    if (r)
+      spdlog::info("resent request {} was applied before: answered, not run again",
+                   tl_unique & ~kFuseUniqueResend);
+    return r;
+  }
+
   // After a command, before its reply: 0, or the errno that replaces a
-  // successful command's reply.
-  int committed() {
+  // successful command's reply. `result`: the command's own (bytes written
+  // or -errno), journaled with its FUSE id.
+  int committed(int64_t result) {
+    tl_result = result;
     if (!commit_hook) return 0;
     Result<void> r = commit_hook();
     return r.ok() ? 0 : errno_of(r.error());
@@ -234,11 +475,22 @@ struct FuseBridge::Impl {
     const uid_t uid = attr->st_uid;
     const gid_t gid = attr->st_gid;
     s->run_command([s, req, ino, to_set, mode, uid, gid] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        Result<fs::Attr> a = s->fs.getattr(ino);
+        if (*done < 0 || !a.ok()) {
+          fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : errno_of(a.error()));
+          return;
+        }
+        struct stat st;
+        fill_stat(*a, &st);
+        fuse_reply_attr(req, &st, s->settings.attr_timeout_s);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.setattr(ino, (to_set & FUSE_SET_ATTR_MODE) ? &mode : nullptr,
                                          (to_set & FUSE_SET_ATTR_UID) ? &uid : nullptr,
                                          (to_set & FUSE_SET_ATTR_GID) ? &gid : nullptr);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
@@ -260,9 +512,18 @@ struct FuseBridge::Impl {
   static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), mode, c = caller(req)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        Result<fs::Attr> a = s->fs.lookup(parent, n);
+        if (*done < 0 || !a.ok()) {
+          fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : errno_of(a.error()));
+          return;
+        }
+        s->reply_entry(req, parent, *a);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<fs::Attr> r = s->fs.mkdir(parent, n, mode & 07777, c);
-      const int jerr = s->committed();
+      const int jerr = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       if (!r.ok()) {
         fuse_reply_err(req, errno_of(r.error()));
         return;
@@ -285,9 +546,13 @@ struct FuseBridge::Impl {
   static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : 0);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<void> r = s->fs.rmdir(parent, n);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
@@ -305,9 +570,13 @@ struct FuseBridge::Impl {
     }
     Impl* s = self(req);
     s->run_command([s, req, parent, n = std::string(name), newparent, nn = std::string(newname)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        fuse_reply_err(req, *done < 0 ? static_cast<int>(-*done) : 0);
+        return;
+      }
       if (!s->prepared(req)) return;
       Result<void> r = s->fs.rename(parent, n, newparent, nn, 0);
-      const int c = s->committed();
+      const int c = s->committed(r.ok() ? 0 : -errno_of(r.error()));
       fuse_reply_err(req, r.ok() ? c : errno_of(r.error()));
     });
   }
@@ -317,32 +586,36 @@ struct FuseBridge::Impl {
   }
 
   // Opens through fs/ and fills the handle; shared by open and create.
-  Result<Handle*> do_open(fs::Ino ino, int flags, const fs::Caller& c, fuse_file_info* fi) {
+  Result<uint64_t> do_open(fs::Ino ino, int flags, const fs::Caller& c, fuse_file_info* fi) {
     Result<fs::OpenFile> r = fs.open(ino, flags, c);
     if (!r.ok()) return std::move(r).error();
-    auto* h = new Handle{std::move(r).value(), nullptr};
-    fi->fh = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
+    const uint64_t fh = add_handle(std::make_unique<Handle>(Handle{std::move(r).value(), nullptr}));
+    fi->fh = fh;
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->nonseekable = 0;
-    return h;
+    return fh;
   }
 
   static void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Impl* s = self(req);
-    Result<Handle*> h = s->do_open(ino, fi->flags, caller(req), fi);
+    Result<uint64_t> h = s->do_open(ino, fi->flags, caller(req), fi);
     if (!h.ok()) {
       fuse_reply_err(req, errno_of(h.error()));
       return;
     }
     // A failed reply means the open was interrupted: no RELEASE will come.
-    if (fuse_reply_open(req, fi) != 0) delete *h;
+    if (fuse_reply_open(req, fi) != 0) s->drop_handle(*h);
   }
 
-  static void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
-                      fuse_file_info* fi) {
+  static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     Impl* s = self(req);
-    Handle* h = handle_of(fi);
+    Result<Handle*> hr = s->handle_for(fi->fh, ino, fi->flags);
+    if (!hr.ok()) {
+      fuse_reply_err(req, errno_of(hr.error()));
+      return;
+    }
+    Handle* h = *hr;
     if (!h->file.readable) {
       fuse_reply_err(req, EBADF);
       return;
@@ -381,48 +654,59 @@ struct FuseBridge::Impl {
     fuse_reply_buf(req, snap.data() + off, n);
   }
 
-  static void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* data, size_t size,
-                       off_t /*off*/, fuse_file_info* fi) {
+  // The file is the request's node id: a handle a predecessor gave out
+  // writes like one of ours.
+  static void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t /*off*/,
+                       fuse_file_info* /*fi*/) {
     if (size > fs::kMaxWriteBytes) {
       fuse_reply_err(req, E2BIG);
       return;
     }
     Impl* s = self(req);
     // The data lives in the session's buffer, which the next request reuses.
-    s->run_command(
-        [s, req, ino = handle_of(fi)->file.ino, d = std::string(data, size), c = caller(req)] {
-          if (!s->prepared(req)) return;
-          Result<size_t> r = s->fs.write(ino, d, c);
-          // Also after a failure: what a tasks or channels write moved
-          // before its bad id stays moved, as in the kernel.
-          const int jerr = s->committed();
-          if (!r.ok()) {
-            fuse_reply_err(req, errno_of(r.error()));
-            return;
-          }
-          if (jerr != 0) {
-            fuse_reply_err(req, jerr);
-            return;
-          }
-          if (s->write_reply_hook) s->write_reply_hook();
-          fuse_reply_write(req, *r);
-        });
+    s->run_command([s, req, ino = fs::Ino{ino}, d = std::string(data, size), c = caller(req)] {
+      if (std::optional<int64_t> done = s->already_applied()) {
+        if (*done < 0) {
+          fuse_reply_err(req, static_cast<int>(-*done));
+        } else {
+          fuse_reply_write(req, static_cast<size_t>(*done));
+        }
+        return;
+      }
+      if (!s->prepared(req)) return;
+      Result<size_t> r = s->fs.write(ino, d, c);
+      // Also after a failure: what a tasks or channels write moved
+      // before its bad id stays moved, as in the kernel.
+      const int jerr = s->committed(r.ok() ? static_cast<int64_t>(*r) : -errno_of(r.error()));
+      if (!r.ok()) {
+        fuse_reply_err(req, errno_of(r.error()));
+        return;
+      }
+      if (jerr != 0) {
+        fuse_reply_err(req, jerr);
+        return;
+      }
+      if (s->write_reply_hook) s->write_reply_hook();
+      fuse_reply_write(req, *r);
+    });
   }
 
   static void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-    Handle* h = handle_of(fi);
+    Impl* s = self(req);
+    const uint64_t fh = fi->fh;
+    Handle* h = s->find_handle(fh);
     // A read of a register-reading file may still be queued or running on
     // the command thread (the kernel sends RELEASE without waiting for a
     // read whose caller was interrupted or killed): free the handle after
     // it, on the same thread, in queue order.
-    if (h->file.reads_hardware) {
-      self(req)->run_command([req, h] {
-        delete h;
+    if (h != nullptr && h->file.reads_hardware) {
+      s->run_command([s, req, fh] {
+        s->drop_handle(fh);
         fuse_reply_err(req, 0);
       });
       return;
     }
-    delete h;
+    s->drop_handle(fh);
     fuse_reply_err(req, 0);
   }
 
@@ -499,7 +783,7 @@ struct FuseBridge::Impl {
       fuse_reply_err(req, errno_of(attr.error()));
       return;
     }
-    Result<Handle*> h = s->do_open(attr->ino, fi->flags, caller(req), fi);
+    Result<uint64_t> h = s->do_open(attr->ino, fi->flags, caller(req), fi);
     if (!h.ok()) {
       fuse_reply_err(req, errno_of(h.error()));
       return;
@@ -514,7 +798,7 @@ struct FuseBridge::Impl {
     if (fuse_reply_create(req, &e, fi) == 0) {
       s->remember(parent, *attr);
     } else {
-      delete *h;
+      s->drop_handle(*h);
     }
   }
 
@@ -608,18 +892,18 @@ FuseBridge::~FuseBridge() {
 Result<std::unique_ptr<FuseBridge>> FuseBridge::create(fs::Filesystem& fs, RequestStats& stats,
                                                        const FuseSettings& settings) {
   auto impl = std::make_unique<Impl>(fs, stats, settings);
+  uint32_t prefix = 0;
+  while ((prefix & 0xffffff) == 0) {
+    if (getrandom(&prefix, sizeof(prefix), 0) != static_cast<ssize_t>(sizeof(prefix)))
+      prefix = static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(time(nullptr));
+  }
+  impl->handle_prefix = uint64_t{prefix & 0xffffff} << 40;
   for (const std::string& o : settings.fuse_options) {
     if (o.rfind("max_read=", 0) == 0)
       impl->max_read = static_cast<unsigned>(std::strtoul(o.c_str() + 9, nullptr, 0));
   }
-  std::string opts = "fsname=resctrl,subtype=resctrl,default_permissions,allow_other";
-  for (const std::string& o : settings.fuse_options) opts += "," + o;
-  std::vector<std::string> argv_s = {"resctrlfsd", "-o", opts};
-  std::vector<char*> argv;
-  for (std::string& a : argv_s) argv.push_back(a.data());
-  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  impl->se = fuse_session_new(&args, &Impl::kOps, sizeof(Impl::kOps), impl.get());
-  fuse_opt_free_args(&args);
+  const std::string opts = session_options(settings);
+  impl->se = new_session(opts, &Impl::kOps, sizeof(Impl::kOps), impl.get());
   if (impl->se == nullptr) {
     return Error::make(EINVAL, "libfuse refused the FUSE options '" + opts + "'");
   }
@@ -638,6 +922,88 @@ Result<void> FuseBridge::mount() {
 }
 
 int FuseBridge::fd() const { return fuse_session_fd(impl_->se); }
+
+Result<int> FuseBridge::mount_connection(const FuseSettings& settings) {
+  // A session that only mounts: libfuse builds the mount(2) options
+  // exactly as for mount(); the mount stays when the session goes.
+  static const fuse_lowlevel_ops kNoOps{};
+  const std::string opts = session_options(settings);
+  fuse_session* se = new_session(opts, &kNoOps, sizeof(kNoOps), nullptr);
+  if (se == nullptr) return Error::make(EINVAL, "libfuse refused the FUSE options '" + opts + "'");
+  if (fuse_session_mount(se, settings.mountpoint.c_str()) != 0) {
+    fuse_session_destroy(se);
+    return Error::make(EIO, "cannot mount FUSE at " + settings.mountpoint);
+  }
+  const int fd = fcntl(fuse_session_fd(se), F_DUPFD_CLOEXEC, 3);
+  const int err = errno;
+  if (fd < 0) {
+    fuse_session_destroy(se);
+    (void)umount2(settings.mountpoint.c_str(), MNT_DETACH);
+    return Error::make(err, std::string("dup of /dev/fuse: ") + strerror(err));
+  }
+  // Kept, not destroyed: libfuse frees the mount point it keeps only in
+  // fuse_session_unmount, which would unmount. One per process (the
+  // keeper's mount, or --fd-store's).
+  // A plain pointer (no destructor at exit): reachable, not a leak.
+  static fuse_session* mount_session = nullptr;
+  if (mount_session != nullptr) fuse_session_destroy(mount_session);  // not the mount
+  mount_session = se;
+  return fd;
+}
+
+Result<void> FuseBridge::adopt(int fd, const std::string& init_file, bool takeover) {
+  Impl& s = *impl_;
+  s.init_file = init_file;
+  s.takeover = takeover;
+  if (takeover) {
+    std::string text;
+    if (!read_file(init_file, text) || !decode_init(text, s.init_req, s.init_reply)) {
+      ::close(fd);
+      return Error::make(EIO, "no FUSE INIT kept in " + init_file +
+                                  ": this connection cannot be taken over (unmount it and "
+                                  "start again)");
+    }
+    fuse_in_header h;
+    std::memcpy(&h, s.init_req.data(), sizeof(h));
+    s.init_unique = h.unique;
+  }
+  if (fuse_session_custom_io(s.se, &Impl::kIo, fd) != 0) {
+    ::close(fd);
+    return Error::make(EIO, "libfuse refused the FUSE connection's descriptor");
+  }
+  s.adopted = true;
+  s.mounted = true;
+  if (!takeover) return Ok();
+  // libfuse takes the kept INIT now (the descriptor is not readable for
+  // it); its reply is swallowed by io_writev.
+  s.init_state = Impl::kInitFeed;
+  const int n = fuse_session_receive_buf(s.se, &s.buf);
+  if (n <= 0) return Error::make(EIO, "libfuse did not take the kept INIT");
+  fuse_session_process_buf(s.se, &s.buf);
+  if (s.init_state.load() != Impl::kInitDone)
+    return Error::make(EIO, "libfuse refused the kept INIT");
+  // The requests the dead daemon had read and not answered go back to the
+  // kernel's queue, marked FUSE_UNIQUE_RESEND.
+  const fuse_out_header resend{sizeof(fuse_out_header), kFuseNotifyResend, 0};
+  if (::write(fd, &resend, sizeof(resend)) != static_cast<ssize_t>(sizeof(resend))) {
+    s.resend_refused = true;
+    spdlog::warn(
+        "takeover: the kernel refused FUSE_NOTIFY_RESEND ({}): it is older than Linux 6.9, so "
+        "requests the dead daemon had read are not answered",
+        strerror(errno));
+  }
+  return Ok();
+}
+
+uint64_t FuseBridge::current_unique() { return tl_unique & ~kFuseUniqueResend; }
+
+bool FuseBridge::current_is_resend() { return (tl_unique & kFuseUniqueResend) != 0; }
+
+int64_t FuseBridge::current_result() { return tl_result; }
+
+void FuseBridge::set_applied_hook(std::function<std::optional<int64_t>(uint64_t)> hook) {
+  impl_->applied_hook = std::move(hook);
+}
 
 void FuseBridge::set_request_hook(std::function<void(uint32_t)> hook) {
   impl_->hook = std::move(hook);
@@ -670,9 +1036,13 @@ FuseBridge::Step FuseBridge::process_one() {
   }
   const fuse_buf& b = impl_->buf;
   uint32_t opcode = 0;
+  impl_->dispatching_unique = 0;
   if (!(b.flags & FUSE_BUF_IS_FD) && static_cast<size_t>(n) >= sizeof(fuse_in_header)) {
     std::memcpy(&opcode, static_cast<const char*>(b.mem) + offsetof(fuse_in_header, opcode),
                 sizeof(opcode));
+    std::memcpy(&impl_->dispatching_unique,
+                static_cast<const char*>(b.mem) + offsetof(fuse_in_header, unique),
+                sizeof(uint64_t));
   }
   impl_->stats.count(opcode);
   if (impl_->hook) impl_->hook(opcode);
@@ -702,6 +1072,13 @@ void FuseBridge::unmount() {
   if (!impl_->mounted) return;
   impl_->stop_inval_thread();
   impl_->mounted = false;
+  if (impl_->adopted) {
+    // libfuse did not mount it and does not know where it is.
+    if (umount2(impl_->settings.mountpoint.c_str(), MNT_DETACH) != 0 && errno != EINVAL &&
+        errno != ENOENT)
+      spdlog::warn("unmounting {}: {}", impl_->settings.mountpoint, strerror(errno));
+    return;
+  }
   fuse_session_unmount(impl_->se);
 }
 

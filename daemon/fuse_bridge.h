@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,44 @@ class FuseBridge {
   FuseBridge& operator=(const FuseBridge&) = delete;
 
   Result<void> mount();
-  // The /dev/fuse descriptor to wait on (valid after mount()).
+  // The /dev/fuse descriptor to wait on (valid after mount() or adopt()).
   int fd() const;
+
+  // Mounts as mount() does (the same options, fsname and subtype, through
+  // libfuse's mount) and returns the /dev/fuse descriptor (close-on-exec)
+  // with nobody serving it yet: the keeper's and --fd-store's mount, whose
+  // connection outlives the daemon that serves it (daemon/takeover.h).
+  static Result<int> mount_connection(const FuseSettings& settings);
+
+  // Serves the connection on `fd` (mounted by mount_connection in another
+  // process, or an earlier one) instead of mount(); the bridge owns `fd`.
+  // libfuse sees every message through this bridge (its custom I/O):
+  //   - without `takeover` the connection is new: the kernel's INIT and
+  //     libfuse's reply are kept in `init_file` (0600, replaced atomically)
+  //     when they pass;
+  //   - with `takeover` a dead daemon had served it: libfuse is given the
+  //     INIT kept in `init_file` (so it negotiates what the kernel already
+  //     agreed to), its reply is not sent (the kernel would refuse a second
+  //     INIT), and the kernel is told to resend the requests the dead daemon
+  //     had read and not answered (FUSE_NOTIFY_RESEND, Linux 6.9; older
+  //     kernels refuse it, which is logged). EIO when there is no INIT kept.
+  Result<void> adopt(int fd, const std::string& init_file, bool takeover);
+
+  // The FUSE unique id (without FUSE_UNIQUE_RESEND) of the command running
+  // now, where commands run; 0 outside one. The journal records it with
+  // the command so that a resent command is not applied twice.
+  static uint64_t current_unique();
+  // Whether the command running now is one the kernel resent.
+  static bool current_is_resend();
+  // The result of the command running now, set before the commit hook
+  // runs: bytes written, or -errno.
+  static int64_t current_result();
+
+  // Asked, where commands run, before a command the kernel resent runs:
+  // the result the journal holds for its unique id (a daemon that died had
+  // applied and journaled it but not answered), which is then the answer,
+  // or nullopt: the command runs.
+  void set_applied_hook(std::function<std::optional<int64_t>(uint64_t unique)> hook);
 
   // Called with each request's opcode before it is dispatched (the daemon
   // drains the fork and exit events there so that forks are known before a
@@ -107,7 +144,8 @@ class FuseBridge {
   // client whose request changed the tree sees the change at once.
   void post_invalidations(std::vector<Invalidation> items);
 
-  // Unmounts (lazily if busy) and closes the session fd. Idempotent.
+  // Unmounts (lazily if busy) and closes the session fd. Idempotent. An
+  // adopted connection is detached with umount2(MNT_DETACH).
   void unmount();
 
  private:

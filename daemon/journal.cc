@@ -225,14 +225,31 @@ Result<JournalRecord> decode_journal_record(std::string_view in) {
   return rec;
 }
 
-std::string make_journal_body(std::string_view platform, std::string_view fs_state) {
+std::string make_journal_body(std::string_view platform, std::string_view fs_state,
+                              std::string_view applied) {
   std::string out = "{\"platform\":";
   out += nlohmann::json(std::string(platform)).dump();
   out += ",\"fs\":";
   out += fs_state;
+  if (!applied.empty()) {
+    out += ",\"applied\":";
+    out += applied;
+  }
   out += "}";
   return out;
 }
+
+namespace {
+
+// A [unique, result] pair of "applied" or "req".
+bool applied_pair(const nlohmann::json& e, std::pair<uint64_t, int64_t>& out) {
+  if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() || !e[1].is_number_integer())
+    return false;
+  out = {e[0].get<uint64_t>(), e[1].get<int64_t>()};
+  return true;
+}
+
+}  // namespace
 
 Result<JournalBody> parse_journal_body(std::string_view body) {
   Result<nlohmann::json> parsed = parse_json(body);
@@ -243,7 +260,16 @@ Result<JournalBody> parse_journal_body(std::string_view body) {
   auto f = j.find("fs");
   if (p == j.end() || !p->is_string() || f == j.end() || !f->is_object())
     return corrupt("body lacks platform or fs");
-  return JournalBody{p->get<std::string>(), f->dump()};
+  JournalBody out{p->get<std::string>(), f->dump(), {}};
+  if (auto a = j.find("applied"); a != j.end()) {
+    if (!a->is_array()) return corrupt("body's applied is not a list");
+    for (const nlohmann::json& e : *a) {
+      std::pair<uint64_t, int64_t> pr;
+      if (!applied_pair(e, pr)) return corrupt("body's applied has a bad entry");
+      out.applied.push_back(pr);
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -651,7 +677,35 @@ Result<void> StateJournal::commit(const std::string& body) {
 }
 
 Result<void> StateJournal::snapshot(const std::string& platform, fs::Filesystem& fs) {
-  return commit(make_journal_body(platform, fs.take_state_snapshot_json()));
+  return commit(make_journal_body(platform, fs.take_state_snapshot_json(), applied_json()));
+}
+
+void StateJournal::set_request(uint64_t unique, int64_t result) {
+  pending_unique_ = unique;
+  pending_result_ = result;
+}
+
+void StateJournal::note_applied(uint64_t unique, int64_t result) {
+  if (unique == 0) return;
+  if (applied_.size() >= kAppliedKept) applied_.pop_front();
+  applied_.emplace_back(unique, result);
+}
+
+std::optional<int64_t> StateJournal::applied(uint64_t unique) const {
+  for (auto it = applied_.rbegin(); it != applied_.rend(); ++it)
+    if (it->first == unique) return it->second;
+  return std::nullopt;
+}
+
+std::string StateJournal::applied_json() const {
+  if (applied_.empty()) return {};
+  std::string out = "[";
+  for (const auto& [u, r] : applied_) {
+    if (out.size() > 1) out += ',';
+    out += '[' + std::to_string(u) + ',' + std::to_string(r) + ']';
+  }
+  out += ']';
+  return out;
 }
 
 Result<void> StateJournal::append(const std::string& delta) {
@@ -692,6 +746,17 @@ Result<void> StateJournal::append(const std::string& delta) {
 
 Result<void> StateJournal::commit_state(const std::string& platform, fs::Filesystem& fs) {
   std::optional<std::string> delta = fs.take_state_delta_json();
+  // The command's FUSE id goes with its effect (a command without one
+  // changed nothing: running it again changes nothing either).
+  const uint64_t unique = pending_unique_;
+  const int64_t result = pending_result_;
+  pending_unique_ = 0;
+  if (delta && !delta->empty() && unique != 0) {
+    note_applied(unique, result);
+    delta->insert(1, "\"req\":[" + std::to_string(unique) + "," + std::to_string(result) + "],");
+  } else if (!delta && unique != 0) {
+    note_applied(unique, result);
+  }
   if (need_snapshot_ || !delta || log_bytes_ >= kMaxLogBytes) return snapshot(platform, fs);
   if (delta->empty()) return Ok();
   // The log's room (a mapped log's file, a plain log's reservation) holds
@@ -803,6 +868,14 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
         why = "written with mount options " + saved["options"].dump() +
               ", this daemon mounted with " + fresh["options"].dump();
       } else if (!log->empty()) {
+        for (const std::string& d : *log) {
+          // A record's "req" (set_request); the replay ignores it.
+          if (d.find("\"req\"") == std::string::npos) continue;
+          const nlohmann::json rj = parse_json(d).value_or(nlohmann::json());
+          std::pair<uint64_t, int64_t> pr;
+          if (rj.is_object() && rj.contains("req") && applied_pair(rj["req"], pr))
+            body->applied.push_back(pr);
+        }
         fs::StateReplay replay;
         Result<void> r = replay.start(state);
         for (size_t i = 0; r.ok() && i < log->size(); ++i) {
@@ -819,6 +892,7 @@ Result<std::unique_ptr<StateJournal>> StateJournal::open_and_restore(const std::
         }
       }
       if (why.empty()) {
+        for (const auto& [u, r] : body->applied) j->note_applied(u, r);
         touched_fs = true;
         Result<void> r = fs.restore_state_json(state);
         if (!r.ok()) why = "cannot be restored: " + r.error().message;

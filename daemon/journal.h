@@ -61,6 +61,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -132,10 +133,15 @@ struct LogContents {
 Result<LogContents> decode_log(std::string_view bytes);
 
 // The journal body: the platform name and the model document.
-std::string make_journal_body(std::string_view platform, std::string_view fs_state);
+// `applied` (may be empty): the JSON list of the last commands' FUSE ids
+// and results (StateJournal::applied), kept beside the model.
+std::string make_journal_body(std::string_view platform, std::string_view fs_state,
+                              std::string_view applied = {});
 struct JournalBody {
   std::string platform;
   std::string fs_state;  // the model document, serialised
+  // "applied": [[unique, result], ...] (StateJournal::applied), oldest first.
+  std::vector<std::pair<uint64_t, int64_t>> applied;
 };
 Result<JournalBody> parse_journal_body(std::string_view body);
 
@@ -184,6 +190,19 @@ class StateJournal {
   // snapshot when there is none yet, the log is past kMaxLogBytes or an
   // earlier commit failed (the log would have a hole).
   Result<void> commit_state(const std::string& platform, fs::Filesystem& fs);
+
+  // Idempotent replay (docs/reliability.md): the next commit_state() is
+  // that of the command the kernel sent with FUSE unique id `unique`
+  // (without FUSE_UNIQUE_RESEND), which had `result` (bytes written, or
+  // -errno): its record carries both ("req": [unique, result] in a log
+  // record, "applied" in a snapshot), so that a daemon that takes the
+  // connection over answers the kernel's resend of it with `result`
+  // instead of running it again. The last kAppliedKept are kept.
+  void set_request(uint64_t unique, int64_t result);
+  // The result of command `unique` when this journal (or the one it
+  // restored) holds it.
+  std::optional<int64_t> applied(uint64_t unique) const;
+  static constexpr size_t kAppliedKept = 256;
   // Before a command, so that the commit_state() after it cannot fail for
   // want of space: journals what changed since the last commit (fork and
   // exit events, what a failed command did part way), writes a snapshot
@@ -280,6 +299,12 @@ class StateJournal {
   uint64_t spare_bytes_ = 0;
   bool reserve_supported_ = true;  // false once fallocate said EOPNOTSUPP
   std::optional<std::string> last_body_;
+  // Commands journaled with their FUSE ids, oldest first (set_request).
+  std::deque<std::pair<uint64_t, int64_t>> applied_;
+  uint64_t pending_unique_ = 0;
+  int64_t pending_result_ = 0;
+  void note_applied(uint64_t unique, int64_t result);
+  std::string applied_json() const;
   Outcome outcome_ = Outcome::kNone;
   std::string rejected_reason_;
 };

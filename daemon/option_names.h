@@ -42,6 +42,10 @@ inline constexpr OptionName kDaemonOptionNames[] = {
     {"--self-check", false},
     {"--json", false},
     {"--kernel-resctrl", true},
+    {"--keeper", false},
+    {"--fuse-fd", true},
+    {"--takeover", false},
+    {"--fd-store", false},
 };
 
 }  // namespace resctrlfs::daemon

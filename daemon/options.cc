@@ -154,6 +154,23 @@ void define_options(CLI::App& app, DaemonOptions& opts, std::vector<std::string>
                  "with --self-check: where the kernel's resctrl is (or would be) mounted")
       ->type_name("DIR")
       ->capture_default_str();
+  app.add_flag("--keeper", opts.keeper,
+               "keep the FUSE connection across crashes and upgrades of the daemon: mount, hold "
+               "/dev/fuse, run resctrlfsd (this program's path, read again at each start) "
+               "serving it, and start it again with --takeover when it dies or on SIGHUP "
+               "(an upgrade); needs --state-dir");
+  app.add_option("--fuse-fd", opts.fuse_fd,
+                 "serve the mounted FUSE connection on inherited descriptor FD instead of "
+                 "mounting (the keeper passes it)")
+      ->type_name("FD");
+  app.add_flag("--takeover", opts.takeover,
+               "with --fuse-fd: the connection was served by a daemon that died; restore "
+               "the journal, take it over without a second INIT and have the kernel resend "
+               "the requests that daemon had read");
+  app.add_flag("--fd-store", opts.fd_store,
+               "under systemd: keep the FUSE connection in the service's file descriptor store "
+               "(FDSTORE=1) and, when started again, take it over from there "
+               "(FileDescriptorStoreMax=1 in the unit); needs --state-dir");
   app.add_option("mountpoint", opts.mountpoint,
                  "where to mount the resctrl tree (not with --self-check)")
       ->type_name("MOUNTPOINT");
@@ -226,6 +243,26 @@ ParsedArgs parse_daemon_args(int argc, const char* const* argv) {
   if (Result<void> rdt = hw::check_rdt_list(opts.rdt); !rdt.ok()) {
     out.exit_code = 2;
     out.output = "resctrlfsd: --rdt: " + rdt.error().message + "\n";
+    return out;
+  }
+  const int live = int{opts.keeper} + int{opts.fuse_fd >= 0} + int{opts.fd_store};
+  if (live > 1) {
+    out.exit_code = 2;
+    out.output = "resctrlfsd: --keeper, --fuse-fd and --fd-store exclude each other\n";
+    return out;
+  }
+  if (opts.takeover && opts.fuse_fd < 0) {
+    out.exit_code = 2;
+    out.output =
+        "resctrlfsd: --takeover needs --fuse-fd (the keeper passes both; under systemd "
+        "--fd-store takes the connection over by itself)\n";
+    return out;
+  }
+  if (live > 0 && opts.state_dir.empty()) {
+    out.exit_code = 2;
+    out.output =
+        "resctrlfsd: --keeper, --fuse-fd and --fd-store need --state-dir: a daemon that takes "
+        "the mount over restores the groups from its journal\n";
     return out;
   }
   opts.backend = hw::backend_named(backend).value_or(BackendKind::kSim);

@@ -76,6 +76,18 @@ struct DaemonOptions {
   // Written with the simulated registers after the unmount on exit, so tests
   // can check that unmount reset the hardware (the process is gone by then).
   std::string dump_registers_on_exit;
+  // Live restart (ours; docs/reliability.md, daemon/takeover.h):
+  // --keeper: this process mounts and keeps the /dev/fuse connection and
+  // runs resctrlfsd (again at each crash or SIGHUP) serving it;
+  // --fuse-fd N: serve the connection on inherited descriptor N instead of
+  // mounting (the keeper passes it); --takeover: that connection was served
+  // by a daemon that died: no new INIT, the kernel resends what it had
+  // read; --fd-store: under systemd, keep the connection in the service's
+  // file descriptor store and take it over from there after a restart.
+  bool keeper = false;
+  int fuse_fd = -1;
+  bool takeover = false;
+  bool fd_store = false;
   fs::MountOptions mount;                 // the resctrl options of -o
   std::vector<std::string> fuse_options;  // the rest of -o, for libfuse
 };

@@ -349,8 +349,9 @@ Result<Attr> Groups::add_group_dir(Group* g, Node* parent, std::string_view name
   const bool root_caller = caller.uid == 0 && caller.gid == 0;
   uid_t uid = root_caller ? m_.mount_uid : caller.uid;
   gid_t gid = root_caller ? m_.mount_gid : caller.gid;
+  if (g->node_base == 0) g->node_base = m_.nodes.take_base();
   Node* dir = m_.nodes.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
-                           m_.now_seconds());
+                           m_.now_seconds(), g->node_base);
   p_.tree.build_group_dir(g, dir, mode, uid, gid);
   p_.mon.reset_group_mbm(g);
   ++dir->nlookup;

@@ -72,6 +72,11 @@ struct Group {
   hw::EventId mba_event = hw::EventId::MBM_LOCAL;
   Ino dir = 0;
   Ino mon_groups_dir = 0;
+  // The high bits of the inode numbers of this group's directory and the
+  // files under it (fs/node_table.h); 0 for the default group. Given at
+  // mkdir, never reused while the journal lasts, kept by the journal, so a
+  // daemon that takes a mount over numbers every file as its predecessor did.
+  uint32_t node_base = 0;
   // ABMC: counter id per (monitoring domain, event).
   std::map<std::pair<int, hw::EventId>, unsigned> cntrs;
   // The region of a PSEUDO_LOCKED group. Its CLOSID went back to the pool
@@ -201,6 +206,10 @@ struct Node {
   hw::ResourceId mon_rid = hw::ResourceId::L3;
   hw::EventId event = hw::EventId::LLC_OCCUPANCY;
   ChildMap children;
+  // FNV-1a of the node's path below its group's directory (the low bits of
+  // its inode number; fs/node_table.h), and that group's node_base.
+  uint64_t path_hash = 0;
+  uint32_t node_base = 0;
   uint64_t nlookup = 0;
   bool removed = false;
   bool is_dir() const { return kind != NodeKind::kFile && kind != NodeKind::kEventFile; }

@@ -5,6 +5,57 @@
 
 namespace resctrlfs::fs::internal {
 
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
+constexpr int kHashBits = 64 - NodeTable::kBaseBits;
+constexpr uint64_t kHashMask = (uint64_t{1} << kHashBits) - 1;
+
+// FNV-1a of "<parent's path>/<name>", continued from the parent's.
+uint64_t hash_child(uint64_t parent, std::string_view name) {
+  uint64_t h = parent;
+  h = (h ^ uint64_t{'/'}) * kFnvPrime;
+  for (unsigned char c : name) h = (h ^ c) * kFnvPrime;
+  return h;
+}
+
+}  // namespace
+
+uint32_t NodeTable::take_base() {
+  const uint32_t b = next_base_;
+  next_base_ = b >= kMaxBase ? 1 : b + 1;
+  return b;
+}
+
+void NodeTable::note_next_base(uint32_t next) {
+  if (next > next_base_ && next <= kMaxBase) next_base_ = next;
+}
+
+Ino NodeTable::number(const Node* parent, std::string_view name, std::optional<uint32_t> node_base,
+                      uint64_t& hash, uint32_t& base) const {
+  if (node_base) {
+    base = *node_base;
+    hash = kFnvOffset;
+  } else {
+    base = parent->node_base;
+    hash = hash_child(parent->path_hash, name);
+  }
+  uint64_t low = hash & kHashMask;
+  // 0 and kRootIno belong to no file; the default group's directory is
+  // the root, numbered apart.
+  if (base == 0 && low <= kRootIno) low += 2;
+  // A live node of another path with the same number: the next free one.
+  for (;;) {
+    const Ino ino = (uint64_t{base} << kHashBits) | low;
+    if (ino != 0 && ino != kRootIno) {
+      const Node* other = get(ino);
+      if (other == nullptr || other->removed) return ino;
+    }
+    low = (low + 1) & kHashMask;
+  }
+}
+
 Node* NodeTable::make_root(uid_t uid, gid_t gid, int64_t now) {
   auto root = std::make_unique<Node>();
   root->ino = kRootIno;
@@ -15,6 +66,8 @@ Node* NodeTable::make_root(uid_t uid, gid_t gid, int64_t now) {
   root->gid = gid;
   root->mtime = root->ctime = now;
   root->nlookup = 1;
+  root->path_hash = kFnvOffset;
+  root->node_base = 0;
   Node* raw = root.get();
   nodes_[kRootIno] = std::move(root);
   return raw;
@@ -66,7 +119,19 @@ void ChildMap::clear() {
 }
 
 Node* NodeTable::add(Node* parent, std::string name, NodeKind kind, uint32_t mode, uid_t uid,
-                     gid_t gid, int64_t now) {
+                     gid_t gid, int64_t now, std::optional<uint32_t> node_base) {
+  uint64_t hash = 0;
+  uint32_t base = 0;
+  const Ino ino = number(parent, name, node_base, hash, base);
+  // The same path made again: the removed node the kernel may still hold
+  // gives its number up (it is not in any listing any more).
+  // Kept, not reused: a command waiting on the hardware may still point
+  // at it (FsImpl::forget's deferred release).
+  if (auto it = nodes_.find(ino); it != nodes_.end()) {
+    if (evicted_.size() >= 1024) evicted_.erase(evicted_.begin());
+    evicted_.push_back(std::move(it->second));
+    nodes_.erase(it);
+  }
   std::unique_ptr<Node> n;
   if (spare_.empty()) {
     n = std::make_unique<Node>();
@@ -81,7 +146,9 @@ Node* NodeTable::add(Node* parent, std::string name, NodeKind kind, uint32_t mod
     *n = Node{};
     n->children.swap(kept);
   }
-  n->ino = next_ino_++;
+  n->ino = ino;
+  n->path_hash = hash;
+  n->node_base = base;
   n->parent = parent->ino;
   n->name = std::move(name);
   n->kind = kind;

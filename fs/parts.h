@@ -92,6 +92,9 @@ struct Model {
 
   // Nodes.
   NodeTable nodes;
+  // nodes.next_base() as the journal last had it (a snapshot's or a
+  // delta's "next_node_base").
+  uint32_t journaled_next_base = 0;
   Node* root_node = nullptr;
   Ino info_ino = 0;
   Ino info_mon_ino = 0;

@@ -188,12 +188,13 @@ class StateWriter final : public Part {
 // The journal document (version 1; deltas to it: fs/state_replay.h):
 //   {"version": 1, "options": {...},
 //    "settings": {"<key>": value}   (the settings table's kInJournal rows: settings.cc),
+//    "next_node_base": n,   (the node base the next new group takes: fs/node_table.h)
 //    "groups": [{"name", "closid", "rmid", "mode", "cpus", "mba_event", "dir_mode",
-//                "uid", "gid", "schemata": {"<schema>": {"<domain>": value}},
+//                "uid", "gid", "node_base", "schemata": {"<schema>": {"<domain>": value}},
 //                "region": {"schema", "domain", "cbm"}  (pseudo-locked groups, which
 //                          have no "schemata": their old CLOSID may be another's),
 //                "assigned": [[domain, "event"]],
-//                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid",
+//                "mon_groups": [{"name", "rmid", "cpus", "dir_mode", "uid", "gid", "node_base",
 //                                "assigned"}]}],   (the default group first, name "")
 //    "threads": [[tid, closid, rmid]],
 //    "io_alloc": {"<resource>": {"<domain>": mask}},   (only while enabled)
@@ -207,6 +208,10 @@ void StateWriter::save_dir_fields(const Group& g, TextOut& out) {
     out.num(d->uid);
     out += ",\"gid\":";
     out.num(d->gid);
+  }
+  if (g.node_base != 0) {
+    out += ",\"node_base\":";
+    out.num(g.node_base);
   }
 }
 
@@ -290,6 +295,8 @@ std::string StateWriter::save_state_locked() {
     TextOut out(text, 1024 + 768 * m_.groups.size() + 24 * m_.threads.size());
     out += "{\"version\":1,\"mounted\":";
     out += m_.mounted ? "true" : "false";
+    out += ",\"next_node_base\":";
+    out.num(m_.nodes.next_base());
     out += ",\"options\":";
     out += options.dump();
     out += ",\"settings\":";
@@ -368,6 +375,7 @@ Group* StateWriter::group_by_key(const GroupKey& k) {
 std::string FsImpl::take_state_snapshot_json() {
   std::lock_guard<std::mutex> lock(mu_);
   m_.changes.reset();
+  m_.journaled_next_base = m_.nodes.next_base();
   return StateWriter(m_, p_).save_state_locked();
 }
 
@@ -375,13 +383,21 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
   StateWriter w(m_, p_);
   std::lock_guard<std::mutex> lock(mu_);
   if (m_.changes.full() || !m_.mounted) return std::nullopt;
-  if (m_.changes.empty()) return std::string();
+  const bool new_base = m_.nodes.next_base() != m_.journaled_next_base;
+  if (m_.changes.empty() && !new_base) return std::string();
   std::string text;
   {
     // Room for all of it at once: a group is a few hundred bytes.
     TextOut out(text, 64 + 512 * m_.changes.groups().size() + 64 * m_.changes.removed().size() +
                           24 * m_.changes.threads().size());
     out += "{\"version\":1";
+    if (new_base) {
+      // Also when the group that took it is gone again: its node ids
+      // are never given again.
+      out += ",\"next_node_base\":";
+      out.num(m_.nodes.next_base());
+      m_.journaled_next_base = m_.nodes.next_base();
+    }
     if (!m_.changes.removed().empty()) {
       out += ",\"del\":[";
       bool first = true;

@@ -2,6 +2,7 @@
 // log records applied, in document form, for the daemon's restore.
 #include "fs/state_replay.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -197,7 +198,9 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
   if (!d.is_object()) return delta_bad("not a JSON object");
   for (auto& [key, v] : d.items()) {
     // A key this version does not know would be silently lost: refuse.
-    if (key != "version" && key != "del" && key != "set" && key != "threads")
+    // "req": the daemon journal's command id (daemon/journal.h), not ours.
+    if (key != "version" && key != "del" && key != "set" && key != "threads" &&
+        key != "next_node_base" && key != "req")
       return delta_bad("unknown key " + key);
   }
   if (Result<int> v = JsonIn(d).int_or<int>("version", 0); !v.ok() || *v != 1)
@@ -205,6 +208,11 @@ Result<void> StateReplay::apply_checked(std::string_view delta) {
   json& groups = impl_->doc["groups"];
   if (auto del = d.find("del"); del != d.end()) RESCTRLFS_RETURN_IF_ERROR(apply_del(*del, groups));
   if (auto set = d.find("set"); set != d.end()) RESCTRLFS_RETURN_IF_ERROR(apply_set(*set, groups));
+  if (auto nb = d.find("next_node_base"); nb != d.end()) {
+    Result<uint32_t> v = JsonIn(*nb, "$.next_node_base").as_int<uint32_t>();
+    if (!v.ok()) return delta_bad(v.error().message);
+    impl_->doc["next_node_base"] = *v;
+  }
   if (auto th = d.find("threads"); th != d.end()) {
     Result<std::vector<JsonIn>> list = JsonIn(*th, "$.threads").elements();
     if (!list.ok()) return delta_bad(list.error().message);

@@ -12,7 +12,9 @@
 //                                    a group as save_state_json() writes it
 //                                    (a CTRL_MON group without "mon_groups":
 //                                    its MON groups are kept), appended when new
-//    "threads": [[tid, closid, rmid] | [tid], ...]}   new tags, or gone
+//    "threads": [[tid, closid, rmid] | [tid], ...]   new tags, or gone
+//    "next_node_base": n}            the node-id counter (fs/node_table.h)
+//                                    when it moved
 // Removals apply before writes, so a group removed and made again in one
 // delta comes back fresh. Group objects are copied whole, so fields other
 // versions add survive a replay untouched.

@@ -65,11 +65,13 @@ class StateRestore final : public Part {
     MonSettings settings;
     LastCmdStatus lcs;
     MountOptions opts;
+    uint32_t next_node_base;
   };
   struct DirFields {
     uint32_t mode;
     uid_t uid;
     gid_t gid;
+    uint32_t node_base;  // 0: none journaled
   };
   // The counters a group had assigned, as (domain, event), checked.
   using Assigned = std::vector<std::pair<int, hw::EventId>>;
@@ -130,7 +132,7 @@ Result<void> StateRestore::restore_state_locked(const std::string& text) {
 }
 
 StateRestore::KeptState StateRestore::keep_state() const {
-  return KeptState{p_.mon.settings(), m_.lcs, m_.opts};
+  return KeptState{p_.mon.settings(), m_.lcs, m_.opts, m_.nodes.next_base()};
 }
 
 void StateRestore::back_to_fresh(const KeptState& kept) {
@@ -147,11 +149,18 @@ void StateRestore::back_to_fresh(const KeptState& kept) {
   p_.mon.settings().mbm_event_mode = mode;
   (void)p_.groups.mount_locked(kept.opts);
   m_.lcs = kept.lcs;
+  // The groups restored before the failure are gone: their node bases
+  // were never served.
+  m_.nodes.set_next_base(kept.next_node_base);
 }
 
 Result<void> StateRestore::restore_steps(const JsonIn& j) {
   // Global settings first: a mode switch releases every counter.
   RESCTRLFS_RETURN_IF_ERROR(restore_settings(j));
+  // Before the groups: one without a journaled node base takes the next.
+  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t next_base,
+                             j.int_or<uint32_t>("next_node_base", 1U, 1, NodeTable::kMaxBase));
+  m_.nodes.note_next_base(next_base);
   std::vector<hw::CtrlUpdate> updates;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> group_list, j.elements_or_none("groups"));
   for (const JsonIn& go : group_list) RESCTRLFS_RETURN_IF_ERROR(restore_group(go, updates));
@@ -193,12 +202,17 @@ Result<StateRestore::DirFields> StateRestore::restore_dir_fields(const JsonIn& o
   RESCTRLFS_ASSIGN_OR_RETURN(f.mode, o.int_or<uint32_t>("dir_mode", 0755U, 0, 07777));
   RESCTRLFS_ASSIGN_OR_RETURN(f.uid, o.int_or<uid_t>("uid", m_.mount_uid));
   RESCTRLFS_ASSIGN_OR_RETURN(f.gid, o.int_or<gid_t>("gid", m_.mount_gid));
+  RESCTRLFS_ASSIGN_OR_RETURN(f.node_base,
+                             o.int_or<uint32_t>("node_base", 0U, 0, NodeTable::kMaxBase));
   return f;
 }
 
 void StateRestore::restore_dir(Group* g, Node* parent, const DirFields& f) {
+  // A journal from before node bases: new numbers, as at mkdir.
+  g->node_base = f.node_base != 0 ? f.node_base : m_.nodes.take_base();
+  m_.nodes.note_next_base(g->node_base + 1);
   Node* dir = m_.nodes.add(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid,
-                           m_.now_seconds());
+                           m_.now_seconds(), g->node_base);
   p_.tree.build_group_dir(g, dir, f.mode, f.uid, f.gid);
   p_.mon.reset_group_mbm(g);
 }

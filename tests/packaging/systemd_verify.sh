@@ -46,4 +46,16 @@ if [ $rc -ne 0 ] || [ -n "$out" ]; then
   echo "$out" >&2
   exit 1
 fi
+# The daemon's connection outlives a crash: it is kept in the unit's file
+# descriptor store and the daemon is started again (docs/reliability.md).
+for want in 'FileDescriptorStoreMax=1' 'Restart=on-failure' 'resctrlfsd -f --fd-store '; do
+  if ! grep -q -- "$want" "$dir/resctrlfsd.service"; then
+    echo "FAIL: $dir/resctrlfsd.service lacks '$want'" >&2
+    exit 1
+  fi
+done
+if grep -q '^ExecStopPost=.*fusermount' "$dir/resctrlfsd.service"; then
+  echo "FAIL: $dir/resctrlfsd.service detaches the mount after a crash (ExecStopPost)" >&2
+  exit 1
+fi
 echo "ok: systemd-analyze verify$units"
