@@ -69,6 +69,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
 }
 
 void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mounted) return;
   for (schemata::Schema& s : m_.schemas.schemas) {
     if (s.resource_index == static_cast<int>(rid)) std::erase(s.domain_ids, domain_id);
@@ -87,6 +88,7 @@ void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
 }
 
 void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
+  m_.assert_command_locked();
   // hw/ has put the default value in every CLOSID; under mba_MBps an absent
   // target reads as the unlimited default too.
   if (!m_.mounted) return;
@@ -98,6 +100,7 @@ void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
 }
 
 void HotplugEvents::mon_domain_gone(int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   p_.mon.rmids().remove_domain(domain_id);
   if (!m_.mounted) return;
@@ -138,6 +141,7 @@ void HotplugEvents::mon_domain_gone(int domain_id) {
 }
 
 void HotplugEvents::mon_domain_back(int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   p_.mon.rmids().add_domain(domain_id);
   if (!m_.mounted) return;
@@ -160,6 +164,7 @@ void HotplugEvents::mon_domain_back(int domain_id) {
 }
 
 void HotplugEvents::perf_pkg_domain_gone(int package_id) {
+  m_.assert_command_locked();
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {
     Node* dir = m_.nodes.get(g->dir);
@@ -172,6 +177,7 @@ void HotplugEvents::perf_pkg_domain_gone(int package_id) {
 }
 
 void HotplugEvents::perf_pkg_domain_back(int package_id) {
+  m_.assert_command_locked();
   // Telemetry needs no reset: the aggregators' counts are cumulative.
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {

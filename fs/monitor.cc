@@ -29,7 +29,13 @@ Monitor::Monitor(Model& m, Parts& p) : Part(m, p) {
     for (const hw::MonDomain& d : info.res(hw::ResourceId::L3).mon.mon_domains)
       doms.push_back(d.id);
     // An RMID must be valid in every monitor resource (L3 and telemetry).
-    set_.rmids.init(hw::num_rmid_idx(info), doms, m_.event_enabled(EventId::LLC_OCCUPANCY));
+    // Index encode(0, 0) is the default group's.
+    hw::Arch* arch = m_.arch;
+    RmidPool::ClosidOf closid_of;
+    if (info.rmid_depends_on_closid)
+      closid_of = [arch](uint32_t idx) { return arch->rmid_idx_decode(idx).first; };
+    set_.rmids.init(hw::num_rmid_idx(info), doms, m_.event_enabled(EventId::LLC_OCCUPANCY),
+                    arch->rmid_idx_encode(0, 0), std::move(closid_of));
   }
   set_.event_filter_total = info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
   set_.event_filter_local = info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask & 0x15U;
@@ -89,12 +95,35 @@ void Monitor::mb_domain_gone(int domain_id) {
     it = it->first.first == domain_id ? mbps_target_.erase(it) : std::next(it);
 }
 
-void Monitor::free_rmid(uint32_t rmid) {
-  if (rmid == 0 || !m_.mon_capable()) return;
-  set_.rmids.free(rmid);
+uint32_t Monitor::rmid_idx(uint32_t closid, uint32_t rmid) const {
+  return m_.arch->rmid_idx_encode(closid, rmid);
+}
+
+Result<uint32_t> Monitor::alloc_rmid(uint32_t closid) {
+  m_.assert_model_locked();
+  RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t idx, set_.rmids.alloc(closid));
+  return m_.arch->rmid_idx_decode(idx).second;
+}
+
+void Monitor::free_rmid(uint32_t closid, uint32_t rmid) {
+  m_.assert_model_locked();
+  if (!m_.mon_capable()) return;
+  set_.rmids.free(rmid_idx(closid, rmid));  // the default group's index is ignored
+}
+
+bool Monitor::claim_rmid(uint32_t closid, uint32_t rmid) {
+  m_.assert_model_locked();
+  return set_.rmids.claim(rmid_idx(closid, rmid));
+}
+
+Result<uint32_t> Monitor::alloc_closid() {
+  m_.assert_model_locked();
+  if (!set_.rmids.depends_on_closid()) return m_.closids.alloc();
+  return m_.closids.alloc_cleanest([this](uint32_t c) { return set_.rmids.dirty_count(c); });
 }
 
 EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
+  m_.assert_command_locked();
   std::optional<unsigned> cntr;
   if (m_.is_mbm(ev) && set_.mbm_event_mode) {
     auto it = g->cntrs.find({domain, ev});
@@ -185,6 +214,7 @@ Result<std::string> Monitor::show_event_file(const Node& n) {
 }
 
 void Monitor::reset_group_mbm(const Group* g) {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events) {
@@ -207,6 +237,7 @@ unsigned Monitor::free_cntrs(int domain) const {
 }
 
 Result<void> Monitor::assign_cntr(Group* g, int domain, EventId ev) {
+  m_.assert_command_locked();
   if (g->cntrs.count({domain, ev}) != 0) return Ok();
   auto& owners = cntr_owner_[domain];
   for (size_t id = 0; id < owners.size(); ++id) {
@@ -252,6 +283,7 @@ std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
 }
 
 Result<void> Monitor::set_assign_mode(bool mbm_event) {
+  m_.assert_command_locked();
   // Every counter is released, in every domain.
   for (auto& g : m_.groups) unassign_all_cntrs(g.get());
   RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_cntr_assign_enabled(hw::ResourceId::L3, mbm_event));
@@ -356,6 +388,7 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
 // Workers
 
 void Monitor::limbo_pass() {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (!set_.rmids.has_busy(d.id)) continue;
@@ -372,6 +405,7 @@ void Monitor::limbo_pass() {
 }
 
 void Monitor::overflow_pass(double elapsed_ms) {
+  m_.assert_command_locked();
   if (!m_.mounted || !m_.mon_capable()) return;
   // Reading every MBM counter lets hw/ fold wrap-around into its totals.
   for (auto& g : m_.groups) {

@@ -31,7 +31,7 @@ std::string group_path(const Group& g) {
 }  // namespace
 
 std::string FsImpl::status_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   nlohmann::json j;
   j["platform"] = {{"nr_cpus", m_.info.nr_cpus}};  // the daemon adds the CPU's identity
   j["mounted"] = m_.mounted;
@@ -78,7 +78,7 @@ std::string FsImpl::status_json() {
 }
 
 std::vector<std::string> FsImpl::take_hw_write_failures() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   return cpus_.take_assoc_failures();
 }
 
@@ -357,7 +357,7 @@ std::string StateWriter::save_state_locked() {
 }
 
 std::string FsImpl::save_state_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   return StateWriter(m_, p_).save_state_locked();
 }
 
@@ -376,14 +376,14 @@ Group* StateWriter::group_by_key(const GroupKey& k) {
 }
 
 std::string FsImpl::take_state_snapshot_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   m_.changes.reset();
   return StateWriter(m_, p_).save_state_locked();
 }
 
 std::optional<std::string> FsImpl::take_state_delta_json() {
   StateWriter w(m_, p_);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (m_.changes.full() || !m_.mounted) return std::nullopt;
   if (m_.changes.empty()) return std::string();
   std::string text;
@@ -453,7 +453,7 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
 }
 
 void FsImpl::set_command_status(std::string_view text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   m_.lcs.clear();
   m_.lcs.puts(text);
 }

@@ -214,7 +214,7 @@ Attr Tree::attr_of(const Node& n) const {
 }
 
 Result<Attr> FsImpl::lookup(Ino parent, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   if (!p->is_dir()) return Error::make(ENOTDIR);
@@ -226,14 +226,14 @@ Result<Attr> FsImpl::lookup(Ino parent, std::string_view name) {
 }
 
 Result<Attr> FsImpl::getattr(Ino ino) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);
   return p_.tree.attr_of(*n);
 }
 
 Result<std::vector<DirEntry>> FsImpl::readdir(Ino ino) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr || n->removed) return Error::make(ENOENT);
   if (!n->is_dir()) return Error::make(ENOTDIR);
@@ -264,7 +264,7 @@ Result<Attr> FsImpl::setattr(Ino ino, const uint32_t* mode, const uid_t* uid, co
 }
 
 Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr) return Error::make(ENOENT);
   if (n->removed) return Error::make(ENODEV);
@@ -322,7 +322,7 @@ auto FsImpl::read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>()
     return show(*n);
   };
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<OwnedMutex> lock(mu_);
     const Node* n = m_.nodes.get(ino);
     // Event files read counters: a command's work, after the one running.
     if (n == nullptr || n->kind != NodeKind::kEventFile) return locked();
@@ -333,7 +333,7 @@ auto FsImpl::read_node(Ino ino, F&& show) -> decltype(show(std::declval<Node&>()
 
 std::unique_ptr<PidView> FsImpl::task_view(Ino ino, const Caller& caller) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<OwnedMutex> lock(mu_);
     const Node* n = m_.nodes.get(ino);
     if (n == nullptr || n->kind != NodeKind::kFile || !n->row->task_ids) return nullptr;
   }
@@ -384,7 +384,7 @@ Result<size_t> FsImpl::write(Ino ino, std::string_view data, const Caller& calle
 Result<Attr> FsImpl::create(Ino parent, std::string_view name) { return Error::make(EACCES); }
 
 Result<void> FsImpl::unlink(Ino parent, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* p = m_.nodes.get(parent);
   if (p == nullptr || p->removed) return Error::make(ENOENT);
   Node* c = m_.nodes.child(p, name);
@@ -394,7 +394,7 @@ Result<void> FsImpl::unlink(Ino parent, std::string_view name) {
 }
 
 void FsImpl::forget(Ino ino, uint64_t nlookup) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   Node* n = m_.nodes.get(ino);
   if (n == nullptr || ino == kRootIno) return;
   n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
