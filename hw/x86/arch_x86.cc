@@ -831,21 +831,15 @@ Result<void> X86Arch::config_cntr(ResourceId rid, int domain_id, unsigned cntr_i
 // ---- CPU hotplug.
 
 int X86Arch::ctrl_domain_id_of(ResourceId rid, unsigned cpu) const {
-  // L2 controls are per L2 cache; L3, MB and SMBA per L3 cache; STLB per
-  // core (the scopes decode_platform() and decode_stlb() used to build the
-  // domain lists).
-  const std::vector<int>& ids = rid == ResourceId::L2     ? info_.cpu_ids(Scope::L2_CACHE)
-                                : rid == ResourceId::STLB ? info_.cpu_ids(Scope::CORE)
-                                                          : info_.cpu_ids(Scope::L3_CACHE);
-  return cpu < ids.size() ? ids[cpu] : -1;
+  // Through the resource's control scope: L2 controls per L2 cache; L3, MB,
+  // SMBA and CB per L3 cache; STLB per core (decode_platform() and
+  // decode_stlb() set them and built the domain lists by them).
+  return info_.cpu_id(cpu, info_.res(rid).ctrl_scope);
 }
 
 int X86Arch::mon_domain_id_of(unsigned cpu) const {
-  // Under SNC the L3 monitoring scope is the NUMA node.
-  const std::vector<int>& ids = info_.res(ResourceId::L3).mon.snc_ways > 1
-                                    ? info_.cpu_ids(Scope::NODE)
-                                    : info_.cpu_ids(Scope::L3_CACHE);
-  return cpu < ids.size() ? ids[cpu] : -1;
+  // The L3 monitoring scope: the NUMA node under SNC, else the L3 cache.
+  return info_.cpu_id(cpu, info_.res(ResourceId::L3).mon.scope);
 }
 
 Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
