@@ -57,7 +57,7 @@ Result<void> read_rmid_lists(const JsonIn& rm, std::vector<uint32_t>& free_order
 }  // namespace
 
 std::string FsImpl::save_boot_state_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   json j;
   j["version"] = 1;
   get_settings(m_, p_, kInBootState, j);
@@ -74,7 +74,7 @@ std::string FsImpl::save_boot_state_json() {
     std::vector<uint32_t> held;
     if (m_.mounted) {
       for (auto& g : m_.groups)
-        if (counted(*g)) held.push_back(g->rmid);
+        if (counted(*g)) held.push_back(p_.mon.rmid_idx(g->closid, g->rmid));
     }
     std::vector<uint32_t> key;
     key.reserve(boot_rmids_key_.size());

@@ -147,6 +147,7 @@ Result<void> CtrlFiles::init_alloc(Group* g) {
       updates.push_back({rid, hw_type(s.conf_type), d, g->closid, *ctrl});
     }
   }
+  m_.assert_command_locked();
   Result<void> r = m_.arch->update_ctrls(updates);
   if (!r.ok()) return fail(r.error().code, "Failed to initialize allocations\n");
   return Ok();
@@ -181,6 +182,7 @@ Result<void> CtrlFiles::apply_staged(const std::vector<schemata::StagedValue>& s
     }
     updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, closid, v.value});
   }
+  m_.assert_command_locked();
   return m_.arch->update_ctrls(updates);
 }
 

@@ -39,8 +39,8 @@ bool Model::alloc_capable() const {
 }
 
 bool Model::event_enabled(EventId ev) const {
-  if (!info.mon.capable) return false;
-  for (EventId e : info.mon.events)
+  if (!info.res(hw::ResourceId::L3).mon.capable) return false;
+  for (EventId e : info.res(hw::ResourceId::L3).mon.event_ids())
     if (e == ev) return true;
   return false;
 }
@@ -62,7 +62,10 @@ FsImpl::FsImpl(const FilesystemConfig& cfg)
       mon_(m_, p_),
       io_alloc_(m_, p_),
       plock_(m_, p_),
-      io_ch_(m_, p_) {}
+      io_ch_(m_, p_) {
+  m_.model_mu = &mu_;
+  m_.cmd_mu = &cmd_mu_;
+}
 
 FsImpl::~FsImpl() = default;
 
@@ -116,15 +119,17 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
   if (opts.mba_mbps) {
     bool mbm = m_.event_enabled(EventId::MBM_LOCAL) || m_.event_enabled(EventId::MBM_TOTAL);
     // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
-    bool same_scope = m_.info.mon.snc_ways <= 1;
+    bool same_scope = m_.info.res(hw::ResourceId::L3).mon.snc_ways <= 1;
     if (mb.alloc_capable) {
       for (const hw::CtrlDomain& d : mb.ctrl_domains) {
         bool found = false;
-        for (const hw::MonDomain& m : m_.info.mon.mon_domains) found = found || m.id == d.id;
+        for (const hw::MonDomain& m : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+          found = found || m.id == d.id;
         same_scope = same_scope && found;
       }
     }
-    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope && !m_.info.mon.abmc))
+    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope &&
+          !m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable))
       return Error::make(EINVAL,
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
@@ -142,8 +147,8 @@ void Groups::build_schemas(const MountOptions& opts) {
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
     d.resource_index = i;
-    d.kind = r.is_cache() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
-    d.cdp_capable = r.is_cache() && r.cache.cdp_capable;
+    d.kind = r.is_bitmap() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
+    d.cdp_capable = r.is_bitmap() && r.cache.cdp_capable;
     d.cdp_enabled =
         (r.rid == ResourceId::L3 && opts.cdp) || (r.rid == ResourceId::L2 && opts.cdpl2);
     d.num_closid = r.num_closid;
@@ -246,7 +251,7 @@ void Groups::unmount_locked() {
                          g->mode == schemata::GroupMode::PSEUDO_LOCKED;
     // A locksetup/locked group gave its RMID up already.
     if (locking) p_.plock.pseudo_lock_remove(g.get());
-    if (g.get() != m_.root && !locking) p_.mon.free_rmid(g->rmid);
+    if (g.get() != m_.root && !locking) p_.mon.free_rmid(g->closid, g->rmid);
   }
   std::vector<Ino> kids;
   for (const ChildMap::Entry& e : m_.root_node->children) kids.push_back(e.ino);
@@ -295,11 +300,12 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
 
 Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
                                     const Caller& caller, std::string& status) {
-  auto closid = m_.closids.alloc();
+  m_.assert_command_locked();
+  auto closid = p_.mon.alloc_closid();
   if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
   if (m_.mon_capable()) {
-    auto r = p_.mon.rmids().alloc();
+    auto r = p_.mon.alloc_rmid(*closid);
     if (!r.ok()) {
       m_.closids.free(*closid);
       return fail(r.error().code, "Out of RMIDs\n");
@@ -316,7 +322,7 @@ Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   Result<void> init = p_.ctrl.init_alloc(g);
   if (!init.ok()) {
     p_.mon.unassign_all_cntrs(g);
-    if (m_.mon_capable()) p_.mon.free_rmid(rmid);
+    if (m_.mon_capable()) p_.mon.free_rmid(*closid, rmid);
     m_.closids.free(*closid);
     m_.groups.erase(g->pos);
     return std::move(init).error();
@@ -326,12 +332,13 @@ Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
 
 Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
                                const Caller& caller, std::string& status) {
+  m_.assert_command_locked();
   Group* pg = p_.tree.group_of(*parent);
   if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
-  auto r = p_.mon.rmids().alloc();
+  auto r = p_.mon.alloc_rmid(pg->closid);
   if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
@@ -417,11 +424,11 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   const std::vector<Group*> kids(g->mon_children.begin(), g->mon_children.end());
   for (Group* m : kids) {
     if (Node* md = m_.nodes.get(m->dir)) m_.nodes.remove(md, m_.inval);
-    p_.mon.free_rmid(m->rmid);
+    p_.mon.free_rmid(m->closid, m->rmid);
     destroy_group(m);
   }
   g->mon_children.clear();
-  p_.mon.free_rmid(g->rmid);
+  p_.mon.free_rmid(g->closid, g->rmid);
   m_.closids.free(g->closid);
   p_.mon.forget_closid(g->closid);
   destroy_group(g);
@@ -430,9 +437,10 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
 }
 
 Result<void> Groups::rmdir_mon(Group* g) {
+  m_.assert_command_locked();
   Group* parent = g->parent;
   move_group_tasks(g, parent);
-  p_.mon.free_rmid(g->rmid);
+  p_.mon.free_rmid(g->closid, g->rmid);
   // Its CPUs fall back to the parent's RMID.
   const CpuMask touched = g->cpus;
   destroy_group(g);
@@ -495,6 +503,7 @@ Result<void> FsImpl::rename(Ino parent, std::string_view name, Ino newparent,
 }
 
 Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_view newname) {
+  m_.assert_command_locked();
   if (!src->is_dir() || !np->is_dir()) {
     // The one kernel message without a trailing newline (the kernel puts
     // it; from a cleared status printf leaves the same bytes).

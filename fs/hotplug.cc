@@ -18,10 +18,18 @@ class HotplugEvents final : public hw::ArchEvents, Part {
   using Part::Part;
   void ctrl_domain_online(hw::ResourceId rid, int id) override { ctrl_domain_back(rid, id); }
   void ctrl_domain_offline(hw::ResourceId rid, int id) override { ctrl_domain_gone(rid, id); }
-  void mon_domain_online(int id) override { mon_domain_back(id); }
-  void mon_domain_offline(int id) override { mon_domain_gone(id); }
-  void perf_pkg_domain_online(int id) override { perf_pkg_domain_back(id); }
-  void perf_pkg_domain_offline(int id) override { perf_pkg_domain_gone(id); }
+  void mon_domain_online(hw::ResourceId rid, int id) override {
+    if (rid == hw::ResourceId::PERF_PKG)
+      perf_pkg_domain_back(id);
+    else
+      mon_domain_back(id);
+  }
+  void mon_domain_offline(hw::ResourceId rid, int id) override {
+    if (rid == hw::ResourceId::PERF_PKG)
+      perf_pkg_domain_gone(id);
+    else
+      mon_domain_gone(id);
+  }
 
  private:
   void ctrl_domain_gone(hw::ResourceId rid, int domain_id);
@@ -63,6 +71,7 @@ Result<void> FsImpl::cpu_online(unsigned cpu) {
 }
 
 void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mounted) return;
   for (schemata::Schema& s : m_.schemas.schemas) {
     if (s.resource_index == static_cast<int>(rid)) std::erase(s.domain_ids, domain_id);
@@ -81,6 +90,7 @@ void HotplugEvents::ctrl_domain_gone(hw::ResourceId rid, int domain_id) {
 }
 
 void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
+  m_.assert_command_locked();
   // hw/ has put the default value in every CLOSID; under mba_MBps an absent
   // target reads as the unlimited default too.
   if (!m_.mounted) return;
@@ -92,6 +102,7 @@ void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
 }
 
 void HotplugEvents::mon_domain_gone(int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   p_.mon.rmids().remove_domain(domain_id);
   if (!m_.mounted) return;
@@ -132,6 +143,7 @@ void HotplugEvents::mon_domain_gone(int domain_id) {
 }
 
 void HotplugEvents::mon_domain_back(int domain_id) {
+  m_.assert_command_locked();
   if (!m_.mon_capable()) return;
   p_.mon.rmids().add_domain(domain_id);
   if (!m_.mounted) return;
@@ -147,12 +159,14 @@ void HotplugEvents::mon_domain_back(int domain_id) {
   // MBM state of the new domain is fresh in hw/: the first read of each
   // group is its baseline, as the kernel's mkdir_mondata_subdir read does.
   for (auto& g : m_.groups) {
-    for (hw::EventId ev : m_.info.mon.events)
-      if (m_.is_mbm(ev)) m_.arch->reset_event(domain_id, g->rmid, ev);
+    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events)
+      if (m_.is_mbm(ev.id))
+        m_.arch->reset_counter(hw::ResourceId::L3, domain_id, g->closid, g->rmid, ev.id);
   }
 }
 
 void HotplugEvents::perf_pkg_domain_gone(int package_id) {
+  m_.assert_command_locked();
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {
     Node* dir = m_.nodes.get(g->dir);
@@ -165,6 +179,7 @@ void HotplugEvents::perf_pkg_domain_gone(int package_id) {
 }
 
 void HotplugEvents::perf_pkg_domain_back(int package_id) {
+  m_.assert_command_locked();
   // Telemetry needs no reset: the aggregators' counts are cumulative.
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {

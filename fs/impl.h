@@ -32,7 +32,9 @@
 // ends (the command may still point at it).
 //
 // The parts assume mu_ is held (and cmd_mu_ for anything that changes the
-// hardware).
+// hardware); where a part relies on it, it says so with RESCTRLFS_ASSERT_HELD
+// on Model::model_mu / Model::cmd_mu (fs/lock_assert.h), checked in builds
+// with lock assertions.
 #pragma once
 
 #include <chrono>
@@ -109,8 +111,8 @@ class FsImpl final : public Filesystem {
   // Under mu_, at the end of a command: frees the nodes forget() left.
   void release_deferred();
 
-  std::mutex cmd_mu_;                  // the command lock (see Locking above)
-  std::mutex mu_;                      // the model lock
+  OwnedMutex cmd_mu_;                  // the command lock (see Locking above)
+  OwnedMutex mu_;                      // the model lock
   bool command_running_ = false;       // under mu_: a CommandLock is held
   std::vector<Ino> deferred_release_;  // under mu_
   // save_boot_state_json()'s "rmids" text and what it was made from (the
@@ -151,8 +153,8 @@ class FsImpl::CommandLock final : public BlockingHook {
 
  private:
   FsImpl& fs_;
-  std::lock_guard<std::mutex> cmd_;
-  std::unique_lock<std::mutex> model_;
+  std::lock_guard<OwnedMutex> cmd_;
+  std::unique_lock<OwnedMutex> model_;
   ScopedBlockingHook hook_;  // destroyed first: no release after the end
 };
 

@@ -117,6 +117,7 @@ void CpuOwners::update_cpu_assoc(const CpuMask& which) {
   for (unsigned cpu : retry) want(cpu);
   for (unsigned cpu : which.cpus()) want(cpu);
   if (batch.empty()) return;
+  m_.assert_command_locked();
   m_.arch->set_cpus_assoc(batch);
   for (const auto& b : batch) {
     if (b.ok) {
@@ -174,7 +175,7 @@ void FsImpl::on_fork(pid_t parent_tid, pid_t child_tid) {
 }
 
 void FsImpl::on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (!m_.mounted) return;
   // The id of a zombie not yet seen reaped: the zombie is gone, this is a
   // new thread.
@@ -194,7 +195,7 @@ void FsImpl::on_thread_fork(pid_t parent_tid, pid_t child_tid, pid_t child_tgid)
 void FsImpl::on_exit(pid_t tid) { on_thread_exit(tid, 0); }
 
 void FsImpl::on_thread_exit(pid_t tid, pid_t tgid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (m_.mounted) {
     // A process's leader is a zombie until its parent waits for it, listed
     // in its group meanwhile; so may be a thread of the table whose process
@@ -220,7 +221,7 @@ void FsImpl::on_thread_exit(pid_t tid, pid_t tgid) {
 }
 
 void FsImpl::on_exec(pid_t tgid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (!m_.mounted || !m_.live.tracking()) return;
   // The thread that called exec took the process id; the old id of that
   // thread and every other thread are gone. The exec'ing thread keeps its
@@ -235,14 +236,14 @@ void FsImpl::on_exec(pid_t tgid) {
 }
 
 void FsImpl::track_threads(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   m_.live.set_tracking(on);
   m_.tasks_text.clear();
   if (on && m_.mounted) (void)p_.groups.rescan_threads();
 }
 
 void FsImpl::rescan_threads() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (!m_.mounted || !m_.live.tracking()) return;
   m_.live.count_rescan();
   (void)p_.groups.rescan_threads();

@@ -31,6 +31,7 @@
 
 #include "fs/change_tracker.h"
 #include "fs/filesystem.h"
+#include "fs/lock_assert.h"
 #include "fs/model.h"
 #include "fs/node_table.h"
 #include "fs/pools.h"
@@ -63,6 +64,11 @@ bool in_mount(const hw::Resource& r, const MountOptions& opts);
 // asks of it.
 struct Model {
   explicit Model(const FilesystemConfig& cfg);
+
+  // FsImpl's locks (fs/impl.h, "Locking"), for RESCTRLFS_ASSERT_HELD: the
+  // model lock and the command lock. Null in a Model used without them.
+  const OwnedMutex* model_mu = nullptr;
+  const OwnedMutex* cmd_mu = nullptr;
 
   hw::Arch* arch;
   TaskSource* tasks;
@@ -111,7 +117,14 @@ struct Model {
     if (!r.ok()) lcs.printf(user_text(r.error()));
   }
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
-  bool mon_capable() const { return info.mon.capable || info.perf_pkg.capable; }
+  bool mon_capable() const { return info.mon_capable(); }
+  // What a part relies on (RESCTRLFS_ASSERT_HELD): the model lock for the
+  // model, and the command lock too for a call that reaches the hardware.
+  void assert_model_locked() const { RESCTRLFS_ASSERT_HELD(model_mu); }
+  void assert_command_locked() const {
+    RESCTRLFS_ASSERT_HELD(cmd_mu);
+    RESCTRLFS_ASSERT_HELD(model_mu);
+  }
   // Any allocation resource in this mount (see in_mount()).
   bool alloc_capable() const;
   bool event_enabled(hw::EventId ev) const;
@@ -418,7 +431,19 @@ class Monitor final : public Part {
   unsigned free_cntrs(int domain) const;
   void limbo_pass();
   void overflow_pass(double elapsed_ms);
-  void free_rmid(uint32_t rmid);
+  // A group's monitoring id (RMID) and its CLOSID name one index of the
+  // RMID pool (hw::Arch::rmid_idx_encode; the RMID itself unless the
+  // architecture makes it depend on the CLOSID). alloc_rmid takes a free
+  // index of `closid` and gives its RMID; free_rmid sends the index into
+  // limbo; claim_rmid takes a given one (state restore).
+  Result<uint32_t> alloc_rmid(uint32_t closid);
+  void free_rmid(uint32_t closid, uint32_t rmid);
+  bool claim_rmid(uint32_t closid, uint32_t rmid);
+  uint32_t rmid_idx(uint32_t closid, uint32_t rmid) const;
+  // A CLOSID for a new CTRL_MON group: the lowest free one, or, where
+  // monitoring ids depend on the CLOSID, the one with the fewest of its
+  // ids in limbo (the kernel's closid_alloc).
+  Result<uint32_t> alloc_closid();
   Result<std::string> show_mbm_l3_assignments(const Node& n);
   Result<void> write_mbm_l3_assignments(Node& n, std::string_view data, const Caller& c);
   // The monitoring info files (monitor_info.cc).
@@ -438,7 +463,7 @@ class Monitor final : public Part {
   Result<void> write_mbm_assign_on_mkdir(Node& n, std::string_view data, const Caller& c);
   Result<std::string> show_event_filter(const Node& n);
   Result<void> write_event_filter(Node& n, std::string_view data, const Caller& c);
-  bool cond_abmc() const { return m_.info.mon.abmc; }
+  bool cond_abmc() const { return m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable; }
   bool cond_bmec_total() const;
   bool cond_bmec_local() const;
 

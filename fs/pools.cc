@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
+#include <optional>
 
 namespace resctrlfs::fs {
 
@@ -22,6 +23,26 @@ Result<uint32_t> ClosidPool::alloc() {
   return Error::make(ENOSPC);
 }
 
+Result<uint32_t> ClosidPool::alloc_cleanest(const std::function<unsigned(uint32_t)>& dirty) {
+  std::optional<uint32_t> best;
+  unsigned best_dirty = 0;
+  for (uint32_t c = 1; c < allocated_.size(); ++c) {
+    if (allocated_[c]) continue;
+    const unsigned n = dirty(c);
+    if (n == 0) {
+      best = c;
+      break;
+    }
+    if (!best || n < best_dirty) {
+      best = c;
+      best_dirty = n;
+    }
+  }
+  if (!best) return Error::make(ENOSPC);
+  allocated_[*best] = true;
+  return *best;
+}
+
 bool ClosidPool::claim(uint32_t closid) {
   if (closid >= allocated_.size() || allocated_[closid]) return false;
   allocated_[closid] = true;
@@ -36,21 +57,39 @@ unsigned ClosidPool::free_count() const {
   return static_cast<unsigned>(std::count(allocated_.begin(), allocated_.end(), false));
 }
 
-void RmidPool::init(unsigned num_rmids, std::vector<int> domains, bool use_limbo) {
+void RmidPool::init(unsigned num_rmids, std::vector<int> domains, bool use_limbo, uint32_t reserved,
+                    ClosidOf closid_of) {
   num_rmids_ = num_rmids;
   use_limbo_ = use_limbo;
+  reserved_ = reserved;
+  closid_of_ = std::move(closid_of);
   domains_ = std::move(domains);
   free_.clear();
   busy_.clear();
   busy_count_.clear();
-  for (uint32_t r = 1; r < num_rmids; ++r) free_.push_back(r);
+  for (uint32_t r = 0; r < num_rmids; ++r)
+    if (r != reserved_) free_.push_back(r);
 }
 
-Result<uint32_t> RmidPool::alloc() {
+Result<uint32_t> RmidPool::alloc(uint32_t closid) {
   if (free_.empty()) return Error::make(busy_count_.empty() ? ENOSPC : EBUSY);
-  uint32_t r = free_.front();
-  free_.pop_front();
+  auto it = free_.begin();
+  if (closid_of_) {
+    it = std::find_if(free_.begin(), free_.end(),
+                      [&](uint32_t idx) { return closid_of_(idx) == closid; });
+    if (it == free_.end()) return Error::make(ENOSPC);
+  }
+  uint32_t r = *it;
+  free_.erase(it);
   return r;
+}
+
+unsigned RmidPool::dirty_count(uint32_t closid) const {
+  if (!closid_of_) return 0;
+  unsigned n = 0;
+  for (const auto& [idx, count] : busy_count_)
+    if (closid_of_(idx) == closid) ++n;
+  return n;
 }
 
 bool RmidPool::claim(uint32_t rmid) {
@@ -68,20 +107,20 @@ bool RmidPool::restore(const std::vector<uint32_t>& free_order,
                        const std::map<int, std::set<uint32_t>>& busy) {
   std::vector<bool> seen(num_rmids_, false);
   for (uint32_t r : free_order) {
-    if (r == 0 || r >= num_rmids_ || seen[r]) return false;
+    if (r == reserved_ || r >= num_rmids_ || seen[r]) return false;
     seen[r] = true;
   }
   std::map<uint32_t, unsigned> counts;
   for (const auto& [dom, rmids] : busy) {
     if (std::find(domains_.begin(), domains_.end(), dom) == domains_.end()) return false;
     for (uint32_t r : rmids) {
-      if (r == 0 || r >= num_rmids_ || (seen[r] && counts.count(r) == 0)) return false;
+      if (r == reserved_ || r >= num_rmids_ || (seen[r] && counts.count(r) == 0)) return false;
       ++counts[r];
     }
   }
   for (auto& [r, n] : counts) seen[r] = true;
-  for (uint32_t r = 1; r < num_rmids_; ++r)
-    if (!seen[r]) return false;
+  for (uint32_t r = 0; r < num_rmids_; ++r)
+    if (r != reserved_ && !seen[r]) return false;
   free_.assign(free_order.begin(), free_order.end());
   busy_.clear();
   for (const auto& [dom, rmids] : busy)
@@ -91,7 +130,7 @@ bool RmidPool::restore(const std::vector<uint32_t>& free_order,
 }
 
 void RmidPool::free(uint32_t rmid) {
-  if (rmid == 0 || rmid >= num_rmids_) return;
+  if (rmid == reserved_ || rmid >= num_rmids_) return;
   if (!use_limbo_ || domains_.empty()) {
     free_.push_back(rmid);
     return;
@@ -149,11 +188,11 @@ bool RmidPool::has_busy(int domain) const {
 RmidPool::Released RmidPool::after_freeing(const std::vector<uint32_t>& rmids) const {
   Released r;
   r.free.assign(free_.begin(), free_.end());
-  // free() ignores RMID 0 and numbers past the pool.
+  // free() ignores the reserved index and numbers past the pool.
   std::vector<uint32_t> freed;
   freed.reserve(rmids.size());
   for (uint32_t rmid : rmids)
-    if (rmid != 0 && rmid < num_rmids_) freed.push_back(rmid);
+    if (rmid != reserved_ && rmid < num_rmids_) freed.push_back(rmid);
   if (!use_limbo_ || domains_.empty()) {
     r.free.insert(r.free.end(), freed.begin(), freed.end());
     return r;

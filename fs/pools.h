@@ -3,6 +3,15 @@
 // with its LRU free list and per-domain limbo (a freed RMID stays busy until
 // every monitoring domain has seen its occupancy drop below the threshold).
 //
+// The RMID pool holds RMID indexes (hw::Arch::rmid_idx_encode): on an
+// architecture whose monitoring ids do not depend on the CLOSID an index is
+// the RMID. Where they do (hw::PlatformInfo::rmid_depends_on_closid, the
+// kernel's CONFIG_RESCTRL_RMID_DEPENDS_ON_CLOSID), each index belongs to
+// one CLOSID: alloc() takes the first free index of the group's CLOSID, and
+// the CLOSID pool hands out the free CLOSID with the fewest indexes in
+// limbo (the kernel's resctrl_find_cleanest_closid), so that a new group
+// finds clean monitoring ids.
+//
 // Threading: not synchronised; the Filesystem's model lock covers them.
 #pragma once
 
@@ -25,6 +34,10 @@ class ClosidPool {
   unsigned size() const { return static_cast<unsigned>(allocated_.size()); }
   // Lowest free CLOSID, or ENOSPC (message left to the caller).
   Result<uint32_t> alloc();
+  // The free CLOSID with the fewest `dirty` monitoring ids (the lowest of
+  // those; the first with none), or ENOSPC: for monitoring ids that depend
+  // on the CLOSID.
+  Result<uint32_t> alloc_cleanest(const std::function<unsigned(uint32_t)>& dirty);
   // Marks a specific CLOSID allocated (state restore). False if taken.
   bool claim(uint32_t closid);
   void free(uint32_t closid);
@@ -37,23 +50,33 @@ class ClosidPool {
 
 class RmidPool {
  public:
-  // RMIDs 1 .. num_rmids-1 start free in ascending order; 0 is the default
-  // group's. `domains`: the monitoring domains a freed RMID must be clean
-  // in. `use_limbo`: false when llc_occupancy is not enabled.
-  void init(unsigned num_rmids, std::vector<int> domains, bool use_limbo);
+  // Which CLOSID an index belongs to, when indexes depend on it.
+  using ClosidOf = std::function<uint32_t(uint32_t idx)>;
+  // Indexes 0 .. num_rmids-1 but `reserved` (the default group's: its
+  // CLOSID 0 / RMID 0) start free in ascending order. `domains`: the
+  // monitoring domains a freed index must be clean in. `use_limbo`: false
+  // when llc_occupancy is not enabled. `closid_of`: null unless indexes
+  // depend on the CLOSID.
+  void init(unsigned num_rmids, std::vector<int> domains, bool use_limbo, uint32_t reserved = 0,
+            ClosidOf closid_of = nullptr);
   bool initialised() const { return num_rmids_ != 0; }
   unsigned num_rmids() const { return num_rmids_; }
+  bool depends_on_closid() const { return static_cast<bool>(closid_of_); }
 
-  // Head of the free list; ENOSPC when nothing is free or in limbo, EBUSY
-  // when the only candidates are in limbo.
-  Result<uint32_t> alloc();
+  // Head of the free list (with indexes that depend on the CLOSID: the
+  // first free index of `closid`); EBUSY when nothing is free but some is
+  // in limbo, else ENOSPC.
+  Result<uint32_t> alloc(uint32_t closid = 0);
+  // With indexes that depend on the CLOSID: how many of `closid`'s are in
+  // limbo (the kernel's closid_num_dirty_rmid); 0 otherwise.
+  unsigned dirty_count(uint32_t closid) const;
   // Takes a specific RMID off the free list, or out of limbo (state
   // restore: a journal names the RMID a group held). False if neither.
   bool claim(uint32_t rmid);
   // Replaces the free list and the limbo marks (a daemon taking over from an
-  // unmounted one; the kernel keeps both across an unmount). Every RMID 1..num_rmids-1 must be
-  // either free, once, or busy in at least one known domain; otherwise nothing changes and false is
-  // returned.
+  // unmounted one; the kernel keeps both across an unmount). Every index but the reserved one must
+  // be either free, once, or busy in at least one known domain; otherwise nothing changes and false
+  // is returned.
   bool restore(const std::vector<uint32_t>& free_order,
                const std::map<int, std::set<uint32_t>>& busy);
   // Into limbo (busy in every domain) or, without limbo, to the tail.
@@ -95,6 +118,8 @@ class RmidPool {
 
   unsigned num_rmids_ = 0;
   bool use_limbo_ = true;
+  uint32_t reserved_ = 0;
+  ClosidOf closid_of_;
   std::vector<int> domains_;
   std::deque<uint32_t> free_;
   std::map<int, std::set<uint32_t>> busy_;   // domain -> busy RMIDs

@@ -106,14 +106,14 @@ Result<void> PseudoLock::locksetup_enter(Group* g) {
   // The group will lose its CLOSID, so it cannot be monitored either. The
   // number stays in g->rmid (mon_hw_id still prints it), but the RMID is
   // no longer the group's: nothing frees it again.
-  if (m_.mon_capable()) p_.mon.free_rmid(g->rmid);
+  if (m_.mon_capable()) p_.mon.free_rmid(g->closid, g->rmid);
   g->plr.reset();
   return Ok();
 }
 
 Result<void> PseudoLock::locksetup_exit(Group* g) {
   if (m_.mon_capable()) {
-    auto r = p_.mon.rmids().alloc();
+    auto r = p_.mon.alloc_rmid(g->closid);
     if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
     g->rmid = *r;
   }
@@ -135,6 +135,7 @@ Result<void> PseudoLock::pseudo_lock_create(Group* g, const PendingRegion& r) {
     return fail(ENODEV, "CPU " + std::to_string(cpu) + " associated with cache not online\n");
   if (schemata::cbm_to_size(s, r.cbm) > kMaxRegionBytes)
     return fail(E2BIG, "Requested region exceeds maximum size\n");
+  m_.assert_command_locked();
   Result<void> lk = m_.arch->pseudo_lock(rid_of(s), r.domain, g->closid, r.cbm);
   if (!lk.ok()) {
     const int code = lk.error().code;

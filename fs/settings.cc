@@ -19,14 +19,17 @@ constexpr unsigned kMaxNameWidth = 6;
 json get_threshold(const Model&, Parts& p) { return p.mon.settings().threshold; }
 Result<json> check_threshold(const Model& m, Parts&, const JsonIn& v) {
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, v.as_int<uint32_t>());
-  if (m.mon_capable() && thr > m.info.mon.l3_cache_size_bytes)
-    return v.error("beyond the L3 cache size (" + std::to_string(m.info.mon.l3_cache_size_bytes) +
+  if (m.mon_capable() && thr > m.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes)
+    return v.error("beyond the L3 cache size (" +
+                   std::to_string(m.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes) +
                    " bytes)");
   return json(thr);
 }
 Result<void> apply_threshold(Model& m, Parts& p, const json& v) {
   if (!m.mon_capable()) return Ok();
-  const uint32_t scale = m.info.mon.occupancy_scale == 0 ? 1 : m.info.mon.occupancy_scale;
+  const uint32_t scale = m.info.res(hw::ResourceId::L3).mon.occupancy_scale == 0
+                             ? 1
+                             : m.info.res(hw::ResourceId::L3).mon.occupancy_scale;
   p.mon.settings().threshold = v.get<uint32_t>() / scale * scale;
   return Ok();
 }
@@ -56,7 +59,8 @@ Result<json> check_assign_mode(const Model&, Parts&, const JsonIn& v) {
 }
 Result<void> apply_assign_mode(Model& m, Parts& p, const json& v) {
   const bool want_event = v.get<bool>();
-  if (m.info.mon.abmc && want_event != p.mon.mbm_event_mode())
+  if (m.info.res(hw::ResourceId::L3).mon.cntr_assign.capable &&
+      want_event != p.mon.mbm_event_mode())
     RESCTRLFS_RETURN_IF_ERROR(p.mon.set_assign_mode(want_event));
   return Ok();
 }
@@ -89,7 +93,7 @@ Result<json> check_event_filter(const Model&, Parts& p, const JsonIn& v) {
   return json::array({total, local});
 }
 Result<void> apply_event_filter(Model& m, Parts& p, const json& v) {
-  const uint32_t mask = m.info.mon.bmec_supported_mask;
+  const uint32_t mask = m.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
   p.mon.settings().event_filter_total = v[0].get<uint32_t>() & mask;
   p.mon.settings().event_filter_local = v[1].get<uint32_t>() & mask;
   return Ok();
@@ -97,21 +101,22 @@ Result<void> apply_event_filter(Model& m, Parts& p, const json& v) {
 
 // The BMEC configurations, which live in the hardware: {"<mon domain>":
 // [total config, local config]}, for the domains the machine has.
-bool has_bmec(const Model& m) { return m.info.mon.bmec; }
+bool has_bmec(const Model& m) { return m.info.res(hw::ResourceId::L3).mon.evt_cfg.capable; }
 json get_bmec(const Model& m, Parts&) {
   json b = json::object();
-  for (const hw::MonDomain& d : m.info.mon.mon_domains)
-    b[std::to_string(d.id)] = {m.arch->event_config(d.id, hw::EventId::MBM_TOTAL),
-                               m.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
+  for (const hw::MonDomain& d : m.info.res(hw::ResourceId::L3).mon.mon_domains)
+    b[std::to_string(d.id)] = {
+        m.arch->event_config(hw::ResourceId::L3, d.id, hw::EventId::MBM_TOTAL),
+        m.arch->event_config(hw::ResourceId::L3, d.id, hw::EventId::MBM_LOCAL)};
   return b;
 }
 // Checked: [[domain, total config, local config], ...].
 Result<json> check_bmec(const Model& m, Parts&, const JsonIn& v) {
   if (!v.json().is_object()) return v.error("must be an object");
   json out = json::array();
-  if (!m.info.mon.bmec) return out;
-  const uint32_t mask = m.info.mon.bmec_supported_mask;
-  for (const hw::MonDomain& d : m.info.mon.mon_domains) {
+  if (!m.info.res(hw::ResourceId::L3).mon.evt_cfg.capable) return out;
+  const uint32_t mask = m.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
+  for (const hw::MonDomain& d : m.info.res(hw::ResourceId::L3).mon.mon_domains) {
     RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> dv, v.find(std::to_string(d.id)));
     if (!dv) continue;
     RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, dv->elements());
@@ -128,8 +133,8 @@ Result<void> apply_bmec(Model& m, Parts&, const json& v) {
     const hw::EventId evs[2] = {hw::EventId::MBM_TOTAL, hw::EventId::MBM_LOCAL};
     for (int i = 0; i < 2; ++i) {
       const uint32_t cfg = d[i + 1].get<uint32_t>();
-      if (cfg != 0 && cfg != m.arch->event_config(dom, evs[i]))
-        RESCTRLFS_RETURN_IF_ERROR(m.arch->set_event_config(dom, evs[i], cfg));
+      if (cfg != 0 && cfg != m.arch->event_config(hw::ResourceId::L3, dom, evs[i]))
+        RESCTRLFS_RETURN_IF_ERROR(m.arch->set_event_config(hw::ResourceId::L3, dom, evs[i], cfg));
     }
   }
   return Ok();

@@ -41,7 +41,7 @@ nlohmann::json options_json(const MountOptions& opts) {
 }  // namespace
 
 std::string FsImpl::status_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   nlohmann::json j;
   j["platform"] = {{"nr_cpus", m_.info.nr_cpus}};  // the daemon adds the CPU's identity
   j["mounted"] = m_.mounted;
@@ -80,7 +80,7 @@ std::string FsImpl::status_json() {
 }
 
 std::vector<std::string> FsImpl::take_hw_write_failures() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   return cpus_.take_assoc_failures();
 }
 
@@ -354,7 +354,7 @@ std::string StateWriter::save_state_locked() {
 }
 
 std::string FsImpl::save_state_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   return StateWriter(m_, p_).save_state_locked();
 }
 
@@ -373,7 +373,7 @@ Group* StateWriter::group_by_key(const GroupKey& k) {
 }
 
 std::string FsImpl::take_state_snapshot_json() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   m_.changes.reset();
   m_.journaled_next_base = m_.nodes.next_base();
   return StateWriter(m_, p_).save_state_locked();
@@ -381,7 +381,7 @@ std::string FsImpl::take_state_snapshot_json() {
 
 std::optional<std::string> FsImpl::take_state_delta_json() {
   StateWriter w(m_, p_);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   if (m_.changes.full() || !m_.mounted) return std::nullopt;
   const bool new_base = m_.nodes.next_base() != m_.journaled_next_base;
   if (m_.changes.empty() && !new_base) return std::string();
@@ -459,7 +459,7 @@ std::optional<std::string> FsImpl::take_state_delta_json() {
 }
 
 void FsImpl::set_command_status(std::string_view text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<OwnedMutex> lock(mu_);
   m_.lcs.clear();
   m_.lcs.puts(text);
 }

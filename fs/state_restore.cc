@@ -297,7 +297,7 @@ Result<Group*> StateRestore::restore_ctrl_group(const JsonIn& go, const std::str
   }
   if (!locked && !m_.closids.claim(closid))
     return bad("CLOSID " + std::to_string(closid) + " unusable");
-  if (m_.mon_capable() && has_rmid && !p_.mon.rmids().claim(rmid)) {
+  if (m_.mon_capable() && has_rmid && !p_.mon.claim_rmid(closid, rmid)) {
     if (!locked) m_.closids.free(closid);
     return bad("RMID " + std::to_string(rmid) + " unusable");
   }
@@ -378,7 +378,7 @@ Result<void> StateRestore::restore_mon_group(Group* g, const JsonIn& mo) {
   RESCTRLFS_ASSIGN_OR_RETURN(const DirFields mdir, restore_dir_fields(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(const Assigned massigned, read_assigned(mo));
   RESCTRLFS_ASSIGN_OR_RETURN(CpuMask mcpus, restore_cpus(mo));
-  if (!p_.mon.rmids().claim(rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
+  if (!p_.mon.claim_rmid(g->closid, rmid)) return bad("RMID " + std::to_string(rmid) + " unusable");
   Group* m = p_.groups.new_group();
   m->type = GroupType::kMon;
   m->name = mname;

@@ -15,6 +15,8 @@ contract=(hw/arch.h base/conf_type.h)
 words=(
   'MSRs?' rdmsr wrmsr CPUID x86 'Intel' 'AMD' GenuineIntel AuthenticAMD
   PMT MMIO SDCIAE ABMC BMEC Xeon EPYC '[Vv]endors?' cpuinfo
+  # the same in lower case: the check does not rely on how a name is spelled
+  'msrs?' rdmsr cpuid pmt mmio sdciae abmc bmec xeon epyc
   '[Ss]imulat[a-z]*' SimMachine SimControl '[Bb]roker' 'hw/sim' 'hw/x86' 'hw/real' 'hw/broker'
 )
 # Every constant hw/x86/registers.h defines, and its name without the
