@@ -265,8 +265,14 @@ Result<void> MpamArch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
     const long m = ctrl_msc(u.rid, u.domain_id);
     if (!r.alloc_capable || m < 0 || u.closid >= r.num_closid)
       return Error::make(EINVAL, "no such control");
-    const uint32_t reg =
-        u.rid == ResourceId::MB ? percent_to_mbw_max(u.value, mb_bwa_wd_) : u.value;
+    // The filesystem rounds a percentage up to a multiple of bw_gran, past
+    // 100 when the granularity does not divide 100 (100 -> 105 with gran 7):
+    // taken as 100, the top band. (Ours: the conversion in Linux's
+    // mpam_resctrl.c would carry such a value out of MBW_MAX's 16 bits and
+    // program the lowest band.)
+    const uint32_t reg = u.rid == ResourceId::MB
+                             ? percent_to_mbw_max(std::min(u.value, kMaxMbaBw), mb_bwa_wd_)
+                             : u.value;
     std::vector<uint32_t>& sh = shadow_[{res_index(u.rid), static_cast<size_t>(m)}];
     if (sh[u.closid] == reg) continue;
     writes.push_back({static_cast<size_t>(m), u.rid, u.closid, sh[u.closid], reg});

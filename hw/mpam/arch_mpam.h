@@ -20,7 +20,8 @@
 //     bandwidth_gran = ceil(100 / 2^BWA_WD), min_bandwidth the percentage
 //     of the lowest band (round(100 / 2^BWA_WD)), linear, no throttle mode;
 //     a percentage is stored as the nearest band and read back as that
-//     band's upper bound, rounded to the nearest percent;
+//     band's upper bound, rounded to the nearest percent; a value above
+//     100 (the filesystem's round-up to bw_gran) is taken as 100;
 //   - monitoring: llc_occupancy only, from the L3 class's CSU monitors:
 //     num_rmids = (PMG_MAX + 1) x (PARTID_MAX + 1) (Linux's
 //     resctrl_arch_system_num_rmid_idx, halved under CDP), occupancy in
