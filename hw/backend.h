@@ -222,12 +222,23 @@ class SimControl {
   virtual bool cpu_online(unsigned cpu) const = 0;
 };
 
+// What a simulated platform that is not x86 shows outside resctrl, for the
+// sandbox: its /proc/cpuinfo (for CPUs `cpus`, in that architecture's
+// format) and its cache sizes (sysfs cache/index*/size).
+struct PlatformFacts {
+  std::string vendor;  // the CPU's maker as /proc/cpuinfo implies it ("ARM")
+  std::function<std::string(const std::vector<unsigned>& cpus)> cpuinfo;
+  uint64_t l2_size_bytes = 0, l3_size_bytes = 0;
+};
+
 struct Backend {
   std::unique_ptr<Arch> arch;
   SimControl* sim = nullptr;  // owned by arch's machine; null for the real backend
   // The x86 identity of the machine the Arch drives (CPUID vendor, family,
   // model, cpuinfo flags); owned by arch. Both backends are x86 today.
   const x86::X86Platform* x86 = nullptr;
+  // Set instead of x86 for a platform of another architecture (Arm MPAM).
+  std::optional<PlatformFacts> facts;
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;

@@ -140,6 +140,15 @@ std::optional<Result<Backend>> make_mpam_backend(const std::string& name) {
   auto arch = MpamArch::create(*machine, *machine, machine->platform().topology);
   if (!arch.ok()) return Result<Backend>(arch.error());
   Backend b;
+  const MpamPlatform& mp = machine->platform();
+  PlatformFacts facts;
+  facts.vendor = mp.implementer == 0x41 ? "ARM" : mp.implementer == 0xc0 ? "Ampere" : "";
+  facts.cpuinfo = [machine](const std::vector<unsigned>& cpus) {
+    return arm64_cpuinfo(machine->platform(), cpus);
+  };
+  facts.l2_size_bytes = mp.topology.l2_size_bytes;
+  facts.l3_size_bytes = mp.topology.l3_size_bytes;
+  b.facts = std::move(facts);
   b.arch = std::move(arch).value();
   b.sim = machine.get();
   b.platform_name = name;

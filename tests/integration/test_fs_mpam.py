@@ -18,6 +18,7 @@ Documentation/filesystems/resctrl.rst say the tree shows on MPAM:
 """
 
 import os
+import subprocess
 
 import resctrlfs_test as rt
 
@@ -224,6 +225,35 @@ class AmpereOne(rt.ResctrlfsTestCase):
         self.assertIn("MB:0=100;1=38", [l.strip() for l in self.read("g/schemata").splitlines()])
         self.assertEqual(self.write("g/schemata", "MB:1=12\n"), 22)
         self.assertEqual(self.lcs(), "MB value 12 out of range [13,100]\n")
+
+
+class MpamSandbox(rt.unittest.TestCase):
+    """The sandbox shows an MPAM platform's arm64 /proc/cpuinfo and its
+    caches in sysfs, fitted to this machine's CPUs."""
+
+    def test_sandbox_shows_arm64_cpuinfo(self):
+        if rt.MSR:
+            self.skipTest("the sandbox's --backend msr shows the machine itself")
+        sb = rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+        if not os.access(sb, os.X_OK):
+            self.skipTest("%s is not built in this tree" % sb)
+        script = ("cat /proc/cpuinfo; echo ==; cat /sys/fs/resctrl/info/L3/cbm_mask; "
+                  "cat /sys/devices/system/cpu/cpu0/cache/index3/size")
+        out = subprocess.run([sb, "--daemon", rt.daemon_binary(), "--platform", "grace-2s",
+                              "--", "sh", "-c", script],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        cpuinfo, _, rest = out.stdout.partition("==\n")
+        blocks = [b for b in cpuinfo.split("\n\n") if b.strip()]
+        self.assertEqual(len(blocks), os.cpu_count())
+        for i, b in enumerate(blocks):
+            self.assertIn("processor\t: %d\n" % i, b)
+            self.assertIn("CPU implementer\t: 0x41\n", b)
+            self.assertIn("CPU part\t: 0xd4f\n", b)
+            self.assertIn("CPU architecture: 8\n", b)
+            self.assertNotIn("vendor_id", b)
+            self.assertNotIn("cat_l3", b)
+        self.assertEqual(rest, "ffff\n%dK\n" % (GRACE_L3 >> 10))
 
 
 if __name__ == "__main__":
