@@ -258,7 +258,7 @@ TEST_CASE("MPAM Arch refuses CDP as Linux does without CONFIG_EXPERT") {
   CHECK_FALSE(f.arch->cdp_enabled(ResourceId::L3));
 }
 
-TEST_CASE("CPUs get PARTID = CLOSID and a PMG per RMID; occupancy follows PARTID+PMG") {
+TEST_CASE("CPUs get PARTID = CLOSID and a PMG per RMID, and occupancy follows PARTID+PMG") {
   Fixture f("grace-2s");
   f.machine->set_manual_clock(true);
   // Two RMIDs under CLOSID 3 get distinct PMGs.
