@@ -81,6 +81,10 @@ class MpamMachine final : public MscBus, public MpamTagging, public SimControl {
   void set_task_activity(std::vector<std::pair<int, Workload>> activity) override;
   std::vector<int> task_model_threads() const override;
   void fail_next_writes(unsigned count, std::optional<unsigned> cpu) override;
+  // Per MSC, the CPBM ("l2_cpor" / "l3_cpor") and MBW_MAX ("mbw_max") of
+  // PARTID 0 and of every PARTID holding other than its reset value: an
+  // MMIO register at its address in the MSC's page, the PARTID that
+  // MPAMCFG_PART_SEL selects for it in `msr`, the MSC's first CPU in `cpu`.
   std::vector<RegisterValue> dump_registers() const override;
   Result<void> set_cpu_online(unsigned cpu, bool online) override;
   bool cpu_online(unsigned cpu) const override;
