@@ -64,10 +64,11 @@ class GraceInfo(rt.ResctrlfsTestCase):
         self.assertEqual(self.read("info/L3_MON/mon_features"), "llc_occupancy\n")
         self.assertEqual(self.read("info/L3_MON/max_threshold_occupancy"),
                          "%d\n" % (GRACE_L3 // 128))
-        names = self.listdir("info/L3_MON")
-        for absent in ("mbm_total_bytes_config", "mbm_local_bytes_config", "num_mbm_cntrs",
-                       "available_mbm_cntrs", "mbm_assign_on_mkdir", "event_configs"):
-            self.assertNotIn(absent, names)
+        # No MBM: no event configuration, no assignable counters.
+        self.assertEqual(sorted(self.listdir("info/L3_MON")),
+                         ["max_threshold_occupancy", "mbm_assign_mode", "mon_features",
+                          "num_rmids"])
+        self.assertEqual(self.read("info/L3_MON/mbm_assign_mode"), "[default]\n")
 
     def test_default_schemata(self):
         # Names are padded to the widest schema name, counting the CODE/DATA
@@ -75,6 +76,21 @@ class GraceInfo(rt.ResctrlfsTestCase):
         # lines in Linux's schema list order.
         self.assertEqual(self.read("schemata"),
                          "    MB:0=100;1=100\n    " + l2_line(144) + "\n    L3:0=ffff;1=ffff\n")
+
+    def test_size(self):
+        self.assertEqual(self.read("size"),
+                         "    MB:0=100;1=100\n    " + l2_line(144, "1048576") +
+                         "\n    L3:0=%d;1=%d\n" % (GRACE_L3, GRACE_L3))
+
+    def test_no_exclusive_no_pseudo_locking(self):
+        # Every bit is hardware-shareable, so an exclusive group always
+        # overlaps it; MPAM has no pseudo-locking.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/mode", "exclusive\n"), 22)
+        self.assertEqual(self.lcs(), "Schemata overlaps\n")
+        self.assertEqual(self.write("g/mode", "pseudo-locksetup\n"), 22)
+        self.assertEqual(self.lcs(), "Pseudo-locking not supported\n")
+        self.assertEqual(self.read("g/mode"), "shareable\n")
 
     def test_monitoring_tree(self):
         self.assertEqual(sorted(self.listdir("mon_data")), ["mon_L3_00", "mon_L3_01"])
