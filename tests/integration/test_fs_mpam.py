@@ -271,6 +271,20 @@ class MpamSandbox(rt.unittest.TestCase):
             self.assertNotIn("cat_l3", b)
         self.assertEqual(rest, "ffff\n%dK\n" % (GRACE_L3 >> 10))
 
+    def test_sandbox_virtual_cpus(self):
+        if rt.MSR:
+            self.skipTest("the sandbox's --backend msr shows the machine itself")
+        sb = rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+        if not os.access(sb, os.X_OK):
+            self.skipTest("%s is not built in this tree" % sb)
+        script = ("nproc; grep -c ^processor /proc/cpuinfo; "
+                  "cat /sys/devices/system/cpu/cpu200/cache/index3/id")
+        out = subprocess.run([sb, "--daemon", rt.daemon_binary(), "--platform", "ampereone-2s",
+                              "--cpus", "platform", "--", "sh", "-c", script],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "384\n384\n1\n")
+
 
 if __name__ == "__main__":
     rt.main()
