@@ -310,7 +310,7 @@ void compare_cpus(Report& r, hw::HwProbe& probe, const std::vector<Group>& group
   const unsigned nbits = info.nr_cpus;
   const auto cpu_closids = probe.machine_cpu_closids();
   const auto cpu_rmids = probe.machine_cpu_rmids();
-  const bool mon = info.mon.capable;
+  const bool mon = info.res(hw::ResourceId::L3).mon.capable;
   bool rmid_unknown = false;
   for (size_t i = 0; i < groups.size(); ++i) {
     const Group& g = groups[i];
@@ -417,7 +417,7 @@ void compare_with_kernel(Report& r, hw::HwProbe& probe, const std::string& kpath
   for (auto rid : {hw::ResourceId::L3, hw::ResourceId::L2}) {
     auto cdp = probe.machine_cdp(rid);
     const hw::Resource& res = probe.model()->info().res(rid);
-    if (!cdp && probe.machine_error().empty() && res.alloc_capable && res.is_cache() &&
+    if (!cdp && probe.machine_error().empty() && res.alloc_capable && res.is_bitmap() &&
         res.cache.cdp_capable && !res.ctrl_domains.empty()) {
       r.add("registers", std::string(hw::resource_name(rid)) + " CDP (QOS_CFG)",
             Verdict::kNotChecked, "the QOS_CFG register could not be read");

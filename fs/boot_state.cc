@@ -38,9 +38,9 @@ Result<BmecConfigs> read_bmec(const JsonIn& j, const hw::PlatformInfo& info) {
   BmecConfigs bmec;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> bm, j.find("bmec"));
   if (bm && !bm->json().is_object()) return bm->error("must be an object");
-  if (info.mon.bmec && bm) {
-    const uint32_t mask = info.mon.bmec_supported_mask;
-    for (const hw::MonDomain& d : info.mon.mon_domains) {
+  if (info.res(hw::ResourceId::L3).mon.evt_cfg.capable && bm) {
+    const uint32_t mask = info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
+    for (const hw::MonDomain& d : info.res(hw::ResourceId::L3).mon.mon_domains) {
       RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> v, bm->find(std::to_string(d.id)));
       if (!v) continue;
       RESCTRLFS_ASSIGN_OR_RETURN(const std::vector<JsonIn> cfgs, v->elements());
@@ -94,11 +94,12 @@ std::string FsImpl::save_boot_state_json() {
   j["mbm_assign_on_mkdir"] = p_.mon.settings().assign_on_mkdir;
   j["event_filter"] = {{"mbm_total_bytes", p_.mon.settings().event_filter_total},
                        {"mbm_local_bytes", p_.mon.settings().event_filter_local}};
-  if (m_.info.mon.bmec) {
+  if (m_.info.res(hw::ResourceId::L3).mon.evt_cfg.capable) {
     json b = json::object();
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains)
-      b[std::to_string(d.id)] = {m_.arch->event_config(d.id, hw::EventId::MBM_TOTAL),
-                                 m_.arch->event_config(d.id, hw::EventId::MBM_LOCAL)};
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+      b[std::to_string(d.id)] = {
+          m_.arch->event_config(hw::ResourceId::L3, d.id, hw::EventId::MBM_TOTAL),
+          m_.arch->event_config(hw::ResourceId::L3, d.id, hw::EventId::MBM_LOCAL)};
     j["bmec"] = b;
   }
   std::string doc = j.dump();
@@ -186,7 +187,7 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
   // Read and check everything first: nothing is applied from a bad document.
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, j.int_or<uint32_t>("max_threshold_occupancy",
                                                                     p_.mon.settings().threshold));
-  if (m_.mon_capable() && thr > m_.info.mon.l3_cache_size_bytes)
+  if (m_.mon_capable() && thr > m_.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes)
     return bad("max_threshold_occupancy beyond the cache size");
   RESCTRLFS_ASSIGN_OR_RETURN(const unsigned width,
                              j.int_or<unsigned>("max_name_width", m_.max_name_width));
@@ -220,17 +221,19 @@ Result<void> FsImpl::restore_boot_state_locked(const std::string& text) {
 
   if (has_rmids) (void)p_.mon.rmids().restore(free_order, busy);
   if (m_.mon_capable())
-    p_.mon.settings().threshold = thr / m_.info.mon.occupancy_scale * m_.info.mon.occupancy_scale;
+    p_.mon.settings().threshold = thr / m_.info.res(hw::ResourceId::L3).mon.occupancy_scale *
+                                  m_.info.res(hw::ResourceId::L3).mon.occupancy_scale;
   m_.max_name_width = std::max(m_.max_name_width, width);
-  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
+  if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable &&
+      want_event != p_.mon.mbm_event_mode())
     RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
   if (p_.mon.mbm_event_mode()) p_.mon.settings().assign_on_mkdir = on_mkdir;
-  const uint32_t mask = m_.info.mon.bmec_supported_mask;
+  const uint32_t mask = m_.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
   p_.mon.settings().event_filter_total = filter_total & mask;
   p_.mon.settings().event_filter_local = filter_local & mask;
   for (const auto& [dom, ev, cfg] : bmec) {
-    if (cfg != 0 && cfg != m_.arch->event_config(dom, ev))
-      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_event_config(dom, ev, cfg));
+    if (cfg != 0 && cfg != m_.arch->event_config(hw::ResourceId::L3, dom, ev))
+      RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_event_config(hw::ResourceId::L3, dom, ev, cfg));
   }
   return Ok();
 }

@@ -39,8 +39,8 @@ bool Model::alloc_capable() const {
 }
 
 bool Model::event_enabled(EventId ev) const {
-  if (!info.mon.capable) return false;
-  for (EventId e : info.mon.events)
+  if (!info.res(hw::ResourceId::L3).mon.capable) return false;
+  for (EventId e : info.res(hw::ResourceId::L3).mon.event_ids())
     if (e == ev) return true;
   return false;
 }
@@ -122,15 +122,17 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
   if (opts.mba_mbps) {
     bool mbm = m_.event_enabled(EventId::MBM_LOCAL) || m_.event_enabled(EventId::MBM_TOTAL);
     // Under SNC the monitoring scope is the NUMA node, not MBA's L3.
-    bool same_scope = m_.info.mon.snc_ways <= 1;
+    bool same_scope = m_.info.res(hw::ResourceId::L3).mon.snc_ways <= 1;
     if (mb.alloc_capable) {
       for (const hw::CtrlDomain& d : mb.ctrl_domains) {
         bool found = false;
-        for (const hw::MonDomain& m : m_.info.mon.mon_domains) found = found || m.id == d.id;
+        for (const hw::MonDomain& m : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+          found = found || m.id == d.id;
         same_scope = same_scope && found;
       }
     }
-    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope && !m_.info.mon.abmc))
+    if (!(mbm && mb.alloc_capable && mb.membw.delay_linear && same_scope &&
+          !m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable))
       return Error::make(EINVAL,
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
@@ -148,8 +150,8 @@ void Groups::build_schemas(const MountOptions& opts) {
     schemata::ResourceDesc d;
     d.name = hw::resource_name(r.rid);
     d.resource_index = i;
-    d.kind = r.is_cache() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
-    d.cdp_capable = r.is_cache() && r.cache.cdp_capable;
+    d.kind = r.is_bitmap() ? schemata::Kind::CACHE : schemata::Kind::BANDWIDTH;
+    d.cdp_capable = r.is_bitmap() && r.cache.cdp_capable;
     d.cdp_enabled =
         (r.rid == ResourceId::L3 && opts.cdp) || (r.rid == ResourceId::L2 && opts.cdpl2);
     d.num_closid = r.num_closid;

@@ -18,10 +18,18 @@ class HotplugEvents final : public hw::ArchEvents, Part {
   using Part::Part;
   void ctrl_domain_online(hw::ResourceId rid, int id) override { ctrl_domain_back(rid, id); }
   void ctrl_domain_offline(hw::ResourceId rid, int id) override { ctrl_domain_gone(rid, id); }
-  void mon_domain_online(int id) override { mon_domain_back(id); }
-  void mon_domain_offline(int id) override { mon_domain_gone(id); }
-  void perf_pkg_domain_online(int id) override { perf_pkg_domain_back(id); }
-  void perf_pkg_domain_offline(int id) override { perf_pkg_domain_gone(id); }
+  void mon_domain_online(hw::ResourceId rid, int id) override {
+    if (rid == hw::ResourceId::PERF_PKG)
+      perf_pkg_domain_back(id);
+    else
+      mon_domain_back(id);
+  }
+  void mon_domain_offline(hw::ResourceId rid, int id) override {
+    if (rid == hw::ResourceId::PERF_PKG)
+      perf_pkg_domain_gone(id);
+    else
+      mon_domain_gone(id);
+  }
 
  private:
   void ctrl_domain_gone(hw::ResourceId rid, int domain_id);
@@ -145,8 +153,9 @@ void HotplugEvents::mon_domain_back(int domain_id) {
   // MBM state of the new domain is fresh in hw/: the first read of each
   // group is its baseline, as the kernel's mkdir_mondata_subdir read does.
   for (auto& g : m_.groups) {
-    for (hw::EventId ev : m_.info.mon.events)
-      if (m_.is_mbm(ev)) m_.arch->reset_event(domain_id, g->rmid, ev);
+    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events)
+      if (m_.is_mbm(ev.id))
+        m_.arch->reset_counter(hw::ResourceId::L3, domain_id, g->closid, g->rmid, ev.id);
   }
 }
 

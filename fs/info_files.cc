@@ -32,7 +32,7 @@ bool InfoFiles::cond_throttle_mode() const {
   // on a machine whose MB is absent (rdt=!mba) or undefined.
   for (const hw::Resource& r : m_.info.resources) {
     if (r.rid == hw::ResourceId::CB && !in_mount(r, m_.opts)) continue;
-    if (r.alloc_capable && !r.is_cache() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
+    if (r.alloc_capable && !r.is_bitmap() && r.membw.throttle_mode != hw::ThrottleMode::UNDEFINED)
       return true;
   }
   return false;

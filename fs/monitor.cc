@@ -23,18 +23,20 @@ Monitor::Monitor(Model& m, Parts& p) : Part(m, p) {
   // Global monitoring state lives as long as the machine: the kernel keeps
   // it from one mount to the next.
   const hw::PlatformInfo& info = m_.info;
-  set_.threshold = info.mon.default_threshold;
+  set_.threshold = info.res(hw::ResourceId::L3).mon.default_threshold;
   if (m_.mon_capable()) {
     std::vector<int> doms;
-    for (const hw::MonDomain& d : info.mon.mon_domains) doms.push_back(d.id);
+    for (const hw::MonDomain& d : info.res(hw::ResourceId::L3).mon.mon_domains)
+      doms.push_back(d.id);
     // An RMID must be valid in every monitor resource (L3 and telemetry).
     set_.rmids.init(hw::num_rmid_idx(info), doms, m_.event_enabled(EventId::LLC_OCCUPANCY));
   }
-  set_.event_filter_total = info.mon.bmec_supported_mask;
-  set_.event_filter_local = info.mon.bmec_supported_mask & 0x15U;
-  if (info.mon.abmc) {
-    // ABMC-capable systems boot in mbm_event mode with auto-assignment.
-    if (m_.arch->set_abmc_enabled(true).ok()) {
+  set_.event_filter_total = info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
+  set_.event_filter_local = info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask & 0x15U;
+  if (info.res(hw::ResourceId::L3).mon.cntr_assign.capable) {
+    // Systems with counter assignment boot in mbm_event mode with
+    // auto-assignment.
+    if (m_.arch->set_cntr_assign_enabled(hw::ResourceId::L3, true).ok()) {
       set_.mbm_event_mode = true;
       set_.assign_on_mkdir = true;
     }
@@ -65,8 +67,9 @@ void Monitor::reset_mount_state(bool mounting) {
   mba_prev_bytes_.clear();
   if (!mounting) return;
   cntr_owner_.clear();
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains)
-    cntr_owner_[d.id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+    cntr_owner_[d.id].assign(m_.info.res(hw::ResourceId::L3).mon.cntr_assign.num_cntrs,
+                             std::nullopt);
 }
 
 void Monitor::mon_domain_gone(int domain_id) {
@@ -77,7 +80,8 @@ void Monitor::mon_domain_gone(int domain_id) {
 
 void Monitor::mon_domain_back(int domain_id) {
   // A new domain has every counter free; no group has one assigned there.
-  cntr_owner_[domain_id].assign(m_.info.mon.num_mbm_cntrs, std::nullopt);
+  cntr_owner_[domain_id].assign(m_.info.res(hw::ResourceId::L3).mon.cntr_assign.num_cntrs,
+                                std::nullopt);
 }
 
 void Monitor::mb_domain_gone(int domain_id) {
@@ -103,8 +107,9 @@ EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
   // bookkeeping and still reads as the kernel's.
   if (m_.arch->thread_tagger() == nullptr && g->cpus.empty() && !p_.io_ch.has_channel(g))
     return {ReadState::kUnavailable, 0};
-  hw::CounterValue v = hw::is_perf_pkg_event(ev) ? m_.arch->read_perf_pkg_event(domain, g->rmid, ev)
-                                                 : m_.arch->read_event(domain, g->rmid, ev, cntr);
+  const hw::ResourceId rid = hw::event_resource(ev);
+  std::unique_ptr<hw::Arch::MonCtx> ctx = m_.arch->mon_ctx_alloc(rid, ev);
+  hw::CounterValue v = m_.arch->read_counter(rid, domain, g->closid, g->rmid, ev, ctx.get(), cntr);
   switch (v.err) {
     case hw::ReadError::kError:
       return {ReadState::kError, 0};
@@ -153,7 +158,7 @@ EventRead Monitor::read_group(const Group* g, int domain, EventId ev) {
 EventRead Monitor::read_group_l3_sum(const Group* g, int l3_id, EventId ev) {
   // Success if any node's read succeeded; otherwise the last failure.
   ReadSum sum({ReadState::kUnavailable, 0});
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (d.l3_id == l3_id) sum.add(read_group(g, d.id, ev));
   }
   return sum.result();
@@ -173,9 +178,7 @@ Result<std::string> Monitor::show_event_file(const Node& n) {
       break;
   }
   if (hw::event_is_floating_point(n.event)) {
-    unsigned bits = 0;
-    for (const hw::PerfPkgEvent& e : m_.info.perf_pkg.events)
-      if (e.id == n.event) bits = e.binary_bits;
+    const unsigned bits = m_.info.res(hw::event_resource(n.event)).mon.binary_bits(n.event);
     return format_fixed_point(r.bytes, bits);
   }
   return std::to_string(r.bytes) + "\n";
@@ -183,9 +186,10 @@ Result<std::string> Monitor::show_event_file(const Node& n) {
 
 void Monitor::reset_group_mbm(const Group* g) {
   if (!m_.mon_capable()) return;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-    for (EventId ev : m_.info.mon.events) {
-      if (m_.is_mbm(ev)) m_.arch->reset_event(d.id, g->rmid, ev);
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
+    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events) {
+      if (m_.is_mbm(ev.id))
+        m_.arch->reset_counter(hw::ResourceId::L3, d.id, g->closid, g->rmid, ev.id);
     }
   }
 }
@@ -208,8 +212,8 @@ Result<void> Monitor::assign_cntr(Group* g, int domain, EventId ev) {
   for (size_t id = 0; id < owners.size(); ++id) {
     if (owners[id]) continue;
     uint32_t cfg = ev == EventId::MBM_TOTAL ? set_.event_filter_total : set_.event_filter_local;
-    Result<void> r =
-        m_.arch->config_cntr(domain, static_cast<unsigned>(id), g->rmid, ev, cfg, true);
+    Result<void> r = m_.arch->config_cntr(hw::ResourceId::L3, domain, static_cast<unsigned>(id),
+                                          g->closid, g->rmid, ev, cfg, true);
     if (!r.ok()) return r;
     owners[id] = std::make_pair(g, ev);
     g->cntrs[{domain, ev}] = static_cast<unsigned>(id);
@@ -223,7 +227,7 @@ void Monitor::unassign_cntr(Group* g, int domain, EventId ev) {
   auto it = g->cntrs.find({domain, ev});
   if (it == g->cntrs.end()) return;
   unsigned id = it->second;
-  (void)m_.arch->config_cntr(domain, id, g->rmid, ev, 0, false);
+  (void)m_.arch->config_cntr(hw::ResourceId::L3, domain, id, g->closid, g->rmid, ev, 0, false);
   auto& owners = cntr_owner_[domain];
   if (id < owners.size()) owners[id].reset();
   g->cntrs.erase(it);
@@ -239,7 +243,7 @@ std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
   if (!set_.mbm_event_mode || !set_.assign_on_mkdir) return status;
   for (EventId ev : {EventId::MBM_TOTAL, EventId::MBM_LOCAL}) {
     if (!m_.event_enabled(ev)) continue;
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
       Result<void> r = assign_cntr(g, d.id, ev);
       if (!r.ok()) status += r.error().user_text();
     }
@@ -250,12 +254,13 @@ std::string Monitor::assign_cntrs_on_mkdir(Group* g) {
 Result<void> Monitor::set_assign_mode(bool mbm_event) {
   // Every counter is released, in every domain.
   for (auto& g : m_.groups) unassign_all_cntrs(g.get());
-  RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_abmc_enabled(mbm_event));
+  RESCTRLFS_RETURN_IF_ERROR(m_.arch->set_cntr_assign_enabled(hw::ResourceId::L3, mbm_event));
   set_.mbm_event_mode = mbm_event;
-  set_.event_filter_total = m_.info.mon.bmec_supported_mask;
-  set_.event_filter_local = m_.info.mon.bmec_supported_mask & 0x15U;
+  set_.event_filter_total = m_.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
+  set_.event_filter_local = m_.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask & 0x15U;
   if (mbm_event) set_.assign_on_mkdir = true;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) m_.arch->reset_domain_events(d.id);
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+    m_.arch->reset_all_counters(hw::ResourceId::L3, d.id);
   mba_prev_bytes_.clear();
   // The BMEC files appear or disappear with the mode.
   if (m_.mounted) {
@@ -275,7 +280,7 @@ Result<std::string> Monitor::show_mbm_l3_assignments(const Node& n) {
     out += event_name(ev);
     out += ':';
     bool sep = false;
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
       if (sep) out += ';';
       sep = true;
       out += std::to_string(d.id) + "=" + (g->cntrs.count({d.id, ev}) != 0 ? "e" : "_");
@@ -311,7 +316,7 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
         if (state != "e" && state != "_") return fail(EINVAL, op_failed("*"));
         // Every domain is tried; each failure adds its text.
         std::optional<Error> failed;
-        for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+        for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
           if (state == "e") {
             Result<void> r = assign_cntr(g, d.id, ev);
             if (!r.ok()) {
@@ -329,7 +334,7 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
       uint64_t dom = 0;
       if (kstr::kstrtoul(id_str, 10, dom) != 0) return fail(EINVAL, "Missing domain id\n");
       bool found = false;
-      for (const hw::MonDomain& d : m_.info.mon.mon_domains)
+      for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
         found = found || static_cast<uint64_t>(d.id) == dom;
       if (!found) return fail(EINVAL, "Invalid domain id " + std::string(id_str) + "\n");
       if (state == "e") {
@@ -352,10 +357,14 @@ Result<void> Monitor::write_mbm_l3_assignments(Node& n, std::string_view data, c
 
 void Monitor::limbo_pass() {
   if (!m_.mon_capable()) return;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (!set_.rmids.has_busy(d.id)) continue;
-    set_.rmids.check_limbo(d.id, [this](int dom, uint32_t rmid) {
-      hw::CounterValue v = m_.arch->read_event(dom, rmid, EventId::LLC_OCCUPANCY);
+    std::unique_ptr<hw::Arch::MonCtx> ctx =
+        m_.arch->mon_ctx_alloc(hw::ResourceId::L3, EventId::LLC_OCCUPANCY);
+    set_.rmids.check_limbo(d.id, [this, &ctx](int dom, uint32_t idx) {
+      const auto [closid, rmid] = m_.arch->rmid_idx_decode(idx);
+      hw::CounterValue v = m_.arch->read_counter(hw::ResourceId::L3, dom, closid, rmid,
+                                                 EventId::LLC_OCCUPANCY, ctx.get());
       if (v.err != hw::ReadError::kNone) return true;
       return v.bytes >= set_.threshold;
     });
@@ -366,9 +375,9 @@ void Monitor::overflow_pass(double elapsed_ms) {
   if (!m_.mounted || !m_.mon_capable()) return;
   // Reading every MBM counter lets hw/ fold wrap-around into its totals.
   for (auto& g : m_.groups) {
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
-      for (EventId ev : m_.info.mon.events) {
-        if (m_.is_mbm(ev)) (void)read_one(g.get(), d.id, ev);
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
+      for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events) {
+        if (m_.is_mbm(ev.id)) (void)read_one(g.get(), d.id, ev.id);
       }
     }
   }
@@ -379,7 +388,7 @@ void Monitor::overflow_pass(double elapsed_ms) {
   for (auto& gp : m_.groups) {
     Group* g = gp.get();
     if (g->type != GroupType::kCtrlMon) continue;
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
       EventRead r = read_group(g, d.id, g->mba_event);
       if (r.state != ReadState::kValue) continue;
       auto key = std::make_pair(static_cast<const Group*>(g), d.id);

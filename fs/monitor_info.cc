@@ -33,31 +33,35 @@ constexpr const char* kNotEnabled = "mbm_event counter assignment mode is not en
 }  // namespace
 
 bool Monitor::cond_bmec_total() const {
-  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_TOTAL) && !set_.mbm_event_mode;
+  return m_.info.res(hw::ResourceId::L3).mon.evt_cfg.capable &&
+         m_.event_enabled(EventId::MBM_TOTAL) && !set_.mbm_event_mode;
 }
 
 bool Monitor::cond_bmec_local() const {
-  return m_.info.mon.bmec && m_.event_enabled(EventId::MBM_LOCAL) && !set_.mbm_event_mode;
+  return m_.info.res(hw::ResourceId::L3).mon.evt_cfg.capable &&
+         m_.event_enabled(EventId::MBM_LOCAL) && !set_.mbm_event_mode;
 }
 
 Result<std::string> Monitor::show_num_rmids(const Node& n) {
-  if (n.mon_rid == hw::ResourceId::PERF_PKG) return u(m_.info.perf_pkg.num_rmids);
-  return u(m_.info.mon.num_rmids);
+  if (n.mon_rid == hw::ResourceId::PERF_PKG)
+    return u(m_.info.res(hw::ResourceId::PERF_PKG).mon.num_rmids);
+  return u(m_.info.res(hw::ResourceId::L3).mon.num_rmids);
 }
 
 Result<std::string> Monitor::show_mon_features(const Node& n) {
   std::string out;
   if (n.mon_rid == hw::ResourceId::PERF_PKG) {
-    for (const hw::PerfPkgEvent& ev : m_.info.perf_pkg.events) {
+    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::PERF_PKG).mon.events) {
       out += event_name(ev.id);
       out += '\n';
     }
     return out;
   }
-  for (EventId ev : m_.info.mon.events) {
+  for (EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
     out += event_name(ev);
     out += '\n';
-    if (m_.info.mon.bmec && m_.is_mbm(ev) && !set_.mbm_event_mode) {
+    if (m_.info.res(hw::ResourceId::L3).mon.evt_cfg.capable && m_.is_mbm(ev) &&
+        !set_.mbm_event_mode) {
       out += event_name(ev);
       out += "_config\n";
     }
@@ -71,10 +75,14 @@ Result<void> Monitor::write_max_threshold_occupancy(Node&, std::string_view data
   uint32_t bytes = 0;
   if (int rc = kstr::kstrtouint(kstr::c_string(data), 0, bytes); rc != 0)
     return fail(-rc, "max_threshold_occupancy: Invalid input\n");
-  if (bytes > m_.info.mon.l3_cache_size_bytes)
-    return fail(EINVAL, "max_threshold_occupancy: Exceeds limit (before adjustment) of " +
-                            std::to_string(m_.info.mon.l3_cache_size_bytes) + " bytes\n");
-  const uint32_t scale = m_.info.mon.occupancy_scale == 0 ? 1 : m_.info.mon.occupancy_scale;
+  if (bytes > m_.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes)
+    return fail(EINVAL,
+                "max_threshold_occupancy: Exceeds limit (before adjustment) of " +
+                    std::to_string(m_.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes) +
+                    " bytes\n");
+  const uint32_t scale = m_.info.res(hw::ResourceId::L3).mon.occupancy_scale == 0
+                             ? 1
+                             : m_.info.res(hw::ResourceId::L3).mon.occupancy_scale;
   set_.threshold = bytes / scale * scale;
   return Ok();
 }
@@ -85,11 +93,12 @@ Result<void> Monitor::write_max_threshold_occupancy(Node&, std::string_view data
 Result<std::string> Monitor::show_bmec(EventId ev) const {
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
     char b[32];
-    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id, m_.arch->event_config(d.id, ev));
+    std::snprintf(b, sizeof(b), "%d=0x%02x", d.id,
+                  m_.arch->event_config(hw::ResourceId::L3, d.id, ev));
     out += b;
   }
   out += '\n';
@@ -126,18 +135,19 @@ Result<void> Monitor::write_bmec(Node&, std::string_view data, EventId ev) {
       return fail(EINVAL, "Missing '=' or non-numeric domain id\n");
     if (!dom_str || kstr::kstrtoul(*dom_str, 16, val) != 0)
       return fail(EINVAL, "Non-numeric event configuration value\n");
-    const uint32_t mask = m_.info.mon.bmec_supported_mask;
+    const uint32_t mask = m_.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
     if ((val & mask) != val) {
       char b[96];
       std::snprintf(b, sizeof(b), "Invalid event configuration: max valid mask is 0x%02x\n", mask);
       return fail(EINVAL, b);
     }
     bool found = false;
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
       if (static_cast<uint64_t>(d.id) != dom_id) continue;
       found = true;
-      if (m_.arch->event_config(d.id, ev) != val) {
-        Result<void> r = m_.arch->set_event_config(d.id, ev, static_cast<uint32_t>(val));
+      if (m_.arch->event_config(hw::ResourceId::L3, d.id, ev) != val) {
+        Result<void> r =
+            m_.arch->set_event_config(hw::ResourceId::L3, d.id, ev, static_cast<uint32_t>(val));
         if (!r.ok()) return fail(r.error().code, std::string(r.error().user_text()));
       }
     }
@@ -150,7 +160,7 @@ Result<void> Monitor::write_bmec(Node&, std::string_view data, EventId ev) {
 // mbm_assign_on_mkdir, event_filter
 
 Result<std::string> Monitor::show_mbm_assign_mode(const Node&) {
-  if (!m_.info.mon.abmc) return std::string("[default]\n");
+  if (!m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable) return std::string("[default]\n");
   return std::string(set_.mbm_event_mode ? "[mbm_event]\ndefault\n" : "[default]\nmbm_event\n");
 }
 
@@ -160,7 +170,8 @@ Result<void> Monitor::write_mbm_assign_mode(Node&, std::string_view data, const 
   if (buf == "default") {
     enable = false;
   } else if (buf == "mbm_event") {
-    if (!m_.info.mon.abmc) return fail(EINVAL, "mbm_event mode is not supported\n");
+    if (!m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable)
+      return fail(EINVAL, "mbm_event mode is not supported\n");
     enable = true;
   } else {
     return fail(EINVAL, "Unsupported assign mode\n");
@@ -172,10 +183,11 @@ Result<void> Monitor::write_mbm_assign_mode(Node&, std::string_view data, const 
 Result<std::string> Monitor::show_num_mbm_cntrs(const Node&) {
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(m_.info.mon.num_mbm_cntrs);
+    out += std::to_string(d.id) + "=" +
+           std::to_string(m_.info.res(hw::ResourceId::L3).mon.cntr_assign.num_cntrs);
   }
   return out + "\n";
 }
@@ -184,7 +196,7 @@ Result<std::string> Monitor::show_available_mbm_cntrs(const Node&) {
   if (!set_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
   std::string out;
   bool sep = false;
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) {
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
     out += std::to_string(d.id) + "=" + std::to_string(p_.mon.free_cntrs(d.id));
@@ -221,7 +233,7 @@ Result<void> Monitor::write_event_filter(Node& n, std::string_view data, const C
   if (!set_.mbm_event_mode) return fail(EINVAL, kNotEnabled);
   // A chmod'ed file of counters that cannot be configured (event_filter_write
   // in fs/resctrl/monitor.c refuses them the same way).
-  if (!m_.info.mon.mbm_cntr_configurable) return Error::make(EINVAL);
+  if (!m_.info.res(hw::ResourceId::L3).mon.cntr_assign.configurable) return Error::make(EINVAL);
   std::optional<std::string_view> rest = kstr_cut(data);
   uint32_t cfg = 0;
   while (rest && !rest->empty()) {
@@ -242,8 +254,9 @@ Result<void> Monitor::write_event_filter(Node& n, std::string_view data, const C
   for (auto& [dom, owners] : cntr_owner_) {
     for (size_t id = 0; id < owners.size(); ++id) {
       if (!owners[id] || owners[id]->second != n.event) continue;
-      (void)m_.arch->config_cntr(dom, static_cast<unsigned>(id), owners[id]->first->rmid, n.event,
-                                 cfg, true);
+      (void)m_.arch->config_cntr(hw::ResourceId::L3, dom, static_cast<unsigned>(id),
+                                 owners[id]->first->closid, owners[id]->first->rmid, n.event, cfg,
+                                 true);
     }
   }
   return Ok();

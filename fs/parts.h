@@ -93,7 +93,7 @@ struct Model {
     if (!r.ok()) lcs.printf(r.error().user_text());
   }
   // Any monitor resource (L3 or telemetry): groups get mon_data/mon_groups.
-  bool mon_capable() const { return info.mon.capable || info.perf_pkg.capable; }
+  bool mon_capable() const { return info.mon_capable(); }
   // Any allocation resource in this mount (see in_mount()).
   bool alloc_capable() const;
   bool event_enabled(hw::EventId ev) const;
@@ -428,7 +428,7 @@ class Monitor final : public Part {
   Result<void> write_mbm_assign_on_mkdir(Node& n, std::string_view data, const Caller& c);
   Result<std::string> show_event_filter(const Node& n);
   Result<void> write_event_filter(Node& n, std::string_view data, const Caller& c);
-  bool cond_abmc() const { return m_.info.mon.abmc; }
+  bool cond_abmc() const { return m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable; }
   bool cond_bmec_total() const;
   bool cond_bmec_local() const;
 

@@ -185,15 +185,16 @@ Result<void> StateRestore::restore_settings(const JsonIn& j) {
   if (!st) return Ok();
   RESCTRLFS_ASSIGN_OR_RETURN(const uint32_t thr, st->int_or<uint32_t>("max_threshold_occupancy",
                                                                       p_.mon.settings().threshold));
-  if (thr <= m_.info.mon.l3_cache_size_bytes || !m_.mon_capable())
+  if (thr <= m_.info.res(hw::ResourceId::L3).mon.realloc_limit_bytes || !m_.mon_capable())
     p_.mon.settings().threshold = thr;
   RESCTRLFS_ASSIGN_OR_RETURN(const std::string mode, st->string_or("mbm_assign_mode", "default"));
   const bool want_event = mode == "mbm_event";
-  if (m_.info.mon.abmc && want_event != p_.mon.mbm_event_mode())
+  if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable &&
+      want_event != p_.mon.mbm_event_mode())
     RESCTRLFS_RETURN_IF_ERROR(p_.mon.set_assign_mode(want_event));
   RESCTRLFS_ASSIGN_OR_RETURN(const std::optional<JsonIn> ef, st->find("event_filter"));
   if (ef) {
-    const uint32_t mask = m_.info.mon.bmec_supported_mask;
+    const uint32_t mask = m_.info.res(hw::ResourceId::L3).mon.evt_cfg.supported_mask;
     RESCTRLFS_ASSIGN_OR_RETURN(
         const uint32_t total,
         ef->int_or<uint32_t>("mbm_total_bytes", p_.mon.settings().event_filter_total));

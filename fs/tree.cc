@@ -74,8 +74,10 @@ void Tree::build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gi
 void Tree::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
   Node* md = m_.nodes.add(dir, "mon_data", NodeKind::kMonData, S_IFDIR | dir_mode, uid, gid,
                           m_.now_seconds());
-  for (const hw::MonDomain& d : m_.info.mon.mon_domains) build_mon_domain(md, d.id);
-  for (const hw::MonDomain& d : m_.info.perf_pkg.mon_domains) build_perf_pkg_domain(md, d.id);
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
+    build_mon_domain(md, d.id);
+  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::PERF_PKG).mon.mon_domains)
+    build_perf_pkg_domain(md, d.id);
 }
 
 Node* Tree::build_perf_pkg_domain(Node* md, int package_id) {
@@ -86,7 +88,7 @@ Node* Tree::build_perf_pkg_domain(Node* md, int package_id) {
       m_.nodes.add(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid, m_.now_seconds());
   dd->domain = package_id;
   dd->mon_rid = hw::ResourceId::PERF_PKG;
-  for (const hw::PerfPkgEvent& ev : m_.info.perf_pkg.events) {
+  for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::PERF_PKG).mon.events) {
     Node* f = m_.nodes.add(dd, event_name(ev.id), NodeKind::kEventFile, S_IFREG | 0444, md->uid,
                            md->gid, m_.now_seconds());
     f->event = ev.id;
@@ -96,7 +98,7 @@ Node* Tree::build_perf_pkg_domain(Node* md, int package_id) {
 
 Node* Tree::build_mon_domain(Node* md, int domain_id) {
   auto add_events = [&](Node* dd) {
-    for (hw::EventId ev : m_.info.mon.events) {
+    for (hw::EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
       Node* f = m_.nodes.add(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, md->uid,
                              md->gid, m_.now_seconds());
       f->event = ev;
@@ -104,10 +106,10 @@ Node* Tree::build_mon_domain(Node* md, int domain_id) {
   };
   // Under SNC the domain is a NUMA node: its directory goes below the one of
   // the L3 cache it shares, created with the cache's first node.
-  const bool snc = m_.info.mon.snc_ways > 1;
+  const bool snc = m_.info.res(hw::ResourceId::L3).mon.snc_ways > 1;
   int l3_id = domain_id;
   if (snc) {
-    for (const hw::MonDomain& d : m_.info.mon.mon_domains)
+    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
       if (d.id == domain_id) l3_id = d.l3_id;
   }
   char name[32];
@@ -148,21 +150,21 @@ void Tree::build_info_tree() {
     uint32_t flags = kInfo | kCtrl | dbg | (s.kind == schemata::Kind::CACHE ? kResCache : kResMb);
     add_file_rows(d, flags, m_.mount_uid, m_.mount_gid);
   }
-  if (m_.info.perf_pkg.capable) {
+  if (m_.info.res(hw::ResourceId::PERF_PKG).mon.capable) {
     Node* m = m_.nodes.add(info, "PERF_PKG_MON", NodeKind::kInfoMon, S_IFDIR | 0755, m_.mount_uid,
                            m_.mount_gid, m_.now_seconds());
     m->mon_rid = hw::ResourceId::PERF_PKG;
     add_file_rows(m, kInfo | kMon | kResPerfPkg | dbg, m_.mount_uid, m_.mount_gid);
   }
-  if (m_.info.mon.capable) {
+  if (m_.info.res(hw::ResourceId::L3).mon.capable) {
     Node* m = m_.nodes.add(info, "L3_MON", NodeKind::kInfoMon, S_IFDIR | 0755, m_.mount_uid,
                            m_.mount_gid, m_.now_seconds());
     m_.info_mon_ino = m->ino;
     add_file_rows(m, kInfo | kMon | kResCache | dbg, m_.mount_uid, m_.mount_gid);
-    if (m_.info.mon.abmc) {
+    if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable) {
       Node* ec = m_.nodes.add(m, "event_configs", NodeKind::kEventConfigs, S_IFDIR | 0755,
                               m_.mount_uid, m_.mount_gid, m_.now_seconds());
-      for (hw::EventId ev : m_.info.mon.events) {
+      for (hw::EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
         if (!m_.is_mbm(ev)) continue;
         Node* e = m_.nodes.add(ec, event_name(ev), NodeKind::kEventConfig, S_IFDIR | 0755,
                                m_.mount_uid, m_.mount_gid, m_.now_seconds());
@@ -172,7 +174,7 @@ void Tree::build_info_tree() {
         // transactions can be configured, as Linux's
         // resctrl_l3_mon_resource_init() (fs/resctrl/monitor.c) does from the
         // arch's mbm_cntr_configurable; event_filter_write() refuses otherwise.
-        if (m_.info.mon.mbm_cntr_configurable) {
+        if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.configurable) {
           if (Node* f = m_.nodes.child(e, "event_filter")) f->mode |= 0200;
         }
       }

@@ -25,17 +25,37 @@
 //     RMID. Integer events are plain counts (cycles, uops, residency
 //     cycles). The events event_is_floating_point() names (core_energy in
 //     Joules, activity in Farads) are unsigned fixed point with
-//     PerfPkgEvent::binary_bits fraction bits (at most kMaxBinaryBits):
+//     MonEvent::binary_bits fraction bits (at most kMaxBinaryBits):
 //     value / 2^binary_bits is the quantity. How fs/ prints values and names
 //     events is fs/'s business (fs/events.h).
 //
-// Threading: an Arch is not internally synchronised; the caller (fs/) holds
-// its model lock (the rdtgroup_mutex analogue) across every call.
+// Threading: an Arch is not internally synchronised. The rule its caller
+// (fs/) follows, and hw/ relies on:
+//   - every call that reaches the hardware (update_ctrls, set_*, reset_*,
+//     read_counter, config_cntr, pseudo_lock, the hotplug calls, ...) is
+//     made with the caller's command lock held (the rdtgroup_mutex
+//     analogue), so such calls run one at a time;
+//   - every call, including the ones that only read hw/'s own state
+//     (info(), get_ctrl(), cdp_enabled(), event_config(), ...), is made with
+//     the caller's model lock held, which orders them against the
+//     hardware-reaching calls;
+//   - a hardware-reaching call may let go of the caller's model lock while
+//     it waits on something slow outside the process: it marks that wait
+//     with a BlockingSection (base/blocking.h), which releases the lock
+//     through the calling thread's BlockingHook and takes it back before
+//     the call goes on. Inside such a wait the call touches nothing but its
+//     transport, so the read-only calls other threads make under the model
+//     lock meanwhile see hw/'s state as it was before the call (the
+//     shadow of the controls changes only after the hardware accepted the
+//     write). Without a hook installed a BlockingSection does nothing.
+//   - the ArchEvents up-calls run on the calling thread inside
+//     offline_cpu()/online_cpu(), with both locks held.
 #pragma once
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,9 +69,10 @@
 namespace resctrlfs::hw {
 
 // Resources in the kernel's enumeration order. The order matters: schemata
-// lines are printed in the reverse of it. PERF_PKG (per-package telemetry) is a
-// monitor-only resource: its slot in PlatformInfo::resources is never
-// alloc_capable; its monitoring caps are PlatformInfo::perf_pkg.
+// lines are printed in the reverse of it. Each resource carries its control
+// capabilities and its monitoring capabilities (Resource::mon), as the
+// kernel's struct rdt_resource does. PERF_PKG (per-package telemetry) is a
+// monitor-only resource: its slot is never alloc_capable.
 //
 // Ours, not kernel resources, after the kernel's so that its numbering
 // stays as it is:
@@ -116,8 +137,11 @@ enum class EventId : uint8_t {
 constexpr bool is_perf_pkg_event(EventId e) {
   return e >= EventId::CORE_ENERGY && e <= EventId::PCNT;
 }
+constexpr ResourceId event_resource(EventId e) {
+  return is_perf_pkg_event(e) ? ResourceId::PERF_PKG : ResourceId::L3;
+}
 
-// The events whose values are fixed point (PerfPkgEvent::binary_bits
+// The events whose values are fixed point (MonEvent::binary_bits
 // fraction bits); every other event is an unsigned integer count. An
 // architecture may not make any other event fractional.
 constexpr bool event_is_floating_point(EventId e) {
@@ -150,6 +174,27 @@ constexpr const char* resource_name(ResourceId r) {
   return "unknown";
 }
 
+// The scope of a resource's domains (the kernel's enum resctrl_scope): which
+// CPUs share one control or monitoring domain. The domain's id is the id of
+// that unit (cache id, NUMA node id, package id, core id).
+enum class Scope : uint8_t {
+  NONE = 0,      // the resource has no such domains
+  L2_CACHE = 1,  // one domain per L2 cache instance
+  L3_CACHE = 2,  // one domain per L3 cache instance
+  NODE = 3,      // one domain per NUMA node (an L3 split into nodes: SNC)
+  PACKAGE = 4,   // one domain per package
+  CORE = 5,      // one domain per physical core
+};
+inline constexpr int kNumScopes = 6;
+
+// How a resource's schemata value is written and what fs/ checks it against
+// (the kernel's enum resctrl_schema_fmt, with its range split in two):
+//   - BITMAP: a capacity bitmask within CacheCaps;
+//   - PERCENT: a share of the peak within MembwCaps (min_bw..max_bw, steps
+//     of bw_gran);
+//   - RATE: an absolute rate within MembwCaps.
+enum class SchemaFormat : uint8_t { BITMAP = 0, PERCENT = 1, RATE = 2 };
+
 enum class ThrottleMode : uint8_t { UNDEFINED = 0, MAX = 1, PER_THREAD = 2 };
 
 // A control domain (one set of control registers shared by its CPUs).
@@ -158,15 +203,17 @@ struct CtrlDomain {
   CpuMask cpus;  // CPUs sharing this domain's registers
 };
 
-// A monitoring domain (one set of RMID counters).
+// A monitoring domain (one set of RMID counters) of a monitor-capable
+// resource; its id is the id of the unit of the resource's MonCaps::scope.
 //
-// Without Sub-NUMA Clustering (MonCaps::snc_ways == 1) a domain is one L3
-// cache: id == l3_id == the cache id. With SNC the L3 monitoring scope is the
-// NUMA node: one domain per node, id = the node id, l3_id = the id of the L3
-// cache the node shares with its sibling nodes (what mon_L3_XX is named
-// after; its files sum the domains with that l3_id).
+// For the L3 resource without Sub-NUMA Clustering (MonCaps::snc_ways == 1)
+// a domain is one L3 cache: id == l3_id == the cache id. With SNC the L3
+// monitoring scope is Scope::NODE: one domain per node, id = the node id,
+// l3_id = the id of the L3 cache the node shares with its sibling nodes
+// (what mon_L3_XX is named after; its files sum the domains with that
+// l3_id). Other resources leave l3_id at -1.
 struct MonDomain {
-  int id = 0;  // L3 cache id, NUMA node id under SNC; for PERF_PKG the package id
+  int id = 0;  // the scope unit's id (cache, node, package)
   CpuMask cpus;
   int l3_id = -1;  // the L3 cache id this domain belongs to (== id without SNC)
 };
@@ -191,105 +238,154 @@ struct MembwCaps {
   ThrottleMode throttle_mode = ThrottleMode::UNDEFINED;
 };
 
-// One allocation resource as fs/ sees it.
+// One monitoring event a resource counts, and its value format.
+struct MonEvent {
+  MonEvent() = default;
+  MonEvent(EventId e, unsigned bits = 0) : id(e), binary_bits(bits) {}  // NOLINT: implicit
+  EventId id = EventId::LLC_OCCUPANCY;
+  unsigned binary_bits = 0;  // fraction bits (event_is_floating_point); 0 otherwise
+  bool operator==(const MonEvent&) const = default;
+};
+
+// Event configuration (ours: the kernel's mbm_*_bytes_config files): the
+// transactions an MBM event counts can be chosen per monitoring domain.
+struct EventConfigCaps {
+  bool capable = false;
+  uint32_t supported_mask = 0;  // transaction bits the hardware knows (e.g. 0x7f)
+  uint32_t default_total = 0;   // mbm_total_bytes' power-on configuration
+  uint32_t default_local = 0;   // mbm_local_bytes' power-on configuration
+};
+
+// Counter assignment (the kernel's mbm_assign_mode "mbm_event"): a limited
+// number of counters per monitoring domain, each bound to one (RMID, event).
+struct CntrAssignCaps {
+  bool capable = false;
+  unsigned num_cntrs = 0;  // counters per monitoring domain
+  // The transactions an assigned counter counts can be chosen (Linux's
+  // resctrl_mon::mbm_cntr_configurable): info/L3_MON/event_configs/*/
+  // event_filter is then writable (0644), otherwise read-only.
+  bool configurable = false;
+};
+
+// A resource's monitoring capabilities (the kernel's rdt_resource::mon and
+// mon_capable). Resources are monitored in ResourceId order
+// (for_each_mon_capable).
+struct MonCaps {
+  bool capable = false;       // mon_capable
+  Scope scope = Scope::NONE;  // the monitoring domains' scope
+  unsigned num_rmids = 0;     // info/<res>_MON/num_rmids (per SNC node: hardware count / snc_ways)
+  unsigned occupancy_scale = 1;  // bytes per occupancy counter unit (per SNC node: / snc_ways)
+  // Sub-NUMA Clustering (L3): NUMA nodes sharing one L3 cache (1: no SNC).
+  // When > 1, the scope is Scope::NODE, mon_domains are per node (see
+  // MonDomain), RMIDs are logical (read_counter maps them to the node's
+  // physical RMID) and the bandwidth control scope (L3) differs from the
+  // monitoring scope, so mba_MBps is refused.
+  unsigned snc_ways = 1;
+  unsigned counter_width = 24;   // bandwidth counter width in bits
+  std::vector<MonEvent> events;  // enabled events in event-id order
+  // Upper limit for max_threshold_occupancy writes (Linux's
+  // resctrl_rmid_realloc_limit): the cache size the architecture reports
+  // for it (the L3, or the per-core L2 on some parts). default_threshold is
+  // derived from it.
+  uint64_t realloc_limit_bytes = 0;
+  unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
+  EventConfigCaps evt_cfg;
+  CntrAssignCaps cntr_assign;
+  std::vector<MonDomain> mon_domains;  // sorted by id
+
+  bool has_event(EventId e) const {
+    return std::any_of(events.begin(), events.end(), [e](const MonEvent& m) { return m.id == e; });
+  }
+  // The fraction bits of event `e` (0 when it is not enabled or an integer).
+  unsigned binary_bits(EventId e) const {
+    for (const MonEvent& m : events)
+      if (m.id == e) return m.binary_bits;
+    return 0;
+  }
+  std::vector<EventId> event_ids() const {
+    std::vector<EventId> ids;
+    for (const MonEvent& m : events) ids.push_back(m.id);
+    return ids;
+  }
+};
+
+// One resource as fs/ sees it (the kernel's struct rdt_resource).
 struct Resource {
   ResourceId rid = ResourceId::L3;
+  // ---- control
   bool alloc_capable = false;
-  unsigned num_closid = 0;  // hardware CLOSIDs (not yet halved for CDP)
-  // Capacity-bitmask resources: the caches and the STLB (whose "ways" are
-  // the TLB's).
-  bool is_cache() const {
-    return rid == ResourceId::L3 || rid == ResourceId::L2 || rid == ResourceId::STLB;
-  }
+  unsigned num_closid = 0;                         // hardware CLOSIDs (not yet halved for CDP)
+  Scope ctrl_scope = Scope::NONE;                  // the control domains' scope
+  SchemaFormat schema_fmt = SchemaFormat::BITMAP;  // what a schemata value is
+  bool is_bitmap() const { return schema_fmt == SchemaFormat::BITMAP; }
   // Ours: the resource is shown only in a mount with this option (e.g.
   // "stlb"), never in the default tree; null for the kernel's resources.
   // Set for the STLB and for an L3 allocation the kernel does not find
   // (parts that have it without announcing it).
   const char* mount_option = nullptr;
-  CacheCaps cache;                       // valid when is_cache()
-  MembwCaps membw;                       // valid for MB / SMBA
+  CacheCaps cache;                       // valid when is_bitmap()
+  MembwCaps membw;                       // valid for PERCENT / RATE
   std::vector<CtrlDomain> ctrl_domains;  // sorted by id
-};
-
-// L3 monitoring capabilities.
-struct MonCaps {
-  bool capable = false;
-  unsigned num_rmids = 0;        // info/L3_MON/num_rmids (per SNC node: hardware count / snc_ways)
-  unsigned occupancy_scale = 1;  // bytes per counter unit (per SNC node: hardware scale / snc_ways)
-  // Sub-NUMA Clustering: NUMA nodes sharing one L3 cache (1: no SNC). When
-  // > 1, mon_domains are per node (see MonDomain), RMIDs are logical
-  // (read_event maps them to the node's physical RMID) and the MBA control
-  // scope (L3) differs from the monitoring scope, so mba_MBps is refused.
-  unsigned snc_ways = 1;
-  unsigned counter_width = 24;  // MBM counter width in bits
-  std::vector<EventId> events;  // enabled events in event-id order
-  // Upper limit for max_threshold_occupancy writes (Linux's
-  // resctrl_rmid_realloc_limit): the cache size the architecture reports
-  // for it (the L3, or the per-core L2 on some parts). default_threshold is
-  // derived from it.
-  uint64_t l3_cache_size_bytes = 0;
-  unsigned default_threshold = 0;  // default max_threshold_occupancy (bytes)
-  // Configurable bandwidth events: mbm_*_bytes_config files. Mask of
-  // supported transaction bits.
-  bool bmec = false;
-  uint32_t bmec_supported_mask = 0;  // e.g. 0x7f
-  uint32_t bmec_default_total = 0;   // 0x7f
-  uint32_t bmec_default_local = 0;   // 0x15
-  // Assignable counters per monitoring domain (mbm_assign_mode "mbm_event").
-  bool abmc = false;
-  unsigned num_mbm_cntrs = 0;
-  // The transactions an assignable counter counts can be chosen (Linux's
-  // resctrl_mon::mbm_cntr_configurable): info/L3_MON/event_configs/*/
-  // event_filter is then writable (0644), otherwise read-only.
-  bool mbm_cntr_configurable = false;
-  std::vector<MonDomain> mon_domains;  // sorted by id
-};
-
-// One enabled telemetry event and its fixed-point format.
-struct PerfPkgEvent {
-  EventId id = EventId::CORE_ENERGY;
-  unsigned binary_bits = 0;  // fraction bits (0 for integer events)
-};
-
-// Telemetry monitoring capabilities (per-RMID energy and performance
-// counters kept per package: one monitor domain per package).
-struct PerfPkgMonCaps {
-  bool capable = false;
-  unsigned num_rmids = 0;              // info/PERF_PKG_MON/num_rmids
-  std::vector<PerfPkgEvent> events;    // enabled events in event-id order
-  std::vector<MonDomain> mon_domains;  // packages whose counters can be read, sorted
+  // ---- monitoring
+  MonCaps mon;
 };
 
 // The machine as decoded at start-up, then kept current across CPU hotplug:
 // `online`, every resource's ctrl_domains and mon.mon_domains change when
 // Arch::offline_cpu()/online_cpu() run (a domain is listed only while at
 // least one of its CPUs is online, as in the kernel's domain lists). Every
-// other field is fixed for the life of the Arch. The per-CPU topology
-// vectors cover offline CPUs too, so a CPU that comes back finds its domains.
+// other field is fixed for the life of the Arch. The per-scope topology
+// covers offline CPUs too, so a CPU that comes back finds its domains.
 struct PlatformInfo {
-  unsigned nr_cpus = 0;               // nr_cpu_ids: bitmap width for cpus files
-  CpuMask online;                     // online CPUs (changes with hotplug)
-  std::vector<int> cpu_package;       // package id per CPU
-  std::vector<int> cpu_l2_id;         // L2 cache id per CPU (-1 if none)
-  std::vector<int> cpu_l3_id;         // L3 cache id per CPU (-1 if none)
-  std::vector<int> cpu_node;          // NUMA node per CPU (-1 if unknown)
-  std::vector<int> cpu_core;          // physical core id per CPU (STLB domains; -1 if none)
+  unsigned nr_cpus = 0;  // nr_cpu_ids: bitmap width for cpus files
+  CpuMask online;        // online CPUs (changes with hotplug)
+  // Per scope, per CPU: the id of the scope unit the CPU belongs to (-1 if
+  // none or unknown); empty for a scope the machine does not describe.
+  // A CPU's domain of a resource is the domain whose id is
+  // cpu_id(cpu, <the resource's scope>).
+  std::vector<int> scope_ids[kNumScopes];
   Resource resources[kNumResources];  // indexed by ResourceId
-  MonCaps mon;                        // L3 monitoring
-  PerfPkgMonCaps perf_pkg;            // telemetry monitoring
   // Cache pseudo-locking is offered (the architecture knows how to keep a
   // region resident on this part).
   bool pseudo_lock_capable = false;
+  // A monitoring id is only meaningful together with the CLOSID (the
+  // kernel's CONFIG_RESCTRL_RMID_DEPENDS_ON_CLOSID): fs/ then allocates a
+  // monitor group's RMID among the ids of its parent's CLOSID, and RMID
+  // indexes (Arch::rmid_idx_encode) differ from RMIDs.
+  bool rmid_depends_on_closid = false;
+
   const Resource& res(ResourceId r) const { return resources[static_cast<int>(r)]; }
+  Resource& res(ResourceId r) { return resources[static_cast<int>(r)]; }
+  std::vector<int>& cpu_ids(Scope s) { return scope_ids[static_cast<int>(s)]; }
+  const std::vector<int>& cpu_ids(Scope s) const { return scope_ids[static_cast<int>(s)]; }
+  // The id of `cpu`'s unit of scope `s`, -1 if none.
+  int cpu_id(unsigned cpu, Scope s) const {
+    const std::vector<int>& v = cpu_ids(s);
+    return cpu < v.size() ? v[cpu] : -1;
+  }
+  // Whether any resource can monitor.
+  bool mon_capable() const {
+    return std::any_of(std::begin(resources), std::end(resources),
+                       [](const Resource& r) { return r.mon.capable; });
+  }
 };
 
-// How many RMIDs groups may use: the smallest num_rmids of the monitor
-// resources present (an RMID must be valid in every one of them), 0 when
-// the platform cannot monitor. The kernel's system-wide RMID index limit.
+// The kernel's for_each_mon_capable_rdt_resource: `fn(const Resource&)` for
+// every monitor-capable resource, in ResourceId order.
+template <typename Fn>
+void for_each_mon_capable(const PlatformInfo& p, Fn&& fn) {
+  for (const Resource& r : p.resources)
+    if (r.mon.capable) fn(r);
+}
+
+// How many RMID indexes groups may use: the smallest num_rmids of the
+// monitor-capable resources (an index must be valid in every one of them),
+// 0 when the platform cannot monitor. The kernel's system-wide RMID index
+// limit (resctrl_arch_system_num_rmid_idx).
 inline unsigned num_rmid_idx(const PlatformInfo& p) {
   unsigned n = 0;
-  if (p.mon.capable) n = p.mon.num_rmids;
-  if (p.perf_pkg.capable) n = n == 0 ? p.perf_pkg.num_rmids : std::min(n, p.perf_pkg.num_rmids);
+  for_each_mon_capable(
+      p, [&n](const Resource& r) { n = n == 0 ? r.mon.num_rmids : std::min(n, r.mon.num_rmids); });
   return n;
 }
 
@@ -418,40 +514,73 @@ class Arch {
   // thread's (closid, rmid) follow the thread (see ThreadTagger).
   virtual ThreadTagger* thread_tagger() { return nullptr; }
 
-  // Reads event `ev` of `rmid` on monitoring domain `domain_id`, folding
-  // counter wrap-around into a running total (MBM). Under SNC `rmid` is the
-  // logical RMID and `domain_id` a node; hw/ reads that node's physical RMID.
-  // Error/Unavailable come from the hardware's status. With assignable
-  // counters enabled `cntr_id` names the assigned counter to read instead
-  // of the RMID. Cost: two register accesses.
-  virtual CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
-                                  std::optional<unsigned> cntr_id = std::nullopt) = 0;
+  // ---- Monitoring ids. An RMID index numbers a (CLOSID, RMID) pair among
+  // the num_rmid_idx(info()) monitoring ids fs/ allocates (the kernel's
+  // resctrl_arch_rmid_idx_encode/decode). Unless
+  // info().rmid_depends_on_closid, the index is the RMID and the CLOSID
+  // plays no part (decode gives kAnyClosid).
+  static constexpr uint32_t kAnyClosid = UINT32_MAX;
+  virtual uint32_t rmid_idx_encode(uint32_t closid, uint32_t rmid) const {
+    (void)closid;
+    return rmid;
+  }
+  virtual std::pair<uint32_t, uint32_t> rmid_idx_decode(uint32_t idx) const {
+    return {kAnyClosid, idx};
+  }
 
-  // Reads telemetry event `ev` (is_perf_pkg_event) of `rmid` on package
-  // `package_id`: the sum over that package's counter sets for the event,
-  // in the units of the header comment. kUnavailable when no counter set of
-  // the package has valid data for the RMID yet (nothing has run with it);
-  // kError when the counter cannot be read or the event is not enabled.
-  // Counts are the hardware's cumulative values: nothing is reset when an
-  // RMID is reused. Cost: one read per counter set of the package.
-  virtual CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) = 0;
+  // An architecture's state for a run of counter reads of one event (the
+  // kernel's arch_mon_ctx: e.g. a hardware monitor allocated for the read).
+  // fs/ allocates one per run (a file read, a limbo pass) with
+  // mon_ctx_alloc and passes it to every read_counter of the run; null
+  // means the architecture needs none.
+  class MonCtx {
+   public:
+    virtual ~MonCtx() = default;
+  };
+  virtual std::unique_ptr<MonCtx> mon_ctx_alloc(ResourceId rid, EventId ev) {
+    (void)rid;
+    (void)ev;
+    return nullptr;
+  }
 
-  // Restarts the count of (domain, rmid, ev) at 0: the hardware counter's
-  // value now becomes the baseline later reads count from (the kernel does
-  // this when an RMID is allocated, so traffic between mkdir and the first
-  // read is counted). Cost: two register accesses.
-  virtual void reset_event(int domain_id, uint32_t rmid, EventId ev) = 0;
-  // Forgets the running state of every RMID and MBM event of a domain whose
-  // hardware counters were cleared: they count from a raw value of 0.
-  virtual void reset_domain_events(int domain_id) = 0;
+  // Reads event `ev` of (closid, rmid) on monitoring domain `domain_id` of
+  // monitor resource `rid` (the kernel's resctrl_arch_rmid_read). `closid`
+  // is the CLOSID of the group the RMID belongs to (a monitor group's
+  // parent's). For bandwidth events the value folds counter wrap-around
+  // into a running total. Under SNC `rmid` is the logical RMID and
+  // `domain_id` a node; hw/ reads that node's physical RMID. With counter
+  // assignment enabled `cntr_id` names the assigned counter to read instead
+  // of the RMID. Error/Unavailable come from the hardware's status.
+  // For telemetry events (is_perf_pkg_event) the domain is a package and
+  // the value the sum over that package's counter sets: kUnavailable when
+  // none has valid data for the RMID yet, kError when the counter cannot be
+  // read or the event is not enabled; nothing is reset when an RMID is
+  // reused. Cost: two register accesses (telemetry: one read per counter
+  // set of the package).
+  virtual CounterValue read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                                    EventId ev, MonCtx* ctx,
+                                    std::optional<unsigned> cntr_id = std::nullopt) = 0;
 
-  // Configurable bandwidth events (MonCaps::bmec): the event configuration
-  // (transaction mask) of an MBM event on a
-  // domain. Writing a different value makes the hardware clear every MBM
-  // counter of the domain (both events, every RMID; the next read of each
-  // reports Unavailable), and every count starts again from 0.
-  virtual Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) = 0;
-  virtual uint32_t event_config(int domain_id, EventId ev) const = 0;
+  // Restarts the count of (domain, closid, rmid, ev) of `rid` at 0: the
+  // hardware counter's value now becomes the baseline later reads count
+  // from (the kernel's resctrl_arch_reset_rmid, done when an RMID is
+  // allocated, so traffic between mkdir and the first read is counted).
+  // Cost: two register accesses.
+  virtual void reset_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                             EventId ev) = 0;
+  // Forgets the running state of every RMID and bandwidth event of a
+  // domain of `rid` whose hardware counters were cleared: they count from a
+  // raw value of 0 (resctrl_arch_reset_rmid_all).
+  virtual void reset_all_counters(ResourceId rid, int domain_id) = 0;
+
+  // Event configuration (MonCaps::evt_cfg): the transaction mask of a
+  // bandwidth event on a domain of `rid`. Writing a different value makes
+  // the hardware clear every bandwidth counter of the domain (both events,
+  // every RMID; the next read of each reports Unavailable), and every count
+  // starts again from 0.
+  virtual Result<void> set_event_config(ResourceId rid, int domain_id, EventId ev,
+                                        uint32_t config) = 0;
+  virtual uint32_t event_config(ResourceId rid, int domain_id, EventId ev) const = 0;
 
   // io_alloc: while enabled, cache lines that I/O devices
   // inject into the L3 may only use the ways of the L3 mask of the highest
@@ -466,13 +595,15 @@ class Arch {
   virtual Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) = 0;
   virtual bool io_alloc_enabled(ResourceId rid) const = 0;
 
-  // Assignable counters (MonCaps::abmc): enables or disables counter
-  // assignment mode (all domains).
-  virtual Result<void> set_abmc_enabled(bool enable) = 0;
-  // Binds counter `cntr_id` of `domain_id` to (rmid, ev) with transaction
-  // filter `evt_cfg`, or unbinds it. Resets the counter's count.
-  virtual Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
-                                   uint32_t evt_cfg, bool assign) = 0;
+  // Counter assignment (MonCaps::cntr_assign): enables or disables counter
+  // assignment mode on every domain of `rid` (the kernel's
+  // resctrl_arch_mbm_cntr_assign_set).
+  virtual Result<void> set_cntr_assign_enabled(ResourceId rid, bool enable) = 0;
+  // Binds counter `cntr_id` of `domain_id` of `rid` to (closid, rmid, ev)
+  // with transaction filter `evt_cfg`, or unbinds it (the kernel's
+  // resctrl_arch_config_cntr). Resets the counter's count.
+  virtual Result<void> config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
+                                   uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) = 0;
 
   // CPU hotplug, the arch half of the kernel's cpuhp callbacks. The caller
   // (fs/) has already done its own part of an offline (the CPU left every
@@ -560,7 +691,8 @@ class Arch {
 
 // Up-calls hw/ makes into its user during CPU hotplug (the kernel's
 // resctrl_online_*_domain / resctrl_offline_*_domain). They run inside
-// Arch::online_cpu()/offline_cpu(), so under the caller's model lock.
+// Arch::online_cpu()/offline_cpu(), so under the caller's command and model
+// locks.
 //   - *_online: the domain has just been added to info() (its registers
 //     already hold the defaults, its MBM state is fresh);
 //   - *_offline: the domain's last CPU is leaving; the domain is still in
@@ -570,13 +702,10 @@ class ArchEvents {
   virtual ~ArchEvents() = default;
   virtual void ctrl_domain_online(ResourceId rid, int domain_id) = 0;
   virtual void ctrl_domain_offline(ResourceId rid, int domain_id) = 0;
-  // Monitoring domains of the L3 monitor resource.
-  virtual void mon_domain_online(int domain_id) = 0;
-  virtual void mon_domain_offline(int domain_id) = 0;
-  // Monitoring domains of the telemetry resource (PERF_PKG, one per
-  // package). Only platforms with info().perf_pkg.capable make them.
-  virtual void perf_pkg_domain_online(int package_id) { (void)package_id; }
-  virtual void perf_pkg_domain_offline(int package_id) { (void)package_id; }
+  // Monitoring domains of monitor-capable resource `rid` (its
+  // MonCaps::scope: an L3 cache or node, a package, ...).
+  virtual void mon_domain_online(ResourceId rid, int domain_id) = 0;
+  virtual void mon_domain_offline(ResourceId rid, int domain_id) = 0;
 };
 
 }  // namespace resctrlfs::hw

@@ -81,13 +81,17 @@ Result<PlatformView> load_platform(const std::string& name) {
     v.vendor = backend.x86->vendor;
     v.flags = hw::x86::cpuinfo_rdt_flags(*backend.x86);
   }
-  for (size_t cpu = 0; cpu < info.cpu_package.size(); ++cpu) {
+  for (size_t cpu = 0; cpu < info.cpu_ids(hw::Scope::PACKAGE).size(); ++cpu) {
     CpuPlacement p;
-    p.package = info.cpu_package[cpu];
-    p.l2_id = cpu < info.cpu_l2_id.size() ? info.cpu_l2_id[cpu] : -1;
-    p.l3_id = cpu < info.cpu_l3_id.size() ? info.cpu_l3_id[cpu] : -1;
-    p.core = cpu < info.cpu_core.size() ? info.cpu_core[cpu] : -1;
-    p.node = cpu < info.cpu_node.size() ? info.cpu_node[cpu] : -1;
+    p.package = info.cpu_ids(hw::Scope::PACKAGE)[cpu];
+    p.l2_id = cpu < info.cpu_ids(hw::Scope::L2_CACHE).size()
+                  ? info.cpu_ids(hw::Scope::L2_CACHE)[cpu]
+                  : -1;
+    p.l3_id = cpu < info.cpu_ids(hw::Scope::L3_CACHE).size()
+                  ? info.cpu_ids(hw::Scope::L3_CACHE)[cpu]
+                  : -1;
+    p.core = cpu < info.cpu_ids(hw::Scope::CORE).size() ? info.cpu_ids(hw::Scope::CORE)[cpu] : -1;
+    p.node = cpu < info.cpu_ids(hw::Scope::NODE).size() ? info.cpu_ids(hw::Scope::NODE)[cpu] : -1;
     v.placement.push_back(p);
   }
   if (backend.facts) {  // another architecture: its own cpuinfo, no x86 flags

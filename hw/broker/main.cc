@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     auto dev = std::make_shared<broker::DevMsrDevice>(dev_root);
     // STLB QoS is enumerated in registers, read here directly.
     x86::decode_stlb(info, cpuid, *dev);
-    bool any = info.mon.capable;
+    bool any = info.res(ResourceId::L3).mon.capable;
     for (const auto& r : info.resources) any = any || r.alloc_capable;
     if (!any) {
       log("this CPU enumerates no RDT/PQoS resource; nothing to serve");

@@ -27,7 +27,8 @@ bool in_bank(uint32_t msr, uint32_t base, unsigned n) { return msr >= base && ms
 Policy::Policy(X86Platform info, HwLimits limits) : info_(std::move(info)), limits_(limits) {
   for (const auto& r : info_.resources)
     if (r.alloc_capable) num_closid_any_ = std::max(num_closid_any_, r.num_closid);
-  num_rmid_any_ = info_.mon.capable ? info_.mon.num_rmids : 1;
+  num_rmid_any_ =
+      info_.res(ResourceId::L3).mon.capable ? info_.res(ResourceId::L3).mon.num_rmids : 1;
   prefetch_bits_ = prefetch_disable_bits(info_.vendor, info_.family, info_.model);
 }
 
@@ -77,7 +78,7 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
   const Resource& smba = info_.res(ResourceId::SMBA);
   const Resource& cb = info_.res(ResourceId::CB);
   const Resource& stlb = info_.res(ResourceId::STLB);
-  const MonCaps& mon = info_.mon;
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
   bool known =
       msr == IA32_PQR_ASSOC || (mon.capable && (msr == IA32_QM_EVTSEL || msr == IA32_QM_CTR)) ||
       (l3.alloc_capable && l3.cache.cdp_capable && msr == IA32_L3_QOS_CFG) ||
@@ -90,9 +91,9 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
       (smba.alloc_capable && in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, smba.num_closid)) ||
       (cb.alloc_capable && in_bank(msr, IA32_QOS_CORE_BW_THRTL_0,
                                    (cb.num_closid + CBA_CLOS_PER_MSR - 1) / CBA_CLOS_PER_MSR)) ||
-      (mon.bmec && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
-      (mon.abmc && (msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
-      ((mon.abmc || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
+      (mon.evt_cfg.capable && in_bank(msr, QOS_EVT_CFG_0, 2)) ||
+      (mon.cntr_assign.capable && (msr == L3_QOS_ABMC_CFG || msr == L3_QOS_ABMC_DSC)) ||
+      ((mon.cntr_assign.capable || l3.cache.io_alloc_capable) && msr == L3_QOS_EXT_CFG) ||
       ((limits_.io_rdt_alloc || limits_.io_rdt_mon) && msr == IA32_L3_IO_RDT_CFG) ||
       (mon.capable && mon.snc_ways > 1 && msr == MSR_RMID_SNC_CONFIG) ||
       (prefetch_bits_ != 0 && msr == MSR_MISC_FEATURE_CONTROL) ||
@@ -107,7 +108,7 @@ Result<void> Policy::check(unsigned cpu, uint32_t msr, uint64_t value, OpKind ki
 Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
   const Resource& l3 = info_.res(ResourceId::L3);
   const Resource& l2 = info_.res(ResourceId::L2);
-  const MonCaps& mon = info_.mon;
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
   if (msr == IA32_QM_CTR || msr == L3_QOS_ABMC_DSC || msr == IA32_CORE_CAPABILITIES ||
       msr == STLB_QOS_INFO)
     return refuse("MSR 0x%llx is read-only", msr);
@@ -127,7 +128,7 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     if ((v & 0x7FFFFF00ULL) != 0) return refuse("QM_EVTSEL reserved bits in 0x%llx", v);
     uint64_t evt = v & QM_EVTSEL_EVTID_MASK, id = v >> QM_EVTSEL_RMID_SHIFT;
     if (v & QM_EVTSEL_EXTENDED_EVTID) {
-      if (!mon.abmc || evt != ABMC_EVT_ID || id >= mon.num_mbm_cntrs)
+      if (!mon.cntr_assign.capable || evt != ABMC_EVT_ID || id >= mon.cntr_assign.num_cntrs)
         return refuse("QM_EVTSEL extended event 0x%llx not allowed", v);
       return Ok();
     }
@@ -144,7 +145,7 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     return Ok();
   }
   if (msr == L3_QOS_EXT_CFG) {
-    const uint64_t ok = (mon.abmc ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
+    const uint64_t ok = (mon.cntr_assign.capable ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
                         (l3.cache.io_alloc_capable ? L3_QOS_EXT_CFG_SDCIAE_EN : 0);
     if ((v & ~ok) != 0) return refuse("L3_QOS_EXT_CFG bits 0x%llx not enumerated", v);
     return Ok();
@@ -199,15 +200,15 @@ Result<void> Policy::check_write(uint32_t msr, uint64_t v) const {
     return Ok();
   }
   if (in_bank(msr, QOS_EVT_CFG_0, 2)) {
-    if ((v & ~uint64_t{mon.bmec_supported_mask}) != 0)
+    if ((v & ~uint64_t{mon.evt_cfg.supported_mask}) != 0)
       return refuse("BMEC bits 0x%llx unsupported", v);
     return Ok();
   }
   if (msr == L3_QOS_ABMC_CFG) {
     constexpr uint64_t kReserved = (0x7ULL << 44) | (0x1FFULL << 53);
     if ((v & kReserved) != 0) return refuse("ABMC_CFG reserved bits in 0x%llx", v);
-    if (((v >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK) >= mon.num_mbm_cntrs)
-      return refuse("ABMC counter beyond %llu", mon.num_mbm_cntrs);
+    if (((v >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK) >= mon.cntr_assign.num_cntrs)
+      return refuse("ABMC counter beyond %llu", mon.cntr_assign.num_cntrs);
     uint64_t src = (v >> ABMC_CFG_BW_SRC_SHIFT) & ABMC_CFG_BW_SRC_MASK;
     if ((v & ABMC_CFG_IS_CLOS) ? src >= num_closid_any_ : src >= mon.num_rmids)
       return refuse("ABMC source %llu beyond the enumerated maximum", src);

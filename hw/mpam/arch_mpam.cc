@@ -50,11 +50,11 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
   for (unsigned c = 0; c < ncpu; ++c) {
     const CpuPlace& p = topo.cpus[c];
     info_.online.set(c);
-    info_.cpu_package.push_back(p.package);
-    info_.cpu_l2_id.push_back(p.l2);
-    info_.cpu_l3_id.push_back(p.l3);
-    info_.cpu_node.push_back(p.node);
-    info_.cpu_core.push_back(p.core);
+    info_.cpu_ids(Scope::PACKAGE).push_back(p.package);
+    info_.cpu_ids(Scope::L2_CACHE).push_back(p.l2);
+    info_.cpu_ids(Scope::L3_CACHE).push_back(p.l3);
+    info_.cpu_ids(Scope::NODE).push_back(p.node);
+    info_.cpu_ids(Scope::CORE).push_back(p.core);
   }
   for (int i = 0; i < kNumResources; ++i) info_.resources[i].rid = static_cast<ResourceId>(i);
 
@@ -169,6 +169,8 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
     Resource& r = info_.resources[res_index(rid)];
     r.alloc_capable = true;
     r.num_closid = nclosid;
+    r.ctrl_scope = rid == ResourceId::L3 ? Scope::L3_CACHE : Scope::L2_CACHE;
+    r.schema_fmt = SchemaFormat::BITMAP;
     r.cache.cbm_len = c.cpbm_wd;
     r.cache.shareable_bits = r.cache.full_mask();
     r.cache.min_cbm_bits = 1;
@@ -183,6 +185,8 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
     Resource& r = info_.resources[res_index(ResourceId::MB)];
     r.alloc_capable = true;
     r.num_closid = nclosid;
+    r.ctrl_scope = Scope::L3_CACHE;
+    r.schema_fmt = SchemaFormat::PERCENT;
     r.membw.min_bw = mbw_max_to_percent(0, c.bwa_wd);
     r.membw.bw_gran = (kMaxMbaBw + (1U << c.bwa_wd) - 1) >> c.bwa_wd;
     r.membw.max_bw = kMaxMbaBw;
@@ -194,12 +198,13 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
   }
   if (mon_class_ >= 0) {
     const ClassProps& c = classes_[static_cast<size_t>(mon_class_)];
-    MonCaps& mon = info_.mon;
+    MonCaps& mon = info_.res(ResourceId::L3).mon;
     mon.capable = true;
+    mon.scope = Scope::L3_CACHE;
     mon.num_rmids = (pmg_max_ + 1) * (partid_max_ + 1);
     mon.occupancy_scale = 1;
     mon.events = {EventId::LLC_OCCUPANCY};
-    mon.l3_cache_size_bytes = topo.l3_size_bytes;
+    mon.realloc_limit_bytes = topo.l3_size_bytes;
     mon.default_threshold = static_cast<unsigned>(topo.l3_size_bytes / mon.num_rmids);
     for (size_t m : c.mscs) {
       MonDomain d;
@@ -209,7 +214,7 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
       mon.mon_domains.push_back(std::move(d));
     }
   }
-  bool any = info_.mon.capable;
+  bool any = info_.mon_capable();
   for (const Resource& r : info_.resources) any = any || r.alloc_capable;
   if (!any)
     return Error::make(ENODEV, "MPAM offers resctrl no control or monitor this driver uses");
@@ -381,9 +386,13 @@ std::optional<std::pair<uint16_t, uint8_t>> MpamArch::rmid_binding(uint32_t rmid
   return std::pair{it->second.partid, it->second.pmg};
 }
 
-CounterValue MpamArch::read_event(int domain_id, uint32_t rmid, EventId ev,
-                                  std::optional<unsigned> cntr_id) {
-  if (ev != EventId::LLC_OCCUPANCY || cntr_id || mon_class_ < 0) return {ReadError::kError, 0};
+CounterValue MpamArch::read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                                    EventId ev, MonCtx* ctx, std::optional<unsigned> cntr_id) {
+  (void)ctx;  // one CSU monitor serves every read (CSU values settle)
+  if (rid != ResourceId::L3 || ev != EventId::LLC_OCCUPANCY || cntr_id || mon_class_ < 0)
+    return {ReadError::kError, 0};
+  // A read with the group's CLOSID binds an RMID not yet bound.
+  if (closid <= partid_max_ && !bindings_.count(rmid)) (void)bind(closid, rmid);
   const auto& mscs = bus_.mscs();
   long msc = -1;
   for (size_t m : classes_[static_cast<size_t>(mon_class_)].mscs)
@@ -408,23 +417,21 @@ CounterValue MpamArch::read_event(int domain_id, uint32_t rmid, EventId ev,
   return {ReadError::kNone, *v & MSMON___VALUE};
 }
 
-CounterValue MpamArch::read_perf_pkg_event(int, uint32_t, EventId) {
-  return {ReadError::kError, 0};
-}
-void MpamArch::reset_event(int, uint32_t, EventId) {}
-void MpamArch::reset_domain_events(int) {}
-Result<void> MpamArch::set_event_config(int, EventId, uint32_t) {
+void MpamArch::reset_counter(ResourceId, int, uint32_t, uint32_t, EventId) {}
+void MpamArch::reset_all_counters(ResourceId, int) {}
+Result<void> MpamArch::set_event_config(ResourceId, int, EventId, uint32_t) {
   return Error::make(EINVAL, "MPAM has no configurable events");
 }
-uint32_t MpamArch::event_config(int, EventId) const { return 0; }
+uint32_t MpamArch::event_config(ResourceId, int, EventId) const { return 0; }
 Result<void> MpamArch::set_io_alloc_enabled(ResourceId, bool) {
   return Error::make(EINVAL, "MPAM has no io_alloc");
 }
 bool MpamArch::io_alloc_enabled(ResourceId) const { return false; }
-Result<void> MpamArch::set_abmc_enabled(bool) {
+Result<void> MpamArch::set_cntr_assign_enabled(ResourceId, bool) {
   return Error::make(EINVAL, "MPAM has no assignable counters");
 }
-Result<void> MpamArch::config_cntr(int, unsigned, uint32_t, EventId, uint32_t, bool) {
+Result<void> MpamArch::config_cntr(ResourceId, int, unsigned, uint32_t, uint32_t, EventId, uint32_t,
+                                   bool) {
   return Error::make(EINVAL, "MPAM has no assignable counters");
 }
 Result<void> MpamArch::pseudo_lock(ResourceId, int, uint32_t, uint32_t) {

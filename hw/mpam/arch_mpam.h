@@ -33,12 +33,13 @@
 //     event configuration, no hotplug (EOPNOTSUPP).
 //
 // RMIDs: Linux's monitors are keyed by PARTID+PMG and its RMID index is
-// closid x (PMG_MAX + 1) + pmg. The contract fs/ speaks today hands a read
-// only an RMID from one global pool, so this Arch binds each RMID to a
-// (PARTID, PMG) when the RMID is first given to a CPU or thread with a
-// CLOSID: the lowest PMG of that PARTID no other RMID holds (when every PMG
-// is held, the one held longest is taken over). Reads use the binding;
-// an RMID never bound has counted nothing and reads 0.
+// closid x (PMG_MAX + 1) + pmg. fs/ still allocates RMIDs from one pool for
+// every CLOSID (the contract's rmid_depends_on_closid is not yet acted on
+// by fs/), so this Arch binds each RMID to a (PARTID, PMG) when the RMID is
+// first given to a CPU or thread, or read, with a CLOSID: the lowest PMG of
+// that PARTID no other RMID holds (when every PMG is held, the one held
+// longest is taken over). Reads use the binding; an RMID never bound has
+// counted nothing and reads 0.
 //
 // Not internally synchronised (the contract's rule).
 #pragma once
@@ -86,18 +87,20 @@ class MpamArch final : public Arch, public ThreadTagger {
   Result<void> reset_all_ctrls() override;
   Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
   ThreadTagger* thread_tagger() override { return this; }
-  CounterValue read_event(int domain_id, uint32_t rmid, EventId ev,
-                          std::optional<unsigned> cntr_id = std::nullopt) override;
-  CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, EventId ev) override;
-  void reset_event(int domain_id, uint32_t rmid, EventId ev) override;
-  void reset_domain_events(int domain_id) override;
-  Result<void> set_event_config(int domain_id, EventId ev, uint32_t config) override;
-  uint32_t event_config(int domain_id, EventId ev) const override;
+  CounterValue read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                            EventId ev, MonCtx* ctx,
+                            std::optional<unsigned> cntr_id = std::nullopt) override;
+  void reset_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                     EventId ev) override;
+  void reset_all_counters(ResourceId rid, int domain_id) override;
+  Result<void> set_event_config(ResourceId rid, int domain_id, EventId ev,
+                                uint32_t config) override;
+  uint32_t event_config(ResourceId rid, int domain_id, EventId ev) const override;
   Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) override;
   bool io_alloc_enabled(ResourceId rid) const override;
-  Result<void> set_abmc_enabled(bool enable) override;
-  Result<void> config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
-                           uint32_t evt_cfg, bool assign) override;
+  Result<void> set_cntr_assign_enabled(ResourceId rid, bool enable) override;
+  Result<void> config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
+                           uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) override;
   Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) override;
   void pseudo_unlock(ResourceId rid, int domain_id) override;
   uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const override;

@@ -26,7 +26,7 @@ namespace real {
 namespace {
 
 bool any_resource(const PlatformInfo& info) {
-  bool any = info.mon.capable;
+  bool any = info.res(ResourceId::L3).mon.capable;
   for (const auto& r : info.resources) any = any || r.alloc_capable;
   return any;
 }

@@ -242,7 +242,7 @@ class Probe final : public HwProbe {
                   info.model, info.stepping);
     identity_ = info.vendor + model;
     flags_ = x86::cpuinfo_rdt_flags(info);
-    bool any = info.mon.capable;
+    bool any = info.res(ResourceId::L3).mon.capable;
     for (const auto& r : info.resources) any = any || r.alloc_capable;
     if (!any) {
       model_error_ =
@@ -284,7 +284,7 @@ class Probe final : public HwProbe {
         const bool cba = res.rid == ResourceId::CB;
         const std::vector<unsigned> cpus = cba ? d.cpus.cpus() : std::vector{d.cpus.first()};
         for (unsigned cpu : cpus) {
-          if (res.is_cache() && res.cache.cdp_capable)
+          if (res.is_bitmap() && res.cache.cdp_capable)
             add(cpu, res.rid == ResourceId::L3 ? x86::IA32_L3_QOS_CFG : x86::IA32_L2_QOS_CFG);
           for (uint32_t i = 0; i < res.num_closid; i += cba ? x86::CBA_CLOS_PER_MSR : 1)
             add(cpu, model_->ctrl_msr(res.rid, i));

@@ -48,8 +48,9 @@ SimMachine::SimMachine(Profile profile) : profile_(std::move(profile)) {
   if (l3_size_bytes_ == 0) l3_size_bytes_ = profile_.l3_size_bytes;
   // The hardware's own RMID count and unit, whatever Linux makes of SNC.
   const CpuidRegs pqm1 = cpuid(first, CPUID_LEAF_PQM, 1);
-  phys_rmids_ = info_.mon.capable ? pqm1.ecx + 1 : 1;
-  overflow_bit_ = info_.mon.capable && !profile_.amd() && (pqm1.eax & CPUID_F_1_EAX_OVERFLOW) != 0;
+  phys_rmids_ = info_.res(ResourceId::L3).mon.capable ? pqm1.ecx + 1 : 1;
+  overflow_bit_ = info_.res(ResourceId::L3).mon.capable && !profile_.amd() &&
+                  (pqm1.eax & CPUID_F_1_EAX_OVERFLOW) != 0;
 
   cpus_.resize(topo.nr_cpus);
   std::map<int, size_t> l3_index, l2_index;
@@ -186,15 +187,15 @@ void SimMachine::power_on_l3(L3Dom& d) {
   }
   if (smr.alloc_capable) d.smba_bw.assign(smr.num_closid, uint64_t{1} << limits_.amd_smba_len);
   d.l3_qos_cfg = 0;
-  d.evt_cfg[0] = info_.mon.bmec_default_total;
-  d.evt_cfg[1] = info_.mon.bmec_default_local;
+  d.evt_cfg[0] = info_.res(ResourceId::L3).mon.evt_cfg.default_total;
+  d.evt_cfg[1] = info_.res(ResourceId::L3).mon.evt_cfg.default_local;
   d.ext_cfg = 0;
   d.io_rdt_cfg = 0;
   d.abmc_cfg_last = 0;
   d.rmid_snc_cfg = RMID_SNC_CONFIG_LOCALIZED;
   d.rambae = 0;
   d.qm_evtsel = 0;
-  d.cntrs.assign(info_.mon.num_mbm_cntrs, AbmcCounter{});
+  d.cntrs.assign(info_.res(ResourceId::L3).mon.cntr_assign.num_cntrs, AbmcCounter{});
   d.occ.assign(nrmid, 0);
   {
     const Resource& l3r = info_.res(ResourceId::L3);
@@ -303,7 +304,7 @@ Result<void> SimMachine::gp(unsigned cpu, uint32_t msr, const char* why) const {
 }
 
 uint64_t SimMachine::ext_cfg_bits() const {
-  return (info_.mon.abmc ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
+  return (info_.res(ResourceId::L3).mon.cntr_assign.capable ? L3_QOS_EXT_CFG_ABMC_EN : 0) |
          (info_.res(ResourceId::L3).cache.io_alloc_capable ? L3_QOS_EXT_CFG_SDCIAE_EN : 0);
 }
 
@@ -343,13 +344,15 @@ Result<uint64_t> SimMachine::read(unsigned cpu, uint32_t msr) {
       return d->amd_bw[msr - L3QOS_BW_CONTROL_0];
     if (in_bank(msr, L3QOS_SLOW_BW_CONTROL_0, d->smba_bw.size()))
       return d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0];
-    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) return d->evt_cfg[msr - QOS_EVT_CFG_0];
+    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.res(ResourceId::L3).mon.evt_cfg.capable)
+      return d->evt_cfg[msr - QOS_EVT_CFG_0];
     if (msr == L3_QOS_EXT_CFG && ext_cfg_bits() != 0) return d->ext_cfg;
     if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) return d->rmid_snc_cfg;
     if (msr == IA32_L3_IO_RDT_CFG && (limits_.io_rdt_alloc || limits_.io_rdt_mon))
       return d->io_rdt_cfg;
-    if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) return d->abmc_cfg_last;
-    if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) {
+    if (msr == L3_QOS_ABMC_CFG && info_.res(ResourceId::L3).mon.cntr_assign.capable)
+      return d->abmc_cfg_last;
+    if (msr == L3_QOS_ABMC_DSC && info_.res(ResourceId::L3).mon.cntr_assign.capable) {
       unsigned id = (d->abmc_cfg_last >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK;
       if (id >= d->cntrs.size()) return uint64_t{0};
       const AbmcCounter& k = d->cntrs[id];
@@ -422,7 +425,8 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
   if (msr == IA32_QM_EVTSEL && cqm) {
     if ((v & 0x7FFFFF00ULL) != 0) return gp(cpu, msr, "reserved bits set");
     if (v & QM_EVTSEL_EXTENDED_EVTID) {
-      if (!info_.mon.abmc) return gp(cpu, msr, "extended event id without ABMC");
+      if (!info_.res(ResourceId::L3).mon.cntr_assign.capable)
+        return gp(cpu, msr, "extended event id without ABMC");
     } else if ((v >> QM_EVTSEL_RMID_SHIFT) >= num_rmid_any_ && profile_.amd()) {
       // AMD #GPs; Intel takes it and QM_CTR reads Error.
       return gp(cpu, msr, "RMID beyond CPUID.0xF.0:EBX");
@@ -473,8 +477,8 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       d->smba_bw[msr - L3QOS_SLOW_BW_CONTROL_0] = v;
       return Ok();
     }
-    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.mon.bmec) {
-      if ((v & ~uint64_t{info_.mon.bmec_supported_mask}) != 0)
+    if (in_bank(msr, QOS_EVT_CFG_0, 2) && info_.res(ResourceId::L3).mon.evt_cfg.capable) {
+      if ((v & ~uint64_t{info_.res(ResourceId::L3).mon.evt_cfg.supported_mask}) != 0)
         return gp(cpu, msr, "unsupported transaction bits");
       settle_locked(now);
       const size_t e = msr - QOS_EVT_CFG_0;
@@ -518,7 +522,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       d->ext_cfg = v;
       return Ok();
     }
-    if (msr == L3_QOS_ABMC_CFG && info_.mon.abmc) {
+    if (msr == L3_QOS_ABMC_CFG && info_.res(ResourceId::L3).mon.cntr_assign.capable) {
       constexpr uint64_t kReserved = (0x7ULL << 44) | (0x1FFULL << 53);
       if ((v & kReserved) != 0) return gp(cpu, msr, "reserved bits set");
       unsigned id = (v >> ABMC_CFG_CTR_ID_SHIFT) & ABMC_CFG_CTR_ID_MASK;
@@ -540,7 +544,8 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       }
       return Ok();
     }
-    if (msr == L3_QOS_ABMC_DSC && info_.mon.abmc) return gp(cpu, msr, "read-only register");
+    if (msr == L3_QOS_ABMC_DSC && info_.res(ResourceId::L3).mon.cntr_assign.capable)
+      return gp(cpu, msr, "read-only register");
     if (msr == MBA_CFG && mba_cfg_bits_ != 0) {
       // Bit 0 is reserved on a part with per-thread MBA (third generation
       // removed it), bit 2 everywhere but the Resource-Aware MBA parts.
@@ -652,12 +657,13 @@ std::vector<RegisterValue> SimMachine::dump(bool all) const {
     bank(cpu, IA32_L2_QOS_EXT_BW_THRTL_0, d.mba_thrtl, "mba");
     bank(cpu, L3QOS_BW_CONTROL_0, d.amd_bw, "mba");
     bank(cpu, L3QOS_SLOW_BW_CONTROL_0, d.smba_bw, "smba");
-    if (info_.mon.bmec) {
+    if (info_.res(ResourceId::L3).mon.evt_cfg.capable) {
       one(cpu, QOS_EVT_CFG_0, d.evt_cfg[0], "bmec");
       one(cpu, QOS_EVT_CFG_0 + 1, d.evt_cfg[1], "bmec");
     }
     if (ext_cfg_bits() != 0) one(cpu, L3_QOS_EXT_CFG, d.ext_cfg, "abmc");
-    if (all && info_.mon.abmc) one(cpu, L3_QOS_ABMC_CFG, d.abmc_cfg_last, "abmc");
+    if (all && info_.res(ResourceId::L3).mon.cntr_assign.capable)
+      one(cpu, L3_QOS_ABMC_CFG, d.abmc_cfg_last, "abmc");
     // Listed where it matters: on an L3 split into SNC nodes.
     if (snc_msr_ && d.snc_ways > 1) one(cpu, MSR_RMID_SNC_CONFIG, d.rmid_snc_cfg, "snc");
     if (all && io_cfg) one(cpu, IA32_L3_IO_RDT_CFG, d.io_rdt_cfg, "io_rdt");

@@ -475,7 +475,7 @@ void SimMachine::step_model(L3Dom& d, double dt_us, uint64_t now) {
   // writes (Intel's mbm_total and mbm_local, AMD's fixed events).
   ClassWeights ew[2];
   for (int ev = 0; ev < 2; ++ev) {
-    if (info_.mon.bmec) {
+    if (info_.res(ResourceId::L3).mon.evt_cfg.capable) {
       ew[ev] = bmec_weights(d.evt_cfg[ev]);
     } else {
       ew[ev] = ClassWeights{1.0, ev == 0 ? 1.0 : 0.0, 1.0, ev == 0 ? 1.0 : 0.0};
@@ -648,11 +648,13 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
   const uint64_t sel = qm_evtsel_of(c);
   const uint32_t evt = static_cast<uint32_t>(sel & QM_EVTSEL_EVTID_MASK);
   const uint64_t rmid = sel >> QM_EVTSEL_RMID_SHIFT;
-  const unsigned width = info_.mon.counter_width;
+  const unsigned width = info_.res(ResourceId::L3).mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
   const double scale = d.unit;
   auto has = [&](EventId e) {
-    return std::find(info_.mon.events.begin(), info_.mon.events.end(), e) != info_.mon.events.end();
+    return std::find(info_.res(ResourceId::L3).mon.events.begin(),
+                     info_.res(ResourceId::L3).mon.events.end(),
+                     e) != info_.res(ResourceId::L3).mon.events.end();
   };
   if (sel & QM_EVTSEL_EXTENDED_EVTID) {
     if (evt != ABMC_EVT_ID || !(d.ext_cfg & L3_QOS_EXT_CFG_ABMC_EN) || rmid >= d.cntrs.size())

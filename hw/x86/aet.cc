@@ -84,15 +84,16 @@ std::optional<uint32_t> parse_aet_guid(std::string_view hex) {
 AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo& info,
                            const RdtOptions& rdt)
     : dev_(std::move(dev)) {
-  PerfPkgMonCaps& caps = info.perf_pkg;
-  caps = PerfPkgMonCaps{};
+  MonCaps& caps = info.res(ResourceId::PERF_PKG).mon;
+  caps = MonCaps{};
+  caps.scope = Scope::PACKAGE;
   if (!dev_) return;
   regions_ = dev_->pmt_regions();
 
   std::set<int> packages;
   for (unsigned c : info.online.cpus()) {
-    if (c < info.cpu_package.size() && info.cpu_package[c] >= 0)
-      packages.insert(info.cpu_package[c]);
+    if (c < info.cpu_ids(Scope::PACKAGE).size() && info.cpu_ids(Scope::PACKAGE)[c] >= 0)
+      packages.insert(info.cpu_ids(Scope::PACKAGE)[c]);
   }
 
   for (const AetEventGroup& g : aet_event_groups()) {
@@ -130,14 +131,15 @@ AetTelemetry::AetTelemetry(std::shared_ptr<PmtTelemetryDevice> dev, PlatformInfo
   caps.capable = true;
   for (int id = 0; id <= static_cast<int>(EventId::PCNT); ++id) {
     if (owner_[id].enabled >= 0)
-      caps.events.push_back(PerfPkgEvent{static_cast<EventId>(id), owner_[id].desc->binary_bits});
+      caps.events.push_back(MonEvent{static_cast<EventId>(id), owner_[id].desc->binary_bits});
   }
   for (int pkg : packages) {
     MonDomain d;
     d.id = pkg;
     d.cpus = CpuMask(info.nr_cpus);
     for (unsigned c : info.online.cpus()) {
-      if (c < info.cpu_package.size() && info.cpu_package[c] == pkg) d.cpus.set(c);
+      if (c < info.cpu_ids(Scope::PACKAGE).size() && info.cpu_ids(Scope::PACKAGE)[c] == pkg)
+        d.cpus.set(c);
     }
     caps.mon_domains.push_back(std::move(d));
   }

@@ -71,7 +71,7 @@ class AetTelemetry {
   // exists and its size matches the layout; a layout is enabled only if
   // every usable aggregator tracks at least the layout's RMIDs, and then
   // enables those of its events no earlier layout enabled. Fills
-  // info.perf_pkg (events in event-id order, num_rmids the smallest of the
+  // info.res(ResourceId::PERF_PKG).mon (events in event-id order, num_rmids the smallest of the
   // enabled layouts', one monitor domain per package with online CPUs).
   // `rdt` is the rdt= boot parameter: "energy", "perf", "energy:<hex guid>"
   // force layouts on (then one with too few RMIDs is used with the RMIDs

@@ -67,7 +67,8 @@ Result<void> X86Arch::set_io_channel_tags(uint32_t id, uint32_t closid, uint32_t
   for (const Resource& r : info_.resources)
     if (r.alloc_capable) num_closid = std::max(num_closid, r.num_closid);
   if (c->clos_tagging && closid >= std::max(num_closid, 1u)) return Error::make(EINVAL);
-  if (c->rmid_tagging && rmid >= std::max(info_.mon.num_rmids, 1u)) return Error::make(EINVAL);
+  if (c->rmid_tagging && rmid >= std::max(info_.res(ResourceId::L3).mon.num_rmids, 1u))
+    return Error::make(EINVAL);
   RESCTRLFS_RETURN_IF_ERROR(resync());
   std::vector<MmioOp> ops;
   if (c->clos_tagging) ops.push_back(MmioOp{c->clos_addr, c->reg_bytes, closid, true});
@@ -92,7 +93,7 @@ std::vector<unsigned> X86Arch::io_cfg_cpus() const {
     for (const auto& d : l3.ctrl_domains)
       if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
   } else {
-    for (const auto& d : info_.mon.mon_domains)
+    for (const auto& d : info_.res(ResourceId::L3).mon.mon_domains)
       if (!d.cpus.empty()) cpus.push_back(d.cpus.first());
   }
   return cpus;

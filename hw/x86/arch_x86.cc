@@ -44,16 +44,16 @@ X86Arch::X86Arch(X86Platform info, HwLimits limits, std::shared_ptr<MsrDevice> m
   pqr_cache_.resize(info_.nr_cpus);
   pqr_want_.resize(info_.nr_cpus);
   synced_reconnects_ = msr_->reconnects();
-  mon_.assign(info_.mon.mon_domains.size(), fresh_mon_state());
+  mon_.assign(info_.res(ResourceId::L3).mon.mon_domains.size(), fresh_mon_state());
 }
 
 X86Arch::MonDomState X86Arch::fresh_mon_state() const {
   MonDomState m;
-  for (auto& v : m.rmid) v.resize(info_.mon.num_rmids);
-  m.cntr.resize(info_.mon.num_mbm_cntrs);
-  m.cntr_cfg.resize(info_.mon.num_mbm_cntrs);
-  m.evt_cfg[0] = info_.mon.bmec_default_total;
-  m.evt_cfg[1] = info_.mon.bmec_default_local;
+  for (auto& v : m.rmid) v.resize(info_.res(ResourceId::L3).mon.num_rmids);
+  m.cntr.resize(info_.res(ResourceId::L3).mon.cntr_assign.num_cntrs);
+  m.cntr_cfg.resize(info_.res(ResourceId::L3).mon.cntr_assign.num_cntrs);
+  m.evt_cfg[0] = info_.res(ResourceId::L3).mon.evt_cfg.default_total;
+  m.evt_cfg[1] = info_.res(ResourceId::L3).mon.evt_cfg.default_local;
   return m;
 }
 
@@ -85,20 +85,20 @@ Result<void> X86Arch::init() {
   // Sub-NUMA Clustering: switch the RMIDs to sharing mode once per node
   // domain, as Linux does when each such domain comes online (read, then
   // write only if the bit is set), so that logical RMIDs count on every node.
-  if (info_.mon.capable && info_.mon.snc_ways > 1) {
-    for (const MonDomain& d : info_.mon.mon_domains)
+  if (info_.res(ResourceId::L3).mon.capable && info_.res(ResourceId::L3).mon.snc_ways > 1) {
+    for (const MonDomain& d : info_.res(ResourceId::L3).mon.mon_domains)
       RESCTRLFS_RETURN_IF_ERROR(enable_rmid_sharing(d.cpus.first()));
   }
   // BMEC and ABMC state survive in the hardware; adopt it.
   for (size_t i = 0; i < mon_.size(); ++i) {
-    unsigned cpu = info_.mon.mon_domains[i].cpus.first();
-    if (info_.mon.bmec) {
+    unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[i].cpus.first();
+    if (info_.res(ResourceId::L3).mon.evt_cfg.capable) {
       for (int e = 0; e < 2; ++e) {
         auto v = msr_->read(cpu, QOS_EVT_CFG_0 + e);
         if (v.ok()) mon_[i].evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
       }
     }
-    if (info_.mon.abmc && i == 0) {
+    if (info_.res(ResourceId::L3).mon.cntr_assign.capable && i == 0) {
       auto v = msr_->read(cpu, L3_QOS_EXT_CFG);
       abmc_enabled_ = v.ok() && (*v & L3_QOS_EXT_CFG_ABMC_EN) != 0;
     }
@@ -128,7 +128,7 @@ uint32_t X86Arch::hw_index(ResourceId rid, ConfType type, uint32_t closid) const
 
 uint32_t X86Arch::default_ctrl(ResourceId rid) const {
   const Resource& r = info_.res(rid);
-  return r.is_cache() ? r.cache.full_mask() : r.membw.max_bw;
+  return r.is_bitmap() ? r.cache.full_mask() : r.membw.max_bw;
 }
 
 uint32_t X86Arch::ctrl_msr(ResourceId rid, uint32_t idx) const {
@@ -210,7 +210,7 @@ Result<void> X86Arch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
     if (d < 0) return Error::make(EINVAL);
     uint32_t idx = hw_index(u.rid, u.type, u.closid);
     if (idx >= res.num_closid) return Error::make(EINVAL);
-    if (res.is_cache() ? (u.value & ~res.cache.full_mask()) != 0 : u.value > res.membw.max_bw)
+    if (res.is_bitmap() ? (u.value & ~res.cache.full_mask()) != 0 : u.value > res.membw.max_bw)
       return Error::make(EINVAL);
     auto same = std::find_if(todo.begin(), todo.end(), [&](const Pending& p) {
       return p.rid == u.rid && p.dom == d && p.idx == idx;
@@ -302,7 +302,7 @@ Result<void> X86Arch::resync() {
   for (int r = 0; r < kNumResources; ++r) {
     const Resource& res = info_.resources[r];
     if (!res.alloc_capable) continue;
-    if (res.is_cache() && res.cache.cdp_capable) {
+    if (res.is_bitmap() && res.cache.cdp_capable) {
       const uint32_t msr = res.rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
       for (const auto& d : res.ctrl_domains)
         for (unsigned cpu : limits_.amd ? d.cpus.cpus() : first_cpu_of(d.cpus))
@@ -315,16 +315,16 @@ Result<void> X86Arch::resync() {
               MsrOp{cpu, ctrl_msr(res.rid, i), ctrl_reg_of(res.rid, shadow_[r][d], i), true});
     }
   }
-  if (info_.mon.bmec) {
+  if (info_.res(ResourceId::L3).mon.evt_cfg.capable) {
     for (size_t d = 0; d < mon_.size(); ++d)
       for (int e = 0; e < 2; ++e)
-        ops.push_back(MsrOp{info_.mon.mon_domains[d].cpus.first(), QOS_EVT_CFG_0 + e,
-                            mon_[d].evt_cfg[e], true});
+        ops.push_back(MsrOp{info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first(),
+                            QOS_EVT_CFG_0 + e, mon_[d].evt_cfg[e], true});
   }
   const Resource& l3 = info_.res(ResourceId::L3);
-  if (info_.mon.abmc || l3.cache.io_alloc_capable) {
+  if (info_.res(ResourceId::L3).mon.cntr_assign.capable || l3.cache.io_alloc_capable) {
     CpuMask cpus(info_.nr_cpus);
-    for (const auto& d : info_.mon.mon_domains) cpus |= d.cpus;
+    for (const auto& d : info_.res(ResourceId::L3).mon.mon_domains) cpus |= d.cpus;
     for (const auto& d : l3.ctrl_domains) cpus |= d.cpus;
     for (unsigned cpu : cpus.cpus())
       ops.push_back(MsrOp{cpu, L3_QOS_EXT_CFG, ext_cfg(abmc_enabled_, io_alloc_enabled_), true});
@@ -332,12 +332,12 @@ Result<void> X86Arch::resync() {
   // Each counter as last configured, after ABMC mode is back on. Writing a
   // configuration clears the counter (counted again from 0 below).
   std::vector<std::pair<size_t, size_t>> cntrs;  // (domain, counter) per write
-  if (info_.mon.abmc && abmc_enabled_) {
+  if (info_.res(ResourceId::L3).mon.cntr_assign.capable && abmc_enabled_) {
     for (size_t d = 0; d < mon_.size(); ++d)
       for (size_t c = 0; c < mon_[d].cntr_cfg.size(); ++c)
         if (mon_[d].cntr_cfg[c]) {
-          ops.push_back(MsrOp{info_.mon.mon_domains[d].cpus.first(), L3_QOS_ABMC_CFG,
-                              *mon_[d].cntr_cfg[c], true});
+          ops.push_back(MsrOp{info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first(),
+                              L3_QOS_ABMC_CFG, *mon_[d].cntr_cfg[c], true});
           cntrs.emplace_back(d, c);
         }
   }
@@ -523,7 +523,7 @@ void X86Arch::set_cpus_assoc(std::vector<CpuAssoc>& assocs) {
 // ---- Monitoring.
 
 int X86Arch::mon_domain_index(int domain_id) const {
-  const auto& doms = info_.mon.mon_domains;
+  const auto& doms = info_.res(ResourceId::L3).mon.mon_domains;
   for (size_t i = 0; i < doms.size(); ++i)
     if (doms[i].id == domain_id) return static_cast<int>(i);
   return -1;
@@ -541,9 +541,9 @@ Result<void> X86Arch::enable_rmid_sharing(unsigned cpu) {
 uint32_t X86Arch::physical_rmid(int domain_id, uint32_t rmid) const {
   // Under SNC a node domain's id is its NUMA node; nodes are numbered
   // consecutively per L3, so the node's index within its L3 is id % ways.
-  const unsigned ways = info_.mon.snc_ways;
+  const unsigned ways = info_.res(ResourceId::L3).mon.snc_ways;
   if (ways <= 1) return rmid;
-  return rmid + static_cast<uint32_t>(domain_id) % ways * info_.mon.num_rmids;
+  return rmid + static_cast<uint32_t>(domain_id) % ways * info_.res(ResourceId::L3).mon.num_rmids;
 }
 
 CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
@@ -551,9 +551,10 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
   drop_baselines();
   const CounterValue error{ReadError::kError, 0};
   int d = mon_domain_index(domain_id);
-  if (d < 0 || !info_.mon.capable) return error;
-  if (cntr_id ? *cntr_id >= mon_[d].cntr.size() : rmid >= info_.mon.num_rmids) return error;
-  const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  if (d < 0 || !info_.res(ResourceId::L3).mon.capable) return error;
+  if (cntr_id ? *cntr_id >= mon_[d].cntr.size() : rmid >= info_.res(ResourceId::L3).mon.num_rmids)
+    return error;
+  const unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
   uint64_t sel;
   if (cntr_id) {
     sel = (uint64_t{*cntr_id} << QM_EVTSEL_RMID_SHIFT) | QM_EVTSEL_EXTENDED_EVTID | ABMC_EVT_ID;
@@ -569,11 +570,11 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
   const std::optional<uint64_t> raw = ops[1].value;
   if (*raw & QM_CTR_ERROR) return error;
   if (*raw & QM_CTR_UNAVAILABLE) return CounterValue{ReadError::kUnavailable, 0};
-  const uint64_t scale = info_.mon.occupancy_scale;
+  const uint64_t scale = info_.res(ResourceId::L3).mon.occupancy_scale;
   if (ev == EventId::LLC_OCCUPANCY && !cntr_id) {
     return CounterValue{ReadError::kNone, (*raw & QM_CTR_DATA_MASK) * scale};
   }
-  const unsigned width = info_.mon.counter_width;
+  const unsigned width = info_.res(ResourceId::L3).mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
   MbmState& st = cntr_id ? mon_[d].cntr[*cntr_id] : mon_[d].rmid[mbm_index(ev)][rmid];
   const uint64_t now = *raw & wmask;
@@ -602,9 +603,9 @@ void X86Arch::read_baselines(uint32_t rmid) {
   drop_baselines();
   baselines_rmid_ = rmid;
   std::vector<MsrOp> ops;
-  for (size_t d = 0; d < info_.mon.mon_domains.size(); ++d) {
-    const MonDomain& md = info_.mon.mon_domains[d];
-    for (EventId ev : info_.mon.events) {
+  for (size_t d = 0; d < info_.res(ResourceId::L3).mon.mon_domains.size(); ++d) {
+    const MonDomain& md = info_.res(ResourceId::L3).mon.mon_domains[d];
+    for (EventId ev : info_.res(ResourceId::L3).mon.event_ids()) {
       if (ev != EventId::MBM_TOTAL && ev != EventId::MBM_LOCAL) continue;
       const unsigned cpu = md.cpus.first();
       const uint64_t sel = (uint64_t{physical_rmid(md.id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
@@ -628,7 +629,7 @@ void X86Arch::read_baselines(uint32_t rmid) {
 
 void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
   int d = mon_domain_index(domain_id);
-  if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.mon.num_rmids) {
+  if (d < 0 || ev == EventId::LLC_OCCUPANCY || rmid >= info_.res(ResourceId::L3).mon.num_rmids) {
     drop_baselines();
     return;
   }
@@ -645,10 +646,11 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
       baselines_[baselines_next_].dom == d && baselines_[baselines_next_].ev == ev;
   if (!next_of_sweep) {
     drop_baselines();
-    const auto first_mbm =
-        std::find_if(info_.mon.events.begin(), info_.mon.events.end(),
-                     [](EventId e) { return e == EventId::MBM_TOTAL || e == EventId::MBM_LOCAL; });
-    const bool sweep_start = d == 0 && first_mbm != info_.mon.events.end() && *first_mbm == ev;
+    const auto first_mbm = std::find_if(
+        info_.res(ResourceId::L3).mon.events.begin(), info_.res(ResourceId::L3).mon.events.end(),
+        [](const MonEvent& e) { return e.id == EventId::MBM_TOTAL || e.id == EventId::MBM_LOCAL; });
+    const bool sweep_start =
+        d == 0 && first_mbm != info_.res(ResourceId::L3).mon.events.end() && first_mbm->id == ev;
     if (sweep_start) read_baselines(rmid);
   }
   std::optional<uint64_t> raw;
@@ -662,7 +664,7 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
     }
   }
   if (!raw) {
-    const unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+    const unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
     const uint64_t sel = (uint64_t{physical_rmid(domain_id, rmid)} << QM_EVTSEL_RMID_SHIFT) |
                          static_cast<uint64_t>(ev);
     std::vector<MsrOp> ops{MsrOp{cpu, IA32_QM_EVTSEL, sel, true},
@@ -672,7 +674,7 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
     raw = ops[1].value;
   }
   if ((*raw & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE)) != 0) return;
-  const unsigned width = info_.mon.counter_width;
+  const unsigned width = info_.res(ResourceId::L3).mon.counter_width;
   const uint64_t wmask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
   st.prev = *raw & wmask;
 }
@@ -688,12 +690,14 @@ void X86Arch::reset_domain_events(int domain_id) {
 Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t config) {
   drop_baselines();
   int d = mon_domain_index(domain_id);
-  if (!info_.mon.bmec || d < 0 || ev == EventId::LLC_OCCUPANCY) return Error::make(EINVAL);
-  if ((config & ~info_.mon.bmec_supported_mask) != 0) return Error::make(EINVAL);
+  if (!info_.res(ResourceId::L3).mon.evt_cfg.capable || d < 0 || ev == EventId::LLC_OCCUPANCY)
+    return Error::make(EINVAL);
+  if ((config & ~info_.res(ResourceId::L3).mon.evt_cfg.supported_mask) != 0)
+    return Error::make(EINVAL);
   const int e = mbm_index(ev);
   if (mon_[d].evt_cfg[e] == config) return Ok();
   RESCTRLFS_RETURN_IF_ERROR(resync());
-  unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, QOS_EVT_CFG_0 + e, config).ok()) return write_failed();
   mon_[d].evt_cfg[e] = config;
   // A configuration change makes the hardware clear every MBM counter of
@@ -740,12 +744,12 @@ bool X86Arch::io_alloc_enabled(ResourceId rid) const {
 
 Result<void> X86Arch::set_abmc_enabled(bool enable) {
   drop_baselines();
-  if (!info_.mon.abmc) return Error::make(EINVAL);
+  if (!info_.res(ResourceId::L3).mon.cntr_assign.capable) return Error::make(EINVAL);
   RESCTRLFS_RETURN_IF_ERROR(resync());
   const uint64_t v = ext_cfg(enable, io_alloc_enabled_);
   const uint64_t old = ext_cfg(abmc_enabled_, io_alloc_enabled_);
   // L3_QOS_EXT_CFG is per logical CPU.
-  const auto& doms = info_.mon.mon_domains;
+  const auto& doms = info_.res(ResourceId::L3).mon.mon_domains;
   for (size_t i = 0; i < doms.size(); ++i) {
     if (!write_on(doms[i].cpus.cpus(), L3_QOS_EXT_CFG, v, old).ok()) {
       for (size_t j = 0; j < i; ++j) (void)write_on(doms[j].cpus.cpus(), L3_QOS_EXT_CFG, old, v);
@@ -764,19 +768,64 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
                                   uint32_t evt_cfg, bool assign) {
   drop_baselines();
   int d = mon_domain_index(domain_id);
-  if (!info_.mon.abmc || d < 0 || cntr_id >= mon_[d].cntr.size() || rmid >= info_.mon.num_rmids ||
+  if (!info_.res(ResourceId::L3).mon.cntr_assign.capable || d < 0 ||
+      cntr_id >= mon_[d].cntr.size() || rmid >= info_.res(ResourceId::L3).mon.num_rmids ||
       (evt_cfg & ~BMEC_MAX_EVT_CONFIG_BITS) != 0)
     return Error::make(EINVAL);
   RESCTRLFS_RETURN_IF_ERROR(resync());
   uint64_t v = ABMC_CFG_CFG_EN | (uint64_t{cntr_id} << ABMC_CFG_CTR_ID_SHIFT) |
                (uint64_t{rmid} << ABMC_CFG_BW_SRC_SHIFT);
   if (assign) v |= ABMC_CFG_CTR_EN | evt_cfg;
-  unsigned cpu = info_.mon.mon_domains[d].cpus.first();
+  unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
   mon_[d].cntr[cntr_id] = MbmState{};
   mon_[d].cntr_cfg[cntr_id] = v;
   (void)ev;  // the counter counts whatever evt_cfg selects
   return Ok();
+}
+
+// ---- The contract's monitoring calls, per monitor resource. The RMID
+// counters are the L3's and telemetry is PERF_PKG's; neither keys its
+// counters by CLOSID.
+
+CounterValue X86Arch::read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                                   EventId ev, MonCtx* ctx, std::optional<unsigned> cntr_id) {
+  (void)closid;
+  (void)ctx;
+  if (rid == ResourceId::PERF_PKG) return read_perf_pkg_event(domain_id, rmid, ev);
+  if (rid != ResourceId::L3 || is_perf_pkg_event(ev)) return {ReadError::kError, 0};
+  return read_event(domain_id, rmid, ev, cntr_id);
+}
+
+void X86Arch::reset_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                            EventId ev) {
+  (void)closid;
+  if (rid == ResourceId::L3) reset_event(domain_id, rmid, ev);
+}
+
+void X86Arch::reset_all_counters(ResourceId rid, int domain_id) {
+  if (rid == ResourceId::L3) reset_domain_events(domain_id);
+}
+
+Result<void> X86Arch::set_event_config(ResourceId rid, int domain_id, EventId ev, uint32_t config) {
+  if (rid != ResourceId::L3) return Error::make(EINVAL);
+  return set_event_config(domain_id, ev, config);
+}
+
+uint32_t X86Arch::event_config(ResourceId rid, int domain_id, EventId ev) const {
+  return rid == ResourceId::L3 ? event_config(domain_id, ev) : 0;
+}
+
+Result<void> X86Arch::set_cntr_assign_enabled(ResourceId rid, bool enable) {
+  if (rid != ResourceId::L3) return Error::make(EINVAL);
+  return set_abmc_enabled(enable);
+}
+
+Result<void> X86Arch::config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
+                                  uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) {
+  (void)closid;
+  if (rid != ResourceId::L3) return Error::make(EINVAL);
+  return config_cntr(domain_id, cntr_id, rmid, ev, evt_cfg, assign);
 }
 
 // ---- CPU hotplug.
@@ -785,15 +834,17 @@ int X86Arch::ctrl_domain_id_of(ResourceId rid, unsigned cpu) const {
   // L2 controls are per L2 cache; L3, MB and SMBA per L3 cache; STLB per
   // core (the scopes decode_platform() and decode_stlb() used to build the
   // domain lists).
-  const std::vector<int>& ids = rid == ResourceId::L2     ? info_.cpu_l2_id
-                                : rid == ResourceId::STLB ? info_.cpu_core
-                                                          : info_.cpu_l3_id;
+  const std::vector<int>& ids = rid == ResourceId::L2     ? info_.cpu_ids(Scope::L2_CACHE)
+                                : rid == ResourceId::STLB ? info_.cpu_ids(Scope::CORE)
+                                                          : info_.cpu_ids(Scope::L3_CACHE);
   return cpu < ids.size() ? ids[cpu] : -1;
 }
 
 int X86Arch::mon_domain_id_of(unsigned cpu) const {
   // Under SNC the L3 monitoring scope is the NUMA node.
-  const std::vector<int>& ids = info_.mon.snc_ways > 1 ? info_.cpu_node : info_.cpu_l3_id;
+  const std::vector<int>& ids = info_.res(ResourceId::L3).mon.snc_ways > 1
+                                    ? info_.cpu_ids(Scope::NODE)
+                                    : info_.cpu_ids(Scope::L3_CACHE);
   return cpu < ids.size() ? ids[cpu] : -1;
 }
 
@@ -817,23 +868,23 @@ Result<void> X86Arch::offline_cpu(unsigned cpu, ArchEvents* events) {
       break;
     }
   }
-  auto& mons = info_.mon.mon_domains;
+  auto& mons = info_.res(ResourceId::L3).mon.mon_domains;
   for (size_t i = 0; i < mons.size(); ++i) {
     if (!mons[i].cpus.test(cpu)) continue;
     mons[i].cpus.reset(cpu);
     if (mons[i].cpus.empty()) {
-      if (events != nullptr) events->mon_domain_offline(mons[i].id);
+      if (events != nullptr) events->mon_domain_offline(ResourceId::L3, mons[i].id);
       mons.erase(mons.begin() + static_cast<long>(i));
       if (i < mon_.size()) mon_.erase(mon_.begin() + static_cast<long>(i));
     }
     break;
   }
-  auto& pkgs = info_.perf_pkg.mon_domains;
+  auto& pkgs = info_.res(ResourceId::PERF_PKG).mon.mon_domains;
   for (size_t i = 0; i < pkgs.size(); ++i) {
     if (!pkgs[i].cpus.test(cpu)) continue;
     pkgs[i].cpus.reset(cpu);
     if (pkgs[i].cpus.empty()) {
-      if (events != nullptr) events->perf_pkg_domain_offline(pkgs[i].id);
+      if (events != nullptr) events->mon_domain_offline(ResourceId::PERF_PKG, pkgs[i].id);
       pkgs.erase(pkgs.begin() + static_cast<long>(i));
     }
     break;
@@ -850,7 +901,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
   if (cpu >= info_.nr_cpus) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
   if (info_.online.test(cpu))
     return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is already online");
-  if (cpu >= info_.cpu_package.size() || info_.cpu_package[cpu] < 0)
+  if (cpu >= info_.cpu_ids(Scope::PACKAGE).size() || info_.cpu_ids(Scope::PACKAGE)[cpu] < 0)
     return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not present");
 
   // Every register first, so that a failing write leaves nothing half done.
@@ -873,39 +924,40 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     }
     // CDP state: once per new domain on Intel, on every CPU on AMD (where
     // QOS_CFG is per logical processor).
-    if (res.is_cache() && res.cache.cdp_capable && (!exists || limits_.amd)) {
+    if (res.is_bitmap() && res.cache.cdp_capable && (!exists || limits_.amd)) {
       const uint32_t msr = res.rid == ResourceId::L3 ? IA32_L3_QOS_CFG : IA32_L2_QOS_CFG;
       if (!msr_->write(cpu, msr, cdp_[r] ? QOS_CFG_CDP_ENABLE : 0).ok()) return write_failed();
     }
   }
-  const int mon_id = info_.mon.capable ? mon_domain_id_of(cpu) : -1;
+  const int mon_id = info_.res(ResourceId::L3).mon.capable ? mon_domain_id_of(cpu) : -1;
   const bool new_mon = mon_id >= 0 && mon_domain_index(mon_id) < 0;
   MonDomState mon_state = fresh_mon_state();
-  if (new_mon && info_.mon.bmec) {
+  if (new_mon && info_.res(ResourceId::L3).mon.evt_cfg.capable) {
     // Adopt what the hardware holds, as at start-up.
     for (int e = 0; e < 2; ++e) {
       auto v = msr_->read(cpu, QOS_EVT_CFG_0 + e);
       if (v.ok()) mon_state.evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
     }
   }
-  if (new_mon && info_.mon.snc_ways > 1) {
+  if (new_mon && info_.res(ResourceId::L3).mon.snc_ways > 1) {
     // A node domain coming (back) online: its L3 may have been powered down
     // and reset to the default RMID distribution; switch it again.
     RESCTRLFS_RETURN_IF_ERROR(enable_rmid_sharing(cpu));
   }
-  if (info_.mon.abmc && abmc_enabled_) {
+  if (info_.res(ResourceId::L3).mon.cntr_assign.capable && abmc_enabled_) {
     // L3_QOS_EXT_CFG is per logical CPU: the newcomer follows the mode.
     if (!msr_->write(cpu, L3_QOS_EXT_CFG, L3_QOS_EXT_CFG_ABMC_EN).ok()) return write_failed();
   }
   // I/O RDT: an L3 coming back (it may have been powered down, which
   // clears IA32_L3_IO_RDT_CFG) gets the enable bits again while channels
   // are tagged; the channels' own registers live in the I/O block, not the L3.
-  if (irdt_ && (io_tagging_.alloc || io_tagging_.mon) && cpu < info_.cpu_l3_id.size() &&
-      info_.cpu_l3_id[cpu] >= 0) {
+  if (irdt_ && (io_tagging_.alloc || io_tagging_.mon) &&
+      cpu < info_.cpu_ids(Scope::L3_CACHE).size() && info_.cpu_ids(Scope::L3_CACHE)[cpu] >= 0) {
     bool l3_online = false;
     for (unsigned c : info_.online.cpus())
       l3_online =
-          l3_online || (c < info_.cpu_l3_id.size() && info_.cpu_l3_id[c] == info_.cpu_l3_id[cpu]);
+          l3_online || (c < info_.cpu_ids(Scope::L3_CACHE).size() &&
+                        info_.cpu_ids(Scope::L3_CACHE)[c] == info_.cpu_ids(Scope::L3_CACHE)[cpu]);
     if (!l3_online && !msr_->write(cpu, IA32_L3_IO_RDT_CFG,
                                    (io_tagging_.alloc ? L3_IO_RDT_CFG_IRAE : 0) |
                                        (io_tagging_.mon ? L3_IO_RDT_CFG_IRME : 0))
@@ -938,7 +990,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
     if (events != nullptr) events->ctrl_domain_online(res.rid, id);
   }
   if (mon_id >= 0) {
-    auto& mons = info_.mon.mon_domains;
+    auto& mons = info_.res(ResourceId::L3).mon.mon_domains;
     auto pos = std::lower_bound(mons.begin(), mons.end(), mon_id,
                                 [](const MonDomain& d, int v) { return d.id < v; });
     if (pos != mons.end() && pos->id == mon_id) {
@@ -949,13 +1001,13 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       d.cpus.set(cpu);
       mons.insert(pos, d);
       mon_.insert(mon_.begin() + idx, std::move(mon_state));
-      if (events != nullptr) events->mon_domain_online(mon_id);
+      if (events != nullptr) events->mon_domain_online(ResourceId::L3, mon_id);
     }
   }
-  if (info_.perf_pkg.capable) {
+  if (info_.res(ResourceId::PERF_PKG).mon.capable) {
     // Telemetry domains are packages; the aggregators keep counting.
-    const int pkg = info_.cpu_package[cpu];
-    auto& pkgs = info_.perf_pkg.mon_domains;
+    const int pkg = info_.cpu_ids(Scope::PACKAGE)[cpu];
+    auto& pkgs = info_.res(ResourceId::PERF_PKG).mon.mon_domains;
     auto pos = std::lower_bound(pkgs.begin(), pkgs.end(), pkg,
                                 [](const MonDomain& d, int v) { return d.id < v; });
     if (pos != pkgs.end() && pos->id == pkg) {
@@ -964,7 +1016,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       MonDomain d{pkg, CpuMask(info_.nr_cpus)};
       d.cpus.set(cpu);
       pkgs.insert(pos, d);
-      if (events != nullptr) events->perf_pkg_domain_online(pkg);
+      if (events != nullptr) events->mon_domain_online(ResourceId::PERF_PKG, pkg);
     }
   }
   return Ok();
@@ -977,7 +1029,7 @@ Result<void> X86Arch::pseudo_lock(ResourceId rid, int domain_id, uint32_t closid
   const Resource& res = info_.res(rid);
   const int di = ctrl_domain_index(rid, domain_id);
   // Only the caches: a TLB region cannot be loaded and locked.
-  if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_cache() ||
+  if (prefetch_disable_bits_ == 0 || !res.alloc_capable || !res.is_bitmap() ||
       rid == ResourceId::STLB || di < 0 || cdp_enabled(rid) || closid >= res.num_closid ||
       (cbm & ~res.cache.full_mask()) != 0)
     return Error::make(EINVAL);

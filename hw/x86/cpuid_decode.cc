@@ -293,20 +293,31 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
 
   info.nr_cpus = topo.nr_cpus;
   info.online = topo.online;
-  info.cpu_package = topo.package;
-  info.cpu_l2_id = topo.l2_id;
-  info.cpu_l3_id = topo.l3_id;
-  info.cpu_node = topo.node;
-  info.cpu_node.resize(topo.nr_cpus, -1);
-  info.cpu_core = topo.core;
-  info.cpu_core.resize(topo.nr_cpus, -1);
+  info.cpu_ids(Scope::PACKAGE) = topo.package;
+  info.cpu_ids(Scope::L2_CACHE) = topo.l2_id;
+  info.cpu_ids(Scope::L3_CACHE) = topo.l3_id;
+  info.cpu_ids(Scope::NODE) = topo.node;
+  info.cpu_ids(Scope::NODE).resize(topo.nr_cpus, -1);
+  info.cpu_ids(Scope::CORE) = topo.core;
+  info.cpu_ids(Scope::CORE).resize(topo.nr_cpus, -1);
   for (unsigned c = 0; c < topo.nr_cpus; ++c) {
-    if (info.cpu_core[c] < 0 && c < topo.l2_id.size()) info.cpu_core[c] = topo.l2_id[c];
+    if (info.cpu_ids(Scope::CORE)[c] < 0 && c < topo.l2_id.size())
+      info.cpu_ids(Scope::CORE)[c] = topo.l2_id[c];
   }
-  info.cpu_package.resize(topo.nr_cpus, 0);
-  info.cpu_l2_id.resize(topo.nr_cpus, -1);
-  info.cpu_l3_id.resize(topo.nr_cpus, -1);
+  info.cpu_ids(Scope::PACKAGE).resize(topo.nr_cpus, 0);
+  info.cpu_ids(Scope::L2_CACHE).resize(topo.nr_cpus, -1);
+  info.cpu_ids(Scope::L3_CACHE).resize(topo.nr_cpus, -1);
   for (int r = 0; r < kNumResources; ++r) info.resources[r].rid = static_cast<ResourceId>(r);
+  // The x86 resources' control scopes and schemata formats (Linux's
+  // rdt_resources_all): caches per cache instance; the bandwidth controls
+  // per L3, a percentage on Intel and an absolute rate on AMD (SMBA is
+  // AMD's only). The STLB is decode_stlb()'s, per core.
+  info.res(ResourceId::L3).ctrl_scope = Scope::L3_CACHE;
+  info.res(ResourceId::L2).ctrl_scope = Scope::L2_CACHE;
+  for (ResourceId bw : {ResourceId::MB, ResourceId::SMBA, ResourceId::CB}) {
+    info.res(bw).ctrl_scope = Scope::L3_CACHE;
+    info.res(bw).schema_fmt = amd ? SchemaFormat::RATE : SchemaFormat::PERCENT;
+  }
 
   uint64_t l3_size = cpuid_cache_size(src, cpu, amd, 3);
   if (l3_size == 0) l3_size = topo.l3_size_bytes;
@@ -321,8 +332,8 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   CpuidRegs amd20{};
   if (amd && max_ext >= CPUID_LEAF_AMD_PQE_EXT) amd20 = src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 0);
 
-  const auto l3_domains = domains_by_id(topo, info.cpu_l3_id);
-  const auto l2_domains = domains_by_id(topo, info.cpu_l2_id);
+  const auto l3_domains = domains_by_id(topo, info.cpu_ids(Scope::L3_CACHE));
+  const auto l2_domains = domains_by_id(topo, info.cpu_ids(Scope::L2_CACHE));
 
   // ---- Allocation.
   Resource& l3 = info.resources[static_cast<int>(ResourceId::L3)];
@@ -457,7 +468,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
   if (cb.alloc_capable) cb.ctrl_domains = l3_domains;
 
   // ---- Monitoring.
-  MonCaps& mon = info.mon;
+  MonCaps& mon = info.res(ResourceId::L3).mon;
   const bool abmc = (amd20.ebx & CPUID_80000020_0_EBX_ABMC) != 0 && opts.enabled("abmc");
   if (cqm && max_leaf >= CPUID_LEAF_PQM &&
       (src.cpuid(cpu, CPUID_LEAF_PQM, 0).edx & CPUID_F_0_EDX_L3) != 0) {
@@ -469,6 +480,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
     // Under SNC the physical RMIDs are shared out between the nodes of an
     // L3 and each counter unit covers a node's share of the scale.
     mon.snc_ways = snc_nodes_per_l3(info.vendor, info.family, info.model, topo);
+    mon.scope = mon.snc_ways > 1 ? Scope::NODE : Scope::L3_CACHE;
     mon.occupancy_scale = r.ebx / mon.snc_ways;
     mon.num_rmids = (r.ecx + 1) / mon.snc_ways;
     if ((r.edx & CPUID_F_1_EDX_OCCUP) && opts.enabled("cmt")) {
@@ -492,7 +504,7 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
           max_ext >= CPUID_LEAF_AMD_L2_L3 ? src.cpuid(cpu, CPUID_LEAF_AMD_L2_L3, 0).ecx >> 16 : 0;
       limit = kib != 0 ? uint64_t{kib} * 1024 : l2_size;
     }
-    mon.l3_cache_size_bytes = limit;
+    mon.realloc_limit_bytes = limit;
     uint64_t threshold = limit / mon.num_rmids;
     mon.default_threshold =
         static_cast<unsigned>(threshold / mon.occupancy_scale * mon.occupancy_scale);
@@ -500,26 +512,26 @@ X86Platform decode_platform(const CpuidSource& src, const Topology& topo, MsrDev
         std::find(mon.events.begin(), mon.events.end(), EventId::MBM_TOTAL) != mon.events.end() ||
         std::find(mon.events.begin(), mon.events.end(), EventId::MBM_LOCAL) != mon.events.end();
     if ((amd20.ebx & CPUID_80000020_0_EBX_BMEC) && has_mbm && opts.enabled("bmec")) {
-      mon.bmec = true;
-      mon.bmec_supported_mask =
+      mon.evt_cfg.capable = true;
+      mon.evt_cfg.supported_mask =
           src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 3).ecx & BMEC_MAX_EVT_CONFIG_BITS;
-      mon.bmec_default_total = BMEC_DEFAULT_TOTAL & mon.bmec_supported_mask;
-      mon.bmec_default_local = BMEC_DEFAULT_LOCAL & mon.bmec_supported_mask;
+      mon.evt_cfg.default_total = BMEC_DEFAULT_TOTAL & mon.evt_cfg.supported_mask;
+      mon.evt_cfg.default_local = BMEC_DEFAULT_LOCAL & mon.evt_cfg.supported_mask;
     }
     if (abmc) {
-      mon.abmc = true;
-      mon.num_mbm_cntrs =
+      mon.cntr_assign.capable = true;
+      mon.cntr_assign.num_cntrs =
           (src.cpuid(cpu, CPUID_LEAF_AMD_PQE_EXT, 5).ebx & CPUID_80000020_5_EBX_CNTRS_MASK) + 1;
       // An ABMC counter's configuration register carries the BwType
       // transaction mask, so every assignable counter is configurable: Linux's
       // arch/x86/kernel/cpu/resctrl/monitor.c (rdt_get_mon_l3_config) sets
       // mbm_cntr_configurable whenever ABMC is present.
-      mon.mbm_cntr_configurable = true;
+      mon.cntr_assign.configurable = true;
     }
     if (mon.snc_ways > 1) {
       // One domain per NUMA node, under the L3 its CPUs share.
-      for (const auto& n : domains_by_id(topo, info.cpu_node)) {
-        const int l3_id = info.cpu_l3_id[n.cpus.first()];
+      for (const auto& n : domains_by_id(topo, info.cpu_ids(Scope::NODE))) {
+        const int l3_id = info.cpu_ids(Scope::L3_CACHE)[n.cpus.first()];
         mon.mon_domains.push_back(MonDomain{n.id, n.cpus, l3_id});
       }
     } else {
@@ -645,6 +657,7 @@ void decode_stlb(X86Platform& info, const CpuidSource& src, MsrDevice& msr) {
   Resource& r = info.resources[static_cast<int>(ResourceId::STLB)];
   r = Resource{};
   r.rid = ResourceId::STLB;
+  r.ctrl_scope = Scope::CORE;
   const unsigned cpu = info.online.first();
   if (info.vendor != "GenuineIntel" || cpu >= info.nr_cpus) return;
   if (src.cpuid(cpu, CPUID_LEAF_VENDOR, 0).eax < CPUID_LEAF_EXT_FEATURES) return;
@@ -662,9 +675,9 @@ void decode_stlb(X86Platform& info, const CpuidSource& src, MsrDevice& msr) {
   r.cache.min_cbm_bits = 1;
   r.mount_option = "stlb";
   std::map<int, CpuMask> by_core;
-  for (unsigned c = 0; c < info.nr_cpus && c < info.cpu_core.size(); ++c) {
-    if (!info.online.test(c) || info.cpu_core[c] < 0) continue;
-    by_core.try_emplace(info.cpu_core[c], CpuMask(info.nr_cpus)).first->second.set(c);
+  for (unsigned c = 0; c < info.nr_cpus && c < info.cpu_ids(Scope::CORE).size(); ++c) {
+    if (!info.online.test(c) || info.cpu_ids(Scope::CORE)[c] < 0) continue;
+    by_core.try_emplace(info.cpu_ids(Scope::CORE)[c], CpuMask(info.nr_cpus)).first->second.set(c);
   }
   for (auto& [id, mask] : by_core) r.ctrl_domains.push_back(CtrlDomain{id, mask});
 }
@@ -686,7 +699,7 @@ MbmCorrection mbm_correction(const X86Platform& info) {
   MbmCorrection c;
   if (info.vendor != "GenuineIntel" || info.family != 6) return c;
   if (info.model != INTEL_FAM6_BROADWELL_X && info.model != INTEL_FAM6_SKYLAKE_X) return c;
-  int index = static_cast<int>(info.mon.num_rmids / 8) - 1;
+  int index = static_cast<int>(info.res(ResourceId::L3).mon.num_rmids / 8) - 1;
   if (index < 0 || index >= static_cast<int>(std::size(kMbmCfTable))) return c;
   c.rmid_threshold = kMbmCfTable[index].rmid_threshold;
   c.factor = kMbmCfTable[index].factor;
@@ -704,16 +717,18 @@ std::vector<std::string> cpuinfo_rdt_flags(const X86Platform& info) {
                          info.res(ResourceId::MB).alloc_capable ||
                          info.res(ResourceId::SMBA).alloc_capable;
   auto has = [&](EventId e) {
-    return std::find(info.mon.events.begin(), info.mon.events.end(), e) != info.mon.events.end();
+    return std::find(info.res(ResourceId::L3).mon.events.begin(),
+                     info.res(ResourceId::L3).mon.events.end(),
+                     e) != info.res(ResourceId::L3).mon.events.end();
   };
   if (l3.alloc_capable) out.push_back("cat_l3");
   if (l2.alloc_capable) out.push_back("cat_l2");
   if (l3.alloc_capable && l3.cache.cdp_capable) out.push_back("cdp_l3");
   if (l2.alloc_capable && l2.cache.cdp_capable) out.push_back("cdp_l2");
   if (info.res(ResourceId::MB).alloc_capable) out.push_back("mba");
-  if (info.mon.capable) out.push_back("cqm");
+  if (info.res(ResourceId::L3).mon.capable) out.push_back("cqm");
   if (any_alloc) out.push_back("rdt_a");
-  if (info.mon.capable) {
+  if (info.res(ResourceId::L3).mon.capable) {
     out.push_back("cqm_llc");
     if (has(EventId::LLC_OCCUPANCY)) out.push_back("cqm_occup_llc");
     if (has(EventId::MBM_TOTAL)) out.push_back("cqm_mbm_total");

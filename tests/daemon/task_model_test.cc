@@ -75,7 +75,7 @@ struct Rig {
                            std::chrono::duration<double>(s)));
   }
   uint64_t read(int dom, uint32_t rmid, hw::EventId ev) {
-    auto v = arch().read_event(dom, rmid, ev);
+    auto v = arch().read_counter(hw::ResourceId::L3, dom, 0, rmid, ev, nullptr);
     REQUIRE(v.err == hw::ReadError::kNone);
     return v.bytes;
   }

@@ -28,6 +28,15 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
     p.online = CpuMask(ncpus);
     for (unsigned c = 0; c < ncpus; ++c) p.online.set(c);
     for (int i = 0; i < hw::kNumResources; ++i) p.resources[i].rid = static_cast<hw::ResourceId>(i);
+    p.res(hw::ResourceId::L3).ctrl_scope = hw::Scope::L3_CACHE;
+    p.res(hw::ResourceId::L2).ctrl_scope = hw::Scope::L2_CACHE;
+    for (hw::ResourceId bw : {hw::ResourceId::MB, hw::ResourceId::SMBA, hw::ResourceId::CB}) {
+      p.res(bw).ctrl_scope = hw::Scope::L3_CACHE;
+      p.res(bw).schema_fmt = hw::SchemaFormat::PERCENT;
+    }
+    p.res(hw::ResourceId::STLB).ctrl_scope = hw::Scope::CORE;
+    p.res(hw::ResourceId::L3).mon.scope = hw::Scope::L3_CACHE;
+    p.res(hw::ResourceId::PERF_PKG).mon.scope = hw::Scope::PACKAGE;
     return p;
   }
   static std::vector<hw::CtrlDomain> two_domains(unsigned ncpus) {
@@ -45,24 +54,25 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
     r.ctrl_domains = two_domains(p.nr_cpus);
   }
   static void add_l3_mon(hw::PlatformInfo& p, unsigned rmids) {
-    p.mon.capable = true;
-    p.mon.num_rmids = rmids;
-    p.mon.occupancy_scale = 64;
-    p.mon.events = {hw::EventId::LLC_OCCUPANCY, hw::EventId::MBM_TOTAL};
-    p.mon.l3_cache_size_bytes = 1 << 20;
-    p.mon.default_threshold = 4096;
+    p.res(hw::ResourceId::L3).mon.capable = true;
+    p.res(hw::ResourceId::L3).mon.num_rmids = rmids;
+    p.res(hw::ResourceId::L3).mon.occupancy_scale = 64;
+    p.res(hw::ResourceId::L3).mon.events = {hw::EventId::LLC_OCCUPANCY, hw::EventId::MBM_TOTAL};
+    p.res(hw::ResourceId::L3).mon.realloc_limit_bytes = 1 << 20;
+    p.res(hw::ResourceId::L3).mon.default_threshold = 4096;
     for (const hw::CtrlDomain& d : two_domains(p.nr_cpus))
-      p.mon.mon_domains.push_back({d.id, d.cpus});
+      p.res(hw::ResourceId::L3).mon.mon_domains.push_back({d.id, d.cpus});
   }
 
   // Telemetry: one PERF_PKG domain per entry of `packages`, events with
   // their fraction bits.
-  static void add_perf_pkg(hw::PlatformInfo& p, unsigned rmids,
-                           std::vector<hw::PerfPkgEvent> events, std::vector<int> packages) {
-    p.perf_pkg.capable = true;
-    p.perf_pkg.num_rmids = rmids;
-    p.perf_pkg.events = std::move(events);
-    for (int pkg : packages) p.perf_pkg.mon_domains.push_back({pkg, CpuMask(p.nr_cpus)});
+  static void add_perf_pkg(hw::PlatformInfo& p, unsigned rmids, std::vector<hw::MonEvent> events,
+                           std::vector<int> packages) {
+    p.res(hw::ResourceId::PERF_PKG).mon.capable = true;
+    p.res(hw::ResourceId::PERF_PKG).mon.num_rmids = rmids;
+    p.res(hw::ResourceId::PERF_PKG).mon.events = std::move(events);
+    for (int pkg : packages)
+      p.res(hw::ResourceId::PERF_PKG).mon.mon_domains.push_back({pkg, CpuMask(p.nr_cpus)});
   }
 
   const hw::PlatformInfo& info() const override { return info_; }
@@ -87,7 +97,7 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   }
   uint32_t default_ctrl(hw::ResourceId rid) const override {
     const hw::Resource& r = info_.res(rid);
-    return r.is_cache() ? r.cache.full_mask() : r.membw.max_bw;
+    return r.is_bitmap() ? r.cache.full_mask() : r.membw.max_bw;
   }
   Result<void> set_cdp_enabled(hw::ResourceId rid, bool enable) override {
     if (!info_.res(rid).cache.cdp_capable) return Error::make(EINVAL);
@@ -108,21 +118,35 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   }
   void thread_exited(int tid) override { thread_tags.erase(tid); }
   hw::ThreadTagger* thread_tagger() override { return models_tags ? this : nullptr; }
-  hw::CounterValue read_event(int domain_id, uint32_t rmid, hw::EventId ev,
-                              std::optional<unsigned> cntr_id) override {
+  hw::CounterValue read_counter(hw::ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
+                                hw::EventId ev, MonCtx* ctx,
+                                std::optional<unsigned> cntr_id) override {
+    (void)ctx;
+    (void)cntr_id;
+    reads.emplace_back(rid, domain_id, closid, rmid, ev);
     auto it = values.find({domain_id, rmid, ev});
-    if (it == values.end()) return {hw::ReadError::kNone, 0};
+    if (it == values.end())
+      return rid == hw::ResourceId::PERF_PKG ? hw::CounterValue{hw::ReadError::kUnavailable, 0}
+                                             : hw::CounterValue{hw::ReadError::kNone, 0};
     return it->second;
   }
-  hw::CounterValue read_perf_pkg_event(int package_id, uint32_t rmid, hw::EventId ev) override {
-    auto it = values.find({package_id, rmid, ev});
-    if (it == values.end()) return {hw::ReadError::kUnavailable, 0};
-    return it->second;
+  void reset_counter(hw::ResourceId, int, uint32_t, uint32_t, hw::EventId) override {}
+  void reset_all_counters(hw::ResourceId, int) override {}
+  Result<void> set_event_config(hw::ResourceId, int, hw::EventId, uint32_t) override {
+    return Ok();
   }
-  void reset_event(int, uint32_t, hw::EventId) override {}
-  void reset_domain_events(int) override {}
-  Result<void> set_event_config(int, hw::EventId, uint32_t) override { return Ok(); }
-  uint32_t event_config(int, hw::EventId) const override { return 0; }
+  uint32_t event_config(hw::ResourceId, int, hw::EventId) const override { return 0; }
+  // An architecture whose monitoring ids depend on the CLOSID
+  // (PlatformInfo::rmid_depends_on_closid): `rmids_per_closid` RMIDs per
+  // CLOSID, index = closid * rmids_per_closid + rmid.
+  uint32_t rmid_idx_encode(uint32_t closid, uint32_t rmid) const override {
+    if (!info_.rmid_depends_on_closid) return rmid;
+    return closid * rmids_per_closid + rmid;
+  }
+  std::pair<uint32_t, uint32_t> rmid_idx_decode(uint32_t idx) const override {
+    if (!info_.rmid_depends_on_closid) return {kAnyClosid, idx};
+    return {idx / rmids_per_closid, idx % rmids_per_closid};
+  }
   Result<void> set_io_alloc_enabled(hw::ResourceId rid, bool enable) override {
     if (!info_.res(rid).cache.io_alloc_capable) return Error::make(EINVAL);
     if (fail_io_alloc) return Error::make(EIO, "Hardware write failed\n");
@@ -132,8 +156,9 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   bool io_alloc_enabled(hw::ResourceId rid) const override {
     return io_alloc_[static_cast<int>(rid)];
   }
-  Result<void> set_abmc_enabled(bool) override { return Ok(); }
-  Result<void> config_cntr(int, unsigned, uint32_t, hw::EventId, uint32_t, bool) override {
+  Result<void> set_cntr_assign_enabled(hw::ResourceId, bool) override { return Ok(); }
+  Result<void> config_cntr(hw::ResourceId, int, unsigned, uint32_t, uint32_t, hw::EventId, uint32_t,
+                           bool) override {
     return Ok();
   }
   Result<void> pseudo_lock(hw::ResourceId rid, int domain_id, uint32_t closid,
@@ -186,6 +211,9 @@ class FakeArch final : public hw::Arch, public hw::ThreadTagger {
   bool fail_io_alloc = false;
   unsigned fail_writes_ = 0;
   std::map<std::tuple<int, uint32_t, hw::EventId>, hw::CounterValue> values;
+  // Every read_counter call: (resource, domain, closid, rmid, event).
+  std::vector<std::tuple<hw::ResourceId, int, uint32_t, uint32_t, hw::EventId>> reads;
+  unsigned rmids_per_closid = 1;
   std::map<unsigned, std::pair<uint32_t, uint32_t>> assoc;
   std::map<int, std::pair<uint32_t, uint32_t>> thread_tags;
   int fail_pseudo_lock = 0;  // errno pseudo_lock() fails with, 0: succeeds

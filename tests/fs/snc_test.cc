@@ -29,14 +29,14 @@ hw::PlatformInfo snc_platform(unsigned rmids = 8) {
   mb.membw = {10, 10, 100, true, true, hw::ThrottleMode::MAX};
   mb.ctrl_domains = FakeArch::two_domains(8);
   FakeArch::add_l3_mon(p, rmids);
-  p.mon.snc_ways = 2;
-  p.mon.mon_domains.clear();
+  p.res(hw::ResourceId::L3).mon.snc_ways = 2;
+  p.res(hw::ResourceId::L3).mon.mon_domains.clear();
   const int ids[] = {0, 1, 10, 11};
   for (int i = 0; i < 4; ++i) {
     hw::MonDomain d{ids[i], CpuMask(8), i / 2};
     d.cpus.set(2 * i);
     d.cpus.set(2 * i + 1);
-    p.mon.mon_domains.push_back(d);
+    p.res(hw::ResourceId::L3).mon.mon_domains.push_back(d);
   }
   return p;
 }
@@ -139,10 +139,10 @@ TEST_CASE("SNC: mba_MBps is refused because MBA and monitoring scopes differ", "
         "mba_MBps requires MBM (mbm_event mode not supported) and linear scale MBA at L3 scope");
   // Without SNC the same platform accepts it.
   hw::PlatformInfo p = snc_platform(8);
-  p.mon.snc_ways = 1;
-  p.mon.mon_domains.clear();
+  p.res(hw::ResourceId::L3).mon.snc_ways = 1;
+  p.res(hw::ResourceId::L3).mon.mon_domains.clear();
   for (const hw::CtrlDomain& d : FakeArch::two_domains(8))
-    p.mon.mon_domains.push_back({d.id, d.cpus, d.id});
+    p.res(hw::ResourceId::L3).mon.mon_domains.push_back({d.id, d.cpus, d.id});
   FakeFixture plain(p, /*mounted=*/false);
   CHECK(plain.fs->mount(o).ok());
   // A plain mount under SNC works.

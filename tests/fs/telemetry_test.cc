@@ -22,16 +22,16 @@ namespace resctrlfs::fs::testing {
 namespace {
 
 using hw::EventId;
-using hw::PerfPkgEvent;
+using hw::MonEvent;
 using hw::ReadError;
 
-const std::vector<PerfPkgEvent> kEvents = {{EventId::CORE_ENERGY, 18},
-                                           {EventId::ACTIVITY, 18},
-                                           {EventId::UNHALTED_CORE_CYCLES, 0},
-                                           {EventId::UOPS_RETIRED, 0}};
+const std::vector<MonEvent> kEvents = {{EventId::CORE_ENERGY, 18},
+                                       {EventId::ACTIVITY, 18},
+                                       {EventId::UNHALTED_CORE_CYCLES, 0},
+                                       {EventId::UOPS_RETIRED, 0}};
 
 hw::PlatformInfo telemetry_platform(unsigned l3_rmids, unsigned pkg_rmids,
-                                    std::vector<PerfPkgEvent> events) {
+                                    std::vector<MonEvent> events) {
   hw::PlatformInfo p = FakeArch::base_platform(4);
   FakeArch::add_l3_cat(p, 8, 4);
   FakeArch::add_l3_mon(p, l3_rmids);
@@ -41,7 +41,7 @@ hw::PlatformInfo telemetry_platform(unsigned l3_rmids, unsigned pkg_rmids,
 
 struct TelemetryFixture : FakeFixture {
   explicit TelemetryFixture(unsigned l3_rmids = 16, unsigned pkg_rmids = 16,
-                            std::vector<PerfPkgEvent> events = kEvents)
+                            std::vector<MonEvent> events = kEvents)
       : FakeFixture(telemetry_platform(l3_rmids, pkg_rmids, std::move(events))) {}
   void set(int pkg, uint32_t rmid, EventId ev, uint64_t v, ReadError err = ReadError::kNone) {
     arch.values[{pkg, rmid, ev}] = hw::CounterValue{err, v};

@@ -45,11 +45,11 @@ PlatformInfo two_packages() {
   p.nr_cpus = 4;
   p.online = CpuMask(4);
   for (unsigned c = 0; c < 4; ++c) p.online.set(c);
-  p.cpu_package = {0, 0, 1, 1};
+  p.cpu_ids(Scope::PACKAGE) = {0, 0, 1, 1};
   return p;
 }
 
-std::vector<EventId> ids(const PerfPkgMonCaps& c) {
+std::vector<EventId> ids(const MonCaps& c) {
   std::vector<EventId> out;
   for (const auto& e : c.events) out.push_back(e.id);
   return out;
@@ -90,7 +90,7 @@ TEST_CASE("AET enumeration: both CWF groups on two packages") {
   }
   PlatformInfo info = two_packages();
   AetTelemetry aet(dev, info);
-  const PerfPkgMonCaps& c = info.perf_pkg;
+  const MonCaps& c = info.res(ResourceId::PERF_PKG).mon;
   CHECK(c.capable);
   CHECK(c.num_rmids == 576);
   CHECK(ids(c) == kCwfEvents);
@@ -110,8 +110,8 @@ TEST_CASE("AET enumeration skips unusable aggregators and layouts") {
 
   SECTION("no aggregators: no PERF_PKG") {
     AetTelemetry aet(dev, info);
-    CHECK_FALSE(info.perf_pkg.capable);
-    CHECK(info.perf_pkg.events.empty());
+    CHECK_FALSE(info.res(ResourceId::PERF_PKG).mon.capable);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.events.empty());
     CHECK(num_rmid_idx(info) == 0);
   }
   SECTION("wrong size or unknown package: the aggregator is not used") {
@@ -119,7 +119,7 @@ TEST_CASE("AET enumeration skips unusable aggregators and layouts") {
     dev->regions.back().size -= 8;
     dev->add(AET_GUID_CWF_PERF, 7);
     AetTelemetry aet(dev, info);
-    CHECK_FALSE(info.perf_pkg.capable);
+    CHECK_FALSE(info.res(ResourceId::PERF_PKG).mon.capable);
   }
   SECTION("an aggregator tracking fewer RMIDs than its layout disables the layout") {
     dev->add(AET_GUID_CWF_ENERGY, 0);
@@ -127,23 +127,26 @@ TEST_CASE("AET enumeration skips unusable aggregators and layouts") {
     dev->regions.back().num_rmids = 500;
     dev->add(AET_GUID_CWF_PERF, 0);
     AetTelemetry aet(dev, info);
-    CHECK(info.perf_pkg.capable);
-    CHECK(ids(info.perf_pkg) == std::vector<EventId>(kCwfEvents.begin() + 2, kCwfEvents.end()));
-    CHECK(info.perf_pkg.num_rmids == 576);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.capable);
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) ==
+          std::vector<EventId>(kCwfEvents.begin() + 2, kCwfEvents.end()));
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 576);
   }
   SECTION("a layout whose events are all provided already is not enabled") {
     dev->add(AET_GUID_CWF_ENERGY, 0);
     dev->add(AET_GUID_DMR_ENERGY, 0);
     AetTelemetry aet(dev, info);
-    CHECK(ids(info.perf_pkg) == std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
-    CHECK(info.perf_pkg.num_rmids == 576);  // the DMR layout's 256 do not count
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) ==
+          std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids ==
+          576);  // the DMR layout's 256 do not count
   }
   SECTION("a second layout with new events lowers num_rmids to the smaller") {
     dev->add(AET_GUID_CWF_PERF, 0);
     dev->add(AET_GUID_DMR_PERF, 0);
     AetTelemetry aet(dev, info);
-    CHECK(info.perf_pkg.num_rmids == 256);
-    CHECK(ids(info.perf_pkg) ==
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 256);
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) ==
           std::vector<EventId>{EventId::STALLS_LLC_HIT, EventId::C1_RES,
                                EventId::UNHALTED_CORE_CYCLES, EventId::STALLS_LLC_MISS,
                                EventId::AUTO_C6_RES, EventId::UNHALTED_REF_CYCLES,
@@ -160,29 +163,31 @@ TEST_CASE("AET enumeration honours the rdt= options for telemetry") {
 
   SECTION("default: the perf layout stays off") {
     AetTelemetry aet(dev, info, RdtOptions::parse(""));
-    CHECK(ids(info.perf_pkg) == std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
-    CHECK(info.perf_pkg.num_rmids == 576);
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) ==
+          std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 576);
   }
   SECTION("perf forced on: used with the RMIDs its aggregators have") {
     AetTelemetry aet(dev, info, RdtOptions::parse("perf"));
-    CHECK(ids(info.perf_pkg) == kCwfEvents);
-    CHECK(info.perf_pkg.num_rmids == 100);
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) == kCwfEvents);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 100);
   }
   SECTION("forced on by GUID, with or without 0x") {
     AetTelemetry a(dev, info, RdtOptions::parse("perf:26557651"));
-    CHECK(info.perf_pkg.num_rmids == 100);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 100);
     AetTelemetry b(dev, info, RdtOptions::parse("perf:0x26557651"));
-    CHECK(info.perf_pkg.num_rmids == 100);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 100);
     AetTelemetry c(dev, info, RdtOptions::parse("perf:1415910a,energy:zz"));
-    CHECK(info.perf_pkg.num_rmids == 576);
+    CHECK(info.res(ResourceId::PERF_PKG).mon.num_rmids == 576);
   }
   SECTION("energy forced off") {
     AetTelemetry aet(dev, info, RdtOptions::parse("!energy,perf"));
-    CHECK(ids(info.perf_pkg) == std::vector<EventId>(kCwfEvents.begin() + 2, kCwfEvents.end()));
+    CHECK(ids(info.res(ResourceId::PERF_PKG).mon) ==
+          std::vector<EventId>(kCwfEvents.begin() + 2, kCwfEvents.end()));
   }
   SECTION("everything off: no PERF_PKG") {
     AetTelemetry aet(dev, info, RdtOptions::parse("!energy:0x26696143"));
-    CHECK_FALSE(info.perf_pkg.capable);
+    CHECK_FALSE(info.res(ResourceId::PERF_PKG).mon.capable);
   }
 }
 
@@ -228,26 +233,28 @@ TEST_CASE("intel-aet platform: PERF_PKG next to L3 monitoring with more RMIDs") 
   auto b = make_sim_backend("intel-aet");
   REQUIRE(b.ok());
   const PlatformInfo& i = b->arch->info();
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 1024);
-  CHECK(i.perf_pkg.capable);
-  CHECK(i.perf_pkg.num_rmids == 576);
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 1024);
+  CHECK(i.res(ResourceId::PERF_PKG).mon.capable);
+  CHECK(i.res(ResourceId::PERF_PKG).mon.num_rmids == 576);
   CHECK(num_rmid_idx(i) == 576);
-  CHECK(ids(i.perf_pkg) == kCwfEvents);
-  REQUIRE(i.perf_pkg.mon_domains.size() == 2);
-  CHECK(i.perf_pkg.mon_domains[1].cpus.cpus() == std::vector<unsigned>{4, 5, 6, 7});
+  CHECK(ids(i.res(ResourceId::PERF_PKG).mon) == kCwfEvents);
+  REQUIRE(i.res(ResourceId::PERF_PKG).mon.mon_domains.size() == 2);
+  CHECK(i.res(ResourceId::PERF_PKG).mon.mon_domains[1].cpus.cpus() ==
+        std::vector<unsigned>{4, 5, 6, 7});
   CHECK(std::string(resource_name(ResourceId::PERF_PKG)) == "PERF_PKG");
   CHECK_FALSE(i.res(ResourceId::PERF_PKG).alloc_capable);
   // Other platforms have no telemetry.
   auto o = make_sim_backend("intel-2s");
   REQUIRE(o.ok());
-  CHECK_FALSE(o->arch->info().perf_pkg.capable);
+  CHECK_FALSE(o->arch->info().res(ResourceId::PERF_PKG).mon.capable);
   CHECK(num_rmid_idx(o->arch->info()) == 224);
-  CHECK(o->arch->read_perf_pkg_event(0, 0, EventId::CORE_ENERGY).err == ReadError::kError);
+  CHECK(o->arch->read_counter(ResourceId::PERF_PKG, 0, 0, 0, EventId::CORE_ENERGY, nullptr).err ==
+        ReadError::kError);
   // --rdt reaches the telemetry enumeration.
   auto off = make_sim_backend("intel-aet", "!perf");
   REQUIRE(off.ok());
-  CHECK(ids(off->arch->info().perf_pkg) ==
+  CHECK(ids(off->arch->info().res(ResourceId::PERF_PKG).mon) ==
         std::vector<EventId>{EventId::CORE_ENERGY, EventId::ACTIVITY});
 }
 
@@ -256,10 +263,12 @@ struct RecordingEvents : ArchEvents {
   std::vector<std::string> log;
   void ctrl_domain_online(ResourceId, int) override {}
   void ctrl_domain_offline(ResourceId, int) override {}
-  void mon_domain_online(int id) override { log.push_back("l3+" + std::to_string(id)); }
-  void mon_domain_offline(int id) override { log.push_back("l3-" + std::to_string(id)); }
-  void perf_pkg_domain_online(int id) override { log.push_back("pkg+" + std::to_string(id)); }
-  void perf_pkg_domain_offline(int id) override { log.push_back("pkg-" + std::to_string(id)); }
+  void mon_domain_online(ResourceId rid, int id) override {
+    log.push_back((rid == ResourceId::PERF_PKG ? "pkg+" : "l3+") + std::to_string(id));
+  }
+  void mon_domain_offline(ResourceId rid, int id) override {
+    log.push_back((rid == ResourceId::PERF_PKG ? "pkg-" : "l3-") + std::to_string(id));
+  }
 };
 }  // namespace
 
@@ -273,17 +282,19 @@ TEST_CASE("PERF_PKG domains follow CPU hotplug") {
     REQUIRE(b->sim->set_cpu_online(cpu, false).ok());
   }
   CHECK(ev.log.empty());
-  CHECK(a.info().perf_pkg.mon_domains[1].cpus.cpus() == std::vector<unsigned>{7});
+  CHECK(a.info().res(ResourceId::PERF_PKG).mon.mon_domains[1].cpus.cpus() ==
+        std::vector<unsigned>{7});
   REQUIRE(a.offline_cpu(7, &ev).ok());
   CHECK(ev.log == std::vector<std::string>{"l3-1", "pkg-1"});
-  REQUIRE(a.info().perf_pkg.mon_domains.size() == 1);
-  CHECK(a.info().perf_pkg.mon_domains[0].id == 0);
+  REQUIRE(a.info().res(ResourceId::PERF_PKG).mon.mon_domains.size() == 1);
+  CHECK(a.info().res(ResourceId::PERF_PKG).mon.mon_domains[0].id == 0);
   ev.log.clear();
   REQUIRE(b->sim->set_cpu_online(6, true).ok());
   REQUIRE(a.online_cpu(6, &ev).ok());
   CHECK(ev.log == std::vector<std::string>{"l3+1", "pkg+1"});
-  REQUIRE(a.info().perf_pkg.mon_domains.size() == 2);
-  CHECK(a.info().perf_pkg.mon_domains[1].cpus.cpus() == std::vector<unsigned>{6});
+  REQUIRE(a.info().res(ResourceId::PERF_PKG).mon.mon_domains.size() == 2);
+  CHECK(a.info().res(ResourceId::PERF_PKG).mon.mon_domains[1].cpus.cpus() ==
+        std::vector<unsigned>{6});
 }
 
 TEST_CASE("simulated aggregators count per package and RMID with the clock") {
@@ -296,28 +307,33 @@ TEST_CASE("simulated aggregators count per package and RMID with the clock") {
   m->advance_ms(10);
   REQUIRE(a.set_cpu_assoc(1, 0, 5).ok());
   // A never-used RMID has no data on any package.
-  CHECK(a.read_perf_pkg_event(0, 5, EventId::CORE_ENERGY).err == ReadError::kUnavailable);
-  CHECK(a.read_perf_pkg_event(0, 7, EventId::UOPS_RETIRED).err == ReadError::kUnavailable);
+  CHECK(a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::CORE_ENERGY, nullptr).err ==
+        ReadError::kUnavailable);
+  CHECK(a.read_counter(ResourceId::PERF_PKG, 0, 0, 7, EventId::UOPS_RETIRED, nullptr).err ==
+        ReadError::kUnavailable);
 
   Workload w;
   w.bandwidth_mbps = 10000;
   REQUIRE(m->attach_cpu_workload(1, w).ok());
   m->advance_ms(1000);
-  CounterValue e = a.read_perf_pkg_event(0, 5, EventId::CORE_ENERGY);
+  CounterValue e = a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::CORE_ENERGY, nullptr);
   REQUIRE(e.err == ReadError::kNone);
   // 2.5 W + 1.5 W for 10 GB/s, for one second, with 18 fraction bits.
   CHECK(std::ldexp(static_cast<double>(e.bytes), -18) == Approx(4.0).epsilon(1e-4));
-  CounterValue cyc = a.read_perf_pkg_event(0, 5, EventId::UNHALTED_CORE_CYCLES);
+  CounterValue cyc =
+      a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::UNHALTED_CORE_CYCLES, nullptr);
   REQUIRE(cyc.err == ReadError::kNone);
   CHECK(static_cast<double>(cyc.bytes) == Approx(2.4e9).epsilon(1e-4));
-  CounterValue miss = a.read_perf_pkg_event(0, 5, EventId::STALLS_LLC_MISS);
+  CounterValue miss =
+      a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::STALLS_LLC_MISS, nullptr);
   CHECK(static_cast<double>(miss.bytes) == Approx(2.4e9 * 0.3).epsilon(1e-4));
   // The busy CPU does not idle; RMID 5 never ran on package 1.
-  CounterValue c6 = a.read_perf_pkg_event(0, 5, EventId::AUTO_C6_RES);
+  CounterValue c6 = a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::AUTO_C6_RES, nullptr);
   CHECK((c6.err == ReadError::kNone && c6.bytes == 0));
-  CHECK(a.read_perf_pkg_event(1, 5, EventId::CORE_ENERGY).err == ReadError::kUnavailable);
+  CHECK(a.read_counter(ResourceId::PERF_PKG, 1, 0, 5, EventId::CORE_ENERGY, nullptr).err ==
+        ReadError::kUnavailable);
   // The idle CPUs of package 0 idle under RMID 0.
-  CounterValue idle = a.read_perf_pkg_event(0, 0, EventId::AUTO_C6_RES);
+  CounterValue idle = a.read_counter(ResourceId::PERF_PKG, 0, 0, 0, EventId::AUTO_C6_RES, nullptr);
   REQUIRE(idle.err == ReadError::kNone);
   CHECK(idle.bytes > 0);
 
@@ -325,7 +341,9 @@ TEST_CASE("simulated aggregators count per package and RMID with the clock") {
   REQUIRE(m->attach_cpu_workload(1, Workload{}).ok());
   REQUIRE(a.set_cpu_assoc(1, 0, 0).ok());
   m->advance_ms(1000);
-  CHECK(a.read_perf_pkg_event(0, 5, EventId::UNHALTED_CORE_CYCLES).bytes == cyc.bytes);
+  CHECK(
+      a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::UNHALTED_CORE_CYCLES, nullptr).bytes ==
+      cyc.bytes);
 
   // An unpinned thread is spread evenly over the two packages.
   REQUIRE(a.thread_tagger() != nullptr);
@@ -336,7 +354,8 @@ TEST_CASE("simulated aggregators count per package and RMID with the clock") {
   REQUIRE(m->attach_thread_workload(4242, t).ok());
   m->advance_ms(2000);
   for (int pkg : {0, 1}) {
-    CounterValue c = a.read_perf_pkg_event(pkg, 9, EventId::UNHALTED_REF_CYCLES);
+    CounterValue c =
+        a.read_counter(ResourceId::PERF_PKG, pkg, 0, 9, EventId::UNHALTED_REF_CYCLES, nullptr);
     REQUIRE(c.err == ReadError::kNone);
     CHECK(static_cast<double>(c.bytes) == Approx(2.0e9).epsilon(1e-4));
   }

@@ -345,10 +345,10 @@ TEST_CASE("a new RMID's MBM baselines, domain by domain and event by event, are 
   auto a = X86Arch::create(m.info(), m.limits(), dev, nullptr);
   REQUIRE(a.ok());
   X86Arch& arch = **a;
-  REQUIRE(arch.info().mon.mon_domains.size() == 2);
+  REQUIRE(arch.info().res(ResourceId::L3).mon.mon_domains.size() == 2);
   rec->log.clear();
   dev->batches = 0;
-  const uint64_t mon_cpu1 = arch.info().mon.mon_domains[1].cpus.first();
+  const uint64_t mon_cpu1 = arch.info().res(ResourceId::L3).mon.mon_domains[1].cpus.first();
 
   SECTION("the whole sweep: one batch, each baseline kept") {
     rec->qm_ctr = {0x10, 0x20, 0x30, 0x40};
@@ -414,7 +414,7 @@ TEST_CASE("AMD 44-bit counters fold across their width") {
   const uint64_t top = (1ULL << 44) - 2;
   // The baseline at RMID allocation; the first reset of a sweep reads the
   // baselines of every domain and MBM event at once (zeros after the first).
-  r.msr->qm_ctr.assign(2 * r.arch->info().mon.mon_domains.size(), 0);
+  r.msr->qm_ctr.assign(2 * r.arch->info().res(ResourceId::L3).mon.mon_domains.size(), 0);
   r.msr->qm_ctr.front() = top;
   r.msr->qm_ctr.push_back(3);
   r.arch->reset_event(0, 1, EventId::MBM_TOTAL);

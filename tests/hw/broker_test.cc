@@ -308,7 +308,8 @@ TEST_CASE("the real backend's Arch programs registers through the broker") {
   CHECK((*regs)[0].value == 0x00ff);
   CHECK((*regs)[1].value == 64);
   REQUIRE(a.set_cpu_assoc(6, 2, 17).ok());
-  CHECK(a.read_event(1, 17, EventId::MBM_TOTAL).err != ReadError::kError);
+  CHECK(a.read_counter(ResourceId::L3, 1, 0, 17, EventId::MBM_TOTAL, nullptr).err !=
+        ReadError::kError);
 }
 
 TEST_CASE("make_msr_backend refuses a machine without RDT, or fails cleanly without a broker") {
@@ -540,12 +541,14 @@ TEST_CASE("resctrl-msrd --sim serves a simulated machine's PMT telemetry to the 
   auto backend = real::make_msr_backend_with(cpuid_only, topo, b.socket(), {}, aggs);
   REQUIRE(backend.ok());
   Arch& a = *backend->arch;
-  REQUIRE(a.info().perf_pkg.capable);
-  CHECK(a.info().perf_pkg.num_rmids == 576);
-  CHECK(a.info().perf_pkg.mon_domains.size() == 2);
+  REQUIRE(a.info().res(ResourceId::PERF_PKG).mon.capable);
+  CHECK(a.info().res(ResourceId::PERF_PKG).mon.num_rmids == 576);
+  CHECK(a.info().res(ResourceId::PERF_PKG).mon.mon_domains.size() == 2);
   // Nothing ran with RMID 5: no valid word on either package.
-  CHECK(a.read_perf_pkg_event(0, 5, EventId::CORE_ENERGY).err == ReadError::kUnavailable);
-  CHECK(a.read_perf_pkg_event(1, 5, EventId::UOPS_RETIRED).err == ReadError::kUnavailable);
+  CHECK(a.read_counter(ResourceId::PERF_PKG, 0, 0, 5, EventId::CORE_ENERGY, nullptr).err ==
+        ReadError::kUnavailable);
+  CHECK(a.read_counter(ResourceId::PERF_PKG, 1, 0, 5, EventId::UOPS_RETIRED, nullptr).err ==
+        ReadError::kUnavailable);
 
   auto dev = std::make_shared<broker::BrokerMsrDevice>(b.socket());
   broker::BrokerPmtDevice pmt(dev, aggs);

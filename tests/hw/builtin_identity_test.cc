@@ -51,7 +51,7 @@ TEST_CASE("built-in Intel platforms have their generation's RDT identity") {
     sim::SimMachine m(*p);
     const x86::X86Platform& i = m.info();
     CHECK(i.model == c.model);
-    CHECK(i.mon.counter_width == c.counter_width);
+    CHECK(i.res(ResourceId::L3).mon.counter_width == c.counter_width);
     const Resource& mb = i.res(ResourceId::MB);
     CHECK(mb.alloc_capable == c.mba);
     if (c.mba) {

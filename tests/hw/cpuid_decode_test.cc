@@ -51,8 +51,8 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) by default: Linux's quirk turns L3 C
   CHECK(i.stepping == 7);
   CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
   CHECK(i.res(ResourceId::MB).alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.events == kAllEvents);
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);
   // /proc/cpuinfo still lists what CPUID enumerates: the quirk is
   // resctrl's, not the CPU feature table's.
   CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
@@ -83,15 +83,15 @@ TEST_CASE("Xeon Gold 6252 (Cascade Lake-SP) with rdt=l3cat decodes as Linux show
   CHECK(mb.membw.delay_linear);
   CHECK(mb.num_closid == 8);
   CHECK(mb.membw.throttle_mode == ThrottleMode::MAX);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 208);
-  CHECK(i.mon.occupancy_scale == 106496);
-  CHECK(i.mon.counter_width == 24);
-  CHECK(i.mon.events == kAllEvents);
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 208);
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 106496);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 24);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);
   // 37486592 / 208 = 180224, rounded down to a multiple of 106496.
-  CHECK(i.mon.default_threshold == 106496);
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.mon.abmc);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 106496);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.cntr_assign.capable);
   // SKX99: 208 RMIDs -> threshold 191, factor 1.230921.
   MbmCorrection c = mbm_correction(i);
   CHECK(c.rmid_threshold == 191);
@@ -118,11 +118,11 @@ TEST_CASE("Core i7-6900K (Broadwell-E, BDX die) decodes as Linux shows it") {
   CHECK(l3.cache.cdp_capable);
   CHECK(l3.cache.cache_size_bytes == 20u << 20);
   CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);  // no MBA before Skylake-SP
-  CHECK(i.mon.num_rmids == 64);
-  CHECK(i.mon.occupancy_scale == 32768);
-  CHECK(i.mon.counter_width == 24);
-  CHECK(i.mon.events == kAllEvents);
-  CHECK(i.mon.default_threshold == 327680);  // 20 MiB / 64
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 64);
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 32768);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 24);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 327680);  // 20 MiB / 64
   // BDF102 applies to the model, but 64 RMIDs have factor 1.
   MbmCorrection c = mbm_correction(i);
   CHECK(c.factor == Approx(1.0));
@@ -179,13 +179,13 @@ TEST_CASE("EPYC 7452 (Rome) decodes as Linux shows it") {
   CHECK_FALSE(mb.membw.delay_linear);
   CHECK(mb.membw.throttle_mode == ThrottleMode::UNDEFINED);
   CHECK_FALSE(i.res(ResourceId::SMBA).alloc_capable);
-  CHECK(i.mon.num_rmids == 256);
-  CHECK(i.mon.occupancy_scale == 64);
-  CHECK(i.mon.counter_width == 44);  // 24 + the AMD default offset 20
-  CHECK(i.mon.events == kAllEvents);
-  CHECK(i.mon.default_threshold == 2048);  // Linux uses the 512 KiB L2 on AMD
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.mon.abmc);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 256);
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 64);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 44);  // 24 + the AMD default offset 20
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 2048);  // Linux uses the 512 KiB L2 on AMD
+  CHECK_FALSE(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.cntr_assign.capable);
   CHECK(mbm_correction(i).factor == 0);
   CHECK(cpuinfo_rdt_flags(i) == kFullFlags);
   HwLimits lim = decode_limits(src, 0);
@@ -200,9 +200,9 @@ TEST_CASE("EPYC 7742 (Rome, InstLatx64 dump) decodes as Linux shows it") {
   CHECK(l3.cache.full_mask() == 0xffff);
   CHECK(l3.num_closid == 16);
   CHECK(l3.cache.sparse_masks);
-  CHECK(i.mon.num_rmids == 256);
-  CHECK(i.mon.counter_width == 44);
-  CHECK(i.mon.default_threshold == 2048);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 256);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 44);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 2048);
   // The dump lacks CPUID 0x80000020.1: a zero bandwidth length enumerates no
   // usable MB resource (Linux would compute max_bw = 1 << 0 from it).
   CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);
@@ -215,7 +215,7 @@ TEST_CASE("EPYC 7551 (Naples) has no PQoS") {
   CHECK(i.family == 0x17);
   CHECK(i.model == 0x01);
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
-  CHECK_FALSE(i.mon.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.capable);
   CHECK(cpuinfo_rdt_flags(i).empty());
 }
 
@@ -223,7 +223,7 @@ TEST_CASE("an EPYC guest without PQoS is refused by the real backend") {
   DumpSource src("amd-epyc-milan-kvm-guest.cpuid");
   X86Platform i = decode_platform(src, four_cpus());
   CHECK(i.family == 0x19);
-  CHECK_FALSE(i.mon.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.capable);
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
   auto b = real::make_msr_backend_with(src, four_cpus(), "/nonexistent.sock");
   REQUIRE_FALSE(b.ok());
@@ -247,7 +247,7 @@ TEST_CASE("MBM correction table rows (SKX99/BDF102)") {
     i.vendor = "GenuineIntel";
     i.family = 6;
     i.model = r.model;
-    i.mon.num_rmids = r.rmids;
+    i.res(ResourceId::L3).mon.num_rmids = r.rmids;
     INFO("model " << r.model << " rmids " << r.rmids);
     MbmCorrection c = mbm_correction(i);
     CHECK(c.rmid_threshold == r.threshold);
@@ -319,17 +319,17 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) decodes as Linux shows it") {
   // CPUID enumerates no allocation (no leaf 0x10, CPUID.7.0:EBX[15] clear):
   // without the IA32_L3_MASK_0 probe there is no info/L3, no info/MB.
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 72);           // info/L3_MON/num_rmids: CPUID.0xF.1:ECX + 1
-  CHECK(i.mon.occupancy_scale == 73728);  // CPUID.0xF.1:EBX
-  CHECK(i.mon.counter_width == 24);       // CPUID.0xF.1:EAX[7:0] = 0
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 72);  // info/L3_MON/num_rmids: CPUID.0xF.1:ECX + 1
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 73728);  // CPUID.0xF.1:EBX
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 24);       // CPUID.0xF.1:EAX[7:0] = 0
   // CPUID.0xF.1:EDX = 1: info/L3_MON/mon_features is llc_occupancy alone.
-  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == std::vector<EventId>{EventId::LLC_OCCUPANCY});
   // L3 from CPUID.4.3: 20 ways x 1 partition x 64 B x 36864 sets = 47185920
   // (45 MiB); 47185920 / 72 = 655360, rounded down to a multiple of 73728 (8 x 73728).
-  CHECK(i.mon.default_threshold == 589824);
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.mon.abmc);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 589824);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.cntr_assign.capable);
   // Neither SKX99 nor BDF102 covers model 0x3F (and there is no MBM).
   CHECK(mbm_correction(i).factor == 0);
   // /proc/cpuinfo: cqm from CPUID.7.0:EBX[12], cqm_llc from CPUID.0xF.0:EDX[1],
@@ -361,9 +361,9 @@ TEST_CASE("Xeon E5-2699 v3 (Haswell-EP) gets L3 CAT from the IA32_L3_MASK_0 prob
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
   CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);
   // Monitoring is unchanged by the probe.
-  CHECK(i.mon.num_rmids == 72);
-  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
-  CHECK(i.mon.default_threshold == 589824);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 72);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 589824);
   // The probe sets no CPU flag: /proc/cpuinfo shows no cat_l3 (or rdt_a).
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cqm", "cqm_llc", "cqm_occup_llc"});
 }
@@ -392,8 +392,8 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP stepping 4) by default: only MB, as Linux 
   // mbmlocal and l3cat off: no info/L3, no info/L3_MON.
   CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
-  CHECK_FALSE(i.mon.capable);
-  CHECK(i.mon.events.empty());
+  CHECK_FALSE(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.events.empty());
   // MBA is not part of the quirk.
   const Resource& mb = i.res(ResourceId::MB);
   REQUIRE(mb.alloc_capable);
@@ -432,16 +432,16 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as L
   CHECK(l3.cache.cache_size_bytes == 25952256);
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
   CHECK(i.res(ResourceId::MB).alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 144);          // info/L3_MON/num_rmids
-  CHECK(i.mon.occupancy_scale == 73728);  // CPUID.0xF.1:EBX
-  CHECK(i.mon.counter_width == 24);       // 24 + CPUID.0xF.1:EAX[7:0] (0)
-  CHECK(i.mon.events == kAllEvents);      // info/L3_MON/mon_features
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 144);           // info/L3_MON/num_rmids
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 73728);   // CPUID.0xF.1:EBX
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 24);        // 24 + CPUID.0xF.1:EAX[7:0] (0)
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);  // info/L3_MON/mon_features
   // info/L3_MON/max_threshold_occupancy: 25952256 / 144 = 180224, rounded
   // down to a multiple of 73728: 2 x 73728.
-  CHECK(i.mon.default_threshold == 147456);
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.mon.abmc);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 147456);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.cntr_assign.capable);
   // SKX99 correction table, row 144 / 8 - 1 = 17: RMIDs above 127 are
   // multiplied by 1.185255.
   MbmCorrection c = mbm_correction(i);
@@ -451,10 +451,11 @@ TEST_CASE("Xeon Gold 6140 (Skylake-SP) with rdt=cmt,mbmtotal,mbmlocal,l3cat as L
   // A user's rdt= entry beats the quirk only for the features it names.
   X86Platform only_cat = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("l3cat"));
   CHECK(only_cat.res(ResourceId::L3).alloc_capable);
-  CHECK_FALSE(only_cat.mon.capable);
+  CHECK_FALSE(only_cat.res(ResourceId::L3).mon.capable);
   X86Platform only_occ = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("cmt"));
-  CHECK(only_occ.mon.capable);
-  CHECK(only_occ.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(only_occ.res(ResourceId::L3).mon.capable);
+  CHECK(only_occ.res(ResourceId::L3).mon.event_ids() ==
+        std::vector<EventId>{EventId::LLC_OCCUPANCY});
   CHECK_FALSE(only_occ.res(ResourceId::L3).alloc_capable);
 }
 
@@ -486,14 +487,14 @@ TEST_CASE("Xeon E5-2699 v4 (Broadwell-EP) decodes as Linux shows it") {
   CHECK(l3.cache.cache_size_bytes == 57671680);
   CHECK_FALSE(i.res(ResourceId::L2).alloc_capable);
   CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);  // CPUID.0x10.0:EBX[3] clear
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 176);          // info/L3_MON/num_rmids
-  CHECK(i.mon.occupancy_scale == 90112);  // CPUID.0xF.1:EBX
-  CHECK(i.mon.counter_width == 24);
-  CHECK(i.mon.events == kAllEvents);  // info/L3_MON/mon_features
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 176);          // info/L3_MON/num_rmids
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 90112);  // CPUID.0xF.1:EBX
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 24);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == kAllEvents);  // info/L3_MON/mon_features
   // info/L3_MON/max_threshold_occupancy: 57671680 / 176 = 327680, rounded
   // down to a multiple of 90112: 3 x 90112.
-  CHECK(i.mon.default_threshold == 270336);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 270336);
   // BDF102 (same table as SKX99), row 176 / 8 - 1 = 21: RMIDs above 159 are
   // multiplied by 1.454334.
   MbmCorrection c = mbm_correction(i);
@@ -512,7 +513,8 @@ TEST_CASE("Xeon E5-2699 v4 (Broadwell-EP) decodes as Linux shows it") {
   X86Platform j = decode_platform(src, four_cpus(), nullptr, RdtOptions::parse("!l3cdp,!mbmlocal"));
   CHECK(j.res(ResourceId::L3).alloc_capable);
   CHECK_FALSE(j.res(ResourceId::L3).cache.cdp_capable);
-  CHECK(j.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL});
+  CHECK(j.res(ResourceId::L3).mon.event_ids() ==
+        std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL});
 }
 
 TEST_CASE("rdt= option lists parse as the kernel's boot parameter") {

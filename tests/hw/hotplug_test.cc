@@ -37,8 +37,12 @@ struct Recorder final : ArchEvents {
   void ctrl_domain_offline(ResourceId rid, int id) override {
     log.push_back(std::string("-") + resource_name(rid) + ":" + std::to_string(id));
   }
-  void mon_domain_online(int id) override { log.push_back("+mon:" + std::to_string(id)); }
-  void mon_domain_offline(int id) override { log.push_back("-mon:" + std::to_string(id)); }
+  void mon_domain_online(ResourceId rid, int id) override {
+    if (rid == ResourceId::L3) log.push_back("+mon:" + std::to_string(id));
+  }
+  void mon_domain_offline(ResourceId rid, int id) override {
+    if (rid == ResourceId::L3) log.push_back("-mon:" + std::to_string(id));
+  }
   std::vector<std::string> log;
 };
 
@@ -128,10 +132,11 @@ TEST_CASE("arch: the last CPU of a domain takes the domain away, announced first
   CHECK(a.info().online.cpus() == std::vector<unsigned>{0, 1, 2, 3});
   CHECK(ids(a.info().res(ResourceId::L3).ctrl_domains) == std::vector<int>{0});
   CHECK(ids(a.info().res(ResourceId::MB).ctrl_domains) == std::vector<int>{0});
-  CHECK(ids(a.info().mon.mon_domains) == std::vector<int>{0});
+  CHECK(ids(a.info().res(ResourceId::L3).mon.mon_domains) == std::vector<int>{0});
   // The absent domain cannot be programmed or read; domain 0 still works.
   CHECK(a.update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 1, 0x3}}).error().code == EINVAL);
-  CHECK(a.read_event(1, 0, EventId::LLC_OCCUPANCY).err == ReadError::kError);
+  CHECK(a.read_counter(ResourceId::L3, 1, 0, 0, EventId::LLC_OCCUPANCY, nullptr).err ==
+        ReadError::kError);
   REQUIRE(a.update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x3}}).ok());
   CHECK(a.get_ctrl(ResourceId::L3, ConfType::NONE, 0, 1) == 0x3);
   CHECK(a.set_cpu_assoc(5, 1, 1).error().code == EINVAL);
@@ -166,7 +171,7 @@ TEST_CASE("arch: a returning domain has default controls, CDP as mounted, PQR_AS
   CHECK(ev.log == std::vector<std::string>{"+L3:1", "+MB:1", "+mon:1"});
   CHECK(a.info().online.test(6));
   CHECK(ids(a.info().res(ResourceId::L3).ctrl_domains) == std::vector<int>{0, 1});
-  CHECK(a.info().mon.mon_domains[1].cpus.cpus() == std::vector<unsigned>{6});
+  CHECK(a.info().res(ResourceId::L3).mon.mon_domains[1].cpus.cpus() == std::vector<unsigned>{6});
   CHECK(a.get_ctrl(ResourceId::L3, ConfType::DATA, 1, 2) == 0x7ff);
   CHECK(a.get_ctrl(ResourceId::MB, ConfType::NONE, 1, 2) == 100);
   for (uint32_t i = 0; i < 15; ++i) CHECK(*m.read(6, IA32_L3_MASK_0 + i) == 0x7ff);
@@ -195,16 +200,16 @@ TEST_CASE("arch: MBM state of a returning domain is fresh") {
   Workload w;
   w.bandwidth_mbps = 1000;
   REQUIRE(m.attach_cpu_workload(4, w).ok());
-  (void)a.read_event(1, 3, EventId::MBM_TOTAL);
+  (void)a.read_counter(ResourceId::L3, 1, 0, 3, EventId::MBM_TOTAL, nullptr);
   m.advance_ms(2000);
-  CHECK(a.read_event(1, 3, EventId::MBM_TOTAL).bytes > 0);
+  CHECK(a.read_counter(ResourceId::L3, 1, 0, 3, EventId::MBM_TOTAL, nullptr).bytes > 0);
   for (unsigned c : {4U, 5U, 6U, 7U}) {
     REQUIRE(a.offline_cpu(c, nullptr).ok());
     REQUIRE(m.set_cpu_online(c, false).ok());
   }
   REQUIRE(m.set_cpu_online(4, true).ok());
   REQUIRE(a.online_cpu(4, nullptr).ok());
-  CounterValue v = a.read_event(1, 3, EventId::MBM_TOTAL);
+  CounterValue v = a.read_counter(ResourceId::L3, 1, 0, 3, EventId::MBM_TOTAL, nullptr);
   CHECK(v.err == ReadError::kNone);
   CHECK(v.bytes == 0);
 }

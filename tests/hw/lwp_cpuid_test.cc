@@ -122,7 +122,7 @@ TEST_CASE("FX-8150 shows the lwp cpuinfo flag and no RDT") {
   CHECK(i.model == 0x01);
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"lwp"});
   CHECK_FALSE(i.res(ResourceId::L3).alloc_capable);
-  CHECK_FALSE(i.mon.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.capable);
 }
 
 // Piledriver, Steamroller and Excavator, from libcpuid's test corpus (see

@@ -167,16 +167,20 @@ TEST_CASE("grace-2s is discovered as Linux presents it: L2 and L3 bitmaps, MB, l
   CHECK(mb.membw.throttle_mode == ThrottleMode::UNDEFINED);
   CHECK(mb.ctrl_domains.size() == 2);
   CHECK_FALSE(i.res(ResourceId::SMBA).alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 128);
-  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
-  CHECK(i.mon.occupancy_scale == 1);
-  CHECK(i.mon.l3_cache_size_bytes == 114ULL << 20);
-  CHECK(i.mon.default_threshold == (114U << 20) / 128);
-  CHECK(i.mon.mon_domains.size() == 2);
-  CHECK_FALSE(i.mon.abmc);
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.perf_pkg.capable);
+  const MonCaps& mon = i.res(ResourceId::L3).mon;
+  CHECK(mon.capable);
+  CHECK(mon.scope == Scope::L3_CACHE);
+  CHECK(mon.num_rmids == 128);
+  CHECK(mon.event_ids() == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(mon.occupancy_scale == 1);
+  CHECK(mon.realloc_limit_bytes == 114ULL << 20);
+  CHECK(mon.default_threshold == (114U << 20) / 128);
+  CHECK(mon.mon_domains.size() == 2);
+  CHECK_FALSE(mon.cntr_assign.capable);
+  CHECK_FALSE(mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::PERF_PKG).mon.capable);
+  CHECK(i.res(ResourceId::MB).schema_fmt == SchemaFormat::PERCENT);
+  CHECK(i.res(ResourceId::L2).ctrl_scope == Scope::L2_CACHE);
   CHECK_FALSE(i.pseudo_lock_capable);
 }
 
@@ -188,7 +192,7 @@ TEST_CASE("ampereone-2s: L3 and MB only, PARTIDs and PMGs as its MSCs give them"
   CHECK(i.res(ResourceId::L3).num_closid == 32);
   CHECK(i.res(ResourceId::MB).membw.bw_gran == 13);
   CHECK(i.res(ResourceId::MB).membw.min_bw == 13);
-  CHECK(i.mon.num_rmids == 128);  // (3 + 1) x (31 + 1)
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 128);  // (3 + 1) x (31 + 1)
 }
 
 TEST_CASE("MPAM Arch programs CPBM and MBW_MAX through PART_SEL and reads back percentages") {
@@ -270,25 +274,27 @@ TEST_CASE("CPUs get PARTID = CLOSID and a PMG per RMID, and occupancy follows PA
   CHECK(f.arch->rmid_binding(17)->first == 3);
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{8 << 20}).ok());
   // Before time moves nothing is held.
-  auto v0 = f.arch->read_event(0, 17, EventId::LLC_OCCUPANCY);
+  auto v0 = f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v0.err == ReadError::kNone);
   CHECK(v0.bytes == 0);
   f.machine->advance_ms(1000);
-  auto v1 = f.arch->read_event(0, 17, EventId::LLC_OCCUPANCY);
+  auto v1 = f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v1.err == ReadError::kNone);
   CHECK(v1.bytes > (7u << 20));
   CHECK(v1.bytes <= (8u << 20));
-  CHECK(f.arch->read_event(0, 18, EventId::LLC_OCCUPANCY).bytes == 0);
-  CHECK(f.arch->read_event(1, 17, EventId::LLC_OCCUPANCY).bytes == 0);  // other socket
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 18, EventId::LLC_OCCUPANCY, nullptr).bytes == 0);
+  CHECK(f.arch->read_counter(ResourceId::L3, 1, 3, 17, EventId::LLC_OCCUPANCY, nullptr).bytes ==
+        0);  // other socket
   // A PARTID's portions bound what it fills: 1 of 16 portions of 114 MB.
   REQUIRE(f.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 6, 0x1}}).ok());
   REQUIRE(f.arch->set_cpu_assoc(5, 6, 20).ok());
   REQUIRE(f.machine->attach_cpu_workload(5, Workload{64ULL << 20}).ok());
   f.machine->advance_ms(5000);
-  auto v2 = f.arch->read_event(0, 20, EventId::LLC_OCCUPANCY);
+  auto v2 = f.arch->read_counter(ResourceId::L3, 0, 6, 20, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v2.bytes > (114ULL << 20) / 17);
   CHECK(v2.bytes <= (114ULL << 20) / 16 + 1);
-  CHECK(f.arch->read_event(0, 17, EventId::MBM_TOTAL).err == ReadError::kError);
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::MBM_TOTAL, nullptr).err ==
+        ReadError::kError);
 }
 
 TEST_CASE("An idle label keeps its lines until others fill (limbo)") {
@@ -297,15 +303,18 @@ TEST_CASE("An idle label keeps its lines until others fill (limbo)") {
   REQUIRE(f.arch->set_cpu_assoc(1, 2, 9).ok());
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{16 << 20}).ok());
   f.machine->advance_ms(2000);
-  const uint64_t held = f.arch->read_event(0, 9, EventId::LLC_OCCUPANCY).bytes;
+  const uint64_t held =
+      f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes;
   CHECK(held > (15u << 20));
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{}).ok());
   f.machine->advance_ms(10000);
-  CHECK(f.arch->read_event(0, 9, EventId::LLC_OCCUPANCY).bytes == held);
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes ==
+        held);
   REQUIRE(f.arch->set_cpu_assoc(2, 4, 10).ok());
   REQUIRE(f.machine->attach_cpu_workload(2, Workload{114ULL << 20}).ok());
   f.machine->advance_ms(10000);
-  CHECK(f.arch->read_event(0, 9, EventId::LLC_OCCUPANCY).bytes < held / 10);
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes <
+        held / 10);
 }
 
 TEST_CASE("MPAM built-ins are listed and made by make_sim_backend, with @host fitting") {

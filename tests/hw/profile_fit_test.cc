@@ -121,10 +121,10 @@ TEST_CASE("fit: intel-snc on four CPUs keeps SNC2 with one CPU per node") {
   sim::Profile p = fitted("intel-snc", host(4));
   sim::SimMachine m(p);
   const PlatformInfo& info = m.os_info();
-  CHECK(info.mon.snc_ways == 2);
+  CHECK(info.res(ResourceId::L3).mon.snc_ways == 2);
   CHECK(info.nr_cpus == 4);
-  CHECK(info.cpu_node == std::vector<int>{0, 1, 2, 3});
-  CHECK(info.cpu_l3_id == std::vector<int>{0, 0, 1, 1});
+  CHECK(info.cpu_ids(Scope::NODE) == std::vector<int>{0, 1, 2, 3});
+  CHECK(info.cpu_ids(Scope::L3_CACHE) == std::vector<int>{0, 0, 1, 1});
 }
 
 TEST_CASE("NAME@host: this machine's CPUs with the built-in's resources") {
@@ -147,14 +147,16 @@ TEST_CASE("NAME@host: this machine's CPUs with the built-in's resources") {
   CHECK(f.model == p.model);
   CHECK(f.nr_cpus == h.nr_cpus);
   CHECK(f.online.cpus() == h.online.cpus());
-  CHECK(std::set<int>(f.cpu_l3_id.begin(), f.cpu_l3_id.end()) == std::set<int>{0, 1});
+  CHECK(std::set<int>(f.cpu_ids(Scope::L3_CACHE).begin(), f.cpu_ids(Scope::L3_CACHE).end()) ==
+        std::set<int>{0, 1});
   for (int r = 0; r < kNumResources; ++r) {
     INFO("resource " << r);
     CHECK(f.resources[r].alloc_capable == p.resources[r].alloc_capable);
     CHECK(f.resources[r].num_closid == p.resources[r].num_closid);
   }
-  CHECK(f.mon.num_rmids == p.mon.num_rmids);
-  CHECK(f.mon.l3_cache_size_bytes == p.mon.l3_cache_size_bytes);
+  CHECK(f.res(ResourceId::L3).mon.num_rmids == p.res(ResourceId::L3).mon.num_rmids);
+  CHECK(f.res(ResourceId::L3).mon.realloc_limit_bytes ==
+        p.res(ResourceId::L3).mon.realloc_limit_bytes);
 }
 
 TEST_CASE("NAME@host: only built-ins other than host are fitted") {

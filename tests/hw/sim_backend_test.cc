@@ -39,9 +39,9 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
   CHECK(i.vendor == "GenuineIntel");
   CHECK(i.nr_cpus == 8);
   CHECK(i.online.count() == 8);
-  CHECK(i.cpu_package == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
-  CHECK(i.cpu_l3_id == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
-  CHECK(i.cpu_l2_id == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(i.cpu_ids(Scope::PACKAGE) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(i.cpu_ids(Scope::L3_CACHE) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(i.cpu_ids(Scope::L2_CACHE) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   const Resource& l3 = i.res(ResourceId::L3);
   CHECK(l3.alloc_capable);
   CHECK(l3.num_closid == 15);  // Ice Lake-SP: 15 L3 CAT CLOS
@@ -69,17 +69,18 @@ TEST_CASE("intel-2s profile decodes to the documented platform") {
   CHECK(mb.membw.throttle_mode == ThrottleMode::MAX);
   CHECK(mb.ctrl_domains.size() == 2);
   CHECK_FALSE(i.res(ResourceId::SMBA).alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 224);
-  CHECK(i.mon.occupancy_scale == 65536);
-  CHECK(i.mon.counter_width == 32);  // 32-bit MBM counters from Ice Lake-SP on
-  CHECK(i.mon.events ==
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 224);
+  CHECK(i.res(ResourceId::L3).mon.occupancy_scale == 65536);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 32);  // 32-bit MBM counters from Ice Lake-SP on
+  CHECK(i.res(ResourceId::L3).mon.event_ids() ==
         std::vector<EventId>{EventId::LLC_OCCUPANCY, EventId::MBM_TOTAL, EventId::MBM_LOCAL});
-  CHECK(i.mon.l3_cache_size_bytes == 16u << 20);
-  CHECK(i.mon.default_threshold == 65536);  // 16 MiB / 224 rounded down to the scale
-  CHECK_FALSE(i.mon.bmec);
-  CHECK_FALSE(i.mon.abmc);
-  CHECK(i.mon.mon_domains.size() == 2);
+  CHECK(i.res(ResourceId::L3).mon.realloc_limit_bytes == 16u << 20);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold ==
+        65536);  // 16 MiB / 224 rounded down to the scale
+  CHECK_FALSE(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.cntr_assign.capable);
+  CHECK(i.res(ResourceId::L3).mon.mon_domains.size() == 2);
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cat_l3", "cdp_l3", "mba", "cqm", "rdt_a",
                                                          "cqm_llc", "cqm_occup_llc",
                                                          "cqm_mbm_total", "cqm_mbm_local"});
@@ -89,8 +90,8 @@ TEST_CASE("intel-l2 profile decodes to the documented platform") {
   Backend b = make("intel-l2");
   const x86::X86Platform& i = *b.x86;
   CHECK(i.nr_cpus == 4);
-  CHECK(i.cpu_l2_id == std::vector<int>{0, 0, 2, 2});
-  CHECK(i.cpu_l3_id == std::vector<int>{0, 0, 0, 0});
+  CHECK(i.cpu_ids(Scope::L2_CACHE) == std::vector<int>{0, 0, 2, 2});
+  CHECK(i.cpu_ids(Scope::L3_CACHE) == std::vector<int>{0, 0, 0, 0});
   const Resource& l2 = i.res(ResourceId::L2);
   CHECK(l2.alloc_capable);
   CHECK(l2.cache.cbm_len == 8);
@@ -109,7 +110,7 @@ TEST_CASE("intel-l2 profile decodes to the documented platform") {
   CHECK_FALSE(l3.cache.cdp_capable);
   CHECK(l3.cache.cache_size_bytes == 8u << 20);
   CHECK_FALSE(i.res(ResourceId::MB).alloc_capable);
-  CHECK_FALSE(i.mon.capable);
+  CHECK_FALSE(i.res(ResourceId::L3).mon.capable);
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cat_l3", "cat_l2", "cdp_l2", "rdt_a"});
 }
 
@@ -118,10 +119,10 @@ TEST_CASE("intel-cmt profile is monitoring only") {
   const x86::X86Platform& i = *b.x86;
   CHECK(i.nr_cpus == 4);
   for (const auto& r : i.resources) CHECK_FALSE(r.alloc_capable);
-  CHECK(i.mon.capable);
-  CHECK(i.mon.num_rmids == 64);
-  CHECK(i.mon.events == std::vector<EventId>{EventId::LLC_OCCUPANCY});
-  CHECK(i.mon.mon_domains.size() == 1);
+  CHECK(i.res(ResourceId::L3).mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 64);
+  CHECK(i.res(ResourceId::L3).mon.event_ids() == std::vector<EventId>{EventId::LLC_OCCUPANCY});
+  CHECK(i.res(ResourceId::L3).mon.mon_domains.size() == 1);
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cqm", "cqm_llc", "cqm_occup_llc"});
 }
 
@@ -130,8 +131,8 @@ TEST_CASE("amd-2s profile decodes to the documented platform") {
   const x86::X86Platform& i = *b.x86;
   CHECK(i.vendor == "AuthenticAMD");
   CHECK(i.nr_cpus == 8);
-  CHECK(i.cpu_package == std::vector<int>(8, 0));
-  CHECK(i.cpu_l3_id == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(i.cpu_ids(Scope::PACKAGE) == std::vector<int>(8, 0));
+  CHECK(i.cpu_ids(Scope::L3_CACHE) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
   const Resource& l3 = i.res(ResourceId::L3);
   CHECK(l3.num_closid == 16);
   CHECK(l3.cache.cbm_len == 16);
@@ -151,21 +152,21 @@ TEST_CASE("amd-2s profile decodes to the documented platform") {
     CHECK(r.membw.throttle_mode == ThrottleMode::UNDEFINED);
     CHECK(r.ctrl_domains.size() == 2);
   }
-  CHECK(i.mon.num_rmids == 256);
-  CHECK(i.mon.counter_width == 44);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 256);
+  CHECK(i.res(ResourceId::L3).mon.counter_width == 44);
   // Linux derives AMD's default from the L2 (512 KiB / 256 RMIDs).
-  CHECK(i.mon.l3_cache_size_bytes == 512u << 10);
-  CHECK(i.mon.default_threshold == 2048);
-  CHECK(i.mon.bmec);
-  CHECK(i.mon.bmec_supported_mask == 0x7f);
-  CHECK(i.mon.bmec_default_total == 0x7f);
-  CHECK(i.mon.bmec_default_local == 0x15);
-  CHECK(i.mon.abmc);
-  CHECK(i.mon.num_mbm_cntrs == 32);
-  CHECK(i.mon.events.size() == 3);
+  CHECK(i.res(ResourceId::L3).mon.realloc_limit_bytes == 512u << 10);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 2048);
+  CHECK(i.res(ResourceId::L3).mon.evt_cfg.capable);
+  CHECK(i.res(ResourceId::L3).mon.evt_cfg.supported_mask == 0x7f);
+  CHECK(i.res(ResourceId::L3).mon.evt_cfg.default_total == 0x7f);
+  CHECK(i.res(ResourceId::L3).mon.evt_cfg.default_local == 0x15);
+  CHECK(i.res(ResourceId::L3).mon.cntr_assign.capable);
+  CHECK(i.res(ResourceId::L3).mon.cntr_assign.num_cntrs == 32);
+  CHECK(i.res(ResourceId::L3).mon.events.size() == 3);
   CHECK(b.arch->default_ctrl(ResourceId::MB) == 2048);
-  CHECK(b.arch->event_config(0, EventId::MBM_TOTAL) == 0x7f);
-  CHECK(b.arch->event_config(1, EventId::MBM_LOCAL) == 0x15);
+  CHECK(b.arch->event_config(ResourceId::L3, 0, EventId::MBM_TOTAL) == 0x7f);
+  CHECK(b.arch->event_config(ResourceId::L3, 1, EventId::MBM_LOCAL) == 0x15);
   CHECK(cpuinfo_rdt_flags(i) == std::vector<std::string>{"cat_l3", "cdp_l3", "mba", "cqm", "rdt_a",
                                                          "cqm_llc", "cqm_occup_llc",
                                                          "cqm_mbm_total", "cqm_mbm_local"});
@@ -189,9 +190,10 @@ TEST_CASE("amd-io is amd-2s plus SDCIAE") {
     CHECK(i.resources[r].cache.cdp_capable == p.resources[r].cache.cdp_capable);
     CHECK(i.resources[r].membw.max_bw == p.resources[r].membw.max_bw);
   }
-  CHECK(i.mon.num_rmids == p.mon.num_rmids);
-  CHECK(i.mon.abmc == p.mon.abmc);
-  CHECK(i.mon.bmec == p.mon.bmec);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == p.res(ResourceId::L3).mon.num_rmids);
+  CHECK(i.res(ResourceId::L3).mon.cntr_assign.capable ==
+        p.res(ResourceId::L3).mon.cntr_assign.capable);
+  CHECK(i.res(ResourceId::L3).mon.evt_cfg.capable == p.res(ResourceId::L3).mon.evt_cfg.capable);
   CHECK_FALSE(io.arch->io_alloc_enabled(ResourceId::L3));
   REQUIRE(io.arch->set_io_alloc_enabled(ResourceId::L3, true).ok());
   CHECK(reg(*io.sim, 4, x86::L3_QOS_EXT_CFG) & x86::L3_QOS_EXT_CFG_SDCIAE_EN);
@@ -203,9 +205,9 @@ TEST_CASE("host profile mirrors this machine's CPUs") {
   CHECK(i.nr_cpus >= 1);
   CHECK(i.online.count() >= 1);
   CHECK(i.res(ResourceId::L3).alloc_capable);
-  CHECK(i.mon.capable);
+  CHECK(i.res(ResourceId::L3).mon.capable);
   CHECK((i.vendor == "GenuineIntel" || i.vendor == "AuthenticAMD"));
-  for (unsigned c : i.online.cpus()) CHECK(i.cpu_l3_id[c] >= 0);
+  for (unsigned c : i.online.cpus()) CHECK(i.cpu_ids(Scope::L3_CACHE)[c] >= 0);
 }
 
 TEST_CASE("unknown platform is refused") {
@@ -233,7 +235,7 @@ TEST_CASE("sim backend programs registers through the Arch") {
   CHECK(reg(*b.sim, 0, x86::IA32_L2_QOS_EXT_BW_THRTL_0 + 2) == 60);
   REQUIRE(a.set_cpu_assoc(5, 3, 7).ok());
   CHECK(reg(*b.sim, 5, x86::IA32_PQR_ASSOC) == ((3ULL << 32) | 7));
-  auto v = a.read_event(0, 0, EventId::MBM_TOTAL);
+  auto v = a.read_counter(ResourceId::L3, 0, 0, 0, EventId::MBM_TOTAL, nullptr);
   CHECK(v.err == ReadError::kNone);
   // A non-contiguous mask is refused by the (simulated) hardware.
   auto r = a.update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 1, 0x505}});
@@ -253,8 +255,8 @@ TEST_CASE("a JSON profile of raw CPUID leaves from a real machine") {
   CHECK(l3.cache.cache_size_bytes == 37486592);  // from leaf 4, not the profile
   CHECK(l3.ctrl_domains.size() == 2);
   CHECK(i.res(ResourceId::MB).num_closid == 8);
-  CHECK(i.mon.num_rmids == 208);
-  CHECK(i.mon.default_threshold == 106496);
+  CHECK(i.res(ResourceId::L3).mon.num_rmids == 208);
+  CHECK(i.res(ResourceId::L3).mon.default_threshold == 106496);
   // The simulated hardware enforces the dump's limits.
   CHECK(b.arch->update_ctrls({{ResourceId::MB, ConfType::NONE, 1, 7, 10}}).ok());
   CHECK(reg(*b.sim, 2, x86::IA32_L2_QOS_EXT_BW_THRTL_0 + 7) == 90);
@@ -286,7 +288,7 @@ TEST_CASE("the rdt= boot parameter of a profile and of the daemon") {
   close(fd);
   Backend clx = make_sim_backend(tmpl).value();
   CHECK_FALSE(clx.arch->info().res(ResourceId::L3).alloc_capable);
-  CHECK(clx.arch->info().mon.capable);
+  CHECK(clx.arch->info().res(ResourceId::L3).mon.capable);
   CHECK(make_sim_backend(tmpl, "l3cat").value().arch->info().res(ResourceId::L3).alloc_capable);
   unlink(tmpl);
 }

@@ -37,7 +37,7 @@ Sim make(const std::string& name) {
 }
 
 uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
-  auto v = a.read_event(dom, rmid, ev);
+  auto v = a.read_counter(ResourceId::L3, dom, 0, rmid, ev, nullptr);
   REQUIRE(v.err == ReadError::kNone);
   return v.bytes;
 }
@@ -73,7 +73,7 @@ TEST_CASE("occupancy is bounded by the ways the CLOSID may fill") {
 // the cache. So an idle cache keeps the lines; only fills replace them.
 TEST_CASE("an idle RMID's lines stay until other fills replace them") {
   Sim s = make("intel-2s");
-  const unsigned threshold = s.arch().info().mon.default_threshold;
+  const unsigned threshold = s.arch().info().res(ResourceId::L3).mon.default_threshold;
   REQUIRE(s.arch().set_cpu_assoc(1, 0, 5).ok());
   REQUIRE(s.m->attach_cpu_workload(1, Workload{8u << 20, 0, 1.0}).ok());
   s.m->advance_ms(1000);
@@ -221,17 +221,23 @@ TEST_CASE("an AMD-style domain with fewer counters than active RMIDs reports Una
   for (uint32_t r = 1; r <= 40; ++r) s.arch().thread_tagger()->set_thread_tags(1000 + r, 0, r);
   unsigned unavailable = 0;
   for (uint32_t r = 0; r <= 40; ++r)
-    if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;
+    if (s.arch().read_counter(ResourceId::L3, 0, 0, r, EventId::MBM_TOTAL, nullptr).err ==
+        ReadError::kUnavailable)
+      ++unavailable;
   CHECK(unavailable == 41 - 32);
-  CHECK(s.arch().read_event(0, 0, EventId::MBM_TOTAL).err == ReadError::kNone);
+  CHECK(s.arch().read_counter(ResourceId::L3, 0, 0, 0, EventId::MBM_TOTAL, nullptr).err ==
+        ReadError::kNone);
   // When threads exit their RMIDs go idle and the waiting ones get counters.
   for (uint32_t r = 1; r <= 10; ++r) s.arch().thread_tagger()->thread_exited(1000 + r);
   unavailable = 0;
   for (uint32_t r = 11; r <= 40; ++r)
-    if (s.arch().read_event(0, r, EventId::MBM_TOTAL).err == ReadError::kUnavailable) ++unavailable;
+    if (s.arch().read_counter(ResourceId::L3, 0, 0, r, EventId::MBM_TOTAL, nullptr).err ==
+        ReadError::kUnavailable)
+      ++unavailable;
   CHECK(unavailable == 0);
   // Occupancy is not limited by MBM counters.
-  CHECK(s.arch().read_event(0, 40, EventId::LLC_OCCUPANCY).err == ReadError::kNone);
+  CHECK(s.arch().read_counter(ResourceId::L3, 0, 0, 40, EventId::LLC_OCCUPANCY, nullptr).err ==
+        ReadError::kNone);
 }
 
 TEST_CASE("a BMEC change clears the counts, the next read is Unavailable") {
@@ -247,9 +253,11 @@ TEST_CASE("a BMEC change clears the counts, the next read is Unavailable") {
         Approx(5e8).epsilon(0.001));
   // Count only local reads. The hardware clears every MBM counter of the
   // domain, the other event's too.
-  REQUIRE(s.arch().set_event_config(0, EventId::MBM_TOTAL, 0x1).ok());
-  CHECK(s.arch().read_event(0, 4, EventId::MBM_TOTAL).err == ReadError::kUnavailable);
-  CHECK(s.arch().read_event(0, 4, EventId::MBM_LOCAL).err == ReadError::kUnavailable);
+  REQUIRE(s.arch().set_event_config(ResourceId::L3, 0, EventId::MBM_TOTAL, 0x1).ok());
+  CHECK(s.arch().read_counter(ResourceId::L3, 0, 0, 4, EventId::MBM_TOTAL, nullptr).err ==
+        ReadError::kUnavailable);
+  CHECK(s.arch().read_counter(ResourceId::L3, 0, 0, 4, EventId::MBM_LOCAL, nullptr).err ==
+        ReadError::kUnavailable);
   CHECK(bytes(s.arch(), 0, 4, EventId::MBM_TOTAL) == 0);  // counts from 0
   CHECK(bytes(s.arch(), 0, 4, EventId::MBM_LOCAL) == 0);
   s.m->advance_ms(1000);
@@ -261,20 +269,25 @@ TEST_CASE("a BMEC change clears the counts, the next read is Unavailable") {
 
 TEST_CASE("ABMC counters count their RMID with their own transaction filter") {
   Sim s = make("amd-2s");
-  REQUIRE(s.arch().set_abmc_enabled(true).ok());
+  REQUIRE(s.arch().set_cntr_assign_enabled(ResourceId::L3, true).ok());
   REQUIRE(s.arch().set_cpu_assoc(5, 0, 8).ok());
   REQUIRE(s.m->attach_cpu_workload(5, Workload{0, 2000, 0.25}).ok());
-  REQUIRE(s.arch().config_cntr(1, 0, 8, EventId::MBM_TOTAL, 0x7f, true).ok());
-  REQUIRE(s.arch().config_cntr(1, 1, 8, EventId::MBM_LOCAL, 0x15, true).ok());
-  CHECK(s.arch().read_event(1, 8, EventId::MBM_TOTAL, 2u).err == ReadError::kUnavailable);
+  REQUIRE(s.arch().config_cntr(ResourceId::L3, 1, 0, 0, 8, EventId::MBM_TOTAL, 0x7f, true).ok());
+  REQUIRE(s.arch().config_cntr(ResourceId::L3, 1, 1, 0, 8, EventId::MBM_LOCAL, 0x15, true).ok());
+  CHECK(s.arch().read_counter(ResourceId::L3, 1, 0, 8, EventId::MBM_TOTAL, nullptr, 2u).err ==
+        ReadError::kUnavailable);
   bytes(s.arch(), 1, 8, EventId::MBM_TOTAL);
-  s.arch().read_event(1, 8, EventId::MBM_TOTAL, 0u);
-  s.arch().read_event(1, 8, EventId::MBM_LOCAL, 1u);
+  s.arch().read_counter(ResourceId::L3, 1, 0, 8, EventId::MBM_TOTAL, nullptr, 0u);
+  s.arch().read_counter(ResourceId::L3, 1, 0, 8, EventId::MBM_LOCAL, nullptr, 1u);
   s.m->advance_ms(1000);
-  CHECK(static_cast<double>(s.arch().read_event(1, 8, EventId::MBM_TOTAL, 0u).bytes) ==
-        Approx(2e9).epsilon(0.001));
-  CHECK(static_cast<double>(s.arch().read_event(1, 8, EventId::MBM_LOCAL, 1u).bytes) ==
-        Approx(5e8).epsilon(0.001));
+  CHECK(
+      static_cast<double>(
+          s.arch().read_counter(ResourceId::L3, 1, 0, 8, EventId::MBM_TOTAL, nullptr, 0u).bytes) ==
+      Approx(2e9).epsilon(0.001));
+  CHECK(
+      static_cast<double>(
+          s.arch().read_counter(ResourceId::L3, 1, 0, 8, EventId::MBM_LOCAL, nullptr, 1u).bytes) ==
+      Approx(5e8).epsilon(0.001));
 }
 
 TEST_CASE("a sweep of 1536 counter reads stays cheap") {
@@ -291,7 +304,8 @@ TEST_CASE("a sweep of 1536 counter reads stays cheap") {
   };
   const int64_t t0 = cpu_us();
   for (int i = 0; i < 1536; ++i)
-    s.arch().read_event(i % 2, static_cast<uint32_t>(i % 256), EventId::MBM_TOTAL);
+    s.arch().read_counter(ResourceId::L3, i % 2, 0, static_cast<uint32_t>(i % 256),
+                          EventId::MBM_TOTAL, nullptr);
   const int64_t us = cpu_us() - t0;
   INFO("1536 reads took " << us << " us of CPU time");
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)

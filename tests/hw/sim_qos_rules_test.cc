@@ -105,7 +105,8 @@ TEST_CASE("Intel's Overflow bit: set when a counter wrapped since its last read"
   };
   auto m = machine(profile(true));
   CHECK((m->cpuid(0, CPUID_LEAF_PQM, 1).eax & CPUID_F_1_EAX_OVERFLOW) != 0);
-  CHECK(m->info().mon.counter_width == 24);  // the bit does not change the width
+  CHECK(m->info().res(ResourceId::L3).mon.counter_width ==
+        24);  // the bit does not change the width
   assoc(*m, 0, 0, 3);
   REQUIRE(m->attach_cpu_workload(0, demand(500)).ok());
   m->advance_ms(1000);  // 5e8 bytes: no wrap yet

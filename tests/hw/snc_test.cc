@@ -60,7 +60,7 @@ x86::X86Platform decode(const std::string& name_or_json) {
 }
 
 uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
-  auto v = a.read_event(dom, rmid, ev);
+  auto v = a.read_counter(ResourceId::L3, dom, 0, rmid, ev, nullptr);
   REQUIRE(v.err == ReadError::kNone);
   return v.bytes;
 }
@@ -70,14 +70,14 @@ uint64_t bytes(Arch& a, int dom, uint32_t rmid, EventId ev) {
 TEST_CASE("SNC: intel-snc decodes to per-node domains under each L3", "[snc]") {
   const x86::X86Platform info = decode("intel-snc");
   CHECK(info.model == INTEL_FAM6_SAPPHIRERAPIDS_X);
-  const MonCaps& mon = info.mon;
+  const MonCaps& mon = info.res(ResourceId::L3).mon;
   REQUIRE(mon.capable);
   CHECK(mon.snc_ways == 2);
   CHECK(mon.num_rmids == 128);          // 256 physical / 2 nodes
   CHECK(mon.occupancy_scale == 32768);  // 65536 / 2
   // Limit and threshold from the whole L3: 30 MiB / 128 = 245760, rounded
   // down to the divided scale.
-  CHECK(mon.l3_cache_size_bytes == 31457280);
+  CHECK(mon.realloc_limit_bytes == 31457280);
   CHECK(mon.default_threshold == 229376);
   REQUIRE(mon.mon_domains.size() == 4);
   for (int n = 0; n < 4; ++n) {
@@ -86,7 +86,7 @@ TEST_CASE("SNC: intel-snc decodes to per-node domains under each L3", "[snc]") {
     CHECK(mon.mon_domains[n].cpus.cpus() ==
           std::vector<unsigned>{static_cast<unsigned>(2 * n), static_cast<unsigned>(2 * n + 1)});
   }
-  CHECK(info.cpu_node == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
+  CHECK(info.cpu_ids(Scope::NODE) == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
   // Controls keep the L3 scope.
   REQUIRE(info.res(ResourceId::L3).ctrl_domains.size() == 2);
   REQUIRE(info.res(ResourceId::MB).ctrl_domains.size() == 2);
@@ -99,29 +99,32 @@ TEST_CASE("SNC: detected only on the models Linux lists, with a sane ratio", "[s
        {INTEL_FAM6_ICELAKE_X, INTEL_FAM6_SAPPHIRERAPIDS_X, INTEL_FAM6_EMERALDRAPIDS_X,
         INTEL_FAM6_GRANITERAPIDS_X, INTEL_FAM6_ATOM_CRESTMONT_X}) {
     INFO("model " << model);
-    CHECK(decode(profile_json(model, 4, 2)).mon.snc_ways == 2);
+    CHECK(decode(profile_json(model, 4, 2)).res(ResourceId::L3).mon.snc_ways == 2);
   }
   // Skylake-SP can run SNC, but Linux does not look for it there.
   const PlatformInfo skx = decode(profile_json(INTEL_FAM6_SKYLAKE_X, 4, 2));
-  CHECK(skx.mon.snc_ways == 1);
-  CHECK(skx.mon.num_rmids == 256);
-  CHECK(skx.mon.occupancy_scale == 65536);
-  REQUIRE(skx.mon.mon_domains.size() == 2);
-  CHECK(skx.mon.mon_domains[1].id == 1);
-  CHECK(skx.mon.mon_domains[1].l3_id == 1);
+  CHECK(skx.res(ResourceId::L3).mon.snc_ways == 1);
+  CHECK(skx.res(ResourceId::L3).mon.num_rmids == 256);
+  CHECK(skx.res(ResourceId::L3).mon.occupancy_scale == 65536);
+  REQUIRE(skx.res(ResourceId::L3).mon.mon_domains.size() == 2);
+  CHECK(skx.res(ResourceId::L3).mon.mon_domains[1].id == 1);
+  CHECK(skx.res(ResourceId::L3).mon.mon_domains[1].l3_id == 1);
   // One node per package (intel-2s is an Ice Lake-SP; "node" defaults to
   // the package): no SNC.
   const PlatformInfo i2s = decode("intel-2s");
-  CHECK(i2s.mon.snc_ways == 1);
-  CHECK(i2s.cpu_node == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
-  CHECK(i2s.mon.mon_domains.size() == 2);
+  CHECK(i2s.res(ResourceId::L3).mon.snc_ways == 1);
+  CHECK(i2s.cpu_ids(Scope::NODE) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(i2s.res(ResourceId::L3).mon.mon_domains.size() == 2);
   // SNC3, SNC4 and SNC6 are plausible; 5 is not.
-  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 6, 3)).mon.snc_ways == 3);
-  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 8, 4)).mon.num_rmids == 64);
-  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 6, 6)).mon.snc_ways == 6);
+  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 6, 3)).res(ResourceId::L3).mon.snc_ways ==
+        3);
+  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 8, 4)).res(ResourceId::L3).mon.num_rmids ==
+        64);
+  CHECK(decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 6, 6)).res(ResourceId::L3).mon.snc_ways ==
+        6);
   const PlatformInfo five = decode(profile_json(INTEL_FAM6_GRANITERAPIDS_X, 5, 5));
-  CHECK(five.mon.snc_ways == 1);
-  CHECK(five.mon.mon_domains.size() == 2);
+  CHECK(five.res(ResourceId::L3).mon.snc_ways == 1);
+  CHECK(five.res(ResourceId::L3).mon.mon_domains.size() == 2);
 }
 
 TEST_CASE("SNC: the ratio uses the first CPU's L3 and node, unknown nodes mean none", "[snc]") {
@@ -187,7 +190,7 @@ TEST_CASE("SNC: a read of logical RMID r on node n selects the node's physical R
     INFO("node " << c.node << " rmid " << c.rmid);
     msr->log.clear();
     msr->qm_ctr.push_back(3);
-    auto v = arch.read_event(c.node, c.rmid, EventId::LLC_OCCUPANCY);
+    auto v = arch.read_counter(ResourceId::L3, c.node, 0, c.rmid, EventId::LLC_OCCUPANCY, nullptr);
     CHECK(v.err == ReadError::kNone);
     CHECK(v.bytes == 3 * 32768);  // units of the divided scale
     REQUIRE(msr->log.size() == 2);
@@ -196,7 +199,8 @@ TEST_CASE("SNC: a read of logical RMID r on node n selects the node's physical R
     CHECK(msr->log[1].cpu == c.cpu);
   }
   // Logical RMIDs stop at num_rmids.
-  CHECK(arch.read_event(0, 128, EventId::LLC_OCCUPANCY).err == ReadError::kError);
+  CHECK(arch.read_counter(ResourceId::L3, 0, 0, 128, EventId::LLC_OCCUPANCY, nullptr).err ==
+        ReadError::kError);
 }
 
 TEST_CASE("SNC: the simulated RMID_SNC_CONFIG register and its #GP rules", "[snc]") {

@@ -125,7 +125,7 @@ TEST_CASE("STLB QoS decodes into the STLB resource: per core, ours", "[stlb]") {
   const Resource& r = m->os_info().res(ResourceId::STLB);
   REQUIRE(r.alloc_capable);
   CHECK(std::string(resource_name(r.rid)) == "STLB");
-  CHECK(r.is_cache());
+  CHECK(r.is_bitmap());
   CHECK(std::string(r.mount_option) == "stlb");
   CHECK(r.num_closid == 8);
   CHECK(r.cache.cbm_len == 8);
@@ -341,8 +341,8 @@ struct DomainLog final : ArchEvents {
   void ctrl_domain_offline(ResourceId rid, int id) override {
     log.push_back(std::string("-") + resource_name(rid) + ":" + std::to_string(id));
   }
-  void mon_domain_online(int) override {}
-  void mon_domain_offline(int) override {}
+  void mon_domain_online(ResourceId, int) override {}
+  void mon_domain_offline(ResourceId, int) override {}
   std::vector<std::string> log;
 };
 
