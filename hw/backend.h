@@ -255,11 +255,23 @@ struct CpuDescription {
   uint64_t l2_bytes = 0, l3_bytes = 0;
 };
 
+// What a simulated platform whose /proc/cpuinfo is not x86-shaped shows
+// outside resctrl, for the sandbox: its whole /proc/cpuinfo (for CPUs
+// `cpus`, in that architecture's format) and its cache sizes (sysfs
+// cache/index*/size).
+struct PlatformFacts {
+  std::string vendor;  // the CPU's maker as /proc/cpuinfo implies it ("ARM")
+  std::function<std::string(const std::vector<unsigned>& cpus)> cpuinfo;
+  uint64_t l2_size_bytes = 0, l3_size_bytes = 0;
+};
+
 struct Backend {
   std::unique_ptr<Arch> arch;
   SimControl* sim = nullptr;  // owned by arch's machine; null for the real backend
-  // The CPUs of the machine the Arch drives.
+  // The CPUs of the machine the Arch drives (an x86-shaped description).
   std::optional<CpuDescription> cpu;
+  // Set instead of cpu for a platform of another architecture (Arm MPAM).
+  std::optional<PlatformFacts> facts;
   std::string platform_name;
   // Internals kept alive with the Arch (machine, devices).
   std::shared_ptr<void> keepalive;

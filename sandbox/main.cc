@@ -62,6 +62,7 @@ struct PlatformView {
   std::vector<CpuPlacement> placement;  // index = CPU number
   CacheSizes caches;                    // sysfs cache/index{2,3}/size
   uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
+  std::string own_cpuinfo;              // a platform that is not x86: its whole /proc/cpuinfo
 };
 
 // cpuinfo's "cache size": the L2's where the platform says so
@@ -76,9 +77,12 @@ Result<PlatformView> load_platform(const std::string& name) {
   RESCTRLFS_ASSIGN_OR_RETURN(hw::Backend backend, hw::make_platform(popts));
   const hw::PlatformInfo& info = backend.arch->info();
   PlatformView v;
-  if (!backend.cpu) return Error::make(ENODEV, "the platform shows no CPU identity");
-  v.vendor = backend.cpu->vendor;
-  v.flags = backend.cpu->flags;
+  if (!backend.cpu && !backend.facts)
+    return Error::make(ENODEV, "the platform does not say what /proc/cpuinfo shows");
+  if (backend.cpu) {
+    v.vendor = backend.cpu->vendor;
+    v.flags = backend.cpu->flags;
+  }
   for (size_t cpu = 0; cpu < info.cpu_ids(hw::Scope::PACKAGE).size(); ++cpu) {
     CpuPlacement p;
     p.package = info.cpu_ids(hw::Scope::PACKAGE)[cpu];
@@ -91,6 +95,14 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.core = cpu < info.cpu_ids(hw::Scope::CORE).size() ? info.cpu_ids(hw::Scope::CORE)[cpu] : -1;
     p.node = cpu < info.cpu_ids(hw::Scope::NODE).size() ? info.cpu_ids(hw::Scope::NODE)[cpu] : -1;
     v.placement.push_back(p);
+  }
+  if (backend.facts) {  // another architecture: its own cpuinfo, no x86 flags
+    std::vector<unsigned> cpus;
+    for (unsigned c = 0; c < v.placement.size(); ++c) cpus.push_back(c);
+    v.vendor = backend.facts->vendor;
+    v.own_cpuinfo = backend.facts->cpuinfo(cpus);
+    v.caches = {backend.facts->l2_size_bytes, backend.facts->l3_size_bytes};
+    return v;
   }
   v.caches = {backend.cpu->l2_bytes, backend.cpu->l3_bytes};
   v.cpuinfo_cache_kb = cpuinfo_cache_kb(backend.cpu->cache_size_from_l2, v.caches);
@@ -306,6 +318,7 @@ class Sandbox {
  private:
   Result<void> fake_proc_and_sysfs();
   Result<void> fake_cpu_tree();
+  Result<void> fake_x86_cpuinfo();
 
   Options opts_;
   PlatformView platform_;
@@ -416,6 +429,23 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   RESCTRLFS_RETURN_IF_ERROR(
       bind_file(staging_, "filesystems", add_resctrl_filesystem(fs), "/proc/filesystems"));
   if (!fake_machine_) return {};  // real hardware: the host's flags and topology are true
+  if (!platform_.own_cpuinfo.empty()) {
+    if (vcpus_.enabled()) RESCTRLFS_RETURN_IF_ERROR(fake_cpu_tree());
+    RESCTRLFS_RETURN_IF_ERROR(
+        bind_file(staging_, "cpuinfo", platform_.own_cpuinfo, "/proc/cpuinfo"));
+  } else {
+    RESCTRLFS_RETURN_IF_ERROR(fake_x86_cpuinfo());
+  }
+  int n = 0;
+  for (const auto& b : topology_binds_)
+    RESCTRLFS_RETURN_IF_ERROR(
+        bind_file(staging_, "sysfs." + std::to_string(n++), b.content, b.target));
+  return {};
+}
+
+// The host's /proc/cpuinfo with the x86 platform's vendor, RDT flags,
+// packages and cache size.
+Result<void> Sandbox::fake_x86_cpuinfo() {
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   if (vcpus_.enabled()) {
     std::vector<int> cores;
@@ -431,10 +461,6 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
                                              cpu_packages(platform_), platform_.cpuinfo_cache_kb),
                     platform_.vendor),
                 "/proc/cpuinfo"));
-  int n = 0;
-  for (const auto& b : topology_binds_)
-    RESCTRLFS_RETURN_IF_ERROR(
-        bind_file(staging_, "sysfs." + std::to_string(n++), b.content, b.target));
   return {};
 }
 

@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""The Arm MPAM built-ins (grace-2s, ampereone-2s) through the real daemon,
+checked against what Linux v7.1's drivers/resctrl/mpam_resctrl.c and
+Documentation/filesystems/resctrl.rst say the tree shows on MPAM:
+
+- L2 and L3 are bitmaps of CPBM_WD bits with sparse masks allowed,
+  min_cbm_bits 1 and the full mask shareable (devices use PARTID 0);
+- MB is a percentage: min_bandwidth is the lowest band's percentage,
+  bandwidth_gran ceil(100 / 2^BWA_WD), delay_linear 1, no
+  thread_throttle_mode; a written value is rounded up to the granularity
+  by the filesystem and then to the nearest hardware band, and schemata
+  shows the band's percentage;
+- num_closids is PARTID_MAX + 1; L3_MON's num_rmids is
+  (PMG_MAX + 1) x (PARTID_MAX + 1); llc_occupancy is the only event (no
+  MBM files); max_threshold_occupancy defaults to the L3 size / num_rmids;
+- CDP is refused (Linux refuses it unless built with CONFIG_EXPERT);
+- llc_occupancy follows a simulated workload under the group's PARTID+PMG.
+"""
+
+import os
+import subprocess
+
+import resctrlfs_test as rt
+
+GRACE_L3 = 114 << 20
+MB = 1 << 20
+
+
+def l2_line(n, mask="ff"):
+    return "L2:" + ";".join("%d=%s" % (i, mask) for i in range(n))
+
+
+class GraceInfo(rt.ResctrlfsTestCase):
+    PLATFORM = "grace-2s"
+
+    def test_info_has_l2_l3_mb_and_l3_mon_only(self):
+        self.assertEqual(sorted(self.listdir("info")),
+                         ["L2", "L3", "L3_MON", "MB", "last_cmd_status"])
+
+    def test_cache_info_files(self):
+        for res, mask, bits in (("L3", "ffff", 16), ("L2", "ff", 8)):
+            self.assertEqual(sorted(self.listdir("info/" + res)),
+                             ["bit_usage", "cbm_mask", "min_cbm_bits", "num_closids",
+                              "shareable_bits", "sparse_masks"], res)
+            self.assertEqual(self.read("info/%s/num_closids" % res), "64\n")
+            self.assertEqual(self.read("info/%s/cbm_mask" % res), mask + "\n")
+            self.assertEqual(self.read("info/%s/min_cbm_bits" % res), "1\n")
+            self.assertEqual(self.read("info/%s/shareable_bits" % res), mask + "\n")
+            self.assertEqual(self.read("info/%s/sparse_masks" % res), "1\n")
+        # Every bit is hardware-shareable and used by the default group.
+        self.assertEqual(self.read("info/L3/bit_usage"), "0=%s;1=%s\n" % ("X" * 16, "X" * 16))
+
+    def test_mb_info_is_a_percentage_without_throttle_mode(self):
+        self.assertEqual(sorted(self.listdir("info/MB")),
+                         ["bandwidth_gran", "delay_linear", "min_bandwidth", "num_closids"])
+        self.assertEqual(self.read("info/MB/bandwidth_gran"), "7\n")  # ceil(100 / 2^4)
+        self.assertEqual(self.read("info/MB/min_bandwidth"), "6\n")  # round(100 / 16)
+        self.assertEqual(self.read("info/MB/delay_linear"), "1\n")
+        self.assertEqual(self.read("info/MB/num_closids"), "64\n")
+        self.assertEqual(self.read_errno("info/MB/thread_throttle_mode")[0], 2)
+
+    def test_l3_mon_has_llc_occupancy_only(self):
+        self.assertEqual(self.read("info/L3_MON/num_rmids"), "128\n")  # (1 + 1) x (63 + 1)
+        self.assertEqual(self.read("info/L3_MON/mon_features"), "llc_occupancy\n")
+        self.assertEqual(self.read("info/L3_MON/max_threshold_occupancy"),
+                         "%d\n" % (GRACE_L3 // 128))
+        # No MBM: no event configuration, no assignable counters.
+        self.assertEqual(sorted(self.listdir("info/L3_MON")),
+                         ["max_threshold_occupancy", "mbm_assign_mode", "mon_features",
+                          "num_rmids"])
+        self.assertEqual(self.read("info/L3_MON/mbm_assign_mode"), "[default]\n")
+
+    def test_default_schemata(self):
+        # Names are padded to the widest schema name, counting the CODE/DATA
+        # suffix of the CDP-capable caches ("L3CODE"), as Linux pads them;
+        # lines in Linux's schema list order.
+        self.assertEqual(self.read("schemata"),
+                         "    MB:0=100;1=100\n    " + l2_line(144) + "\n    L3:0=ffff;1=ffff\n")
+
+    def test_size(self):
+        self.assertEqual(self.read("size"),
+                         "    MB:0=100;1=100\n    " + l2_line(144, "1048576") +
+                         "\n    L3:0=%d;1=%d\n" % (GRACE_L3, GRACE_L3))
+
+    def test_no_exclusive_no_pseudo_locking(self):
+        # Every bit is hardware-shareable, so an exclusive group always
+        # overlaps it; MPAM has no pseudo-locking.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/mode", "exclusive\n"), 22)
+        self.assertEqual(self.lcs(), "Schemata overlaps\n")
+        self.assertEqual(self.write("g/mode", "pseudo-locksetup\n"), 22)
+        self.assertEqual(self.lcs(), "Pseudo-locking not supported\n")
+        self.assertEqual(self.read("g/mode"), "shareable\n")
+
+    def test_monitoring_tree(self):
+        self.assertEqual(sorted(self.listdir("mon_data")), ["mon_L3_00", "mon_L3_01"])
+        self.assertEqual(self.listdir("mon_data/mon_L3_00"), ["llc_occupancy"])
+        self.assertEqual(self.mkdir("mon_groups/m"), 0)
+        self.assertEqual(self.listdir("mon_groups/m/mon_data/mon_L3_01"), ["llc_occupancy"])
+        self.assertEqual(self.read("mon_groups/m/mon_data/mon_L3_01/llc_occupancy"), "0\n")
+
+
+class GraceSchemata(rt.ResctrlfsTestCase):
+    PLATFORM = "grace-2s"
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.mkdir("g"), 0)
+
+    def line(self, res):
+        for l in self.read("g/schemata").splitlines():
+            if l.strip().startswith(res + ":"):
+                return l.strip()
+        self.fail("no %s line" % res)
+
+    def test_sparse_masks_are_accepted(self):
+        self.assertEqual(self.write("g/schemata", "L3:0=f0f\n"), 0)
+        self.assertEqual(self.line("L3"), "L3:0=f0f;1=ffff")
+        self.assertEqual(self.write("g/schemata", "L2:5=81\n"), 0)
+        self.assertTrue(self.line("L2").startswith("L2:0=ff;1=ff;2=ff;3=ff;4=ff;5=81;6=ff"))
+        self.assertEqual(self.write("g/schemata", "L3:1=1\n"), 0)  # one bit is enough
+        self.assertEqual(self.line("L3"), "L3:0=f0f;1=1")
+
+    def test_bad_masks(self):
+        for text, msg in (("L3:0=0\n", "Mask out of range\n"),
+                          ("L3:0=1ffff\n", "Mask out of range\n"),
+                          ("L2:0=100\n", "Mask out of range\n"),
+                          ("L3:0=xyz\n", "Non-hex character in the mask xyz\n"),
+                          ("L3:2=f\n", "ok\n")):  # an unknown domain: EINVAL, no text
+            self.assertEqual(self.write("g/schemata", text), 22, text)
+            self.assertEqual(self.lcs(), msg, text)
+        self.assertEqual(self.line("L3"), "L3:0=ffff;1=ffff")
+
+    def test_mb_granularity_and_bands(self):
+        # 30 -> 35 (a multiple of 7) -> band 6 of 16 -> its upper bound 37.5% -> 38.
+        self.assertEqual(self.write("g/schemata", "MB:0=30\n"), 0)
+        self.assertEqual(self.line("MB"), "MB:0=38;1=100")
+        # 50 -> 56 -> band 9 -> 56.25% -> 56.
+        self.assertEqual(self.write("g/schemata", "MB:1=50\n"), 0)
+        self.assertEqual(self.line("MB"), "MB:0=38;1=56")
+        self.assertEqual(self.write("g/schemata", "MB:0=6\n"), 0)
+        self.assertEqual(self.line("MB"), "MB:0=6;1=56")
+        # 100 -> 105 (a multiple of 7): the top band, 100.
+        self.assertEqual(self.write("g/schemata", "MB:0=100\n"), 0)
+        self.assertEqual(self.line("MB"), "MB:0=100;1=56")
+        self.assertEqual(self.write("g/schemata", "MB:0=99\n"), 0)
+        self.assertEqual(self.line("MB"), "MB:0=100;1=56")
+
+    def test_mb_out_of_range(self):
+        for v in ("5", "101", "0"):
+            self.assertEqual(self.write("g/schemata", "MB:0=%s\n" % v), 22, v)
+            self.assertEqual(self.lcs(), "MB value %s out of range [6,100]\n" % v)
+        self.assertEqual(self.write("g/schemata", "MB:0=5%\n"), 22)
+        self.assertEqual(self.lcs(), "Invalid MB value 5%\n")
+
+    def test_closids_run_out_at_partid_max(self):
+        for i in range(62):  # 64 PARTIDs: the default group, g and 62 more
+            self.assertEqual(self.mkdir("c%d" % i), 0, i)
+        self.assertEqual(self.mkdir("full"), 28)  # ENOSPC
+        self.assertEqual(self.lcs(), "Out of CLOSIDs\n")
+
+
+class GraceOccupancy(rt.ResctrlfsTestCase):
+    PLATFORM = "grace-2s"
+    MANUAL_CLOCK = True
+
+    def occ(self, rel):
+        return int(self.read(rel))
+
+    def test_llc_occupancy_follows_a_workload(self):
+        if rt.MSR:
+            self.skipTest("no workload knob on real hardware")
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.write("g/cpus_list", "3-4\n"), 0)
+        self.assertEqual(self.write("g/mon_groups/m/cpus_list", "4\n"), 0)
+        self.workload(cpu=3, footprint_bytes=8 * MB)
+        self.workload(cpu=4, footprint_bytes=4 * MB)
+        self.assertEqual(self.occ("g/mon_data/mon_L3_00/llc_occupancy"), 0)
+        self.advance(2000)
+        own = self.occ("g/mon_data/mon_L3_00/llc_occupancy")
+        mon = self.occ("g/mon_groups/m/mon_data/mon_L3_00/llc_occupancy")
+        # The control group's file sums its own PARTID+PMG and its monitor group's.
+        self.assertGreater(mon, int(3.9 * MB))
+        self.assertLessEqual(mon, 4 * MB)
+        self.assertGreater(own, int(11.9 * MB))
+        self.assertLessEqual(own, 12 * MB)
+        self.assertEqual(self.occ("g/mon_data/mon_L3_01/llc_occupancy"), 0)
+
+    def test_portions_bound_occupancy(self):
+        if rt.MSR:
+            self.skipTest("no workload knob on real hardware")
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.write("g/schemata", "L3:0=1\n"), 0)  # 1/16 of 114 MB
+        self.assertEqual(self.write("g/cpus_list", "2\n"), 0)
+        self.workload(cpu=2, footprint_bytes=64 * MB)
+        self.advance(5000)
+        got = self.occ("g/mon_data/mon_L3_00/llc_occupancy")
+        self.assertGreater(got, int(0.95 * GRACE_L3 / 16))
+        self.assertLessEqual(got, GRACE_L3 // 16 + 1)
+
+
+class GraceCdpRefused(rt.ResctrlfsTestCase):
+    PLATFORM = "grace-2s"
+
+    def test_cdp_mount_fails(self):
+        for opt in ("cdp", "cdpl2"):
+            with self.assertRaises(RuntimeError) as e:
+                m = rt.Mount(platform="grace-2s", options=[opt])
+                self.addCleanup(m.cleanup)
+            self.assertIn("CDP not supported", str(e.exception), opt)
+
+
+class GraceOnHost(rt.ResctrlfsTestCase):
+    PLATFORM = "grace-2s@host"
+
+    def test_fitted_to_this_machine(self):
+        self.assertEqual(self.read("info/L3/cbm_mask"), "ffff\n")
+        lines = self.read("schemata").splitlines()
+        self.assertIn("L3:0=ffff;1=ffff", [l.strip() for l in lines])
+        self.assertEqual(self.read("cpus_list"), "0-%d\n" % (os.cpu_count() - 1))
+
+
+class AmpereOne(rt.ResctrlfsTestCase):
+    PLATFORM = "ampereone-2s"
+
+    def test_tree(self):
+        self.assertEqual(sorted(self.listdir("info")),
+                         ["L3", "L3_MON", "MB", "last_cmd_status"])
+        self.assertEqual(self.read("info/L3/num_closids"), "32\n")
+        self.assertEqual(self.read("info/MB/bandwidth_gran"), "13\n")  # ceil(100 / 8)
+        self.assertEqual(self.read("info/MB/min_bandwidth"), "13\n")  # round(12.5)
+        self.assertEqual(self.read("info/L3_MON/num_rmids"), "128\n")  # (3 + 1) x (31 + 1)
+        self.assertEqual(sorted(l.strip() for l in self.read("schemata").splitlines()),
+                         ["L3:0=ffff;1=ffff", "MB:0=100;1=100"])
+
+    def test_mb_rounding(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        # 30 -> 39 (a multiple of 13) -> band 3 of 8 -> 37.5% -> 38.
+        self.assertEqual(self.write("g/schemata", "MB:1=30\n"), 0)
+        self.assertIn("MB:0=100;1=38", [l.strip() for l in self.read("g/schemata").splitlines()])
+        self.assertEqual(self.write("g/schemata", "MB:1=12\n"), 22)
+        self.assertEqual(self.lcs(), "MB value 12 out of range [13,100]\n")
+
+
+class MpamSandbox(rt.unittest.TestCase):
+    """The sandbox shows an MPAM platform's arm64 /proc/cpuinfo and its
+    caches in sysfs, fitted to this machine's CPUs."""
+
+    def test_sandbox_shows_arm64_cpuinfo(self):
+        if rt.MSR:
+            self.skipTest("the sandbox's --backend msr shows the machine itself")
+        sb = rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+        if not os.access(sb, os.X_OK):
+            self.skipTest("%s is not built in this tree" % sb)
+        script = ("cat /proc/cpuinfo; echo ==; cat /sys/fs/resctrl/info/L3/cbm_mask; "
+                  "cat /sys/devices/system/cpu/cpu0/cache/index3/size")
+        out = subprocess.run([sb, "--daemon", rt.daemon_binary(), "--platform", "grace-2s",
+                              "--", "sh", "-c", script],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        cpuinfo, _, rest = out.stdout.partition("==\n")
+        blocks = [b for b in cpuinfo.split("\n\n") if b.strip()]
+        self.assertEqual(len(blocks), os.cpu_count())
+        for i, b in enumerate(blocks):
+            self.assertIn("processor\t: %d\n" % i, b)
+            self.assertIn("CPU implementer\t: 0x41\n", b)
+            self.assertIn("CPU part\t: 0xd4f\n", b)
+            self.assertIn("CPU architecture: 8\n", b)
+            self.assertNotIn("vendor_id", b)
+            self.assertNotIn("cat_l3", b)
+        self.assertEqual(rest, "ffff\n%dK\n" % (GRACE_L3 >> 10))
+
+    def test_sandbox_virtual_cpus(self):
+        if rt.MSR:
+            self.skipTest("the sandbox's --backend msr shows the machine itself")
+        sb = rt._find_binary("RESCTRLFS_SANDBOX", "sandbox/resctrlfs-sandbox")
+        if not os.access(sb, os.X_OK):
+            self.skipTest("%s is not built in this tree" % sb)
+        script = ("nproc; grep -c ^processor /proc/cpuinfo; "
+                  "cat /sys/devices/system/cpu/cpu200/cache/index3/id")
+        out = subprocess.run([sb, "--daemon", rt.daemon_binary(), "--platform", "ampereone-2s",
+                              "--cpus", "platform", "--", "sh", "-c", script],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "384\n384\n1\n")
+
+
+if __name__ == "__main__":
+    rt.main()
