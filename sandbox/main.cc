@@ -62,7 +62,7 @@ struct PlatformView {
   std::vector<CpuPlacement> placement;  // index = CPU number
   CacheSizes caches;                    // sysfs cache/index{2,3}/size
   uint64_t cpuinfo_cache_kb = 0;        // cpuinfo's "cache size"
-  std::string own_cpuinfo;              // a platform that is not x86: its whole /proc/cpuinfo
+  std::string own_cpuinfo;              // a platform of another CPU family: its whole /proc/cpuinfo
 };
 
 // cpuinfo's "cache size": the L2's where the platform says so
@@ -96,7 +96,7 @@ Result<PlatformView> load_platform(const std::string& name) {
     p.node = cpu < info.cpu_ids(hw::Scope::NODE).size() ? info.cpu_ids(hw::Scope::NODE)[cpu] : -1;
     v.placement.push_back(p);
   }
-  if (backend.facts) {  // another architecture: its own cpuinfo, no x86 flags
+  if (backend.facts) {  // another architecture: its own cpuinfo, not the host's rewritten
     std::vector<unsigned> cpus;
     for (unsigned c = 0; c < v.placement.size(); ++c) cpus.push_back(c);
     v.vendor = backend.facts->vendor;
@@ -318,7 +318,7 @@ class Sandbox {
  private:
   Result<void> fake_proc_and_sysfs();
   Result<void> fake_cpu_tree();
-  Result<void> fake_x86_cpuinfo();
+  Result<void> rewrite_host_cpuinfo();
 
   Options opts_;
   PlatformView platform_;
@@ -434,7 +434,7 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
     RESCTRLFS_RETURN_IF_ERROR(
         bind_file(staging_, "cpuinfo", platform_.own_cpuinfo, "/proc/cpuinfo"));
   } else {
-    RESCTRLFS_RETURN_IF_ERROR(fake_x86_cpuinfo());
+    RESCTRLFS_RETURN_IF_ERROR(rewrite_host_cpuinfo());
   }
   int n = 0;
   for (const auto& b : topology_binds_)
@@ -443,9 +443,9 @@ Result<void> Sandbox::fake_proc_and_sysfs() {
   return {};
 }
 
-// The host's /proc/cpuinfo with the x86 platform's vendor, RDT flags,
+// The host's /proc/cpuinfo with the platform's vendor, RDT flags,
 // packages and cache size.
-Result<void> Sandbox::fake_x86_cpuinfo() {
+Result<void> Sandbox::rewrite_host_cpuinfo() {
   RESCTRLFS_ASSIGN_OR_RETURN(std::string cpuinfo, read_text_file("/proc/cpuinfo"));
   if (vcpus_.enabled()) {
     std::vector<int> cores;
