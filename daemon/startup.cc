@@ -327,20 +327,39 @@ void StartupPipe::report_error(const std::string& message) {
   fd_ = -1;
 }
 
-void notify_systemd_ready() {
-  const char* path = std::getenv("NOTIFY_SOCKET");
-  if (path == nullptr || path[0] == '\0') return;
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
+bool send_systemd_notification(const char* path, std::string_view msg, int fd) {
+  if (path == nullptr || path[0] == '\0') return false;
+  const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   const size_t len = std::min(std::strlen(path), sizeof(addr.sun_path) - 1);
   std::memcpy(addr.sun_path, path, len);
-  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
-  const char msg[] = "READY=1";
-  (void)sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
-               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
-  ::close(fd);
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';
+  iovec iov{const_cast<char*>(msg.data()), msg.size()};
+  msghdr mh{};
+  mh.msg_name = &addr;
+  mh.msg_namelen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    std::memset(control, 0, sizeof(control));
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  const bool ok = sendmsg(s, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(msg.size());
+  ::close(s);
+  return ok;
+}
+
+void notify_systemd_ready() {
+  (void)send_systemd_notification(std::getenv("NOTIFY_SOCKET"), "READY=1");
 }
 
 }  // namespace resctrlfs::daemon

@@ -114,6 +114,11 @@ bool syslog_listens(const char* path = "/dev/log");
 // or socket, whose reader waits for the end of it.
 bool stderr_is_kept_open_safely();
 
+// Sends `msg` (and `fd` with SCM_RIGHTS when >= 0) to systemd's notify
+// socket at `path` ("@name": the abstract namespace); false when `path` is
+// null or empty or the message was not sent whole.
+bool send_systemd_notification(const char* path, std::string_view msg, int fd = -1);
+
 // sd_notify(READY=1) when started by systemd with Type=notify.
 void notify_systemd_ready();
 

@@ -47,39 +47,6 @@ std::string self_path() {
   return p;
 }
 
-// Sends `msg` (and `fd` with SCM_RIGHTS when >= 0) to the datagram socket
-// at `path` ("@name": the abstract namespace).
-bool notify(const char* path, std::string_view msg, int fd = -1) {
-  if (path == nullptr || path[0] == '\0') return false;
-  const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  const size_t len = std::min(std::strlen(path), sizeof(addr.sun_path) - 1);
-  std::memcpy(addr.sun_path, path, len);
-  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';
-  iovec iov{const_cast<char*>(msg.data()), msg.size()};
-  msghdr mh{};
-  mh.msg_name = &addr;
-  mh.msg_namelen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  if (fd >= 0) {
-    std::memset(control, 0, sizeof(control));
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
-  const bool ok = sendmsg(s, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(msg.size());
-  ::close(s);
-  return ok;
-}
-
 class Keeper {
  public:
   Keeper(const DaemonOptions& opts, const std::vector<std::string>& args)
@@ -270,7 +237,7 @@ int Keeper::run() {
           ever_ready_ = true;
           spdlog::info("keeper: {} is served (pid {}); the keeper holds the connection",
                        opts_.mountpoint, child_);
-          notify(systemd_notify_.c_str(), "READY=1");
+          send_systemd_notification(systemd_notify_.c_str(), "READY=1");
           startup_.report_ready(/*keep_stderr=*/stderr_is_kept_open_safely());
         }
       }
@@ -361,7 +328,7 @@ bool store_fd_in_systemd(int fd) {
     spdlog::warn("--fd-store: no NOTIFY_SOCKET (not run by systemd): a restart cannot take over");
     return false;
   }
-  if (!notify(path, "FDSTORE=1\nFDNAME=fuse", fd)) {
+  if (!send_systemd_notification(path, "FDSTORE=1\nFDNAME=fuse", fd)) {
     spdlog::warn("--fd-store: handing the FUSE descriptor to systemd: {}", strerror(errno));
     return false;
   }
@@ -369,7 +336,7 @@ bool store_fd_in_systemd(int fd) {
 }
 
 void remove_fd_from_systemd() {
-  (void)notify(std::getenv("NOTIFY_SOCKET"), "FDSTOREREMOVE=1\nFDNAME=fuse");
+  (void)send_systemd_notification(std::getenv("NOTIFY_SOCKET"), "FDSTOREREMOVE=1\nFDNAME=fuse");
 }
 
 }  // namespace resctrlfs::daemon
