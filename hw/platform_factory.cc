@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 
+#include "hw/mpam/platforms.h"
 #include "hw/real/dev_cpuid.h"
 #include "hw/real/msr_backend.h"
 #include "hw/sim/profile.h"
@@ -54,8 +55,28 @@ Result<std::unique_ptr<HwProbe>> probe(const PlatformOptions& opts) {
 }
 }  // namespace x86_rows
 
+// Arm MPAM: the simulated machines of hw/mpam; no real backend.
+namespace mpam_rows {
+bool claims(const std::string& platform) {
+  std::string base = platform;
+  if (base.ends_with(sim::kFitToHostSuffix))
+    base.resize(base.size() - std::string_view(sim::kFitToHostSuffix).size());
+  for (const std::string& n : mpam::mpam_platform_names())
+    if (n == base) return true;
+  return false;
+}
+Result<Backend> make_sim(const std::string& platform, const std::string& rdt) {
+  if (!rdt.empty())
+    return Error::make(
+        EINVAL, "--rdt is the x86 kernel's rdt= option; " + platform + " is an Arm MPAM platform");
+  return *mpam::make_mpam_backend(platform);
+}
+}  // namespace mpam_rows
+
 // The architectures, most specific first (a new one goes above x86).
 const Architecture kArchitectures[] = {
+    {"mpam", mpam::mpam_platform_names, mpam_rows::claims, mpam_rows::make_sim, nullptr, nullptr,
+     nullptr, nullptr, nullptr},
     {"x86", builtin_platforms, x86_rows::claims, make_sim_backend, x86_rows::make_real,
      x86_rows::cpuinfo_flags, check_msr_preconditions, x86_rows::real_cpu, x86_rows::probe},
 };

@@ -1,31 +1,19 @@
 // Implements make_sim_backend() and builtin_platforms(): a simulated machine
-// from a platform profile, with the x86 Arch programming it, or one of the
-// built-in Arm MPAM platforms (hw/mpam/) with the MPAM Arch.
+// from a platform profile, with the x86 Arch programming it.
 #include <memory>
 
 #include "hw/backend.h"
-#include "hw/mpam/platforms.h"
 #include "hw/sim/machine.h"
 #include "hw/sim/profile.h"
 #include "hw/x86/arch_x86.h"
 
 namespace resctrlfs::hw {
 
-std::vector<std::string> builtin_platforms() {
-  std::vector<std::string> names = sim::builtin_profile_names();
-  for (std::string& n : mpam::mpam_platform_names()) names.push_back(std::move(n));
-  return names;
-}
+std::vector<std::string> builtin_platforms() { return sim::builtin_profile_names(); }
 
 Result<void> check_rdt_list(std::string_view rdt) { return x86::RdtOptions::check(rdt); }
 
 Result<Backend> make_sim_backend(const std::string& platform, const std::string& rdt) {
-  if (auto mpam = mpam::make_mpam_backend(platform)) {
-    if (!rdt.empty())
-      return Error::make(EINVAL, "--rdt is the x86 kernel's rdt= option; " + platform +
-                                     " is an Arm MPAM platform");
-    return std::move(*mpam);
-  }
   RESCTRLFS_ASSIGN_OR_RETURN(sim::Profile profile, sim::load_profile(platform));
   x86::RdtOptions extra = x86::RdtOptions::parse(rdt);
   for (auto& f : extra.force_on) profile.rdt.force_on.push_back(std::move(f));

@@ -10,6 +10,7 @@
 #include "hw/mpam/msc.h"
 #include "hw/mpam/platforms.h"
 #include "hw/mpam/registers.h"
+#include "hw/platform_factory.h"
 
 using namespace resctrlfs;
 using namespace resctrlfs::hw;
@@ -317,11 +318,13 @@ TEST_CASE("An idle label keeps its lines until others fill (limbo)") {
         held / 10);
 }
 
-TEST_CASE("MPAM built-ins are listed and made by make_sim_backend, with @host fitting") {
-  auto names = builtin_platforms();
+TEST_CASE("MPAM built-ins are listed and made by the platform factory, with @host fitting") {
+  auto names = platform_names();
   CHECK(std::find(names.begin(), names.end(), "grace-2s") != names.end());
   CHECK(std::find(names.begin(), names.end(), "ampereone-2s") != names.end());
-  auto b = make_sim_backend("grace-2s");
+  PlatformOptions opts;
+  opts.platform = "grace-2s";
+  auto b = make_platform(opts);
   REQUIRE(b.ok());
   CHECK(!b->cpu.has_value());
   CHECK(b->facts.has_value());
@@ -337,7 +340,8 @@ TEST_CASE("MPAM built-ins are listed and made by make_sim_backend, with @host fi
   auto small = mpam_platform("grace-2s@host", 1u);
   REQUIRE(small.has_value());
   CHECK_FALSE(small->ok());
-  CHECK(make_sim_backend("grace-2s", "l3cat").error().code == EINVAL);
+  opts.rdt = "l3cat";
+  CHECK(make_platform(opts).error().code == EINVAL);
 }
 
 TEST_CASE("arm64 /proc/cpuinfo of an MPAM platform") {
