@@ -12,8 +12,6 @@ namespace resctrlfs::hw::mpam {
 namespace {
 
 constexpr unsigned kMaxMbaBw = 100;
-// The kernel's text for a failed register write (last_cmd_status).
-constexpr const char* kHwWriteFailed = "Failed to write hardware register\n";
 
 uint32_t div_round_closest(uint32_t n, uint32_t d) { return (n + d / 2) / d; }
 
@@ -290,7 +288,7 @@ Result<void> MpamArch::update_ctrls(const std::vector<CtrlUpdate>& updates) {
         if (write_ctrl(u.msc, u.rid, u.partid, u.old_reg).ok())
           shadow_[{res_index(u.rid), u.msc}][u.partid] = u.old_reg;
       }
-      return Error::make(EIO, kHwWriteFailed);
+      return write_failure();
     }
     shadow_[{res_index(w.rid), w.msc}][w.partid] = w.new_reg;
   }
@@ -329,8 +327,7 @@ Result<void> MpamArch::reset_all_ctrls() {
   for (auto& [k, regs] : shadow_) {
     const ResourceId rid = static_cast<ResourceId>(k.first);
     for (uint32_t p = 0; p < regs.size(); ++p) {
-      if (!write_ctrl(k.second, rid, p, reset_reg(rid)).ok())
-        return Error::make(EIO, kHwWriteFailed);
+      if (!write_ctrl(k.second, rid, p, reset_reg(rid)).ok()) return write_failure();
       regs[p] = reset_reg(rid);
     }
   }
