@@ -18,26 +18,14 @@ class HotplugEvents final : public hw::ArchEvents, Part {
   using Part::Part;
   void ctrl_domain_online(hw::ResourceId rid, int id) override { ctrl_domain_back(rid, id); }
   void ctrl_domain_offline(hw::ResourceId rid, int id) override { ctrl_domain_gone(rid, id); }
-  void mon_domain_online(hw::ResourceId rid, int id) override {
-    if (rid == hw::ResourceId::PERF_PKG)
-      perf_pkg_domain_back(id);
-    else
-      mon_domain_back(id);
-  }
-  void mon_domain_offline(hw::ResourceId rid, int id) override {
-    if (rid == hw::ResourceId::PERF_PKG)
-      perf_pkg_domain_gone(id);
-    else
-      mon_domain_gone(id);
-  }
+  void mon_domain_online(hw::ResourceId rid, int id) override { mon_domain_back(rid, id); }
+  void mon_domain_offline(hw::ResourceId rid, int id) override { mon_domain_gone(rid, id); }
 
  private:
   void ctrl_domain_gone(hw::ResourceId rid, int domain_id);
   void ctrl_domain_back(hw::ResourceId rid, int domain_id);
-  void mon_domain_gone(int domain_id);
-  void mon_domain_back(int domain_id);
-  void perf_pkg_domain_gone(int package_id);
-  void perf_pkg_domain_back(int package_id);
+  void mon_domain_gone(hw::ResourceId rid, int domain_id);
+  void mon_domain_back(hw::ResourceId rid, int domain_id);
 };
 
 Result<void> FsImpl::cpu_offline(unsigned cpu) {
@@ -101,30 +89,35 @@ void HotplugEvents::ctrl_domain_back(hw::ResourceId rid, int domain_id) {
   }
 }
 
-void HotplugEvents::mon_domain_gone(int domain_id) {
+// The state kept per monitoring domain beyond its directories (RMID limbo,
+// assignable counters, the MBM baselines) is the L3's, as in the kernel's
+// resctrl_online_mon_domain()/resctrl_offline_mon_domain(); every
+// monitor-capable resource's domains have directories in each mon_data.
+void HotplugEvents::mon_domain_gone(hw::ResourceId rid, int domain_id) {
   m_.assert_command_locked();
-  if (!m_.mon_capable()) return;
-  p_.mon.rmids().remove_domain(domain_id);
+  if (!m_.info.res(rid).mon.capable) return;
+  const bool l3 = rid == hw::ResourceId::L3;
+  if (l3) p_.mon.rmids().remove_domain(domain_id);
   if (!m_.mounted) return;
   for (auto& g : m_.groups) {
     // The domain's counters vanish with it.
-    for (auto it = g->cntrs.begin(); it != g->cntrs.end();)
-      it = it->first.first == domain_id ? g->cntrs.erase(it) : std::next(it);
+    if (l3) {
+      for (auto it = g->cntrs.begin(); it != g->cntrs.end();)
+        it = it->first.first == domain_id ? g->cntrs.erase(it) : std::next(it);
+    }
     Node* dir = m_.nodes.get(g->dir);
     Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
     std::vector<Node*> gone;
     for (const ChildMap::Entry& e : md->children) {
       Node* c = m_.nodes.get(e.ino);
-      // Telemetry domains are packages: they have their own up-calls.
-      if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != hw::ResourceId::L3)
-        continue;
+      if (c == nullptr || c->kind != NodeKind::kMonDomain || c->mon_rid != rid) continue;
       if (!c->mon_sum) {
         if (c->domain == domain_id) gone.push_back(c);
         continue;
       }
-      // SNC: the node's mon_sub_L3_YY goes; the L3's directory goes with
-      // its last node.
+      // SNC: the node's mon_sub_<RES>_YY goes; the cache's directory goes
+      // with its last node.
       unsigned subs = 0;
       Node* sub = nullptr;
       for (const ChildMap::Entry& se : c->children) {
@@ -139,55 +132,31 @@ void HotplugEvents::mon_domain_gone(int domain_id) {
     // Nobody named these entries: the kernel's dcache must be told.
     for (Node* c : gone) m_.nodes.remove(c, m_.inval);
   }
-  p_.mon.mon_domain_gone(domain_id);
+  if (l3) p_.mon.mon_domain_gone(domain_id);
 }
 
-void HotplugEvents::mon_domain_back(int domain_id) {
+void HotplugEvents::mon_domain_back(hw::ResourceId rid, int domain_id) {
   m_.assert_command_locked();
-  if (!m_.mon_capable()) return;
-  p_.mon.rmids().add_domain(domain_id);
+  const hw::MonCaps& mon = m_.info.res(rid).mon;
+  if (!mon.capable) return;
+  const bool l3 = rid == hw::ResourceId::L3;
+  if (l3) p_.mon.rmids().add_domain(domain_id);
   if (!m_.mounted) return;
-  p_.mon.mon_domain_back(domain_id);
+  if (l3) p_.mon.mon_domain_back(domain_id);
   for (auto& g : m_.groups) {
     Node* dir = m_.nodes.get(g->dir);
     Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
     if (md == nullptr) continue;
-    Node* dd = p_.tree.build_mon_domain(md, domain_id);
+    Node* dd = p_.tree.build_mon_domain(md, rid, domain_id);
     // A negative dentry for the name may be cached from while it was gone.
     if (m_.inval != nullptr) m_.inval->inval_entry(dd->parent, dd->name);
   }
   // MBM state of the new domain is fresh in hw/: the first read of each
   // group is its baseline, as the kernel's mkdir_mondata_subdir read does.
+  // Other counters (occupancy, the telemetry's cumulative counts) need none.
   for (auto& g : m_.groups) {
-    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::L3).mon.events)
-      if (m_.is_mbm(ev.id))
-        m_.arch->reset_counter(hw::ResourceId::L3, domain_id, g->closid, g->rmid, ev.id);
-  }
-}
-
-void HotplugEvents::perf_pkg_domain_gone(int package_id) {
-  m_.assert_command_locked();
-  if (!m_.mounted) return;
-  for (auto& g : m_.groups) {
-    Node* dir = m_.nodes.get(g->dir);
-    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
-    if (md == nullptr) continue;
-    char name[32];
-    std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
-    if (Node* c = m_.nodes.child(md, name)) m_.nodes.remove(c, m_.inval);
-  }
-}
-
-void HotplugEvents::perf_pkg_domain_back(int package_id) {
-  m_.assert_command_locked();
-  // Telemetry needs no reset: the aggregators' counts are cumulative.
-  if (!m_.mounted) return;
-  for (auto& g : m_.groups) {
-    Node* dir = m_.nodes.get(g->dir);
-    Node* md = dir != nullptr ? m_.nodes.child(dir, "mon_data") : nullptr;
-    if (md == nullptr) continue;
-    Node* dd = p_.tree.build_perf_pkg_domain(md, package_id);
-    if (m_.inval != nullptr) m_.inval->inval_entry(md->ino, dd->name);
+    for (const hw::MonEvent& ev : mon.events)
+      if (m_.is_mbm(ev.id)) m_.arch->reset_counter(rid, domain_id, g->closid, g->rmid, ev.id);
   }
 }
 

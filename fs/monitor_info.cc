@@ -44,26 +44,17 @@ bool Monitor::cond_bmec_local() const {
 }
 
 Result<std::string> Monitor::show_num_rmids(const Node& n) {
-  if (n.mon_rid == hw::ResourceId::PERF_PKG)
-    return u(m_.info.res(hw::ResourceId::PERF_PKG).mon.num_rmids);
-  return u(m_.info.res(hw::ResourceId::L3).mon.num_rmids);
+  return u(m_.info.res(n.mon_rid).mon.num_rmids);
 }
 
 Result<std::string> Monitor::show_mon_features(const Node& n) {
+  const hw::MonCaps& mon = m_.info.res(n.mon_rid).mon;
   std::string out;
-  if (n.mon_rid == hw::ResourceId::PERF_PKG) {
-    for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::PERF_PKG).mon.events) {
-      out += event_name(ev.id);
-      out += '\n';
-    }
-    return out;
-  }
-  for (EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
-    out += event_name(ev);
+  for (const hw::MonEvent& ev : mon.events) {
+    out += event_name(ev.id);
     out += '\n';
-    if (m_.info.res(hw::ResourceId::L3).mon.evt_cfg.capable && m_.is_mbm(ev) &&
-        !set_.mbm_event_mode) {
-      out += event_name(ev);
+    if (mon.evt_cfg.capable && m_.is_mbm(ev.id) && !set_.mbm_event_mode) {
+      out += event_name(ev.id);
       out += "_config\n";
     }
   }

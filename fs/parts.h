@@ -203,15 +203,18 @@ class Tree final : public Part {
   uint32_t group_flags(const Group& g) const;
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
-  // One mon_<RES>_<id> directory and its event files under `mon_data`,
-  // which lends it mode and owner; under SNC the node's mon_sub_L3_<node>
-  // below its L3's directory (made first if absent). Returns the topmost
-  // node created.
-  Node* build_mon_domain(Node* mon_data, int domain_id);
-  Node* build_perf_pkg_domain(Node* mon_data, int package_id);  // mon_PERF_PKG_XX
+  // One mon_<RES>_<id> directory of resource `rid`'s monitoring domain
+  // `domain_id` and its event files under `mon_data`, which lends it mode
+  // and owner; under SNC the node's mon_sub_<RES>_<node> below its cache's
+  // directory (made first if absent). Returns the topmost node created.
+  Node* build_mon_domain(Node* mon_data, hw::ResourceId rid, int domain_id);
   void build_info_tree();
   Group* group_of(const Node& n) const;  // null for info nodes
 };
+
+// The name of a monitoring domain's directory in mon_data: mon_<RES>_<id>,
+// or mon_sub_<RES>_<id> for an SNC node below its cache's directory.
+std::string mon_domain_dir_name(hw::ResourceId rid, int id, bool sub);
 
 // Groups: mount and unmount, mkdir/rmdir/rename of CTRL_MON and MON
 // groups, and thread membership (groups.cc, membership.cc).

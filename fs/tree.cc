@@ -5,7 +5,9 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
+#include <string>
 
 #include "fs/events.h"
 #include "fs/impl.h"
@@ -21,7 +23,20 @@ bool row_matches(const FileRow& row, uint32_t flags) {
   return row.flags != 0 && (row.flags & ~flags) == 0;
 }
 
+// The rows of a resource's info/<RES>_MON, as the kernel's per-resource
+// file flags (r->fflags) choose them: a cache's monitoring (its occupancy
+// threshold, bandwidth counter configuration) or a package's telemetry.
+uint32_t mon_info_flags(const hw::Resource& r) {
+  return r.mon.scope == hw::Scope::PACKAGE ? uint32_t{kResPerfPkg} : uint32_t{kResCache};
+}
+
 }  // namespace
+
+std::string mon_domain_dir_name(hw::ResourceId rid, int id, bool sub) {
+  char num[16];
+  std::snprintf(num, sizeof(num), "%02d", id);
+  return std::string(sub ? "mon_sub_" : "mon_") + hw::resource_name(rid) + "_" + num;
+}
 
 void Tree::add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid) {
   for (const FileRow& row : file_table()) {
@@ -74,61 +89,46 @@ void Tree::build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gi
 void Tree::build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid) {
   Node* md = m_.nodes.add(dir, "mon_data", NodeKind::kMonData, S_IFDIR | dir_mode, uid, gid,
                           m_.now_seconds());
-  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
-    build_mon_domain(md, d.id);
-  for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::PERF_PKG).mon.mon_domains)
-    build_perf_pkg_domain(md, d.id);
+  // One directory per monitoring domain of every monitor-capable resource,
+  // as the kernel's mkdir_mondata_all() walks its resources.
+  hw::for_each_mon_capable(m_.info, [&](const hw::Resource& r) {
+    for (const hw::MonDomain& d : r.mon.mon_domains) build_mon_domain(md, r.rid, d.id);
+  });
 }
 
-Node* Tree::build_perf_pkg_domain(Node* md, int package_id) {
-  // Telemetry: one directory per package, the enabled events in event-id order.
-  char name[32];
-  std::snprintf(name, sizeof(name), "mon_PERF_PKG_%02d", package_id);
-  Node* dd =
-      m_.nodes.add(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid, m_.now_seconds());
-  dd->domain = package_id;
-  dd->mon_rid = hw::ResourceId::PERF_PKG;
-  for (const hw::MonEvent& ev : m_.info.res(hw::ResourceId::PERF_PKG).mon.events) {
-    Node* f = m_.nodes.add(dd, event_name(ev.id), NodeKind::kEventFile, S_IFREG | 0444, md->uid,
-                           md->gid, m_.now_seconds());
-    f->event = ev.id;
-  }
-  return dd;
-}
-
-Node* Tree::build_mon_domain(Node* md, int domain_id) {
+Node* Tree::build_mon_domain(Node* md, hw::ResourceId rid, int domain_id) {
+  const hw::MonCaps& mon = m_.info.res(rid).mon;
   auto add_events = [&](Node* dd) {
-    for (hw::EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
-      Node* f = m_.nodes.add(dd, event_name(ev), NodeKind::kEventFile, S_IFREG | 0444, md->uid,
+    dd->mon_rid = rid;
+    for (const hw::MonEvent& ev : mon.events) {
+      Node* f = m_.nodes.add(dd, event_name(ev.id), NodeKind::kEventFile, S_IFREG | 0444, md->uid,
                              md->gid, m_.now_seconds());
-      f->event = ev;
+      f->event = ev.id;
     }
   };
   // Under SNC the domain is a NUMA node: its directory goes below the one of
-  // the L3 cache it shares, created with the cache's first node.
-  const bool snc = m_.info.res(hw::ResourceId::L3).mon.snc_ways > 1;
-  int l3_id = domain_id;
+  // the cache it shares, created with the cache's first node.
+  const bool snc = mon.snc_ways > 1;
+  int unit_id = domain_id;
   if (snc) {
-    for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains)
-      if (d.id == domain_id) l3_id = d.l3_id;
+    for (const hw::MonDomain& d : mon.mon_domains)
+      if (d.id == domain_id) unit_id = d.l3_id;
   }
-  char name[32];
-  std::snprintf(name, sizeof(name), "mon_L3_%02d", l3_id);
+  const std::string name = mon_domain_dir_name(rid, unit_id, false);
   Node* dd = m_.nodes.child(md, name);
   Node* created = nullptr;
   if (dd == nullptr) {
     dd = m_.nodes.add(md, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid, m_.now_seconds());
-    // With SNC this directory stands for the whole L3: its files sum the
+    // With SNC this directory stands for the whole cache: its files sum the
     // node domains below it.
-    dd->domain = l3_id;
+    dd->domain = unit_id;
     dd->mon_sum = snc;
     add_events(dd);
     created = dd;
   }
   if (!snc) return dd;
-  std::snprintf(name, sizeof(name), "mon_sub_L3_%02d", domain_id);
-  Node* sub =
-      m_.nodes.add(dd, name, NodeKind::kMonDomain, md->mode, md->uid, md->gid, m_.now_seconds());
+  Node* sub = m_.nodes.add(dd, mon_domain_dir_name(rid, domain_id, true), NodeKind::kMonDomain,
+                           md->mode, md->uid, md->gid, m_.now_seconds());
   sub->domain = domain_id;
   sub->mon_sum = false;
   add_events(sub);
@@ -150,36 +150,34 @@ void Tree::build_info_tree() {
     uint32_t flags = kInfo | kCtrl | dbg | (s.kind == schemata::Kind::CACHE ? kResCache : kResMb);
     add_file_rows(d, flags, m_.mount_uid, m_.mount_gid);
   }
-  if (m_.info.res(hw::ResourceId::PERF_PKG).mon.capable) {
-    Node* m = m_.nodes.add(info, "PERF_PKG_MON", NodeKind::kInfoMon, S_IFDIR | 0755, m_.mount_uid,
-                           m_.mount_gid, m_.now_seconds());
-    m->mon_rid = hw::ResourceId::PERF_PKG;
-    add_file_rows(m, kInfo | kMon | kResPerfPkg | dbg, m_.mount_uid, m_.mount_gid);
-  }
-  if (m_.info.res(hw::ResourceId::L3).mon.capable) {
-    Node* m = m_.nodes.add(info, "L3_MON", NodeKind::kInfoMon, S_IFDIR | 0755, m_.mount_uid,
-                           m_.mount_gid, m_.now_seconds());
-    m_.info_mon_ino = m->ino;
-    add_file_rows(m, kInfo | kMon | kResCache | dbg, m_.mount_uid, m_.mount_gid);
-    if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.capable) {
-      Node* ec = m_.nodes.add(m, "event_configs", NodeKind::kEventConfigs, S_IFDIR | 0755,
-                              m_.mount_uid, m_.mount_gid, m_.now_seconds());
-      for (hw::EventId ev : m_.info.res(hw::ResourceId::L3).mon.event_ids()) {
-        if (!m_.is_mbm(ev)) continue;
-        Node* e = m_.nodes.add(ec, event_name(ev), NodeKind::kEventConfig, S_IFDIR | 0755,
-                               m_.mount_uid, m_.mount_gid, m_.now_seconds());
-        e->event = ev;
-        add_file_rows(e, kAssignConfig | dbg, m_.mount_uid, m_.mount_gid);
-        // event_filter is registered 0444 and made 0644 where the counters'
-        // transactions can be configured, as Linux's
-        // resctrl_l3_mon_resource_init() (fs/resctrl/monitor.c) does from the
-        // arch's mbm_cntr_configurable; event_filter_write() refuses otherwise.
-        if (m_.info.res(hw::ResourceId::L3).mon.cntr_assign.configurable) {
-          if (Node* f = m_.nodes.child(e, "event_filter")) f->mode |= 0200;
-        }
+  // <RES>_MON for every monitor-capable resource, as the kernel's
+  // rdtgroup_create_info_dir() walks them.
+  hw::for_each_mon_capable(m_.info, [&](const hw::Resource& r) {
+    Node* m = m_.nodes.add(info, std::string(hw::resource_name(r.rid)) + "_MON", NodeKind::kInfoMon,
+                           S_IFDIR | 0755, m_.mount_uid, m_.mount_gid, m_.now_seconds());
+    m->mon_rid = r.rid;
+    // Memory bandwidth counters (and with them the assignment and event
+    // configuration files) are L3's, as in the kernel's fs/resctrl/monitor.c.
+    if (r.rid == hw::ResourceId::L3) m_.info_mon_ino = m->ino;
+    add_file_rows(m, kInfo | kMon | mon_info_flags(r) | dbg, m_.mount_uid, m_.mount_gid);
+    if (!r.mon.cntr_assign.capable) return;
+    Node* ec = m_.nodes.add(m, "event_configs", NodeKind::kEventConfigs, S_IFDIR | 0755,
+                            m_.mount_uid, m_.mount_gid, m_.now_seconds());
+    for (const hw::MonEvent& ev : r.mon.events) {
+      if (!m_.is_mbm(ev.id)) continue;
+      Node* e = m_.nodes.add(ec, event_name(ev.id), NodeKind::kEventConfig, S_IFDIR | 0755,
+                             m_.mount_uid, m_.mount_gid, m_.now_seconds());
+      e->event = ev.id;
+      add_file_rows(e, kAssignConfig | dbg, m_.mount_uid, m_.mount_gid);
+      // event_filter is registered 0444 and made 0644 where the counters'
+      // transactions can be configured, as Linux's
+      // resctrl_l3_mon_resource_init() (fs/resctrl/monitor.c) does from the
+      // arch's mbm_cntr_configurable; event_filter_write() refuses otherwise.
+      if (r.mon.cntr_assign.configurable) {
+        if (Node* f = m_.nodes.child(e, "event_filter")) f->mode |= 0200;
       }
     }
-  }
+  });
   p_.io_ch.build_info(info);
 }
 
