@@ -51,8 +51,8 @@
 
 namespace resctrlfs::fs::internal {
 
-// Code of the root's that orchestrates every part (HotplugEvents,
-// StateWriter, StateRestore): it holds the model and all the parts.
+// What the root's helpers hold (HotplugEvents, StateWriter, StateRestore):
+// they orchestrate every part, so they see the model and all the parts.
 class RootHelper {
  public:
   RootHelper(Model& m, Parts& p) : m_(m), p_(p) {}

@@ -208,7 +208,8 @@ class RowConditions {
   ~RowConditions() = default;
 };
 
-// The tree: directories, their file rows, attributes and reads (tree.cc).
+// The tree: directories, their file rows and attributes (tree.cc). A
+// file's read is the root's: the file table routes it to its handler.
 class Tree final : public Part {
  public:
   Tree(Model& m, IoChannels& io_ch, RowConditions& rows) : Part(m), io_ch_(io_ch), rows_(rows) {}
