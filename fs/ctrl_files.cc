@@ -18,22 +18,23 @@ using schemata::GroupMode;
 // The group-dependent checks of a cache mask being written.
 class GroupCbmPolicy final : public schemata::CbmPolicy {
  public:
-  GroupCbmPolicy(Model& m, Parts& p, const Group& g) : m_(m), p_(p), g_(g) {}
+  GroupCbmPolicy(Model& m, CtrlFiles& ctrl, PseudoLock& plock, const Group& g)
+      : m_(m), ctrl_(ctrl), plock_(plock), g_(g) {}
   std::optional<Error> check_locksetup_hierarchy(const schemata::Schema& s, int domain) override {
     // One region per cache hierarchy, counting the ones this write has
     // already asked for (the kernel marks the domain while parsing).
-    if (p_.plock.locked_in_hierarchy(s.resource_index, domain, pending_))
+    if (plock_.locked_in_hierarchy(s.resource_index, domain, pending_))
       return Error::make(EINVAL, "Pseudo-locked region in hierarchy\n");
     return std::nullopt;
   }
   std::optional<Error> check_cbm(const schemata::Schema& s, int domain, uint32_t cbm) override {
     if ((g_.mode == GroupMode::SHAREABLE || g_.mode == GroupMode::EXCLUSIVE) &&
-        (p_.plock.locked_cbm(s.resource_index, domain) & cbm) != 0)
+        (plock_.locked_cbm(s.resource_index, domain) & cbm) != 0)
       return Error::make(EINVAL, "CBM overlaps with pseudo-locked region\n");
-    if (p_.ctrl.cbm_overlaps(s, domain, cbm, g_.closid, true))
+    if (ctrl_.cbm_overlaps(s, domain, cbm, g_.closid, true))
       return Error::make(EINVAL, "Overlaps with exclusive group\n");
     if ((g_.mode == GroupMode::EXCLUSIVE || g_.mode == GroupMode::PSEUDO_LOCKSETUP) &&
-        p_.ctrl.cbm_overlaps(s, domain, cbm, g_.closid, false))
+        ctrl_.cbm_overlaps(s, domain, cbm, g_.closid, false))
       return Error::make(EINVAL, "Overlaps with other group\n");
     if (g_.mode == GroupMode::PSEUDO_LOCKSETUP)
       pending_.push_back({m_.schemas.find(s.name), domain, cbm});
@@ -46,13 +47,14 @@ class GroupCbmPolicy final : public schemata::CbmPolicy {
 
  private:
   Model& m_;
-  Parts& p_;
+  CtrlFiles& ctrl_;
+  PseudoLock& plock_;
   const Group& g_;
   std::vector<PseudoLock::PendingRegion> pending_;
 };
 
 std::unique_ptr<schemata::CbmPolicy> CtrlFiles::cbm_policy(const Group& g) {
-  return std::make_unique<GroupCbmPolicy>(m_, p_, g);
+  return std::make_unique<GroupCbmPolicy>(m_, *this, plock_, g);
 }
 
 const Group* CtrlFiles::ctrl_group_by_closid(uint32_t closid) const {
@@ -70,7 +72,7 @@ const Group* CtrlFiles::ctrl_group_by_closid(uint32_t closid) const {
 uint32_t CtrlFiles::ctrl_value(int schema, int domain, uint32_t closid) const {
   const schemata::Schema& s = m_.schemas.schemas[schema];
   if (s.mba_sc) {
-    return p_.mon.mbps_target(domain, closid);
+    return mon_.mbps_target(domain, closid);
   }
   return m_.arch->get_ctrl(rid_of(s), hw_type(s.conf_type), domain, closid);
 }
@@ -104,7 +106,7 @@ std::optional<uint32_t> CtrlFiles::default_cbm(const schemata::Schema& s, int d,
   const hw::ConfType peer =
       s.conf_type == schemata::ConfType::CODE ? hw::ConfType::DATA : hw::ConfType::CODE;
   // A pseudo-locked region's bits are taken even though its CLOSID is free.
-  uint32_t used = s.shareable_bits | p_.plock.locked_cbm(s.resource_index, d);
+  uint32_t used = s.shareable_bits | plock_.locked_cbm(s.resource_index, d);
   uint32_t ctrl = s.shareable_bits;
   for (uint32_t i = 0; i < m_.closids.size(); ++i) {
     if (i == closid || !m_.closids.allocated(i)) continue;
@@ -136,7 +138,7 @@ Result<void> CtrlFiles::init_alloc(Group* g) {
     const hw::ResourceId rid = rid_of(s);
     if (s.kind == schemata::Kind::BANDWIDTH) {
       for (int d : s.domain_ids) {
-        if (s.mba_sc) p_.mon.set_mbps_target(d, g->closid, UINT32_MAX);
+        if (s.mba_sc) mon_.set_mbps_target(d, g->closid, UINT32_MAX);
         updates.push_back({rid, hw::ConfType::NONE, d, g->closid, m_.arch->default_ctrl(rid)});
       }
       continue;
@@ -161,7 +163,7 @@ Result<std::string> CtrlFiles::show_schemata(const Node& n) {
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP)
     return schemata::format_schemata_locksetup(m_.schemas);
   if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    RESCTRLFS_RETURN_IF_ERROR(plock_.check_locked_domain(*g));
     return schemata::format_schemata_locked(m_.schemas.schemas[g->plr->schema], g->plr->domain,
                                             g->plr->cbm);
   }
@@ -177,7 +179,7 @@ Result<void> CtrlFiles::apply_staged(const std::vector<schemata::StagedValue>& s
   for (const schemata::StagedValue& v : staged) {
     const schemata::Schema& s = m_.schemas.schemas[v.schema];
     if (s.mba_sc) {
-      p_.mon.set_mbps_target(v.domain_id, closid, v.value);
+      mon_.set_mbps_target(v.domain_id, closid, v.value);
       continue;
     }
     updates.push_back({rid_of(s), hw_type(s.conf_type), v.domain_id, closid, v.value});
@@ -188,17 +190,17 @@ Result<void> CtrlFiles::apply_staged(const std::vector<schemata::StagedValue>& s
 
 Result<void> CtrlFiles::write_schemata(Node& n, std::string_view data, const Caller&) {
   Group* g = n.group;
-  GroupCbmPolicy policy(m_, p_, *g);
+  GroupCbmPolicy policy(m_, *this, plock_, *g);
   schemata::ParseResult pr = schemata::parse_schemata(data, m_.schemas, g->mode, policy);
   // MBps targets are stored while parsing, even when a later item fails.
   for (const schemata::StagedValue& v : pr.mba_sc_applied)
-    p_.mon.set_mbps_target(v.domain_id, g->closid, v.value);
+    mon_.set_mbps_target(v.domain_id, g->closid, v.value);
   if (!pr.status.ok()) return pr.status.error();
   RESCTRLFS_RETURN_IF_ERROR(apply_staged(pr.staged, g->closid));
   // The mask is programmed for the group's CLOSID on the requested domain;
   // now lock it. On failure the group stays in pseudo-locksetup.
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP && policy.requested() != nullptr)
-    return p_.plock.pseudo_lock_create(g, *policy.requested());
+    return plock_.pseudo_lock_create(g, *policy.requested());
   return Ok();
 }
 
@@ -206,7 +208,7 @@ Result<std::string> CtrlFiles::show_size(const Node& n) {
   const Group* g = n.group;
   if (g->mode == GroupMode::PSEUDO_LOCKSETUP) return schemata::format_size_locksetup(m_.schemas);
   if (g->mode == GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
+    RESCTRLFS_RETURN_IF_ERROR(plock_.check_locked_domain(*g));
     return schemata::format_size_locked(m_.schemas, m_.schemas.schemas[g->plr->schema],
                                         g->plr->domain, g->plr->cbm);
   }
@@ -232,7 +234,7 @@ Result<void> CtrlFiles::write_mode(Node& n, std::string_view data, const Caller&
   if (want == mode) return Ok();
   if (mode == GroupMode::PSEUDO_LOCKED) return fail(EINVAL, "Cannot change pseudo-locked group\n");
   if (want == GroupMode::SHAREABLE) {
-    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_exit(g));
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(plock_.locksetup_exit(g));
     g->mode = GroupMode::SHAREABLE;
     return Ok();
   }
@@ -248,12 +250,12 @@ Result<void> CtrlFiles::write_mode(Node& n, std::string_view data, const Caller&
       }
     }
     if (!has_cache) return fail(EINVAL, "Cannot be exclusive without CAT/CDP\n");
-    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_exit(g));
+    if (mode == GroupMode::PSEUDO_LOCKSETUP) RESCTRLFS_RETURN_IF_ERROR(plock_.locksetup_exit(g));
     g->mode = GroupMode::EXCLUSIVE;
     return Ok();
   }
   if (want == GroupMode::PSEUDO_LOCKSETUP) {
-    RESCTRLFS_RETURN_IF_ERROR(p_.plock.locksetup_enter(g));
+    RESCTRLFS_RETURN_IF_ERROR(plock_.locksetup_enter(g));
     g->mode = GroupMode::PSEUDO_LOCKSETUP;
     return Ok();
   }

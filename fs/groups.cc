@@ -49,20 +49,21 @@ EventId Model::default_mba_event() const {
   return event_enabled(EventId::MBM_LOCAL) ? EventId::MBM_LOCAL : EventId::MBM_TOTAL;
 }
 
-// The parts hold the model and each other by reference; none is used
-// before all are built.
+// Each part gets the model and the parts it calls (fs/parts.h); none is
+// used before all are built.
 FsImpl::FsImpl(const FilesystemConfig& cfg)
     : m_(cfg),
       p_{tree_, groups_, cpus_, ctrl_, info_files_, mon_, io_alloc_, plock_, io_ch_, m_},
-      tree_(m_, p_),
-      groups_(m_, p_),
-      cpus_(m_, p_),
-      ctrl_(m_, p_),
-      info_files_(m_, p_),
-      mon_(m_, p_),
-      io_alloc_(m_, p_),
-      plock_(m_, p_),
-      io_ch_(m_, p_) {
+      rows_(p_),
+      tree_(m_, io_ch_, rows_),
+      groups_(m_, tree_, cpus_, ctrl_, io_alloc_, io_ch_, mon_, plock_),
+      cpus_(m_, plock_),
+      ctrl_(m_, mon_, plock_),
+      info_files_(m_),
+      mon_(m_, tree_, io_ch_),
+      io_alloc_(m_, ctrl_),
+      plock_(m_, mon_),
+      io_ch_(m_) {
   m_.model_mu = &mu_;
   m_.cmd_mu = &cmd_mu_;
 }
@@ -134,7 +135,7 @@ Result<void> Groups::check_mount(const MountOptions& opts) const {
                          "mba_MBps requires MBM (mbm_event mode not supported) and linear scale "
                          "MBA at L3 scope");
   }
-  return p_.io_ch.check_mount(opts);
+  return io_ch_.check_mount(opts);
 }
 
 // The schema list for `opts` and the CLOSID pool (the smallest
@@ -193,11 +194,11 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
 
   // Start from a clean machine: default controls, io_alloc off, every CPU
   // and thread in the default group.
-  p_.io_alloc.reset_io_alloc();
+  io_alloc_.reset_io_alloc();
   if (Result<void> r = m_.arch->reset_all_ctrls(); !r.ok()) return worded(std::move(r).error());
-  p_.mon.reset_mount_state(true);
+  mon_.reset_mount_state(true);
   m_.threads.clear();
-  p_.cpus.reset();
+  cpus_.reset();
 
   m_.groups.clear();
   m_.root = new_group();
@@ -206,8 +207,8 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
 
   m_.root_node->removed = false;
   m_.root_node->mode = S_IFDIR | 0755;
-  p_.tree.build_group_dir(m_.root, m_.root_node, 0755, m_.mount_uid, m_.mount_gid);
-  if (Result<void> io = p_.io_ch.mount(); !io.ok()) {
+  tree_.build_group_dir(m_.root, m_.root_node, 0755, m_.mount_uid, m_.mount_gid);
+  if (Result<void> io = io_ch_.mount(); !io.ok()) {
     // As rdt_get_tree() unwinds a failed mount: nothing stays applied. The
     // unmount path resets the channels, turns tagging and CDP off and drops
     // the group directory built so far.
@@ -215,14 +216,14 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
     unmount_locked();
     return io;
   }
-  p_.tree.build_info_tree();
-  p_.cpus.update_cpu_assoc();
+  tree_.build_info_tree();
+  cpus_.update_cpu_assoc();
   m_.mounted = true;
-  if (m_.live.tracking()) (void)p_.groups.rescan_threads();
+  if (m_.live.tracking()) (void)rescan_threads();
   m_.changes.all();
   m_.lcs.clear();
-  m_.set_status(p_.mon.assign_cntrs_on_mkdir(m_.root));
-  p_.mon.reset_group_mbm(m_.root);
+  m_.set_status(mon_.assign_cntrs_on_mkdir(m_.root));
+  mon_.reset_group_mbm(m_.root);
   return Ok();
 }
 
@@ -236,8 +237,8 @@ void Groups::unmount_locked() {
   for (ResourceId rid : {ResourceId::L3, ResourceId::L2}) {
     if (m_.arch->cdp_enabled(rid)) (void)m_.arch->set_cdp_enabled(rid, false);
   }
-  p_.io_alloc.reset_io_alloc();
-  p_.io_ch.unmount();
+  io_alloc_.reset_io_alloc();
+  io_ch_.unmount();
   (void)m_.arch->reset_all_ctrls();
   if (hw::ThreadTagger* t = m_.arch->thread_tagger()) {
     for (auto& [tid, tags] : m_.threads.all()) t->set_thread_tags(tid, 0, 0);
@@ -246,12 +247,12 @@ void Groups::unmount_locked() {
   for (unsigned cpu : m_.info.online.cpus()) (void)m_.arch->set_cpu_assoc(cpu, 0, 0);
   // Every group but the default one goes, its RMID into limbo.
   for (auto& g : m_.groups) {
-    p_.mon.unassign_all_cntrs(g.get());
+    mon_.unassign_all_cntrs(g.get());
     const bool locking = g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
                          g->mode == schemata::GroupMode::PSEUDO_LOCKED;
     // A locksetup/locked group gave its RMID up already.
-    if (locking) p_.plock.pseudo_lock_remove(g.get());
-    if (g.get() != m_.root && !locking) p_.mon.free_rmid(g->closid, g->rmid);
+    if (locking) plock_.pseudo_lock_remove(g.get());
+    if (g.get() != m_.root && !locking) mon_.free_rmid(g->closid, g->rmid);
   }
   std::vector<Ino> kids;
   for (const ChildMap::Entry& e : m_.root_node->children) kids.push_back(e.ino);
@@ -259,12 +260,12 @@ void Groups::unmount_locked() {
     if (Node* c = m_.nodes.get(k)) m_.nodes.remove(c, nullptr);
   m_.groups.clear();
   m_.root = nullptr;
-  p_.cpus.rebuild_cpu_owners();
+  cpus_.rebuild_cpu_owners();
   m_.root_node->group = nullptr;
   m_.opts = MountOptions{};
   m_.mounted = false;
   m_.changes.all();
-  p_.mon.reset_mount_state(false);
+  mon_.reset_mount_state(false);
 }
 
 // ---------------------------------------------------------------------------
@@ -301,11 +302,11 @@ Result<Attr> FsImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, con
 Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_t mode,
                                     const Caller& caller, std::string& status) {
   m_.assert_command_locked();
-  auto closid = p_.mon.alloc_closid();
+  auto closid = mon_.alloc_closid();
   if (!closid.ok()) return fail(ENOSPC, "Out of CLOSIDs\n");
   uint32_t rmid = 0;
   if (m_.mon_capable()) {
-    auto r = p_.mon.alloc_rmid(*closid);
+    auto r = mon_.alloc_rmid(*closid);
     if (!r.ok()) {
       m_.closids.free(*closid);
       return fail(r.error().code, "Out of RMIDs\n");
@@ -318,11 +319,11 @@ Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
   g->closid = *closid;
   g->rmid = rmid;
   g->mba_event = m_.default_mba_event();
-  if (m_.mon_capable()) status = p_.mon.assign_cntrs_on_mkdir(g);
-  Result<void> init = p_.ctrl.init_alloc(g);
+  if (m_.mon_capable()) status = mon_.assign_cntrs_on_mkdir(g);
+  Result<void> init = ctrl_.init_alloc(g);
   if (!init.ok()) {
-    p_.mon.unassign_all_cntrs(g);
-    if (m_.mon_capable()) p_.mon.free_rmid(*closid, rmid);
+    mon_.unassign_all_cntrs(g);
+    if (m_.mon_capable()) mon_.free_rmid(*closid, rmid);
     m_.closids.free(*closid);
     m_.groups.erase(g->pos);
     return std::move(init).error();
@@ -333,12 +334,12 @@ Result<Attr> Groups::mkdir_ctrl_mon(Node* parent, std::string_view name, uint32_
 Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mode,
                                const Caller& caller, std::string& status) {
   m_.assert_command_locked();
-  Group* pg = p_.tree.group_of(*parent);
+  Group* pg = tree_.group_of(*parent);
   if (parent->kind != NodeKind::kMonGroups || name == "mon_groups") return Error::make(EPERM);
   if (pg->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       pg->mode == schemata::GroupMode::PSEUDO_LOCKED)
     return fail(EINVAL, "Pseudo-locking in progress\n");
-  auto r = p_.mon.alloc_rmid(pg->closid);
+  auto r = mon_.alloc_rmid(pg->closid);
   if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
   Group* g = new_group();
   g->type = GroupType::kMon;
@@ -346,7 +347,7 @@ Result<Attr> Groups::mkdir_mon(Node* parent, std::string_view name, uint32_t mod
   g->parent = pg;
   g->closid = pg->closid;
   g->rmid = *r;
-  status = p_.mon.assign_cntrs_on_mkdir(g);
+  status = mon_.assign_cntrs_on_mkdir(g);
   attach_mon(pg, g);
   return add_group_dir(g, parent, name, mode, caller);
 }
@@ -359,22 +360,22 @@ Result<Attr> Groups::add_group_dir(Group* g, Node* parent, std::string_view name
   if (g->node_base == 0) g->node_base = m_.nodes.take_base();
   Node* dir = m_.nodes.add(parent, std::string(name), NodeKind::kGroupDir, S_IFDIR | mode, uid, gid,
                            m_.now_seconds(), g->node_base);
-  p_.tree.build_group_dir(g, dir, mode, uid, gid);
-  p_.mon.reset_group_mbm(g);
+  tree_.build_group_dir(g, dir, mode, uid, gid);
+  mon_.reset_group_mbm(g);
   ++dir->nlookup;
-  return p_.tree.attr_of(*dir);
+  return tree_.attr_of(*dir);
 }
 
 // ---------------------------------------------------------------------------
 // rmdir
 
 void Groups::destroy_group(Group* g) {
-  p_.mon.unassign_all_cntrs(g);
-  p_.io_ch.group_gone(g);
+  mon_.unassign_all_cntrs(g);
+  io_ch_.group_gone(g);
   if (g->type == GroupType::kMon) detach_mon(g);
   // No CPU may stay owned by the group.
-  p_.cpus.forget_owner(g);
-  p_.mon.forget_group(g);
+  cpus_.forget_owner(g);
+  mon_.forget_group(g);
   m_.groups.erase(g->pos);
 }
 
@@ -410,7 +411,7 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKSETUP ||
       g->mode == schemata::GroupMode::PSEUDO_LOCKED) {
     // No tasks, CPUs, MON groups or RMID to give back: just remove it.
-    p_.plock.pseudo_lock_remove(g);
+    plock_.pseudo_lock_remove(g);
     destroy_group(g);
     return Ok();
   }
@@ -418,21 +419,21 @@ Result<void> Groups::rmdir_ctrl(Group* g) {
   m_.root->cpus |= g->cpus;
   // Its CPUs (and its MON groups', a subset) go to the default group.
   const CpuMask touched = g->cpus;
-  p_.cpus.to_default(touched);
+  cpus_.to_default(touched);
   // MON children go with their parent; their entries are not named by the
   // request, so the kernel's dcache is told.
   const std::vector<Group*> kids(g->mon_children.begin(), g->mon_children.end());
   for (Group* m : kids) {
     if (Node* md = m_.nodes.get(m->dir)) m_.nodes.remove(md, m_.inval);
-    p_.mon.free_rmid(m->closid, m->rmid);
+    mon_.free_rmid(m->closid, m->rmid);
     destroy_group(m);
   }
   g->mon_children.clear();
-  p_.mon.free_rmid(g->closid, g->rmid);
+  mon_.free_rmid(g->closid, g->rmid);
   m_.closids.free(g->closid);
-  p_.mon.forget_closid(g->closid);
+  mon_.forget_closid(g->closid);
   destroy_group(g);
-  p_.cpus.update_cpu_assoc(touched);
+  cpus_.update_cpu_assoc(touched);
   return Ok();
 }
 
@@ -440,11 +441,11 @@ Result<void> Groups::rmdir_mon(Group* g) {
   m_.assert_command_locked();
   Group* parent = g->parent;
   move_group_tasks(g, parent);
-  p_.mon.free_rmid(g->closid, g->rmid);
+  mon_.free_rmid(g->closid, g->rmid);
   // Its CPUs fall back to the parent's RMID.
   const CpuMask touched = g->cpus;
   destroy_group(g);
-  p_.cpus.update_cpu_assoc(touched);
+  cpus_.update_cpu_assoc(touched);
   return Ok();
 }
 
@@ -468,7 +469,7 @@ bool Groups::rename_has_priv(const Node& n) const {
       case NodeKind::kEventConfig:
         return true;
       default:
-        return p_.tree.group_of(d) != nullptr;
+        return tree_.group_of(d) != nullptr;
     }
   };
   if (n.is_dir()) {
@@ -509,8 +510,8 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     // it; from a cleared status printf leaves the same bytes).
     return fail(EPERM, "Source and destination must be directories");
   }
-  Group* g = p_.tree.group_of(*src);
-  Group* new_parent_group = p_.tree.group_of(*np);
+  Group* g = tree_.group_of(*src);
+  Group* new_parent_group = tree_.group_of(*np);
   if (g == nullptr) return fail(EPERM, "Source must be a MON group\n");
   if (src->kind != NodeKind::kGroupDir || g->type != GroupType::kMon ||
       p->kind != NodeKind::kMonGroups)
@@ -537,8 +538,8 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     g->closid = new_parent_group->closid;
     // Threads of the group (matched by RMID) take the new CLOSID.
     move_group_tasks(g, g);
-    p_.cpus.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
-    p_.io_ch.retag(g);
+    cpus_.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
+    io_ch_.retag(g);
   }
   m_.changes.group(g);
   return Ok();

@@ -13,9 +13,9 @@ namespace resctrlfs::fs::internal {
 
 // The ArchEvents hw/ calls back during Arch::offline_cpu/online_cpu, while
 // FsImpl holds its model lock.
-class HotplugEvents final : public hw::ArchEvents, Part {
+class HotplugEvents final : public hw::ArchEvents, RootHelper {
  public:
-  using Part::Part;
+  using RootHelper::RootHelper;
   void ctrl_domain_online(hw::ResourceId rid, int id) override { ctrl_domain_back(rid, id); }
   void ctrl_domain_offline(hw::ResourceId rid, int id) override { ctrl_domain_gone(rid, id); }
   void mon_domain_online(hw::ResourceId rid, int id) override { mon_domain_back(rid, id); }

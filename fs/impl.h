@@ -51,6 +51,28 @@
 
 namespace resctrlfs::fs::internal {
 
+// What the root's helpers hold (HotplugEvents, StateWriter, StateRestore):
+// they orchestrate every part, so they see the model and all the parts.
+class RootHelper {
+ public:
+  RootHelper(Model& m, Parts& p) : m_(m), p_(p) {}
+
+ protected:
+  Model& m_;
+  Parts& p_;
+};
+
+// The answer to the tree's RowConditions: a row's condition through the
+// file table's dispatch.
+class RowDispatch final : public RowConditions {
+ public:
+  explicit RowDispatch(Parts& p) : p_(p) {}
+  bool holds(const FileRow& row) override { return row.cond == nullptr || row.cond(p_); }
+
+ private:
+  Parts& p_;
+};
+
 class FsImpl final : public Filesystem {
  public:
   explicit FsImpl(const FilesystemConfig& cfg);
@@ -110,6 +132,13 @@ class FsImpl final : public Filesystem {
   std::unique_ptr<PidView> task_view(Ino ino, const Caller& caller);
   // Under mu_, at the end of a command: frees the nodes forget() left.
   void release_deferred();
+  // What render() and render_shared() return for node `n`: the file table
+  // routes a file to its part's handler, an event file to the Monitor's.
+  // Event files and the rows that say so clear last_cmd_status on read, and
+  // a failed read leaves its text there.
+  Result<std::string> render_node(const Node& n);
+  // render_node as a shared buffer: a row's cached text without a copy.
+  Result<std::shared_ptr<const std::string>> render_node_shared(const Node& n);
 
   OwnedMutex cmd_mu_;                  // the command lock (see Locking above)
   OwnedMutex mu_;                      // the model lock
@@ -124,6 +153,7 @@ class FsImpl final : public Filesystem {
   std::string boot_rmids_text_;
   Model m_;
   Parts p_;
+  RowDispatch rows_;
   Tree tree_;
   Groups groups_;
   CpuOwners cpus_;

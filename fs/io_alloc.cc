@@ -64,7 +64,7 @@ Result<void> IoAlloc::write_io_alloc(Node& n, std::string_view data, const Calle
     return Ok();
   }
   if (!m_.closids.claim(closid)) {
-    const Group* owner = p_.ctrl.ctrl_group_by_closid(closid);
+    const Group* owner = ctrl_.ctrl_group_by_closid(closid);
     return fail(ENOSPC, "CLOSID (ctrl_hw_id) " + std::to_string(closid) +
                             " for io_alloc is used by " +
                             (owner != nullptr ? owner->name : std::string("another")) + " group\n");
@@ -73,7 +73,7 @@ Result<void> IoAlloc::write_io_alloc(Node& n, std::string_view data, const Calle
   // through and, with CDP, copied to its peer so that CODE and DATA agree.
   std::vector<hw::CtrlUpdate> updates;
   for (int d : s.domain_ids) {
-    std::optional<uint32_t> cbm = p_.ctrl.default_cbm(s, d, closid);
+    std::optional<uint32_t> cbm = ctrl_.default_cbm(s, d, closid);
     if (!cbm) {
       m_.closids.free(closid);
       // The kernel prints the first line and puts the second; from a
@@ -109,10 +109,10 @@ Result<void> IoAlloc::write_io_alloc_cbm(Node& n, std::string_view data, const C
   // Validated as the mask of a shareable group holding the io_alloc CLOSID.
   Group as_group;
   as_group.closid = io_alloc_closid(s);
-  std::unique_ptr<schemata::CbmPolicy> policy = p_.ctrl.cbm_policy(as_group);
+  std::unique_ptr<schemata::CbmPolicy> policy = ctrl_.cbm_policy(as_group);
   schemata::ParseResult pr = schemata::parse_io_alloc_cbm(data, m_.schemas, n.schema, *policy);
   if (!pr.status.ok()) return pr.status.error();
-  return p_.ctrl.apply_staged(pr.staged, as_group.closid);
+  return ctrl_.apply_staged(pr.staged, as_group.closid);
 }
 
 std::vector<hw::ConfType> IoAlloc::io_alloc_types(const schemata::Schema& s) const {

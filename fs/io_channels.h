@@ -21,7 +21,7 @@ namespace resctrlfs::fs::internal {
 
 class IoChannels final : public Part {
  public:
-  using Part::Part;
+  explicit IoChannels(Model& m) : Part(m) {}
   bool cond_iordt() const { return m_.opts.iordt; }
   // Refuses `iordt` on a machine without channels or without tagging.
   Result<void> check_mount(const MountOptions& opts) const;

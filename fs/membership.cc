@@ -490,8 +490,8 @@ Result<void> Groups::write_tasks(Node& n, std::string_view data, const Caller& c
 Result<std::string> CpuOwners::show_cpus(const Node& n) {
   const Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
-    return format_cpu_mask(p_.plock.ctrl_domain_cpus(
+    RESCTRLFS_RETURN_IF_ERROR(plock_.check_locked_domain(*g));
+    return format_cpu_mask(plock_.ctrl_domain_cpus(
                m_.schemas.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
   }
@@ -501,8 +501,8 @@ Result<std::string> CpuOwners::show_cpus(const Node& n) {
 Result<std::string> CpuOwners::show_cpus_list(const Node& n) {
   const Group* g = n.group;
   if (g->mode == schemata::GroupMode::PSEUDO_LOCKED && g->plr) {
-    RESCTRLFS_RETURN_IF_ERROR(p_.plock.check_locked_domain(*g));
-    return format_cpu_list(p_.plock.ctrl_domain_cpus(
+    RESCTRLFS_RETURN_IF_ERROR(plock_.check_locked_domain(*g));
+    return format_cpu_list(plock_.ctrl_domain_cpus(
                m_.schemas.schemas[g->plr->schema].resource_index, g->plr->domain)) +
            "\n";
   }

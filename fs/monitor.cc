@@ -20,7 +20,7 @@ namespace {
 constexpr auto kWorkerInterval = std::chrono::milliseconds(1000);
 }  // namespace
 
-Monitor::Monitor(Model& m, Parts& p) : Part(m, p) {
+Monitor::Monitor(Model& m, Tree& tree, IoChannels& io_ch) : Part(m), tree_(tree), io_ch_(io_ch) {
   // Global monitoring state lives as long as the machine: the kernel keeps
   // it from one mount to the next.
   const hw::PlatformInfo& info = m_.info;
@@ -135,7 +135,7 @@ EventRead Monitor::read_one(const Group* g, int domain, EventId ev) {
   // retagged on context switch) and its I/O channels' device traffic; a
   // group with neither measures nothing. Its counter assignment above is
   // bookkeeping and still reads as the kernel's.
-  if (m_.arch->thread_tagger() == nullptr && g->cpus.empty() && !p_.io_ch.has_channel(g))
+  if (m_.arch->thread_tagger() == nullptr && g->cpus.empty() && !io_ch_.has_channel(g))
     return {ReadState::kUnavailable, 0};
   const hw::ResourceId rid = hw::event_resource(ev);
   std::unique_ptr<hw::Arch::MonCtx> ctx = m_.arch->mon_ctx_alloc(rid, ev);
@@ -298,7 +298,7 @@ Result<void> Monitor::set_assign_mode(bool mbm_event) {
   // The BMEC files appear or disappear with the mode.
   if (m_.mounted) {
     if (Node* m = m_.nodes.get(m_.info_mon_ino); m != nullptr && !m->removed)
-      p_.tree.sync_file_rows(m, kInfo | kMon | kResCache | (m_.opts.debug ? uint32_t{kDebug} : 0U));
+      tree_.sync_file_rows(m, kInfo | kMon | kResCache | (m_.opts.debug ? uint32_t{kDebug} : 0U));
   }
   return Ok();
 }

@@ -191,7 +191,7 @@ Result<std::string> Monitor::show_available_mbm_cntrs(const Node&) {
   for (const hw::MonDomain& d : m_.info.res(hw::ResourceId::L3).mon.mon_domains) {
     if (sep) out += ';';
     sep = true;
-    out += std::to_string(d.id) + "=" + std::to_string(p_.mon.free_cntrs(d.id));
+    out += std::to_string(d.id) + "=" + std::to_string(free_cntrs(d.id));
   }
   return out + "\n";
 }

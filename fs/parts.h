@@ -3,10 +3,14 @@
 // the objects with one job each that work on it — the tree (directories and
 // file rows), groups and their life cycle, the per-CPU ownership tables,
 // the control files, the info files, monitoring, io_alloc and cache
-// pseudo-locking. Each part holds the Model and the other parts by
-// reference (Parts); FsImpl (fs/impl.h) owns them all, takes the lock and
-// calls into them. Internal to fs/: the file table names the handlers
-// through the thunks at the end of this header.
+// pseudo-locking. Each part holds the Model and, by reference, exactly the
+// parts it calls: its constructor names them, and those constructors are
+// the dependency graph of the parts, acyclic (docs/architecture.md, "The
+// parts of fs/ and what each uses", draws it; tests/fs/check_part_graph.py
+// reads the constructors here and checks both). FsImpl (fs/impl.h), the
+// root, owns them all, takes the lock and calls into them; only the root
+// and the file table's dispatch (Parts, the thunks at the end of this
+// header) see every part. Internal to fs/.
 //
 // Locking: every part assumes FsImpl::mu_ (the model lock) is held, and
 // FsImpl::cmd_mu_ (the command lock, the rdtgroup_mutex analogue) too for
@@ -164,8 +168,11 @@ class IoAlloc;
 class PseudoLock;
 class IoChannels;  // fs/io_channels.h
 
-// The parts, as every part sees the others, and the model (for handlers
-// that are no part's member: fs/file_rows.h).
+// Every part and the model, as the root sees them: the file table's
+// dispatch (pick() below routes a row to its part; a handler that is no
+// part's member takes them too, fs/file_rows.h) and the code of FsImpl
+// that orchestrates all parts (mount, state restore, boot state, hotplug).
+// No part holds it.
 struct Parts {
   Tree& tree;
   Groups& groups;
@@ -179,27 +186,37 @@ struct Parts {
   Model& model;
 };
 
-// What every part holds: the model and the other parts.
+// What every part holds: the model. The parts it calls it takes in its
+// constructor.
 class Part {
  public:
-  Part(Model& m, Parts& p) : m_(m), p_(p) {}
+  explicit Part(Model& m) : m_(m) {}
 
  protected:
   Model& m_;
-  Parts& p_;
 };
 
-// The tree: directories, their file rows, attributes and reads (tree.cc).
+// The tree's one question to the root: whether a file row's condition
+// holds now (FileRow::cond names a handler of any part, the monitoring
+// mode's say). The root answers it through the file table's dispatch; an
+// up-call, so the tree needs none of the parts the conditions ask.
+class RowConditions {
+ public:
+  virtual bool holds(const FileRow& row) = 0;
+
+ protected:
+  ~RowConditions() = default;
+};
+
+// The tree: directories, their file rows and attributes (tree.cc). A
+// file's read is the root's: the file table routes it to its handler.
 class Tree final : public Part {
  public:
-  using Part::Part;
+  Tree(Model& m, IoChannels& io_ch, RowConditions& rows) : Part(m), io_ch_(io_ch), rows_(rows) {}
   void add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid);
   // Adds/removes rows of `dir` whose condition changed (BMEC visibility).
   void sync_file_rows(Node* dir, uint32_t flags);
   Attr attr_of(const Node& n) const;
-  Result<std::string> render_node(const Node& n);
-  // render_node as a shared buffer: a row's cached text without a copy.
-  Result<std::shared_ptr<const std::string>> render_node_shared(const Node& n);
   uint32_t group_flags(const Group& g) const;
   void build_group_dir(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
   void build_mon_data(Group* g, Node* dir, uint32_t dir_mode, uid_t uid, gid_t gid);
@@ -210,6 +227,10 @@ class Tree final : public Part {
   Node* build_mon_domain(Node* mon_data, hw::ResourceId rid, int domain_id);
   void build_info_tree();
   Group* group_of(const Node& n) const;  // null for info nodes
+
+ private:
+  IoChannels& io_ch_;
+  RowConditions& rows_;
 };
 
 // The name of a monitoring domain's directory in mon_data: mon_<RES>_<id>,
@@ -220,7 +241,16 @@ std::string mon_domain_dir_name(hw::ResourceId rid, int id, bool sub);
 // groups, and thread membership (groups.cc, membership.cc).
 class Groups final : public Part {
  public:
-  using Part::Part;
+  Groups(Model& m, Tree& tree, CpuOwners& cpus, CtrlFiles& ctrl, IoAlloc& io_alloc,
+         IoChannels& io_ch, Monitor& mon, PseudoLock& plock)
+      : Part(m),
+        tree_(tree),
+        cpus_(cpus),
+        ctrl_(ctrl),
+        io_alloc_(io_alloc),
+        io_ch_(io_ch),
+        mon_(mon),
+        plock_(plock) {}
   // mount() and unmount() under the lock.
   Result<void> mount_locked(const MountOptions& opts);
   Result<void> check_mount(const MountOptions& opts) const;
@@ -273,13 +303,22 @@ class Groups final : public Part {
   // gone.
   void forget_reaped();
   Result<void> write_tasks(Node& n, std::string_view data, const Caller& c);
+
+ private:
+  Tree& tree_;
+  CpuOwners& cpus_;
+  CtrlFiles& ctrl_;
+  IoAlloc& io_alloc_;
+  IoChannels& io_ch_;
+  Monitor& mon_;
+  PseudoLock& plock_;
 };
 
 // The per-CPU tables behind the groups' cpus files, which it owns: each
 // CPU's owning groups and the tags last programmed (membership.cc).
 class CpuOwners final : public Part {
  public:
-  using Part::Part;
+  CpuOwners(Model& m, PseudoLock& plock) : Part(m), plock_(plock) {}
   // Per-CPU and per-thread tags. A CPU's tags come from its owners
   // (cpu_ctrl_, cpu_mon_), kept up to date by every change of group CPUs,
   // so that a change costs the CPUs it moves, not CPUs x groups.
@@ -324,6 +363,7 @@ class CpuOwners final : public Part {
   static constexpr size_t kMaxPendingFailures = 64;
 
  private:
+  PseudoLock& plock_;
   std::vector<std::pair<uint32_t, uint32_t>> cpu_assoc_;  // last programmed
   std::vector<bool> cpu_assoc_valid_;
   std::vector<unsigned> cpu_assoc_failed_;  // CPUs whose last write failed
@@ -339,7 +379,7 @@ class CpuOwners final : public Part {
 // ids (ctrl_files.cc).
 class CtrlFiles final : public Part {
  public:
-  using Part::Part;
+  CtrlFiles(Model& m, Monitor& mon, PseudoLock& plock) : Part(m), mon_(mon), plock_(plock) {}
   Result<std::string> show_schemata(const Node& n);
   Result<void> write_schemata(Node& n, std::string_view data, const Caller& c);
   Result<std::string> show_mode(const Node& n);
@@ -367,12 +407,16 @@ class CtrlFiles final : public Part {
   // (mba_sc) values become MBps targets, the others one all-or-nothing
   // hardware update of `closid`.
   Result<void> apply_staged(const std::vector<schemata::StagedValue>& staged, uint32_t closid);
+
+ private:
+  Monitor& mon_;
+  PseudoLock& plock_;
 };
 
 // The files under info/ (info_files.cc).
 class InfoFiles final : public Part {
  public:
-  using Part::Part;
+  explicit InfoFiles(Model& m) : Part(m) {}
   // Row conditions. (The files' handlers are info_files.cc's, next to
   // their rows.)
   bool cond_throttle_mode() const;
@@ -396,7 +440,7 @@ struct MonSettings {
 class Monitor final : public Part {
  public:
   // Sets the boot values of the settings (and ABMC's mode in the hardware).
-  Monitor(Model& m, Parts& p);
+  Monitor(Model& m, Tree& tree, IoChannels& io_ch);
   MonSettings& settings() { return set_; }
   const MonSettings& settings() const { return set_; }
   RmidPool& rmids() { return set_.rmids; }
@@ -473,6 +517,8 @@ class Monitor final : public Part {
  private:
   Result<void> write_bmec(Node& n, std::string_view data, hw::EventId ev);
   Result<std::string> show_bmec(hw::EventId ev) const;
+  Tree& tree_;
+  IoChannels& io_ch_;
   MonSettings set_;
   std::map<std::pair<int, uint32_t>, uint32_t> mbps_target_;  // (domain, closid)
   std::map<std::pair<const Group*, int>, uint64_t> mba_prev_bytes_;
@@ -483,7 +529,7 @@ class Monitor final : public Part {
 // io_alloc (io_alloc.cc).
 class IoAlloc final : public Part {
  public:
-  using Part::Part;
+  IoAlloc(Model& m, CtrlFiles& ctrl) : Part(m), ctrl_(ctrl) {}
   bool cond_io_alloc() const;
   Result<std::string> show_io_alloc(const Node& n);
   Result<void> write_io_alloc(Node& n, std::string_view data, const Caller& c);
@@ -499,12 +545,15 @@ class IoAlloc final : public Part {
   // Enabled resources (by name) and their io_alloc masks per domain.
   std::map<std::string, std::map<int, uint32_t>> io_alloc_state() const;
   Result<void> restore_io_alloc(const std::string& resource, const std::map<int, uint32_t>& cbm);
+
+ private:
+  CtrlFiles& ctrl_;
 };
 
 // Cache pseudo-locking (pseudo_lock.cc).
 class PseudoLock final : public Part {
  public:
-  using Part::Part;
+  PseudoLock(Model& m, Monitor& mon) : Part(m), mon_(mon) {}
   // A region a schemata write is about to lock (same shape as LockedRegion).
   using PendingRegion = Group::LockedRegion;
   Result<void> locksetup_enter(Group* g);
@@ -528,6 +577,9 @@ class PseudoLock final : public Part {
   // kernfs mode changes of locksetup: `perms` for a group's child `name`.
   void set_child_mode(Group* g, std::string_view name, uint32_t perms);
   void restrict_locksetup_files(Group* g);
+
+ private:
+  Monitor& mon_;
 };
 
 // The file table's view of the handlers: a row names a part's member

@@ -106,14 +106,14 @@ Result<void> PseudoLock::locksetup_enter(Group* g) {
   // The group will lose its CLOSID, so it cannot be monitored either. The
   // number stays in g->rmid (mon_hw_id still prints it), but the RMID is
   // no longer the group's: nothing frees it again.
-  if (m_.mon_capable()) p_.mon.free_rmid(g->closid, g->rmid);
+  if (m_.mon_capable()) mon_.free_rmid(g->closid, g->rmid);
   g->plr.reset();
   return Ok();
 }
 
 Result<void> PseudoLock::locksetup_exit(Group* g) {
   if (m_.mon_capable()) {
-    auto r = p_.mon.alloc_rmid(g->closid);
+    auto r = mon_.alloc_rmid(g->closid);
     if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
     g->rmid = *r;
   }

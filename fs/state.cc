@@ -171,9 +171,9 @@ void write_assigned(const Group& g, TextOut& out) {
 
 // Writes the state document (or the parts of it a delta needs) from the
 // model: one per call, holding nothing of its own.
-class StateWriter final : public Part {
+class StateWriter final : public RootHelper {
  public:
-  using Part::Part;
+  using RootHelper::RootHelper;
   std::string save_state_locked();
   Group* group_by_key(const GroupKey& k);
   // One group's object of the state document, appended to `out`; a

@@ -52,9 +52,9 @@ bool bad_dir_name(const std::string& name) {
 }  // namespace
 
 // Applies a state document to a freshly mounted model, one per restore.
-class StateRestore final : public Part {
+class StateRestore final : public RootHelper {
  public:
-  using Part::Part;
+  using RootHelper::RootHelper;
   // The document `text`; on any fault the model is the fresh one again.
   Result<void> restore_state_locked(const std::string& text);
 

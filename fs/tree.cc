@@ -41,7 +41,7 @@ std::string mon_domain_dir_name(hw::ResourceId rid, int id, bool sub) {
 void Tree::add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid) {
   for (const FileRow& row : file_table()) {
     if (!row_matches(row, flags)) continue;
-    if (row.cond != nullptr && !row.cond(p_)) continue;
+    if (!rows_.holds(row)) continue;
     Node* f = m_.nodes.add(dir, row.name, NodeKind::kFile, S_IFREG | row.mode, uid, gid,
                            m_.now_seconds());
     f->row = &row;
@@ -51,7 +51,7 @@ void Tree::add_file_rows(Node* dir, uint32_t flags, uid_t uid, gid_t gid) {
 void Tree::sync_file_rows(Node* dir, uint32_t flags) {
   for (const FileRow& row : file_table()) {
     if (!row_matches(row, flags)) continue;
-    bool want = row.cond == nullptr || row.cond(p_);
+    bool want = rows_.holds(row);
     Node* f = m_.nodes.child(dir, row.name);
     if (want && f == nullptr) {
       Node* nf = m_.nodes.add(dir, row.name, NodeKind::kFile, S_IFREG | row.mode, dir->uid,
@@ -178,7 +178,7 @@ void Tree::build_info_tree() {
       }
     }
   });
-  p_.io_ch.build_info(info);
+  io_ch_.build_info(info);
 }
 
 Group* Tree::group_of(const Node& n) const {
@@ -281,12 +281,10 @@ Result<OpenFile> FsImpl::open(Ino ino, int flags, const Caller& caller) {
   return of;
 }
 
-Result<std::string> Tree::render_node(const Node& n) {
-  // Event files and the rows that say so clear last_cmd_status on read,
-  // and a failed read leaves its text there.
+Result<std::string> FsImpl::render_node(const Node& n) {
   if (n.kind == NodeKind::kEventFile) {
     m_.lcs.clear();
-    Result<std::string> r = p_.mon.show_event_file(n);
+    Result<std::string> r = mon_.show_event_file(n);
     m_.set_status(r);
     return r;
   }
@@ -297,7 +295,7 @@ Result<std::string> Tree::render_node(const Node& n) {
   return r;
 }
 
-Result<std::shared_ptr<const std::string>> Tree::render_node_shared(const Node& n) {
+Result<std::shared_ptr<const std::string>> FsImpl::render_node_shared(const Node& n) {
   if (n.kind == NodeKind::kFile && n.row->show_shared != nullptr) {
     if (!n.row->read_status) return n.row->show_shared(p_, n);
     m_.lcs.clear();
@@ -341,7 +339,7 @@ std::unique_ptr<PidView> FsImpl::task_view(Ino ino, const Caller& caller) {
 
 Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
   std::unique_ptr<PidView> view = task_view(ino, caller);
-  Result<std::string> r = read_node(ino, [&](const Node& n) { return p_.tree.render_node(n); });
+  Result<std::string> r = read_node(ino, [&](const Node& n) { return render_node(n); });
   // The ids the reader sees, outside the lock: the snapshot is the model's.
   if (view == nullptr || !r.ok()) return r;
   return task_ids_as_seen(*r, *view);
@@ -350,7 +348,7 @@ Result<std::string> FsImpl::render(Ino ino, const Caller& caller) {
 Result<std::shared_ptr<const std::string>> FsImpl::render_shared(Ino ino, const Caller& caller) {
   std::unique_ptr<PidView> view = task_view(ino, caller);
   Result<std::shared_ptr<const std::string>> r =
-      read_node(ino, [&](const Node& n) { return p_.tree.render_node_shared(n); });
+      read_node(ino, [&](const Node& n) { return render_node_shared(n); });
   if (view == nullptr || !r.ok()) return r;
   return std::make_shared<const std::string>(task_ids_as_seen(**r, *view));
 }
