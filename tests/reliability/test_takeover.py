@@ -297,6 +297,111 @@ class Takeover(unittest.TestCase):
         self.run_loop(UPGRADES, upgrade)
         self.assertEqual(seen, versions)
 
+    # ---- counters across takeovers ----------------------------------------
+
+    def test_counters_continue(self):
+        """A reader holding mbm_*_bytes and llc_occupancy fds of groups with
+        traffic, across SIGKILLs and upgrades: the bandwidth counts never go
+        back and the occupancy never falls to 0 (the simulated machine's
+        counters and the running totals outlive the daemon in the state
+        directory). Workloads are the dead daemon's own: each new daemon is
+        read before they are given again, so nothing refills the cache."""
+        m = self.start()
+        builds = [os.path.join(self.tmp, "build-a"), os.path.join(self.tmp, "build-b")]
+        shutil.copy(self.exe, builds[0])
+        different_build(self.exe, builds[1])
+        for g, cpu in (("g1", 1), ("g2", 5)):
+            m.mkdir(g)
+            m.write(g + "/cpus_list", "%d\n" % cpu)
+        m.mkdir("g1/mon_groups/m1")
+        m.write("g1/mon_groups/m1/cpus_list", "1\n")
+        files = []
+        for g, d in (("g1", "mon_L3_00"), ("g1/mon_groups/m1", "mon_L3_00"),
+                     ("g2", "mon_L3_01"), ("", "mon_L3_00")):
+            for ev in ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"):
+                files.append(os.path.join(g, "mon_data", d, ev))
+
+        def open_all():
+            fds = [os.open(m.path(f), os.O_RDONLY) for f in files]
+            self.addCleanup(lambda: [os.close(fd) for fd in fds])
+            return fds
+        main_fds, reader_fds = open_all(), open_all()
+
+        def traffic():
+            m.workload(cpu=1, footprint_bytes=4 << 20, bandwidth_mbps=2000)
+            m.workload(cpu=5, footprint_bytes=2 << 20, bandwidth_mbps=1000)
+            m.workload(cpu=0, footprint_bytes=1 << 20, bandwidth_mbps=500)  # the default group
+
+        def values(fds):
+            return [int(os.pread(fd, 64, 0)) for fd in fds]
+
+        stop = threading.Event()
+        errors = []
+        reads = [0]
+
+        def reader():
+            # The same fds, read in a loop through the takeovers: what any
+            # reader of the tree sees.
+            last = [0] * len(files)
+            while not stop.is_set():
+                try:
+                    now = values(reader_fds)
+                except (OSError, ValueError) as e:
+                    errors.append("read: %r" % e)
+                    return
+                for i, f in enumerate(files):
+                    if f.endswith("llc_occupancy"):
+                        if last[i] > 0 and now[i] == 0:
+                            errors.append("%s fell to 0" % f)
+                    elif now[i] < last[i]:
+                        errors.append("%s went back: %d -> %d" % (f, last[i], now[i]))
+                last = now
+                reads[0] += 1
+                if errors:
+                    return
+
+        traffic()
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            before = values(main_fds)
+            restarts = 0
+            for i in range(5):
+                # Until every counter moved (counts, not time).
+                rt.wait_until(lambda: all(
+                    v > b for v, b, f in zip(values(main_fds), before, files)
+                    if not f.endswith("llc_occupancy")) or errors,
+                    "the counters to move", report=m.daemon_log)
+                r0 = reads[0]
+                rt.wait_until(lambda: reads[0] > r0 + 2 or errors, "the reader to go on")
+                before = values(main_fds)
+                old = self.daemon_pid()
+                if i % 2 == 0:
+                    os.kill(old, signal.SIGKILL)
+                else:
+                    # An upgrade: the other build, then back.
+                    tmp = self.exe + ".new"
+                    shutil.copy(builds[(i // 2 + 1) % 2], tmp)
+                    os.rename(tmp, self.exe)
+                    os.kill(self.keeper, signal.SIGHUP)
+                self.wait_served_by_new(old)
+                restarts += 1
+                after = values(main_fds)  # before any new traffic
+                for f, b, a in zip(files, before, after):
+                    if f.endswith("llc_occupancy"):
+                        if b > 0:
+                            self.assertGreater(a, 0, "%s fell to 0 after restart %d" % (f, i))
+                    else:
+                        self.assertGreaterEqual(a, b, "%s went back after restart %d" % (f, i))
+                self.assertEqual(errors, [])
+                traffic()
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(errors[:10], [], m.daemon_log()[-4000:])
+        self.assertGreaterEqual(m.daemon_log().count("(takeover)"), restarts)
+        self.assertIn("counters carried over", m.daemon_log())
+
     # ---- a container with the tree bind-mounted ------------------------
 
     def test_container_keeps_working(self):
