@@ -517,6 +517,106 @@ class Takeover(unittest.TestCase):
         self.assertIn(str(sleeper.pid), m.read("tasks").split())
 
 
+FNV_OFFSET = 0xcbf29ce484222325
+FNV_PRIME = 0x100000001b3
+HASH_BITS = 36
+HASH_MASK = (1 << HASH_BITS) - 1
+ROOT_INO = 1
+MOUNT_OPTIONS = ("cdp", "cdpl2", "mba_MBps", "debug", "iordt", "cba", "stlb", "tccl3")
+
+
+def fnv_child(h, name):
+    for b in b"/" + name.encode():
+        h = ((h ^ b) * FNV_PRIME) & ((1 << 64) - 1)
+    return h
+
+
+class NodeIds(unittest.TestCase):
+    """Node ids (docs/reliability.md, "Node ids"): a file's inode number is
+    its group's node base in the top 28 bits and the low 36 bits of FNV-1a
+    of its path below the group's directory; two paths of one group whose
+    hashes agreed would be told apart by probing, in creation order, and
+    could swap numbers across a restore. A group's paths are not chosen by
+    users: a group directory (CTRL_MON or MON, whatever its name) starts a
+    numbering of its own, and below it are only the file table's names and
+    the platform's mon_data names. So this enumerates them: on every
+    built-in platform, with every mount option it takes, in each monitoring
+    mode it has, with a CTRL_MON group and a MON group, every inode number is
+    the unprobed one (no collision happened) and the union of the paths seen
+    in groups (and in the default group with info/) has no two paths with
+    one hash. A platform added later is covered by this test."""
+
+    def walk(self, m):
+        """{kind: {relative path}} of every node, checking each number."""
+        seen = {"root": set(), "group": set()}
+
+        def visit(path, base, h, rel, kind):
+            for e in os.scandir(path):
+                ino = e.inode()
+                if e.is_dir(follow_symlinks=False) and ino >> HASH_BITS not in (0, base) and \
+                        ino & HASH_MASK == FNV_OFFSET & HASH_MASK:
+                    visit(e.path, ino >> HASH_BITS, FNV_OFFSET, "", "group")  # a group
+                    continue
+                ch = fnv_child(h, e.name)
+                low = ch & HASH_MASK
+                if base == 0 and low <= ROOT_INO:
+                    low += 2
+                r = rel + "/" + e.name
+                self.assertEqual(ino, (base << HASH_BITS) | low,
+                                 "%s: probed (a collision in its group)" % e.path)
+                seen[kind].add(r)
+                if e.is_dir(follow_symlinks=False):
+                    visit(e.path, base, ch, r, kind)
+        visit(m.path(""), 0, FNV_OFFSET, "", "root")
+        return seen
+
+    def test_no_collision_in_any_group(self):
+        platforms = subprocess.run([rt.daemon_binary(), "--list-platforms"], capture_output=True,
+                                   text=True, check=True).stdout.split()
+        self.assertIn("intel-2s", platforms)
+        checked = 0
+        for platform in platforms:
+            union = {"root": set(), "group": set()}
+            for opt in (None,) + MOUNT_OPTIONS:
+                try:
+                    m = rt.Mount(platform=platform, options=[opt] if opt else [],
+                                 args=["--task-model", "none"])
+                except RuntimeError:
+                    continue  # an option the platform lacks (intel-tcc needs tccl3)
+                try:
+                    # A CTRL_MON group with a MON group, and a MON group of
+                    # the default group, where the platform has them.
+                    if m.mkdir("g") == 0 and os.path.isdir(m.path("g/mon_groups")):
+                        self.assertEqual(m.mkdir("g/mon_groups/m"), 0)
+                    if os.path.isdir(m.path("mon_groups")):
+                        self.assertEqual(m.mkdir("mon_groups/r"), 0)
+                    for what, seen in self.walk(m).items():
+                        union[what] |= seen
+                    mode = "info/L3_MON/mbm_assign_mode"
+                    if os.path.exists(m.path(mode)) and "mbm_event" in m.read(mode):
+                        m.write("info/L3_MON/mbm_assign_mode", "mbm_event\n")
+                        for what, seen in self.walk(m).items():
+                            union[what] |= seen
+                finally:
+                    m.cleanup()
+                checked += 1
+            self.assertTrue(union["group"], platform + ": never mounted")
+            for what, paths in union.items():
+                by_hash = {}
+                for p in paths:
+                    h = FNV_OFFSET
+                    for name in p.strip("/").split("/"):
+                        h = fnv_child(h, name)
+                    low = h & HASH_MASK
+                    if what == "root" and low <= ROOT_INO:
+                        low += 2
+                    by_hash.setdefault(low, []).append(p)
+                clashes = [v for v in by_hash.values() if len(v) > 1]
+                self.assertEqual(clashes, [], (platform, what))
+            print(platform, {k: len(v) for k, v in union.items()})
+        self.assertGreater(checked, len(platforms))
+
+
 @unittest.skipUnless(kernel_has_resend(), "the kernel lacks FUSE_NOTIFY_RESEND (Linux < 6.9)")
 class FdStore(unittest.TestCase):
     """--fd-store against a stand-in for systemd: the daemon hands its
