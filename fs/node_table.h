@@ -13,9 +13,9 @@
 // Two paths of one group whose hashes agree are told apart by probing the
 // next number, which depends on which came first; no two paths a group of
 // a built-in platform can hold agree (reliability.test_takeover, NodeIds,
-// enumerates them), elsewhere about n*n/2^37 for a group of n files. A path removed and made again in one group (a
-// monitoring domain that went offline and came back, a mode's files) gets
-// its old number back.
+// enumerates them), elsewhere about n*n/2^37 for a group of n files. A
+// path removed and made again in one group (a monitoring domain that went
+// offline and came back, a mode's files) gets its old number back.
 #pragma once
 
 #include <cstdint>
