@@ -222,7 +222,8 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.changes.all();
   m_.lcs.clear();
   m_.set_status(p_.mon.assign_cntrs_on_mkdir(m_.root));
-  p_.mon.reset_group_mbm(m_.root);
+  // A daemon that took the machine over continues its predecessor's counts.
+  if (!m_.arch->counters_carried_over()) p_.mon.reset_group_mbm(m_.root);
   return Ok();
 }
 
