@@ -531,6 +531,7 @@ def fnv_child(h, name):
     return h
 
 
+@unittest.skipIf(rt.MSR, "the platforms are the simulator's (the msr label has one machine)")
 class NodeIds(unittest.TestCase):
     """Node ids (docs/reliability.md, "Node ids"): a file's inode number is
     its group's node base in the top 28 bits and the low 36 bits of FNV-1a
