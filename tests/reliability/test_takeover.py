@@ -531,7 +531,6 @@ def fnv_child(h, name):
     return h
 
 
-@unittest.skipIf(rt.MSR, "the platforms are the simulator's (the msr label has one machine)")
 class NodeIds(unittest.TestCase):
     """Node ids (docs/reliability.md, "Node ids"): a file's inode number is
     its group's node base in the top 28 bits and the low 36 bits of FNV-1a
@@ -575,6 +574,11 @@ class NodeIds(unittest.TestCase):
         platforms = subprocess.run([rt.daemon_binary(), "--list-platforms"], capture_output=True,
                                    text=True, check=True).stdout.split()
         self.assertIn("intel-2s", platforms)
+        if rt.MSR:
+            # Node ids are fs/'s, the same on every backend: one machine
+            # through the msr path is enough there (no skip: ctest would
+            # report the whole file skipped).
+            platforms = ["intel-2s"]
         checked = 0
         for platform in platforms:
             union = {"root": set(), "group": set()}
