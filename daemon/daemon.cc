@@ -20,6 +20,7 @@
 #include "base/cpulist.h"
 #include "base/json_input.h"
 #include "daemon/boot_state.h"
+#include "daemon/private_dir.h"
 #include "daemon/takeover.h"
 
 namespace resctrlfs::daemon {
@@ -159,6 +160,33 @@ std::chrono::steady_clock::time_point Daemon::fs_now() const {
   return std::chrono::steady_clock::now();
 }
 
+void Daemon::keep_counters() {
+  Result<PrivateDir> dir = PrivateDir::open(opts_.state_dir, "--state-dir", true);
+  const std::string path = opts_.state_dir + "/" + kCounterFile;
+  if (!dir.ok()) {
+    spdlog::warn("{}: {}; counters are kept in memory only", path, dir.error().message);
+    return;
+  }
+  const int fd = openat(dir->fd(), kCounterFile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    spdlog::warn("{}: {}; counters are kept in memory only", path, strerror(errno));
+    return;
+  }
+  Result<std::unique_ptr<hw::CounterStore>> s =
+      hw::keep_counters(parts_->backend, fd, opts_.takeover);
+  ::close(fd);
+  if (!s.ok()) {
+    spdlog::warn("{}: {}; counters are kept in memory only", path, s.error().message);
+    return;
+  }
+  counter_store_ = std::move(s).value();
+  if (counter_store_->carried_over())
+    spdlog::info("{}: counters carried over from the previous daemon", path);
+  else if (opts_.takeover)
+    spdlog::warn("{}: {}: not used, the counters start from zero", path,
+                 counter_store_->why_fresh().empty() ? "none" : counter_store_->why_fresh());
+}
+
 Result<void> Daemon::start(const PartsFactory& factory) {
   // A table that cannot be read is a bad command line, said before anything mounts.
   if (thread_cpus_.virtual_cpus()) RESCTRLFS_RETURN_IF_ERROR(thread_cpus_.load());
@@ -184,6 +212,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     }
   }
 
+  if (!opts_.state_dir.empty()) keep_counters();
   // What the previous mount on this mount point left behind (the kernel's
   // state that outlives an unmount; daemon/boot_state.h).
   load_boot_state();

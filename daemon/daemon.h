@@ -38,6 +38,7 @@
 #include "daemon/thread_cpu.h"
 #include "fs/filesystem.h"
 #include "hw/backend.h"
+#include "hw/counter_store.h"
 
 namespace resctrlfs::daemon {
 
@@ -120,6 +121,10 @@ class Daemon : public ControlTarget {
   // the resctrl mount; written (if it changed) on the tick after a request
   // that changed the model, and after the resctrl unmount at shutdown.
   void load_boot_state();
+  // With --state-dir: keeps the machine's counters and the Arch's running
+  // totals in DIR/counters (hw/counter_store.h), continuing a dead
+  // predecessor's on a takeover.
+  void keep_counters();
   // `stopping`: write even an unchanged document (its time is the stop's).
   void save_boot_state(bool stopping = false);
   Result<hw::SimControl*> sim();
@@ -137,6 +142,9 @@ class Daemon : public ControlTarget {
   boost::asio::io_context io_;
   InvalidationQueue inval_;
   RequestStats stats_;
+  // Declared before parts_: the Arch and the machine work in its mapping
+  // until they are gone.
+  std::unique_ptr<hw::CounterStore> counter_store_;
   std::optional<DaemonParts> parts_;
   bool fs_mounted_ = false;
   std::unique_ptr<FuseBridge> bridge_;

@@ -38,6 +38,9 @@ namespace resctrlfs::daemon {
 
 // Where the first daemon of a connection keeps its INIT.
 inline constexpr char kFuseInitFile[] = "fuse-init";
+// The file in the state directory that keeps the counters across a takeover
+// (hw/counter_store.h).
+inline constexpr char kCounterFile[] = "counters";
 
 // The keeper's main: `args` are the daemon's arguments as given (argv[0]
 // first), `opts` their parse. Returns the exit status: 0 once the tree was

@@ -223,7 +223,8 @@ Result<void> Groups::mount_locked(const MountOptions& opts) {
   m_.changes.all();
   m_.lcs.clear();
   m_.set_status(mon_.assign_cntrs_on_mkdir(m_.root));
-  mon_.reset_group_mbm(m_.root);
+  // A daemon that took the machine over continues its predecessor's counts.
+  if (!m_.arch->counters_carried_over()) mon_.reset_group_mbm(m_.root);
   return Ok();
 }
 

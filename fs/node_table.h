@@ -10,11 +10,12 @@
 // directory in the others. The root is kRootIno. Node bases are handed out
 // by a counter the journal keeps (next_base), so a group made again under
 // an old name gets new numbers, as the kernel's kernfs gives new inodes.
-// Two paths of one group whose hashes agree (about n*n/2^37 for a group of
-// n files) are told apart by probing the next number, which depends on
-// which came first. A path removed and made again in one group (a
-// monitoring domain that went offline and came back, a mode's files) gets
-// its old number back.
+// Two paths of one group whose hashes agree are told apart by probing the
+// next number, which depends on which came first; no two paths a group of
+// a built-in platform can hold agree (reliability.test_takeover, NodeIds,
+// enumerates them), elsewhere about n*n/2^37 for a group of n files. A
+// path removed and made again in one group (a monitoring domain that went
+// offline and came back, a mode's files) gets its old number back.
 #pragma once
 
 #include <cstdint>

@@ -214,7 +214,9 @@ void StateRestore::restore_dir(Group* g, Node* parent, const DirFields& f) {
   Node* dir = m_.nodes.add(parent, g->name, NodeKind::kGroupDir, S_IFDIR | f.mode, f.uid, f.gid,
                            m_.now_seconds(), g->node_base);
   p_.tree.build_group_dir(g, dir, f.mode, f.uid, f.gid);
-  p_.mon.reset_group_mbm(g);
+  // After a takeover the group's counts go on from where its reader saw
+  // them (the Arch kept them, with the same RMID); otherwise from now.
+  if (!m_.arch->counters_carried_over()) p_.mon.reset_group_mbm(g);
 }
 
 Result<StateRestore::Assigned> StateRestore::read_assigned(const JsonIn& o) {

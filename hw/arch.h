@@ -54,6 +54,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -614,6 +615,26 @@ class Arch {
   // resctrl_arch_config_cntr). Resets the counter's count.
   virtual Result<void> config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
                                    uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) = 0;
+
+  // Running totals that outlive the daemon (ours: the kernel's live as long
+  // as the machine). The daemon hands the Arch `region`, memory that stays
+  // when the process dies (a shared mapping of a file it keeps), of
+  // counter_state_bytes() bytes, before the filesystem mounts. With
+  // `carry_over` the region holds the running totals a previous daemon on
+  // this platform left and the Arch continues them: every later read goes
+  // on from there, and counters_carried_over() says so, so that the
+  // restore of the groups does not reset them. Without it the Arch writes
+  // its own fresh state there. From then on every change of a running total
+  // is in the region before the read that made it returns, so a daemon
+  // killed at any instant leaves totals a successor can continue (never
+  // behind what a reader saw). An Arch without running totals needs none
+  // (0 bytes; never carried over).
+  virtual size_t counter_state_bytes() const { return 0; }
+  virtual void keep_counter_state(std::byte* region, bool carry_over) {
+    (void)region;
+    (void)carry_over;
+  }
+  virtual bool counters_carried_over() const { return false; }
 
   // CPU hotplug, the arch half of the kernel's cpuhp callbacks. The caller
   // (fs/) has already done its own part of an offline (the CPU left every

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -129,6 +130,22 @@ class SimControl {
   // ThreadTagger::set_thread_tags); a CPU workload against the CPU's PQR_ASSOC.
   virtual Result<void> attach_thread_workload(int tid, const Workload& w) = 0;
   virtual Result<void> attach_cpu_workload(unsigned cpu, const Workload& w) = 0;
+
+  // The machine's counter state (ours): what a reader sees move (each
+  // RMID's occupancy by cache way, both bandwidth counts and their wraps,
+  // which RMIDs hardware counters track, the telemetry counts), kept in
+  // `region` (counter_state_bytes() bytes that outlive the process: the
+  // daemon's shared mapping, see hw/counter_store.h) so that a daemon that
+  // takes the machine over after a crash finds the counters where they
+  // were. With `carry_over` the region holds a previous daemon's counters
+  // and the machine continues them; otherwise it writes its own there.
+  // Every step of the model is in the region before the read that made it
+  // returns. Not kept: declared workloads, the clock, ABMC counters, LWP.
+  virtual size_t counter_state_bytes() const { return 0; }
+  virtual void keep_counter_state(std::byte* region, bool carry_over) {
+    (void)region;
+    (void)carry_over;
+  }
 
   // The task model (ours, daemon/task_model.h): what the real threads in
   // groups did in the last sample, as one workload per thread (pinned to the

@@ -250,6 +250,7 @@ Result<void> SimMachine::set_cpu_online(unsigned cpu, bool online) {
     if (d3 != nullptr && !any_online(d3->cpus)) {
       power_on_l3(*d3);
       d3->last_us = now;
+      keep_l3_locked(*d3);
     }
     if (d2 != nullptr && !any_online(d2->cpus)) power_on_l2(*d2);
     if (c.core >= 0 && !any_online(cores_[c.core].cpus)) power_on_core(cores_[c.core]);
@@ -490,6 +491,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
         std::fill(d->mbm[k].begin(), d->mbm[k].end(), 0.0);
         std::fill(d->unavail_once[k].begin(), d->unavail_once[k].end(), 1);
       }
+      keep_l3_locked(*d);
       return Ok();
     }
     if (msr == MSR_RMID_SNC_CONFIG && snc_msr_) {
@@ -518,6 +520,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
       // bandwidth counters from 0.
       if (((d->ext_cfg ^ v) & L3_QOS_EXT_CFG_ABMC_EN) != 0) {
         for (auto& m : d->mbm) std::fill(m.begin(), m.end(), 0.0);
+        keep_l3_locked(*d);
       }
       d->ext_cfg = v;
       return Ok();

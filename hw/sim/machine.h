@@ -182,6 +182,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -264,6 +265,11 @@ class SimMachine final : public CpuidSource,
   Result<uint64_t> mmio_read(uint64_t addr, unsigned width) override;
   Result<void> mmio_write(uint64_t addr, unsigned width, uint64_t value) override;
   Result<void> attach_channel_workload(uint32_t channel, const Workload& w) override;
+
+  // The counters that outlive the daemon (kept_counters.cc; see
+  // SimControl::keep_counter_state).
+  size_t counter_state_bytes() const override;
+  void keep_counter_state(std::byte* region, bool carry_over) override;
 
   // For tests of the model: the exact (unquantised) occupancy in bytes of
   // physical RMID `rmid` on L3 domain `domain_id` after advancing to now.
@@ -509,6 +515,25 @@ class SimMachine final : public CpuidSource,
   int io_node_index(const IoChan& c, int node) const;
   std::vector<PmtRegion> telem_regions_;
   uint64_t telem_last_us_ = 0;
+
+  // Where keep_counter_state() keeps each L3 domain's and each telemetry
+  // package's counters (empty: nowhere). The model works in its vectors and
+  // copies them there after each step, before the read that stepped it
+  // returns; a read copies what it changed (an Overflow bit's wrap count).
+  struct KeptL3 {
+    double* mbm[2];
+    uint64_t* wraps[2];
+    double* occ_way;
+    uint64_t* tracked;
+  };
+  struct KeptPkg {
+    double* count;
+    uint64_t* seen;
+  };
+  std::vector<KeptL3> kept_l3_;
+  std::vector<KeptPkg> kept_pkg_;
+  void keep_l3_locked(const L3Dom& d);
+  void keep_telemetry_locked();
 };
 
 }  // namespace resctrlfs::hw::sim

@@ -291,6 +291,7 @@ void SimMachine::advance_locked(L3Dom& d, uint64_t now, uint64_t min_step_us) {
   refresh_tracking_locked(now);
   step_model(d, static_cast<double>(now - d.last_us), now);
   d.last_us = now;
+  keep_l3_locked(d);
 }
 
 double SimMachine::cba_factor(const L3Dom& d, const Entity& e) const {
@@ -636,6 +637,7 @@ void SimMachine::refresh_tracking_locked(uint64_t now) {
       d.tracked[victim] = 0;
       start_tracking(r);
     }
+    keep_l3_locked(d);
   }
 }
 
@@ -685,6 +687,7 @@ Result<uint64_t> SimMachine::read_qm_ctr_locked(Cpu& c) {
       const uint64_t wraps = units >> width;
       if (wraps != d.wraps_read[ev][rmid]) overflow = QM_CTR_OVERFLOW;
       d.wraps_read[ev][rmid] = wraps;  // the read clears the bit
+      if (!kept_l3_.empty()) kept_l3_[static_cast<size_t>(&d - l3_.data())].wraps[ev][rmid] = wraps;
     }
     return (units & wmask) | overflow;
   }

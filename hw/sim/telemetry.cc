@@ -128,6 +128,7 @@ void SimMachine::advance_telemetry_locked(uint64_t now) {
       t.seen[rmid] = 1;
     }
   }
+  keep_telemetry_locked();
 }
 
 std::vector<PmtRegion> SimMachine::pmt_regions() const {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 
 #include "hw/x86/registers.h"
 
@@ -355,7 +356,10 @@ Result<void> X86Arch::resync() {
     if (op.err != 0) return write_failed();
   RESCTRLFS_RETURN_IF_ERROR(rewrite_io_tags());
   // A re-configured counter restarts at 0; its running total goes on.
-  for (const auto& [d, c] : cntrs) mon_[d].cntr[c].prev = 0;
+  for (const auto& [d, c] : cntrs) {
+    mon_[d].cntr[c].prev = 0;
+    keep_mbm(d, 2, c);
+  }
   for (unsigned cpu : info_.online.cpus()) pqr_cache_[cpu] = pqr_want_[cpu];
   synced_reconnects_ = gen;
   stale_ = false;
@@ -584,6 +588,7 @@ CounterValue X86Arch::read_event(int domain_id, uint32_t rmid, EventId ev,
   // reset and the first read counts too.
   st.chunks += (now - st.prev) & wmask;  // modulo 2^width: one wrap at most
   st.prev = now;
+  keep_mbm(static_cast<size_t>(d), cntr_id ? 2 : mbm_index(ev), cntr_id ? *cntr_id : rmid);
   uint64_t chunks = st.chunks;
   if (!cntr_id && correction_.factor != 0 && rmid > correction_.rmid_threshold) {
     // Errata SKX99/BDF102: fixed point with 20 fractional bits.
@@ -635,6 +640,14 @@ void X86Arch::reset_event(int domain_id, uint32_t rmid, EventId ev) {
   }
   MbmState& st = mon_[d].rmid[mbm_index(ev)][rmid];
   st = MbmState{};
+  // Kept as it is at every return below.
+  struct Keep {
+    X86Arch* a;
+    size_t d;
+    int kind;
+    uint32_t rmid;
+    ~Keep() { a->keep_mbm(d, kind, rmid); }
+  } keep{this, static_cast<size_t>(d), mbm_index(ev), rmid};
   // The counter's value now is the baseline (Linux's resctrl_arch_reset_rmid
   // in arch/x86/kernel/cpu/resctrl/monitor.c records it at RMID allocation);
   // a counter that reads Error or Unavailable leaves it at 0. The first
@@ -685,6 +698,7 @@ void X86Arch::reset_domain_events(int domain_id) {
   if (d < 0) return;
   for (auto& v : mon_[d].rmid) std::fill(v.begin(), v.end(), MbmState{});
   std::fill(mon_[d].cntr.begin(), mon_[d].cntr.end(), MbmState{});
+  keep_mon_domain(static_cast<size_t>(d));
 }
 
 Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t config) {
@@ -705,7 +719,59 @@ Result<void> X86Arch::set_event_config(int domain_id, EventId ev, uint32_t confi
   // next read of each: every count starts again from 0 (Linux's
   // mbm_config_write_domain calls resctrl_arch_reset_rmid_all).
   for (auto& v : mon_[d].rmid) std::fill(v.begin(), v.end(), MbmState{});
+  keep_mon_domain(static_cast<size_t>(d));
   return Ok();
+}
+
+// ---- Running totals kept outside the process (Arch::keep_counter_state).
+
+size_t X86Arch::counter_state_bytes() const {
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
+  if (!mon.capable) return 0;
+  return mon.mon_domains.size() * (2 * mon.num_rmids + mon.cntr_assign.num_cntrs) *
+         sizeof(MbmState);
+}
+
+void X86Arch::keep_counter_state(std::byte* region, bool carry_over) {
+  static_assert(std::is_trivially_copyable_v<MbmState>);
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
+  kept_mon_.clear();
+  carried_over_ = false;
+  if (!mon.capable) return;
+  auto* at = reinterpret_cast<MbmState*>(region);
+  for (size_t d = 0; d < mon.mon_domains.size(); ++d) {
+    kept_mon_[mon.mon_domains[d].id] = at;
+    if (carry_over) {
+      // The totals a previous daemon left: reads go on from them (its
+      // registers, simulated or real, went on counting meanwhile).
+      for (int e = 0; e < 2; ++e)
+        std::copy_n(at + e * mon.num_rmids, mon.num_rmids, mon_[d].rmid[e].begin());
+      std::copy_n(at + 2 * mon.num_rmids, mon_[d].cntr.size(), mon_[d].cntr.begin());
+    } else {
+      keep_mon_domain(d);
+    }
+    at += 2 * mon.num_rmids + mon_[d].cntr.size();
+  }
+  carried_over_ = carry_over;
+}
+
+void X86Arch::keep_mbm(size_t d, int kind, size_t i) {
+  if (kept_mon_.empty()) return;
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
+  auto it = kept_mon_.find(mon.mon_domains[d].id);
+  if (it == kept_mon_.end()) return;  // a domain that came online later: not kept
+  const MbmState& st = kind == 2 ? mon_[d].cntr[i] : mon_[d].rmid[kind][i];
+  it->second[kind == 2 ? 2 * mon.num_rmids + i : kind * mon.num_rmids + i] = st;
+}
+
+void X86Arch::keep_mon_domain(size_t d) {
+  if (kept_mon_.empty()) return;
+  const MonCaps& mon = info_.res(ResourceId::L3).mon;
+  auto it = kept_mon_.find(mon.mon_domains[d].id);
+  if (it == kept_mon_.end()) return;
+  for (int e = 0; e < 2; ++e)
+    std::copy_n(mon_[d].rmid[e].begin(), mon.num_rmids, it->second + e * mon.num_rmids);
+  std::copy_n(mon_[d].cntr.begin(), mon_[d].cntr.size(), it->second + 2 * mon.num_rmids);
 }
 
 uint32_t X86Arch::event_config(int domain_id, EventId ev) const {
@@ -779,6 +845,7 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
   unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
   if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
   mon_[d].cntr[cntr_id] = MbmState{};
+  keep_mbm(static_cast<size_t>(d), 2, cntr_id);
   mon_[d].cntr_cfg[cntr_id] = v;
   (void)ev;  // the counter counts whatever evt_cfg selects
   return Ok();
@@ -995,6 +1062,7 @@ Result<void> X86Arch::online_cpu(unsigned cpu, ArchEvents* events) {
       d.cpus.set(cpu);
       mons.insert(pos, d);
       mon_.insert(mon_.begin() + idx, std::move(mon_state));
+      keep_mon_domain(static_cast<size_t>(idx));
       if (events != nullptr) events->mon_domain_online(ResourceId::L3, mon_id);
     }
   }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +69,12 @@ class X86Arch final : public Arch {
                            uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) override;
   Result<void> set_io_alloc_enabled(ResourceId rid, bool enable) override;
   bool io_alloc_enabled(ResourceId rid) const override;
+  // The MBM running totals (prev, chunks) of every RMID and ABMC counter of
+  // the monitoring domains there are now, kept outside the process (see
+  // Arch::keep_counter_state).
+  size_t counter_state_bytes() const override;
+  void keep_counter_state(std::byte* region, bool carry_over) override;
+  bool counters_carried_over() const override { return carried_over_; }
 
   // The same for the x86 resources by name (what the contract's calls
   // above dispatch to; tests and the broker's checks call them directly).
@@ -195,6 +202,16 @@ class X86Arch final : public Arch {
   // that fails, and it is tried again by the next call.
   Result<void> resync();
   std::vector<MonDomState> mon_;
+  // Where keep_counter_state() keeps each monitoring domain's MbmStates, by
+  // domain id: rmid[0], rmid[1] (num_rmids each), then the ABMC counters
+  // (empty: nowhere). Each change of a state is copied there at once
+  // (keep_mbm), before the read that made it returns.
+  std::map<int, MbmState*> kept_mon_;
+  bool carried_over_ = false;
+  // Copies mon_[d]'s state `i` of `kind` (0, 1: the RMID's event, 2: ABMC
+  // counter) to where it is kept; keep_mon_domain: all of mon_[d]'s.
+  void keep_mbm(size_t d, int kind, size_t i);
+  void keep_mon_domain(size_t d);
   // MBM baselines of one RMID read ahead in one batch (see reset_event):
   // the fs resets a new RMID's counters domain by domain, event by event,
   // and each reset would otherwise cost its own select + read round trip.

@@ -297,6 +297,111 @@ class Takeover(unittest.TestCase):
         self.run_loop(UPGRADES, upgrade)
         self.assertEqual(seen, versions)
 
+    # ---- counters across takeovers ----------------------------------------
+
+    def test_counters_continue(self):
+        """A reader holding mbm_*_bytes and llc_occupancy fds of groups with
+        traffic, across SIGKILLs and upgrades: the bandwidth counts never go
+        back and the occupancy never falls to 0 (the simulated machine's
+        counters and the running totals outlive the daemon in the state
+        directory). Workloads are the dead daemon's own: each new daemon is
+        read before they are given again, so nothing refills the cache."""
+        m = self.start()
+        builds = [os.path.join(self.tmp, "build-a"), os.path.join(self.tmp, "build-b")]
+        shutil.copy(self.exe, builds[0])
+        different_build(self.exe, builds[1])
+        for g, cpu in (("g1", 1), ("g2", 5)):
+            m.mkdir(g)
+            m.write(g + "/cpus_list", "%d\n" % cpu)
+        m.mkdir("g1/mon_groups/m1")
+        m.write("g1/mon_groups/m1/cpus_list", "1\n")
+        files = []
+        for g, d in (("g1", "mon_L3_00"), ("g1/mon_groups/m1", "mon_L3_00"),
+                     ("g2", "mon_L3_01"), ("", "mon_L3_00")):
+            for ev in ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"):
+                files.append(os.path.join(g, "mon_data", d, ev))
+
+        def open_all():
+            fds = [os.open(m.path(f), os.O_RDONLY) for f in files]
+            self.addCleanup(lambda: [os.close(fd) for fd in fds])
+            return fds
+        main_fds, reader_fds = open_all(), open_all()
+
+        def traffic():
+            m.workload(cpu=1, footprint_bytes=4 << 20, bandwidth_mbps=2000)
+            m.workload(cpu=5, footprint_bytes=2 << 20, bandwidth_mbps=1000)
+            m.workload(cpu=0, footprint_bytes=1 << 20, bandwidth_mbps=500)  # the default group
+
+        def values(fds):
+            return [int(os.pread(fd, 64, 0)) for fd in fds]
+
+        stop = threading.Event()
+        errors = []
+        reads = [0]
+
+        def reader():
+            # The same fds, read in a loop through the takeovers: what any
+            # reader of the tree sees.
+            last = [0] * len(files)
+            while not stop.is_set():
+                try:
+                    now = values(reader_fds)
+                except (OSError, ValueError) as e:
+                    errors.append("read: %r" % e)
+                    return
+                for i, f in enumerate(files):
+                    if f.endswith("llc_occupancy"):
+                        if last[i] > 0 and now[i] == 0:
+                            errors.append("%s fell to 0" % f)
+                    elif now[i] < last[i]:
+                        errors.append("%s went back: %d -> %d" % (f, last[i], now[i]))
+                last = now
+                reads[0] += 1
+                if errors:
+                    return
+
+        traffic()
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            before = values(main_fds)
+            restarts = 0
+            for i in range(5):
+                # Until every counter moved (counts, not time).
+                rt.wait_until(lambda: all(
+                    v > b for v, b, f in zip(values(main_fds), before, files)
+                    if not f.endswith("llc_occupancy")) or errors,
+                    "the counters to move", report=m.daemon_log)
+                r0 = reads[0]
+                rt.wait_until(lambda: reads[0] > r0 + 2 or errors, "the reader to go on")
+                before = values(main_fds)
+                old = self.daemon_pid()
+                if i % 2 == 0:
+                    os.kill(old, signal.SIGKILL)
+                else:
+                    # An upgrade: the other build, then back.
+                    tmp = self.exe + ".new"
+                    shutil.copy(builds[(i // 2 + 1) % 2], tmp)
+                    os.rename(tmp, self.exe)
+                    os.kill(self.keeper, signal.SIGHUP)
+                self.wait_served_by_new(old)
+                restarts += 1
+                after = values(main_fds)  # before any new traffic
+                for f, b, a in zip(files, before, after):
+                    if f.endswith("llc_occupancy"):
+                        if b > 0:
+                            self.assertGreater(a, 0, "%s fell to 0 after restart %d" % (f, i))
+                    else:
+                        self.assertGreaterEqual(a, b, "%s went back after restart %d" % (f, i))
+                self.assertEqual(errors, [])
+                traffic()
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(errors[:10], [], m.daemon_log()[-4000:])
+        self.assertGreaterEqual(m.daemon_log().count("(takeover)"), restarts)
+        self.assertIn("counters carried over", m.daemon_log())
+
     # ---- a container with the tree bind-mounted ------------------------
 
     def test_container_keeps_working(self):
@@ -410,6 +515,111 @@ class Takeover(unittest.TestCase):
                          log)
         self.assertFalse(os.path.exists(m.path("g")))
         self.assertIn(str(sleeper.pid), m.read("tasks").split())
+
+
+FNV_OFFSET = 0xcbf29ce484222325
+FNV_PRIME = 0x100000001b3
+HASH_BITS = 36
+HASH_MASK = (1 << HASH_BITS) - 1
+ROOT_INO = 1
+MOUNT_OPTIONS = ("cdp", "cdpl2", "mba_MBps", "debug", "iordt", "cba", "stlb", "tccl3")
+
+
+def fnv_child(h, name):
+    for b in b"/" + name.encode():
+        h = ((h ^ b) * FNV_PRIME) & ((1 << 64) - 1)
+    return h
+
+
+class NodeIds(unittest.TestCase):
+    """Node ids (docs/reliability.md, "Node ids"): a file's inode number is
+    its group's node base in the top 28 bits and the low 36 bits of FNV-1a
+    of its path below the group's directory; two paths of one group whose
+    hashes agreed would be told apart by probing, in creation order, and
+    could swap numbers across a restore. A group's paths are not chosen by
+    users: a group directory (CTRL_MON or MON, whatever its name) starts a
+    numbering of its own, and below it are only the file table's names and
+    the platform's mon_data names. So this enumerates them: on every
+    built-in platform, with every mount option it takes, in each monitoring
+    mode it has, with a CTRL_MON group and a MON group, every inode number is
+    the unprobed one (no collision happened) and the union of the paths seen
+    in groups (and in the default group with info/) has no two paths with
+    one hash. A platform added later is covered by this test."""
+
+    def walk(self, m):
+        """{kind: {relative path}} of every node, checking each number."""
+        seen = {"root": set(), "group": set()}
+
+        def visit(path, base, h, rel, kind):
+            for e in os.scandir(path):
+                ino = e.inode()
+                if e.is_dir(follow_symlinks=False) and ino >> HASH_BITS not in (0, base) and \
+                        ino & HASH_MASK == FNV_OFFSET & HASH_MASK:
+                    visit(e.path, ino >> HASH_BITS, FNV_OFFSET, "", "group")  # a group
+                    continue
+                ch = fnv_child(h, e.name)
+                low = ch & HASH_MASK
+                if base == 0 and low <= ROOT_INO:
+                    low += 2
+                r = rel + "/" + e.name
+                self.assertEqual(ino, (base << HASH_BITS) | low,
+                                 "%s: probed (a collision in its group)" % e.path)
+                seen[kind].add(r)
+                if e.is_dir(follow_symlinks=False):
+                    visit(e.path, base, ch, r, kind)
+        visit(m.path(""), 0, FNV_OFFSET, "", "root")
+        return seen
+
+    def test_no_collision_in_any_group(self):
+        platforms = subprocess.run([rt.daemon_binary(), "--list-platforms"], capture_output=True,
+                                   text=True, check=True).stdout.split()
+        self.assertIn("intel-2s", platforms)
+        if rt.MSR:
+            # Node ids are fs/'s, the same on every backend: one machine
+            # through the msr path is enough there (no skip: ctest would
+            # report the whole file skipped).
+            platforms = ["intel-2s"]
+        checked = 0
+        for platform in platforms:
+            union = {"root": set(), "group": set()}
+            for opt in (None,) + MOUNT_OPTIONS:
+                try:
+                    m = rt.Mount(platform=platform, options=[opt] if opt else [],
+                                 args=["--task-model", "none"])
+                except RuntimeError:
+                    continue  # an option the platform lacks (intel-tcc needs tccl3)
+                try:
+                    # A CTRL_MON group with a MON group, and a MON group of
+                    # the default group, where the platform has them.
+                    if m.mkdir("g") == 0 and os.path.isdir(m.path("g/mon_groups")):
+                        self.assertEqual(m.mkdir("g/mon_groups/m"), 0)
+                    if os.path.isdir(m.path("mon_groups")):
+                        self.assertEqual(m.mkdir("mon_groups/r"), 0)
+                    for what, seen in self.walk(m).items():
+                        union[what] |= seen
+                    mode = "info/L3_MON/mbm_assign_mode"
+                    if os.path.exists(m.path(mode)) and "mbm_event" in m.read(mode):
+                        m.write("info/L3_MON/mbm_assign_mode", "mbm_event\n")
+                        for what, seen in self.walk(m).items():
+                            union[what] |= seen
+                finally:
+                    m.cleanup()
+                checked += 1
+            self.assertTrue(union["group"], platform + ": never mounted")
+            for what, paths in union.items():
+                by_hash = {}
+                for p in paths:
+                    h = FNV_OFFSET
+                    for name in p.strip("/").split("/"):
+                        h = fnv_child(h, name)
+                    low = h & HASH_MASK
+                    if what == "root" and low <= ROOT_INO:
+                        low += 2
+                    by_hash.setdefault(low, []).append(p)
+                clashes = [v for v in by_hash.values() if len(v) > 1]
+                self.assertEqual(clashes, [], (platform, what))
+            print(platform, {k: len(v) for k, v in union.items()})
+        self.assertGreater(checked, len(platforms))
 
 
 @unittest.skipUnless(kernel_has_resend(), "the kernel lacks FUSE_NOTIFY_RESEND (Linux < 6.9)")
