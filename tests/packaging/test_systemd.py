@@ -16,9 +16,10 @@ shipped). This process reaches the container's tree through
     schemata, task moves and MON groups run while the daemon is killed
     KILLS times, alternately `systemctl kill -s KILL` and `kill -9` of its
     MainPID: each time Restart=on-failure starts it again, the new daemon
-    takes the /dev/fuse connection over from the fd store (LISTEN_FDS), and
-    neither the reader nor the writer sees an error; every acknowledged
-    write is in the tree and every inode number is the same afterwards;
+    takes the /dev/fuse connection over from the fd store (LISTEN_FDS=1,
+    LISTEN_FDNAMES=fuse in its environment), and neither the reader nor
+    the writer sees an error; every acknowledged write is in the tree and
+    every inode number is the same afterwards;
   - `systemctl restart` (systemd 252 has no FileDescriptorStorePreserve=: a
     restart is a stop and a start): the daemon unmounts and empties the
     store, so a file held open across it fails with ENOTCONN; the new
@@ -346,7 +347,12 @@ class SystemdUnit(unittest.TestCase):
                     c.run("/bin/sh", "-c", "kill -9 %d" % old)
                 else:
                     c.run("systemctl", "kill", "-s", "KILL", UNIT)
-                self.wait_restarted(c, old)
+                new = self.wait_restarted(c, old)["MainPID"]
+                # systemd handed it the stored connection, by name.
+                with open("/proc/%d/root/proc/%s/environ" % (c.pid1, new), "rb") as f:
+                    env = f.read().split(b"\0")
+                self.assertIn(b"LISTEN_FDS=1", env)
+                self.assertIn(b"LISTEN_FDNAMES=fuse", env)
                 if errors:
                     break
             progress("reads and writes after the last restart")
