@@ -235,8 +235,15 @@ class SystemdUnit(unittest.TestCase):
             return None
 
         def not_restarted():
+            # A restart passes through "inactive" too (the restart job's
+            # stop half, its start half queued): given up only when the
+            # unit is down with no job queued for it, and still down after
+            # that was looked at.
+            if c.show()["ActiveState"] not in ("inactive", "failed"):
+                return c.gone()
+            jobs = c.run("systemctl", "list-jobs", "--no-legend", UNIT + ".service").stdout
             s = c.show()
-            if s["ActiveState"] in ("inactive", "failed"):
+            if not jobs.strip() and s["ActiveState"] in ("inactive", "failed"):
                 return "systemd did not start it again: %s\n%s" % (s, c.journal())
             return c.gone()
         return rt.wait_until(up, "systemd to start resctrlfsd again", give_up=not_restarted,
