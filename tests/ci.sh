@@ -70,7 +70,7 @@
 #   - the shipped unit under a real systemd (label systemd:
 #     systemd.restart, Debian 12's systemd booted as a container's PID 1
 #     from a cached mmdebstrap root): in build/ only, in the ctest stage
-#     (14 s with the root cached, about a minute more to build it): the
+#     (18 s with the root cached, about a minute more to build it): the
 #     root has the package's dependencies, not a sanitizer's runtime;
 #   - under TSan: hw_tests, daemon.*, integration.* and the reliability
 #     tests that kill, race or fault the daemon;

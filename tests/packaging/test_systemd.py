@@ -28,7 +28,12 @@ shipped). This process reaches the container's tree through
     under a live one;
   - `systemctl stop` leaves no mount on /sys/fs/resctrl and the unit
     inactive (not failed, not restarted); the next start brings the groups
-    back.
+    back;
+  - systemd's start limit (a drop-in makes its interval an hour, so that
+    the count decides): the kill after the fifth start fails the unit,
+    systemd releases the store and the mount is dead (ENOTCONN); after
+    `systemctl reset-failed`, `systemctl start` detaches the dead mount and
+    mounts afresh with the journal's groups.
 
 Skipped (77), saying why, when systemd cannot boot here or the root cannot
 be made (no mmdebstrap, no network on a cold cache), or on a kernel without
@@ -82,7 +87,7 @@ def die_with_parent():
 class Container:
     """A booted systemd with the resctrlfs package's files installed."""
 
-    def __init__(self, test, root):
+    def __init__(self, test, root, extra=None):
         self.tmp = tempfile.mkdtemp(prefix="resctrlfs-systemd-", dir="/var/tmp")
         test.addCleanup(shutil.rmtree, self.tmp, True)
         stage = os.path.join(self.tmp, "stage")
@@ -98,8 +103,12 @@ class Container:
         for dst, src in files.items():
             os.makedirs(os.path.dirname(os.path.join(stage, dst)), exist_ok=True)
             shutil.copy(src, os.path.join(stage, dst))
+        for dst, text in (extra or {}).items():
+            os.makedirs(os.path.dirname(os.path.join(stage, dst)), exist_ok=True)
+            with open(os.path.join(stage, dst), "w") as f:
+                f.write(text)
         # No console getty: the container's console is a log file.
-        os.makedirs(os.path.join(stage, "etc/systemd/system"))
+        os.makedirs(os.path.join(stage, "etc/systemd/system"), exist_ok=True)
         os.symlink("/dev/null", os.path.join(stage, "etc/systemd/system/console-getty.service"))
         self.log_path = os.path.join(self.tmp, "boot.log")
         with open(self.log_path, "wb") as log:
@@ -225,8 +234,8 @@ class SystemdUnit(unittest.TestCase):
             raise AssertionError("%s root: exit %d" % (SCRIPT, r.returncode))
         self.root = r.stdout.strip()
 
-    def boot(self):
-        c = Container(self, self.root)
+    def boot(self, extra=None):
+        c = Container(self, self.root, extra)
         missing = c.run("ldd", "/usr/sbin/resctrlfsd").stdout
         if "not found" in missing:
             self.skipTest("the built resctrlfsd needs libraries a Debian 12 system with the "
@@ -235,13 +244,14 @@ class SystemdUnit(unittest.TestCase):
         self.assertEqual(c.mounts(), ["fuse.resctrl"], c.journal())
         return c
 
-    def wait_restarted(self, c, old_pid):
+    def wait_restarted(self, c, old_pid, restarts=1):
         """Waits until systemd has started the daemon again (Restart=, the
-        restart counter at 1) and the new one is ready (Type=notify: active
-        after its READY=1, which it sends once it serves the connection)."""
+        restart counter at `restarts`) and the new one is ready
+        (Type=notify: active after its READY=1, which it sends once it
+        serves the connection)."""
         def up():
             s = c.show()
-            if (s["ActiveState"] == "active" and s["NRestarts"] == "1" and
+            if (s["ActiveState"] == "active" and s["NRestarts"] == str(restarts) and
                     s["MainPID"] not in ("0", str(old_pid))):
                 return s
             return None
@@ -432,6 +442,38 @@ class SystemdUnit(unittest.TestCase):
         c.run("systemctl", "start", UNIT)
         self.assertEqual(c.mounts(), ["fuse.resctrl"])
         check_tree("after systemctl stop and start")
+
+    def test_start_limit(self):
+        """systemd's start limit ends a crash loop: the unit fails, the store
+        is released and the mount is dead (ENOTCONN); the next start
+        detaches the dead mount and mounts afresh with the journal's
+        groups. A drop-in stretches the limit's interval (the burst stays
+        the default 5) so that the count of starts decides, not how fast
+        this machine runs the kills."""
+        c = self.boot(extra={"etc/systemd/system/resctrlfsd.service.d/test-start-limit.conf":
+                             "[Unit]\nStartLimitIntervalSec=1h\n"})
+        os.mkdir(c.path("g"))
+        ino = os.stat(c.path("g/schemata")).st_ino
+        fd = os.open(c.path("g/schemata"), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        # The first start and 4 restarts: the 5 starts the limit allows.
+        for i in range(4):
+            old = int(c.show()["MainPID"])
+            c.run("systemctl", "kill", "-s", "KILL", UNIT)
+            self.wait_restarted(c, old, restarts=i + 1)
+            self.assertIn("L3:", os.pread(fd, 4096, 0).decode())
+        c.run("systemctl", "kill", "-s", "KILL", UNIT)
+        rt.wait_until(lambda: c.show()["ActiveState"] == "failed", "the unit to fail",
+                      report=c.journal)
+        self.assertIn("Start request repeated too quickly", c.journal())
+        with self.assertRaises(OSError) as cm:
+            os.pread(fd, 4096, 0)
+        self.assertEqual(cm.exception.errno, errno.ENOTCONN, "the mount after the store's release")
+        self.assertEqual(c.mounts(), ["fuse.resctrl"])  # dead, still there
+        c.run("systemctl", "reset-failed", UNIT)
+        c.run("systemctl", "start", UNIT)
+        self.assertEqual(c.mounts(), ["fuse.resctrl"], "the dead mount detached, one new")
+        self.assertEqual(os.stat(c.path("g/schemata")).st_ino, ino)
 
 
 if __name__ == "__main__":
