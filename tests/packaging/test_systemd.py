@@ -289,9 +289,9 @@ class SystemdUnit(unittest.TestCase):
         # by their ids there.
         sleepers = []
         for _ in range(3):
-            p = subprocess.Popen(["nsenter", "-t", str(c.pid1), "-p", "-r", "-w", "--", "/bin/sh", "-c",
-                                  "echo $$; exec sleep 100000"], stdout=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL, text=True)
+            p = subprocess.Popen(["nsenter", "-t", str(c.pid1), "-p", "-r", "-w", "--",
+                                  "/bin/sh", "-c", "echo $$; exec sleep 100000"],
+                                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
             sleepers.append(int(p.stdout.readline()))
             self.addCleanup(p.stdout.close)
             self.addCleanup(rt.stop_process, p, signal.SIGKILL)
