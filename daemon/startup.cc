@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -214,8 +215,12 @@ bool resctrl_mounted_at(std::string_view proc_mounts, std::string_view abs_path)
 }
 
 Result<std::string> prepare_mountpoint(const std::string& mountpoint) {
-  struct stat st;
-  if (stat(mountpoint.c_str(), &st) != 0 && errno == ENOTCONN) {
+  // Asked with statfs, not stat: a FUSE statfs always reaches the
+  // connection, while a stat of the mount's root is answered from the
+  // kernel's attribute cache (attr_timeout, an hour) if anything read it in
+  // the hour before the daemon died.
+  struct statfs sfs;
+  if (statfs(mountpoint.c_str(), &sfs) != 0 && errno == ENOTCONN) {
     // A FUSE mount whose daemon died: nobody can use it, detach it.
     if (umount2(mountpoint.c_str(), MNT_DETACH) != 0) {
       return Error::make(errno,
@@ -223,6 +228,7 @@ Result<std::string> prepare_mountpoint(const std::string& mountpoint) {
                              " is a dead FUSE mount and cannot be detached: " + strerror(errno));
     }
   }
+  struct stat st;
   if (stat(mountpoint.c_str(), &st) != 0) {
     return Error::make(errno, "mount point " + mountpoint + ": " + strerror(errno));
   }

@@ -3,6 +3,7 @@
 SIGTERM/SIGINT/external unmount, the hardware reset on unmount, the instance
 lock, detaching, and the errors that must fail the start cleanly."""
 
+import errno
 import os
 import signal
 import subprocess
@@ -124,6 +125,28 @@ class Shutdown(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("resctrl is already mounted at", r.stderr)
         self.assertTrue(m.alive())
+
+    def test_start_detaches_a_dead_mount_whose_root_was_just_read(self):
+        # A daemon killed where nothing else holds its connection (no
+        # keeper, no fd store, or systemd released the store) leaves a dead
+        # mount, whose root's attributes the kernel still has in its cache
+        # (attr_timeout): a stat of the mount point succeeds there. The next
+        # start must still see the mount as dead, detach it and mount.
+        m = self.start()
+        self.assertEqual(m.mkdir("g"), 0)
+        os.stat(m.mnt)
+        m.proc.kill()
+        m.proc.wait()
+        with self.assertRaises(OSError) as cm:
+            os.listdir(m.mnt)
+        self.assertEqual(cm.exception.errno, errno.ENOTCONN)
+        os.stat(m.mnt)  # from the attribute cache: no error
+        m.start()
+        self.assertEqual(m.read("info/last_cmd_status"), "ok\n")
+        self.assertTrue(os.path.isdir(m.path("g")))  # the journal's
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line for line in f if line.split()[4] == os.path.realpath(m.mnt)]
+        self.assertEqual(len(mounts), 1, mounts)
 
     def test_detached_parent_exits_once_mounted(self):
         m = self.start(foreground=False)

@@ -54,6 +54,13 @@ for want in 'FileDescriptorStoreMax=1' 'Restart=on-failure' 'resctrlfsd -f --fd-
     exit 1
   fi
 done
+# A condition on the mount point is checked before the restart after a
+# crash too, when the mount is there (kept by the fd store): it skipped the
+# restart, or hung PID 1 on the dead daemon's mount (systemd.restart).
+if grep -q '^ConditionPathIsMountPoint=' "$dir/resctrlfsd.service"; then
+  echo "FAIL: $dir/resctrlfsd.service has a ConditionPathIsMountPoint=, which stops a restart after a crash" >&2
+  exit 1
+fi
 if grep -q '^ExecStopPost=.*fusermount' "$dir/resctrlfsd.service"; then
   echo "FAIL: $dir/resctrlfsd.service detaches the mount after a crash (ExecStopPost)" >&2
   exit 1
