@@ -11,8 +11,11 @@ Documentation/filesystems/resctrl.rst say the tree shows on MPAM:
   by the filesystem and then to the nearest hardware band, and schemata
   shows the band's percentage;
 - num_closids is PARTID_MAX + 1; L3_MON's num_rmids is
-  (PMG_MAX + 1) x (PARTID_MAX + 1); llc_occupancy is the only event (no
+  (PARTID_MAX + 1) << fls(PMG_MAX); llc_occupancy is the only event (no
   MBM files); max_threshold_occupancy defaults to the L3 size / num_rmids;
+- the RMID is a PMG of the group's PARTID: a control group holds at most
+  PMG_MAX + 1 monitoring groups (Out of RMIDs past them), and a MON group
+  moved to another control group takes its PARTID;
 - CDP is refused (Linux refuses it unless built with CONFIG_EXPERT);
 - llc_occupancy follows a simulated workload under the group's PARTID+PMG.
 """
@@ -158,6 +161,107 @@ class GraceSchemata(rt.ResctrlfsTestCase):
             self.assertEqual(self.mkdir("c%d" % i), 0, i)
         self.assertEqual(self.mkdir("full"), 28)  # ENOSPC
         self.assertEqual(self.lcs(), "Out of CLOSIDs\n")
+
+
+class GracePmgsPerClosid(rt.ResctrlfsTestCase):
+    """MPAM's monitors are keyed by PARTID+PMG, so Linux's MPAM driver makes
+    the RMID depend on the CLOSID (CONFIG_RESCTRL_RMID_DEPENDS_ON_CLOSID):
+    the RMID index is CLOSID << fls(PMG_MAX) | PMG, a group's RMID is one of
+    its CLOSID's PMGs, and a control group holds at most PMG_MAX + 1
+    monitoring groups, its own included; the next mkdir fails as
+    alloc_rmid() fails: ENOSPC, "Out of RMIDs". On grace-2s PMG_MAX is 1."""
+    PLATFORM = "grace-2s"
+    OPTIONS = ["debug"]
+
+    def sleeper(self):
+        p = subprocess.Popen(["sleep", "1000"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        return p.pid
+
+    def test_mon_groups_limited_to_pmgs(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.read("g/mon_hw_id"), "0\n")  # PMG 0 of g's PARTID
+        self.assertEqual(self.mkdir("g/mon_groups/m1"), 0)
+        self.assertEqual(self.read("g/mon_groups/m1/mon_hw_id"), "1\n")
+        self.assertEqual(self.mkdir("g/mon_groups/m2"), 28)  # ENOSPC
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertNotIn("m2", self.listdir("g/mon_groups"))
+        # The default group's PARTID has its own PMGs; so has every other.
+        self.assertEqual(self.mkdir("mon_groups/a"), 0)
+        self.assertEqual(self.read("mon_groups/a/mon_hw_id"), "1\n")
+        self.assertEqual(self.mkdir("mon_groups/b"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("h/mon_groups/m1"), 0)
+        self.assertEqual(self.read("h/mon_groups/m1/mon_hw_id"), "1\n")
+        # A freed PMG comes back to its PARTID once out of limbo.
+        self.assertEqual(self.rmdir("g/mon_groups/m1"), 0)
+        rt.wait_until(lambda: self.mkdir("g/mon_groups/m2") == 0,
+                      "g's PMG 1 to leave limbo")
+        self.assertEqual(self.read("g/mon_groups/m2/mon_hw_id"), "1\n")
+
+    def test_ampereone_has_four_pmgs(self):
+        m = rt.Mount(platform="ampereone-2s", options=["debug"])
+        self.addCleanup(m.cleanup)
+        self.assertEqual(m.mkdir("g"), 0)
+        for i in range(3):
+            self.assertEqual(m.mkdir("g/mon_groups/m%d" % i), 0, i)
+            self.assertEqual(m.read("g/mon_groups/m%d/mon_hw_id" % i), "%d\n" % (i + 1))
+        self.assertEqual(m.mkdir("g/mon_groups/m3"), 28)
+        self.assertEqual(m.lcs(), "Out of RMIDs\n")
+
+    def test_same_pmg_in_two_partids_keeps_tasks_apart(self):
+        # g/mon_groups/m and mon_groups/a both have PMG 1, under PARTIDs 1
+        # and 0: their tasks files and monitors are their own.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.mkdir("mon_groups/a"), 0)
+        t1, t2 = self.sleeper(), self.sleeper()
+        self.assertEqual(self.write("g/tasks", "%d\n" % t1), 0)  # a MON group takes its parent's
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % t1), 0)
+        self.assertEqual(self.write("mon_groups/a/tasks", "%d\n" % t2), 0)
+        self.assertEqual(self.read("g/mon_groups/m/tasks"), "%d\n" % t1)
+        self.assertEqual(self.read("mon_groups/a/tasks"), "%d\n" % t2)
+        self.assertEqual(self.read("g/tasks"), "%d\n" % t1)
+
+    def test_move_keeps_the_pmg_when_free_in_the_new_partid(self):
+        # Linux's mongrp_reparent keeps the group's RMID (its PMG) and gives
+        # it the new parent's CLOSID; its threads take the new PARTID.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        t = self.sleeper()
+        self.assertEqual(self.write("g/tasks", "%d\n" % t), 0)
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % t), 0)
+        self.assertEqual(self.rename("g/mon_groups/m", "h/mon_groups/m"), 0)
+        self.assertEqual(self.lcs(), "ok\n")
+        self.assertEqual(self.read("h/mon_groups/m/mon_hw_id"), "1\n")
+        self.assertEqual(self.read("h/mon_groups/m/tasks"), "%d\n" % t)
+        self.assertEqual(self.read("h/tasks"), "%d\n" % t)
+        self.assertEqual(self.read("g/tasks"), "")
+        # The group now holds h's PMG 1: h is full, and g's PMG 1 comes back.
+        self.assertEqual(self.mkdir("h/mon_groups/x"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        rt.wait_until(lambda: self.mkdir("g/mon_groups/y") == 0,
+                      "g's PMG 1 to leave limbo")
+
+    def test_move_into_a_full_parent_is_refused(self):
+        # Ours: Linux would give the group the new PARTID with a PMG another
+        # group of it already uses (two groups on one monitor). We refuse,
+        # as mkdir there would be refused, and nothing moves.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.mkdir("h/mon_groups/n"), 0)
+        self.assertEqual(self.rename("g/mon_groups/m", "h/mon_groups/m"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertEqual(self.listdir("g/mon_groups"), ["m"])
+        self.assertEqual(self.listdir("h/mon_groups"), ["n"])
+        self.assertEqual(self.read("g/mon_groups/m/mon_hw_id"), "1\n")
+        # Renaming within the parent needs no PMG.
+        self.assertEqual(self.rename("g/mon_groups/m", "g/mon_groups/m2"), 0)
+        self.assertEqual(self.read("g/mon_groups/m2/mon_hw_id"), "1\n")
 
 
 class GraceOccupancy(rt.ResctrlfsTestCase):
