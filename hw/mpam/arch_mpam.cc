@@ -237,6 +237,8 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
     for (size_t m : classes_[static_cast<size_t>(cls)].mscs)
       shadow_[{res_index(rid), m}] = std::vector<uint32_t>(nclosid, reset_reg(rid));
   }
+  for (const Resource& r : info_.resources) all_ctrl_domains_.push_back(r.ctrl_domains);
+  all_mon_domains_ = info_.res(ResourceId::L3).mon.mon_domains;
   return Ok();
 }
 
@@ -409,6 +411,85 @@ Result<void> MpamArch::config_cntr(ResourceId, int, unsigned, uint32_t, uint32_t
                                    bool) {
   return Error::make(EINVAL, "MPAM has no assignable counters");
 }
+Result<void> MpamArch::offline_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
+  if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
+  for (Resource& r : info_.resources) {
+    for (auto it = r.ctrl_domains.begin(); it != r.ctrl_domains.end(); ++it) {
+      if (!it->cpus.test(cpu)) continue;
+      it->cpus.reset(cpu);
+      if (it->cpus.empty()) {
+        if (events != nullptr) events->ctrl_domain_offline(r.rid, it->id);
+        r.ctrl_domains.erase(it);
+      }
+      break;
+    }
+  }
+  auto& mons = info_.res(ResourceId::L3).mon.mon_domains;
+  for (auto it = mons.begin(); it != mons.end(); ++it) {
+    if (!it->cpus.test(cpu)) continue;
+    it->cpus.reset(cpu);
+    if (it->cpus.empty()) {
+      if (events != nullptr) events->mon_domain_offline(ResourceId::L3, it->id);
+      mons.erase(it);
+    }
+    break;
+  }
+  info_.online.reset(cpu);
+  return Ok();
+}
+
+Result<void> MpamArch::online_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
+  if (info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is already online");
+  // An MSC whose first CPU this is was reset when it powered down: every
+  // PARTID gets back what it held (Linux's mpam_reprogram_msc), before any
+  // domain is announced, so that a failed write leaves the CPU offline.
+  const auto& mscs = bus_.mscs();
+  for (const auto& [key, regs] : shadow_) {
+    const MscInfo& msc = mscs[key.second];
+    if (std::find(msc.cpus.begin(), msc.cpus.end(), cpu) == msc.cpus.end()) continue;
+    if (std::any_of(msc.cpus.begin(), msc.cpus.end(),
+                    [&](unsigned c) { return info_.online.test(c); }))
+      continue;
+    const ResourceId rid = static_cast<ResourceId>(key.first);
+    for (uint32_t p = 0; p < regs.size(); ++p)
+      if (regs[p] != reset_reg(rid) && !write_ctrl(key.second, rid, p, regs[p]).ok())
+        return write_failure();
+  }
+  info_.online.set(cpu);
+  auto join = [cpu](auto& domains, const auto& all, auto announce) {
+    for (const auto& full : all) {
+      if (!full.cpus.test(cpu)) continue;
+      auto pos = std::lower_bound(domains.begin(), domains.end(), full.id,
+                                  [](const auto& d, int id) { return d.id < id; });
+      if (pos != domains.end() && pos->id == full.id) {
+        pos->cpus.set(cpu);
+        return;
+      }
+      auto d = full;
+      d.cpus = CpuMask(full.cpus.size());
+      d.cpus.set(cpu);
+      const int id = d.id;
+      domains.insert(pos, std::move(d));
+      announce(id);
+      return;
+    }
+  };
+  for (size_t r = 0; r < all_ctrl_domains_.size(); ++r) {
+    Resource& res = info_.resources[r];
+    join(res.ctrl_domains, all_ctrl_domains_[r], [&](int id) {
+      if (events != nullptr) events->ctrl_domain_online(res.rid, id);
+    });
+  }
+  join(info_.res(ResourceId::L3).mon.mon_domains, all_mon_domains_, [&](int id) {
+    if (events != nullptr) events->mon_domain_online(ResourceId::L3, id);
+  });
+  return Ok();
+}
+
 Result<void> MpamArch::pseudo_lock(ResourceId, int, uint32_t, uint32_t) {
   return Error::make(EINVAL, "MPAM has no cache pseudo-locking");
 }

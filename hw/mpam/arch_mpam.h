@@ -36,8 +36,16 @@
 //     reads Error). The built-ins have PMG_MAX 1 and 3;
 //   - CDP: refused with EOPNOTSUPP, as Linux refuses it unless built with
 //     CONFIG_EXPERT (which distribution kernels are not);
+//   - CPU hotplug as Linux's mpam_resctrl_offline_cpu/online_cpu do it: a
+//     CPU leaves (joins) its domains; a domain whose last CPU leaves is
+//     announced and removed; one that comes back is announced again. The
+//     MSC, reset by its power-down, is programmed again with what every
+//     PARTID held (mpam_devices.c's mpam_reprogram_msc keeps each
+//     component's configuration), so a control domain comes back with its
+//     schemata, not at the defaults as on x86; a monitor domain comes back
+//     empty;
 //   - no pseudo-locking, no MBM, no counter assignment, no io_alloc, no
-//     event configuration, no hotplug (EOPNOTSUPP).
+//     event configuration.
 //
 // Not internally synchronised (the contract's rule).
 #pragma once
@@ -101,6 +109,8 @@ class MpamArch final : public Arch, public ThreadTagger {
   Result<void> set_cntr_assign_enabled(ResourceId rid, bool enable) override;
   Result<void> config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
                            uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) override;
+  Result<void> offline_cpu(unsigned cpu, ArchEvents* events) override;
+  Result<void> online_cpu(unsigned cpu, ArchEvents* events) override;
   Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) override;
   void pseudo_unlock(ResourceId rid, int domain_id) override;
   uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const override;
@@ -134,6 +144,10 @@ class MpamArch final : public Arch, public ThreadTagger {
   unsigned pmg_shift_ = 0;  // fls(PMG_MAX): the RMID index's PMG bits
   int l3_class_ = -1, l2_class_ = -1, mb_class_ = -1, mon_class_ = -1;
   unsigned mb_bwa_wd_ = 0;
+  // Every domain as discovered, with all its CPUs: where a CPU coming
+  // online belongs.
+  std::vector<std::vector<CtrlDomain>> all_ctrl_domains_;
+  std::vector<MonDomain> all_mon_domains_;
   // Shadow of the control registers: [(rid, msc)] -> per PARTID value.
   std::map<std::pair<int, size_t>, std::vector<uint32_t>> shadow_;
 };

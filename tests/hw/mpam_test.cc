@@ -342,6 +342,72 @@ TEST_CASE("An idle label keeps its lines until others fill (limbo)") {
         held / 10);
 }
 
+namespace {
+struct Recorder : ArchEvents {
+  std::vector<std::string> log;
+  void ctrl_domain_online(ResourceId r, int id) override { add("ctrl+", r, id); }
+  void ctrl_domain_offline(ResourceId r, int id) override { add("ctrl-", r, id); }
+  void mon_domain_online(ResourceId r, int id) override { add("mon+", r, id); }
+  void mon_domain_offline(ResourceId r, int id) override { add("mon-", r, id); }
+  void add(const char* what, ResourceId r, int id) {
+    log.push_back(std::string(what) + std::to_string(static_cast<int>(r)) + ":" +
+                  std::to_string(id));
+  }
+};
+}  // namespace
+
+TEST_CASE("MPAM hotplug: domains follow their CPUs; an MSC back gets its PARTIDs' controls") {
+  Fixture f("grace-2s");
+  f.machine->set_manual_clock(true);
+  const size_t l3_1 = f.msc(3, 1);
+  REQUIRE(f.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 5, 0x3}}).ok());
+  REQUIRE(f.arch->set_cpu_assoc(80, 5, 1).ok());
+  REQUIRE(f.machine->attach_cpu_workload(80, Workload{4 << 20}).ok());
+  f.machine->advance_ms(1000);
+  CHECK(f.machine->occupancy_bytes(l3_1, 5, 1) > 0);
+  Recorder ev;
+  // The OS lets go of CPUs 72-143 (L3 1, and each its own L2), then the
+  // machine powers them down.
+  for (unsigned c = 72; c < 144; ++c) {
+    REQUIRE(f.arch->offline_cpu(c, &ev).ok());
+    REQUIRE(f.machine->set_cpu_online(c, false).ok());
+  }
+  const Resource& l3 = f.arch->info().res(ResourceId::L3);
+  REQUIRE(l3.ctrl_domains.size() == 1);
+  CHECK(l3.ctrl_domains[0].id == 0);
+  REQUIRE(l3.mon.mon_domains.size() == 1);
+  CHECK(f.arch->info().res(ResourceId::L2).ctrl_domains.size() == 72);
+  CHECK(f.arch->info().res(ResourceId::MB).ctrl_domains.size() == 1);
+  CHECK(f.arch->info().online.count() == 72);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl-0:1") == 1);  // L3 1
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "mon-0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl-1:143") == 1);  // L2 143
+  // The powered-down MSC is at reset and its cache empty.
+  CHECK(f.reg(l3_1, 5, MPAMCFG_CPBM) == 0xffff);
+  CHECK(f.machine->occupancy_bytes(l3_1, 5, 1) == 0);
+  CHECK_FALSE(f.machine->cpu_online(100));
+  CHECK(f.arch->offline_cpu(100, &ev).error().code == EINVAL);
+  for (unsigned c = 1; c < 72; ++c) REQUIRE(f.arch->offline_cpu(c, nullptr).ok());
+  CHECK(f.arch->offline_cpu(0, nullptr).error().code == EBUSY);  // the last one
+  REQUIRE(f.arch->online_cpu(1, nullptr).ok());
+
+  ev.log.clear();
+  REQUIRE(f.machine->set_cpu_online(100, true).ok());
+  REQUIRE(f.arch->online_cpu(100, &ev).ok());
+  CHECK(f.arch->online_cpu(100, &ev).error().code == EINVAL);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl+0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "mon+0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl+1:100") == 1);
+  REQUIRE(l3.ctrl_domains.size() == 2);
+  CHECK(l3.ctrl_domains[1].id == 1);
+  CHECK(l3.ctrl_domains[1].cpus.count() == 1);
+  // PARTID 5's portions are programmed again, as Linux's
+  // mpam_reprogram_msc restores them.
+  CHECK(f.reg(l3_1, 5, MPAMCFG_CPBM) == 0x3);
+  CHECK(f.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 1, 5) == 0x3);
+  CHECK(f.machine->cpu_label(100) == MpamLabel{});
+}
+
 TEST_CASE("MPAM built-ins are listed and made by the platform factory, with @host fitting") {
   auto names = platform_names();
   CHECK(std::find(names.begin(), names.end(), "grace-2s") != names.end());
