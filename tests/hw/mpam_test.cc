@@ -356,7 +356,7 @@ struct Recorder : ArchEvents {
 };
 }  // namespace
 
-TEST_CASE("MPAM hotplug: domains follow their CPUs; an MSC back gets its PARTIDs' controls") {
+TEST_CASE("MPAM hotplug: domains follow their CPUs, an MSC back gets its PARTIDs' controls") {
   Fixture f("grace-2s");
   f.machine->set_manual_clock(true);
   const size_t l3_1 = f.msc(3, 1);
