@@ -2,6 +2,7 @@
 // FsImpl's mount/unmount/mkdir/rmdir/rename entry points and the Groups
 // part behind them (mount and unmount, mkdir/rmdir/rename of CTRL_MON and
 // MON groups).
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <ctime>
@@ -525,6 +526,31 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
     if (existing == src) return Ok();
     return Error::make(EEXIST);
   }
+  // The kernel's mongrp_reparent keeps the RMID and takes the new parent's
+  // CLOSID. Where the RMID depends on the CLOSID that is another index,
+  // which must be the group's alone: the same RMID of the new CLOSID if
+  // free, else another of its free ones; none -> refused as mkdir there
+  // would be (ours: the kernel shares the index with its holder).
+  const bool reparent = g->parent != new_parent_group;
+  const uint32_t old_closid = g->closid, old_rmid = g->rmid;
+  uint32_t rmid = g->rmid;
+  if (reparent && m_.mon_capable() && mon_.rmids().depends_on_closid()) {
+    const auto& free = mon_.rmids().free_list();
+    const uint32_t closid = new_parent_group->closid;
+    if (std::find(free.begin(), free.end(), mon_.rmid_idx(closid, rmid)) != free.end()) {
+      (void)mon_.claim_rmid(closid, rmid);
+    } else {
+      Result<uint32_t> r = mon_.alloc_rmid(closid);
+      if (!r.ok()) return fail(r.error().code, "Out of RMIDs\n");
+      rmid = *r;
+    }
+  }
+  // The group's threads, found by its tags before they change.
+  std::vector<pid_t> moving;
+  if (reparent) {
+    if (const auto* tids = m_.threads.with_rmid(old_closid, old_rmid))
+      moving.assign(tids->begin(), tids->end());
+  }
   m_.changes.gone(group_key(*g));
   // Move the directory entry.
   p->children.erase(src->name, src->ino);
@@ -533,12 +559,15 @@ Result<void> Groups::rename_locked(Node* p, Node* src, Node* np, std::string_vie
   np->children.insert(src->name, src->ino, src->is_dir());
   src->ctime = m_.now_seconds();
   g->name = src->name;
-  if (g->parent != new_parent_group) {
+  if (reparent) {
     detach_mon(g);
     attach_mon(new_parent_group, g);
     g->closid = new_parent_group->closid;
-    // Threads of the group (matched by RMID) take the new CLOSID.
-    move_group_tasks(g, g);
+    if (mon_.rmid_idx(old_closid, old_rmid) != mon_.rmid_idx(g->closid, rmid))
+      mon_.free_rmid(old_closid, old_rmid);
+    g->rmid = rmid;
+    // Threads of the group take the new CLOSID (and RMID).
+    for (pid_t tid : moving) set_thread(tid, g->closid, g->rmid);
     cpus_.update_cpu_assoc(g->cpus);  // empty: a group with CPUs cannot move
     io_ch_.retag(g);
   }

@@ -164,7 +164,7 @@ void Groups::move_group_tasks(const Group* from, const Group* to) {
   // tagged thread of the machine.
   const std::unordered_set<pid_t>* tids = from->type == GroupType::kCtrlMon
                                               ? m_.threads.with_closid(from->closid)
-                                              : m_.threads.with_rmid(from->rmid);
+                                              : m_.threads.with_rmid(from->closid, from->rmid);
   if (tids == nullptr) return;
   std::vector<pid_t> moving(tids->begin(), tids->end());
   for (pid_t tid : moving) set_thread(tid, to->closid, to->rmid);
@@ -351,8 +351,9 @@ const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group
   // Zombies reaped since the last listing leave it now (no event says so).
   forget_reaped();
   const bool ctrl = g->type == GroupType::kCtrlMon;
-  const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | g->rmid;
-  const uint64_t stamp = ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->rmid);
+  const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | p_.mon.rmid_idx(g->closid, g->rmid);
+  const uint64_t stamp =
+      ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->closid, g->rmid);
   TasksText& t = m_.tasks_text[key];
   if (t.stamp == stamp && stamp != 0 && t.text != nullptr) return t.text;
   std::vector<pid_t> ids;
@@ -362,7 +363,8 @@ const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group
     for (auto& [tid, tgid] : m_.live.all())
       if (tid != 0 && m_.threads.get(tid).first == 0) ids.push_back(tid);
   } else if (const std::unordered_set<pid_t>* tids =
-                 ctrl ? m_.threads.with_closid(g->closid) : m_.threads.with_rmid(g->rmid)) {
+                 ctrl ? m_.threads.with_closid(g->closid)
+                      : m_.threads.with_rmid(g->closid, g->rmid)) {
     ids.reserve(tids->size());
     for (pid_t tid : *tids)
       if (tid != 0 && m_.live.contains(tid)) ids.push_back(tid);
@@ -406,7 +408,9 @@ Result<std::string> Groups::show_tasks(const Node& n) {
   for (pid_t tid : all) {
     auto tags = m_.threads.get(tid);
     if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
-    bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid : tags.second == g->rmid;
+    bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid
+                                                : p_.mon.rmid_idx(tags.first, tags.second) ==
+                                                      p_.mon.rmid_idx(g->closid, g->rmid);
     if (match && tid != 0) {
       out += std::to_string(tid);
       out += '\n';

@@ -33,8 +33,11 @@ Monitor::Monitor(Model& m, Tree& tree, IoChannels& io_ch) : Part(m), tree_(tree)
     // Index encode(0, 0) is the default group's.
     hw::Arch* arch = m_.arch;
     RmidPool::ClosidOf closid_of;
-    if (info.rmid_depends_on_closid)
+    if (info.rmid_depends_on_closid) {
       closid_of = [arch](uint32_t idx) { return arch->rmid_idx_decode(idx).first; };
+      m_.threads.set_rmid_key(
+          [arch](ThreadTags::Tags t) { return arch->rmid_idx_encode(t.first, t.second); });
+    }
     set_.rmids.init(hw::num_rmid_idx(info), doms, m_.event_enabled(EventId::LLC_OCCUPANCY),
                     arch->rmid_idx_encode(0, 0), std::move(closid_of));
   }

@@ -11,7 +11,7 @@ ThreadTags::Tags ThreadTags::get(pid_t tid) const {
 void ThreadTags::touch(Tags tags) {
   const uint64_t now = ++counter_;
   closid_stamp_[tags.first] = now;
-  rmid_stamp_[tags.second] = now;
+  rmid_stamp_[rmid_key(tags)] = now;
 }
 
 void ThreadTags::set(pid_t tid, Tags tags) {
@@ -52,8 +52,8 @@ const std::unordered_set<pid_t>* ThreadTags::with_closid(uint32_t closid) const 
   return it == by_closid_.end() ? nullptr : &it->second;
 }
 
-const std::unordered_set<pid_t>* ThreadTags::with_rmid(uint32_t rmid) const {
-  auto it = by_rmid_.find(rmid);
+const std::unordered_set<pid_t>* ThreadTags::with_rmid(uint32_t closid, uint32_t rmid) const {
+  auto it = by_rmid_.find(rmid_key({closid, rmid}));
   return it == by_rmid_.end() ? nullptr : &it->second;
 }
 
@@ -69,11 +69,11 @@ void ThreadTags::index(pid_t tid, Tags old_tags, Tags new_tags) {
   };
   if (old_tags.first != 0 || old_tags.second != 0) {
     drop(by_closid_, old_tags.first);
-    drop(by_rmid_, old_tags.second);
+    drop(by_rmid_, rmid_key(old_tags));
   }
   if (new_tags.first != 0 || new_tags.second != 0) {
     by_closid_[new_tags.first].insert(tid);
-    by_rmid_[new_tags.second].insert(tid);
+    by_rmid_[rmid_key(new_tags)].insert(tid);
   }
 }
 

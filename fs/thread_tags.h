@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -37,9 +38,16 @@ class ThreadTags {
   void clear();
   // Replaces every entry (threads that died unnoticed are dropped).
   void replace(Map tags);
-  // The tagged threads carrying `closid` / `rmid`, or null when none.
+  // Where a monitoring id depends on the CLOSID (hw::PlatformInfo::
+  // rmid_depends_on_closid), a MON group's threads are those carrying its
+  // (CLOSID, RMID) pair, as the kernel's resctrl_arch_match_rmid() on MPAM
+  // matches both: `key` maps a pair to its RMID index. Set before any
+  // thread is; without it the RMID alone is the key.
+  void set_rmid_key(std::function<uint32_t(Tags)> key) { rmid_key_ = std::move(key); }
+  // The tagged threads carrying `closid` / the MON group key of (`closid`,
+  // `rmid`), or null when none.
   const std::unordered_set<pid_t>* with_closid(uint32_t closid) const;
-  const std::unordered_set<pid_t>* with_rmid(uint32_t rmid) const;
+  const std::unordered_set<pid_t>* with_rmid(uint32_t closid, uint32_t rmid) const;
   size_t size() const { return tags_.size(); }
   const Map& all() const { return tags_; }
 
@@ -47,12 +55,15 @@ class ThreadTags {
   // changes: set, erased, born or dead (touch()), or when every entry does
   // (clear, replace, touch_all()).
   uint64_t closid_stamp(uint32_t closid) const { return stamp(closid_stamp_, closid); }
-  uint64_t rmid_stamp(uint32_t rmid) const { return stamp(rmid_stamp_, rmid); }
+  uint64_t rmid_stamp(uint32_t closid, uint32_t rmid) const {
+    return stamp(rmid_stamp_, rmid_key({closid, rmid}));
+  }
   // A thread carrying `tags` was born or died.
   void touch(Tags tags);
   void touch_all() { epoch_ = ++counter_; }
 
  private:
+  uint32_t rmid_key(Tags tags) const { return rmid_key_ ? rmid_key_(tags) : tags.second; }
   void index(pid_t tid, Tags old_tags, Tags new_tags);
   void rebuild_index();
   uint64_t stamp(const std::unordered_map<uint32_t, uint64_t>& m, uint32_t key) const {
@@ -61,6 +72,7 @@ class ThreadTags {
   }
 
   Map tags_;
+  std::function<uint32_t(Tags)> rmid_key_;
   uint64_t counter_ = 1;
   uint64_t epoch_ = 1;
   std::unordered_map<uint32_t, uint64_t> closid_stamp_;

@@ -649,8 +649,10 @@ class Arch {
   // online_cpu: `cpu` must be offline and powered (its registers accessible).
   // It joins info().online and its domains; a domain that was absent is
   // created with every CLOSID's control at default_ctrl() written to the
-  // hardware, CDP as currently enabled, fresh MBM state and the hardware's
-  // event configuration, then announced through `events`. The CPU runs with
+  // hardware (on MPAM: what each CLOSID held before, as Linux's MPAM driver
+  // restores a component's configuration), CDP as currently enabled, fresh
+  // MBM state and the hardware's event configuration, then announced
+  // through `events`. The CPU runs with
   // CLOSID 0 / RMID 0. EIO if a register write fails (the CPU then stays
   // offline).
   //

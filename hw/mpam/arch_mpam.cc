@@ -2,6 +2,7 @@
 #include "hw/mpam/arch_mpam.h"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <set>
 
@@ -16,6 +17,14 @@ constexpr unsigned kMaxMbaBw = 100;
 uint32_t div_round_closest(uint32_t n, uint32_t d) { return (n + d / 2) / d; }
 
 int res_index(ResourceId r) { return static_cast<int>(r); }
+
+// Without CDP a CPU or thread runs with one PARTID and one PMG for both
+// instruction and data accesses: the CLOSID and the RMID.
+MpamLabel label(uint32_t closid, uint32_t rmid) {
+  const auto partid = static_cast<uint16_t>(closid);
+  const auto pmg = static_cast<uint8_t>(rmid);
+  return MpamLabel{partid, partid, pmg, pmg};
+}
 
 }  // namespace
 
@@ -149,6 +158,8 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
   }
 
   const unsigned nclosid = partid_max_ + 1;
+  pmg_shift_ = static_cast<unsigned>(std::bit_width(pmg_max_));
+  info_.rmid_depends_on_closid = true;
   auto domains_of = [&](const ClassProps& c) {
     std::vector<CtrlDomain> out;
     for (size_t m : c.mscs) {
@@ -199,7 +210,7 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
     MonCaps& mon = info_.res(ResourceId::L3).mon;
     mon.capable = true;
     mon.scope = Scope::L3_CACHE;
-    mon.num_rmids = (pmg_max_ + 1) * (partid_max_ + 1);
+    mon.num_rmids = nclosid << pmg_shift_;
     mon.occupancy_scale = 1;
     mon.events = {EventId::LLC_OCCUPANCY};
     mon.realloc_limit_bytes = topo.l3_size_bytes;
@@ -226,7 +237,8 @@ Result<void> MpamArch::discover(const CpuTopology& topo) {
     for (size_t m : classes_[static_cast<size_t>(cls)].mscs)
       shadow_[{res_index(rid), m}] = std::vector<uint32_t>(nclosid, reset_reg(rid));
   }
-  bindings_[0] = Binding{0, 0, 0};
+  for (const Resource& r : info_.resources) all_ctrl_domains_.push_back(r.ctrl_domains);
+  all_mon_domains_ = info_.res(ResourceId::L3).mon.mon_domains;
   return Ok();
 }
 
@@ -334,74 +346,42 @@ Result<void> MpamArch::reset_all_ctrls() {
   return Ok();
 }
 
-uint8_t MpamArch::bind(uint32_t closid, uint32_t rmid) {
-  auto it = bindings_.find(rmid);
-  if (it != bindings_.end() && it->second.partid == closid) return it->second.pmg;
-  if (rmid == 0 && closid == 0) return 0;
-  // The lowest PMG of the PARTID no other RMID holds; else the oldest.
-  std::vector<const std::pair<const uint32_t, Binding>*> held(pmg_max_ + 1, nullptr);
-  for (const auto& b : bindings_)
-    if (b.second.partid == closid && b.first != rmid) held[b.second.pmg] = &b;
-  unsigned pmg = 0;
-  bool found = false;
-  for (unsigned p = 0; p <= pmg_max_ && !found; ++p)
-    if (held[p] == nullptr && !(closid == 0 && p == 0)) pmg = p, found = true;
-  if (!found) {
-    uint64_t oldest = UINT64_MAX;
-    for (unsigned p = 0; p <= pmg_max_; ++p) {
-      if (closid == 0 && p == 0) continue;
-      if (held[p] != nullptr && held[p]->second.seq < oldest) oldest = held[p]->second.seq, pmg = p;
-    }
-    if (held[pmg] != nullptr) bindings_.erase(held[pmg]->first);
-  }
-  bindings_[rmid] = Binding{static_cast<uint16_t>(closid), static_cast<uint8_t>(pmg), ++seq_};
-  return static_cast<uint8_t>(pmg);
+uint32_t MpamArch::rmid_idx_encode(uint32_t closid, uint32_t rmid) const {
+  return (closid << pmg_shift_) | rmid;
 }
 
-MpamLabel MpamArch::label(uint32_t closid, uint32_t rmid) {
-  const uint8_t pmg = bind(closid, rmid);
-  const uint16_t partid = static_cast<uint16_t>(closid);
-  return MpamLabel{partid, partid, pmg, pmg};
+std::pair<uint32_t, uint32_t> MpamArch::rmid_idx_decode(uint32_t idx) const {
+  return {idx >> pmg_shift_, idx & ((1U << pmg_shift_) - 1)};
 }
 
 Result<void> MpamArch::set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) {
-  if (cpu >= info_.nr_cpus || closid > partid_max_)
-    return Error::make(EINVAL, "CPU or CLOSID out of range");
+  if (cpu >= info_.nr_cpus || !in_range(closid, rmid))
+    return Error::make(EINVAL, "CPU, CLOSID or RMID out of range");
   return tagging_.set_cpu_label(cpu, label(closid, rmid));
 }
 
 void MpamArch::set_thread_tags(int tid, uint32_t closid, uint32_t rmid) {
-  if (closid > partid_max_) return;
+  if (!in_range(closid, rmid)) return;
   tagging_.set_thread_label(tid, label(closid, rmid));
 }
 
 void MpamArch::thread_exited(int tid) { tagging_.forget_thread(tid); }
 
-std::optional<std::pair<uint16_t, uint8_t>> MpamArch::rmid_binding(uint32_t rmid) const {
-  auto it = bindings_.find(rmid);
-  if (it == bindings_.end()) return std::nullopt;
-  return std::pair{it->second.partid, it->second.pmg};
-}
-
 CounterValue MpamArch::read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
                                     EventId ev, MonCtx* ctx, std::optional<unsigned> cntr_id) {
   (void)ctx;  // one CSU monitor serves every read (CSU values settle)
-  if (rid != ResourceId::L3 || ev != EventId::LLC_OCCUPANCY || cntr_id || mon_class_ < 0)
+  if (rid != ResourceId::L3 || ev != EventId::LLC_OCCUPANCY || cntr_id || mon_class_ < 0 ||
+      !in_range(closid, rmid))
     return {ReadError::kError, 0};
-  // A read with the group's CLOSID binds an RMID not yet bound.
-  if (closid <= partid_max_ && !bindings_.count(rmid)) (void)bind(closid, rmid);
   const auto& mscs = bus_.mscs();
   long msc = -1;
   for (size_t m : classes_[static_cast<size_t>(mon_class_)].mscs)
     if (mscs[m].id == domain_id) msc = static_cast<long>(m);
   if (msc < 0) return {ReadError::kError, 0};
-  auto it = bindings_.find(rmid);
-  if (it == bindings_.end()) return {ReadError::kNone, 0};
   const size_t m = static_cast<size_t>(msc);
   // One CSU monitor (the driver's monitor context), pointed at the
   // PARTID+PMG and read; CSU values settle, so one monitor serves all reads.
-  const uint32_t flt =
-      it->second.partid | (static_cast<uint32_t>(it->second.pmg) << MSMON_CFG_x_FLT_PMG_SHIFT);
+  const uint32_t flt = closid | (rmid << MSMON_CFG_x_FLT_PMG_SHIFT);
   const uint32_t ctl = MSMON_CFG_CSU_CTL_TYPE_CSU | MSMON_CFG_x_CTL_MATCH_PARTID |
                        MSMON_CFG_x_CTL_MATCH_PMG | MSMON_CFG_x_CTL_EN;
   if (!bus_.write32(m, MSMON_CFG_MON_SEL, 0).ok() ||
@@ -431,6 +411,85 @@ Result<void> MpamArch::config_cntr(ResourceId, int, unsigned, uint32_t, uint32_t
                                    bool) {
   return Error::make(EINVAL, "MPAM has no assignable counters");
 }
+Result<void> MpamArch::offline_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus || !info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is not online");
+  if (info_.online.count() == 1) return Error::make(EBUSY, "cannot offline the last online CPU");
+  for (Resource& r : info_.resources) {
+    for (auto it = r.ctrl_domains.begin(); it != r.ctrl_domains.end(); ++it) {
+      if (!it->cpus.test(cpu)) continue;
+      it->cpus.reset(cpu);
+      if (it->cpus.empty()) {
+        if (events != nullptr) events->ctrl_domain_offline(r.rid, it->id);
+        r.ctrl_domains.erase(it);
+      }
+      break;
+    }
+  }
+  auto& mons = info_.res(ResourceId::L3).mon.mon_domains;
+  for (auto it = mons.begin(); it != mons.end(); ++it) {
+    if (!it->cpus.test(cpu)) continue;
+    it->cpus.reset(cpu);
+    if (it->cpus.empty()) {
+      if (events != nullptr) events->mon_domain_offline(ResourceId::L3, it->id);
+      mons.erase(it);
+    }
+    break;
+  }
+  info_.online.reset(cpu);
+  return Ok();
+}
+
+Result<void> MpamArch::online_cpu(unsigned cpu, ArchEvents* events) {
+  if (cpu >= info_.nr_cpus) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
+  if (info_.online.test(cpu))
+    return Error::make(EINVAL, "CPU " + std::to_string(cpu) + " is already online");
+  // An MSC whose first CPU this is was reset when it powered down: every
+  // PARTID gets back what it held (Linux's mpam_reprogram_msc), before any
+  // domain is announced, so that a failed write leaves the CPU offline.
+  const auto& mscs = bus_.mscs();
+  for (const auto& [key, regs] : shadow_) {
+    const MscInfo& msc = mscs[key.second];
+    if (std::find(msc.cpus.begin(), msc.cpus.end(), cpu) == msc.cpus.end()) continue;
+    if (std::any_of(msc.cpus.begin(), msc.cpus.end(),
+                    [&](unsigned c) { return info_.online.test(c); }))
+      continue;
+    const ResourceId rid = static_cast<ResourceId>(key.first);
+    for (uint32_t p = 0; p < regs.size(); ++p)
+      if (regs[p] != reset_reg(rid) && !write_ctrl(key.second, rid, p, regs[p]).ok())
+        return write_failure();
+  }
+  info_.online.set(cpu);
+  auto join = [cpu](auto& domains, const auto& all, auto announce) {
+    for (const auto& full : all) {
+      if (!full.cpus.test(cpu)) continue;
+      auto pos = std::lower_bound(domains.begin(), domains.end(), full.id,
+                                  [](const auto& d, int id) { return d.id < id; });
+      if (pos != domains.end() && pos->id == full.id) {
+        pos->cpus.set(cpu);
+        return;
+      }
+      auto d = full;
+      d.cpus = CpuMask(full.cpus.size());
+      d.cpus.set(cpu);
+      const int id = d.id;
+      domains.insert(pos, std::move(d));
+      announce(id);
+      return;
+    }
+  };
+  for (size_t r = 0; r < all_ctrl_domains_.size(); ++r) {
+    Resource& res = info_.resources[r];
+    join(res.ctrl_domains, all_ctrl_domains_[r], [&](int id) {
+      if (events != nullptr) events->ctrl_domain_online(res.rid, id);
+    });
+  }
+  join(info_.res(ResourceId::L3).mon.mon_domains, all_mon_domains_, [&](int id) {
+    if (events != nullptr) events->mon_domain_online(ResourceId::L3, id);
+  });
+  return Ok();
+}
+
 Result<void> MpamArch::pseudo_lock(ResourceId, int, uint32_t, uint32_t) {
   return Error::make(EINVAL, "MPAM has no cache pseudo-locking");
 }

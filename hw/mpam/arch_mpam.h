@@ -22,24 +22,30 @@
 //     a percentage is stored as the nearest band and read back as that
 //     band's upper bound, rounded to the nearest percent; a value above
 //     100 (the filesystem's round-up to bw_gran) is taken as 100;
-//   - monitoring: llc_occupancy only, from the L3 class's CSU monitors:
-//     num_rmids = (PMG_MAX + 1) x (PARTID_MAX + 1) (Linux's
-//     resctrl_arch_system_num_rmid_idx, halved under CDP), occupancy in
-//     bytes (scale 1), max_threshold_occupancy limited by the L3's size and
-//     defaulting to that size / num_rmids;
+//   - monitoring: llc_occupancy only, from the L3 class's CSU monitors;
+//     occupancy in bytes (scale 1), max_threshold_occupancy limited by the
+//     L3's size and defaulting to that size / num_rmids;
+//   - RMIDs are PMGs and depend on the CLOSID (the contract's
+//     rmid_depends_on_closid, Linux's CONFIG_RESCTRL_RMID_DEPENDS_ON_CLOSID):
+//     a monitor is keyed by PARTID+PMG, so the RMID index is
+//     CLOSID << fls(PMG_MAX) | PMG and num_rmids counts every index,
+//     (PARTID_MAX + 1) << fls(PMG_MAX) (Linux's
+//     resctrl_arch_system_num_rmid_idx); fs/ allocates a group's RMID among
+//     its CLOSID's PMGs. When PMG_MAX + 1 is not a power of two, Linux's
+//     index space has PMGs past PMG_MAX; those are refused here (EINVAL,
+//     reads Error). The built-ins have PMG_MAX 1 and 3;
 //   - CDP: refused with EOPNOTSUPP, as Linux refuses it unless built with
 //     CONFIG_EXPERT (which distribution kernels are not);
+//   - CPU hotplug as Linux's mpam_resctrl_offline_cpu/online_cpu do it: a
+//     CPU leaves (joins) its domains; a domain whose last CPU leaves is
+//     announced and removed; one that comes back is announced again. The
+//     MSC, reset by its power-down, is programmed again with what every
+//     PARTID held (mpam_devices.c's mpam_reprogram_msc keeps each
+//     component's configuration), so a control domain comes back with its
+//     schemata, not at the defaults as on x86; a monitor domain comes back
+//     empty;
 //   - no pseudo-locking, no MBM, no counter assignment, no io_alloc, no
-//     event configuration, no hotplug (EOPNOTSUPP).
-//
-// RMIDs: Linux's monitors are keyed by PARTID+PMG and its RMID index is
-// closid x (PMG_MAX + 1) + pmg. fs/ still allocates RMIDs from one pool for
-// every CLOSID (the contract's rmid_depends_on_closid is not yet acted on
-// by fs/), so this Arch binds each RMID to a (PARTID, PMG) when the RMID is
-// first given to a CPU or thread, or read, with a CLOSID: the lowest PMG of
-// that PARTID no other RMID holds (when every PMG is held, the one held
-// longest is taken over). Reads use the binding; an RMID never bound has
-// counted nothing and reads 0.
+//     event configuration.
 //
 // Not internally synchronised (the contract's rule).
 #pragma once
@@ -86,6 +92,8 @@ class MpamArch final : public Arch, public ThreadTagger {
   bool cdp_enabled(ResourceId rid) const override;
   Result<void> reset_all_ctrls() override;
   Result<void> set_cpu_assoc(unsigned cpu, uint32_t closid, uint32_t rmid) override;
+  uint32_t rmid_idx_encode(uint32_t closid, uint32_t rmid) const override;
+  std::pair<uint32_t, uint32_t> rmid_idx_decode(uint32_t idx) const override;
   ThreadTagger* thread_tagger() override { return this; }
   CounterValue read_counter(ResourceId rid, int domain_id, uint32_t closid, uint32_t rmid,
                             EventId ev, MonCtx* ctx,
@@ -101,6 +109,8 @@ class MpamArch final : public Arch, public ThreadTagger {
   Result<void> set_cntr_assign_enabled(ResourceId rid, bool enable) override;
   Result<void> config_cntr(ResourceId rid, int domain_id, unsigned cntr_id, uint32_t closid,
                            uint32_t rmid, EventId ev, uint32_t evt_cfg, bool assign) override;
+  Result<void> offline_cpu(unsigned cpu, ArchEvents* events) override;
+  Result<void> online_cpu(unsigned cpu, ArchEvents* events) override;
   Result<void> pseudo_lock(ResourceId rid, int domain_id, uint32_t closid, uint32_t cbm) override;
   void pseudo_unlock(ResourceId rid, int domain_id) override;
   uint32_t pseudo_locked_cbm(ResourceId rid, int domain_id) const override;
@@ -113,8 +123,6 @@ class MpamArch final : public Arch, public ThreadTagger {
   unsigned partid_max() const { return partid_max_; }
   unsigned pmg_max() const { return pmg_max_; }
   const std::vector<ClassProps>& classes() const { return classes_; }
-  // The (PARTID, PMG) an RMID is bound to, if any.
-  std::optional<std::pair<uint16_t, uint8_t>> rmid_binding(uint32_t rmid) const;
 
  private:
   MpamArch(MscBus& bus, MpamTagging& tagging) : bus_(bus), tagging_(tagging) {}
@@ -123,26 +131,25 @@ class MpamArch final : public Arch, public ThreadTagger {
   long ctrl_msc(ResourceId rid, int domain_id) const;
   Result<void> write_ctrl(size_t msc, ResourceId rid, uint32_t partid, uint32_t reg);
   uint32_t reset_reg(ResourceId rid) const;
-  // The PMG `rmid` runs with under `closid`, binding it if needed.
-  uint8_t bind(uint32_t closid, uint32_t rmid);
-  MpamLabel label(uint32_t closid, uint32_t rmid);
+  // Whether (closid, rmid) names a PARTID and a PMG every MSC takes.
+  bool in_range(uint32_t closid, uint32_t rmid) const {
+    return closid <= partid_max_ && rmid <= pmg_max_;
+  }
 
   MscBus& bus_;
   MpamTagging& tagging_;
   PlatformInfo info_;
   std::vector<ClassProps> classes_;
   unsigned partid_max_ = 0, pmg_max_ = 0;
+  unsigned pmg_shift_ = 0;  // fls(PMG_MAX): the RMID index's PMG bits
   int l3_class_ = -1, l2_class_ = -1, mb_class_ = -1, mon_class_ = -1;
   unsigned mb_bwa_wd_ = 0;
+  // Every domain as discovered, with all its CPUs: where a CPU coming
+  // online belongs.
+  std::vector<std::vector<CtrlDomain>> all_ctrl_domains_;
+  std::vector<MonDomain> all_mon_domains_;
   // Shadow of the control registers: [(rid, msc)] -> per PARTID value.
   std::map<std::pair<int, size_t>, std::vector<uint32_t>> shadow_;
-  struct Binding {
-    uint16_t partid = 0;
-    uint8_t pmg = 0;
-    uint64_t seq = 0;
-  };
-  std::map<uint32_t, Binding> bindings_;
-  uint64_t seq_ = 0;
 };
 
 }  // namespace resctrlfs::hw::mpam

@@ -61,6 +61,7 @@ MpamMachine::MpamMachine(MpamPlatform p)
     for (unsigned c : infos_[m].cpus) cpu_cache_[c] = msc_cache_[m];
   }
   cpu_label_.assign(cpus.size(), MpamLabel{});
+  online_.assign(cpus.size(), true);
 }
 
 uint64_t MpamMachine::now_us_locked() const {
@@ -96,7 +97,7 @@ void MpamMachine::step_locked(Cache& c, double dt_us) {
     if (w.cache_footprint_bytes == 0) return;
     if (w.cpu >= 0) {
       const unsigned cpu = static_cast<unsigned>(w.cpu);
-      if (!cpus_of_cache(cpu)) return;
+      if (!cpus_of_cache(cpu) || !online_[cpu]) return;
       MpamLabel l = own && !(*own == MpamLabel{}) ? *own : cpu_label_[cpu];
       ents.push_back({l, static_cast<double>(w.cache_footprint_bytes)});
       return;
@@ -107,7 +108,7 @@ void MpamMachine::step_locked(Cache& c, double dt_us) {
       if (!w.allowed_cpus.empty() &&
           std::find(w.allowed_cpus.begin(), w.allowed_cpus.end(), cpu) == w.allowed_cpus.end())
         continue;
-      if (cpu_cache_[cpu] >= 0 &&
+      if (cpu_cache_[cpu] >= 0 && online_[cpu] &&
           std::find(caches.begin(), caches.end(), cpu_cache_[cpu]) == caches.end())
         caches.push_back(cpu_cache_[cpu]);
     }
@@ -318,7 +319,11 @@ std::vector<RegisterValue> MpamMachine::dump_registers() const {
     const MscModel& msc = *mscs_[m];
     const MscInfo& info = infos_[m];
     const char* cpor = info.level == 2 ? "l2_cpor" : "l3_cpor";
-    const unsigned cpu = info.cpus.empty() ? 0 : info.cpus.front();
+    // The MSC's first online CPU; a powered-down MSC shows nothing.
+    auto first =
+        std::find_if(info.cpus.begin(), info.cpus.end(), [&](unsigned c) { return online_[c]; });
+    if (first == info.cpus.end()) continue;
+    const unsigned cpu = *first;
     // PARTID 0 and every PARTID holding something other than its reset value.
     for (unsigned partid = 0; partid <= msc.params().partid_max; ++partid) {
       if (msc.params().cpbm_wd != 0) {
@@ -343,12 +348,33 @@ std::vector<RegisterValue> MpamMachine::dump_registers() const {
 }
 
 Result<void> MpamMachine::set_cpu_online(unsigned cpu, bool online) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (cpu >= cpu_label_.size()) return Error::make(EINVAL, "no CPU " + std::to_string(cpu));
+  if (online_[cpu] == online) return Ok();
+  // The time before the change counts under the old state.
+  settle_locked();
+  online_[cpu] = online;
+  // A CPU powers up with PARTID 0 / PMG 0, and its workload does not
+  // survive it going down.
+  cpu_label_[cpu] = MpamLabel{};
   if (online) return Ok();
-  return Error::make(EOPNOTSUPP, "CPU hotplug is not modelled on the MPAM simulator");
+  cpu_work_.erase(cpu);
+  // An MSC whose last CPU went down loses its state (configuration and
+  // monitors back to reset) and its cache its lines.
+  for (size_t m = 0; m < infos_.size(); ++m) {
+    const auto& mcpus = infos_[m].cpus;
+    if (std::find(mcpus.begin(), mcpus.end(), cpu) == mcpus.end()) continue;
+    if (std::any_of(mcpus.begin(), mcpus.end(), [&](unsigned c) { return online_[c]; })) continue;
+    mscs_[m]->reset();
+    if (msc_cache_[m] >= 0) caches_[static_cast<size_t>(msc_cache_[m])].occ.clear();
+  }
+  return Ok();
 }
 
-bool MpamMachine::cpu_online(unsigned cpu) const { return cpu < cpu_label_.size(); }
+bool MpamMachine::cpu_online(unsigned cpu) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cpu < online_.size() && online_[cpu];
+}
 
 double MpamMachine::occupancy_bytes(size_t msc, uint16_t partid, uint8_t pmg) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -21,7 +21,11 @@
 //     until replaced, so a label nothing runs with keeps its occupancy
 //     until other fills replace it: the kernel's limbo);
 //   - MBW_MAX is stored and checked, not modelled (no bandwidth monitors
-//     exist on these platforms to see it).
+//     exist on these platforms to see it);
+//   - CPU hotplug (set_cpu_online): a CPU going down loses its label and
+//     its CPU workload; when the last CPU of an MSC goes down the MSC is
+//     reset (every PARTID's CPBM and MBW_MAX to no limit, monitors off)
+//     and its cache loses every line. A CPU comes up with PARTID 0/PMG 0.
 // Time moves lazily as in the x86 simulator: each read steps the model to
 // now, and every change first settles it, so the interval before a change
 // counts under the old state. On the manual clock only advance_ms moves
@@ -84,7 +88,8 @@ class MpamMachine final : public MscBus, public MpamTagging, public SimControl {
   // Per MSC, the CPBM ("l2_cpor" / "l3_cpor") and MBW_MAX ("mbw_max") of
   // PARTID 0 and of every PARTID holding other than its reset value: an
   // MMIO register at its address in the MSC's page, the PARTID that
-  // MPAMCFG_PART_SEL selects for it in `msr`, the MSC's first CPU in `cpu`.
+  // MPAMCFG_PART_SEL selects for it in `msr`, the MSC's first online CPU in
+  // `cpu` (an MSC without one is powered down and not shown).
   std::vector<RegisterValue> dump_registers() const override;
   Result<void> set_cpu_online(unsigned cpu, bool online) override;
   bool cpu_online(unsigned cpu) const override;
@@ -114,6 +119,7 @@ class MpamMachine final : public MscBus, public MpamTagging, public SimControl {
 
   mutable std::mutex mu_;
   std::vector<MpamLabel> cpu_label_;
+  std::vector<bool> online_;  // powered CPUs
   std::map<int, MpamLabel> thread_label_;
   std::map<int, Workload> thread_work_, task_work_;
   std::map<unsigned, Workload> cpu_work_;

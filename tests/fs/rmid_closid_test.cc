@@ -102,4 +102,44 @@ TEST_CASE("mkdir: RMIDs are allocated per CLOSID when the architecture says so",
   CHECK(sh.cat("/p2/mon_groups/m/mon_hw_id") == "1\n");
 }
 
+TEST_CASE("rename: a MON group moved to another parent takes an RMID of the new CLOSID",
+          "[mon][rmid_closid]") {
+  hw::PlatformInfo p = FakeArch::base_platform();
+  FakeArch::add_l3_cat(p, 8, 4);
+  FakeArch::add_l3_mon(p, 8);  // 4 CLOSIDs x 2 RMIDs
+  p.rmid_depends_on_closid = true;
+  FakeArch arch(p);
+  arch.rmids_per_closid = 2;
+  FakeTasks tasks;
+  FilesystemConfig cfg{&arch, &tasks, nullptr, 0, 0};
+  auto fs = make_filesystem(cfg);
+  MountOptions o;
+  o.debug = true;
+  REQUIRE(fs->mount(o).ok());
+  Shell sh(*fs);
+  REQUIRE(sh.mkdir("/g") == 0);  // CLOSID 1
+  REQUIRE(sh.mkdir("/h") == 0);  // CLOSID 2
+  REQUIRE(sh.mkdir("/g/mon_groups/m") == 0);
+  REQUIRE(sh.mkdir("/h/mon_groups/n") == 0);
+  // h's RMIDs are both held: the move is refused and nothing moves.
+  CHECK(sh.mv("/g/mon_groups/m", "/h/mon_groups/m") == ENOSPC);
+  CHECK(sh.lcs() == "Out of RMIDs\n");
+  CHECK(sh.ls("/g/mon_groups") == std::set<std::string>{"m"});
+  REQUIRE(sh.rmdir("/h/mon_groups/n") == 0);
+  fs->tick(std::chrono::steady_clock::now() + std::chrono::seconds(2));  // out of limbo
+  // Now h's RMID 1 is free: the group keeps its RMID under CLOSID 2, and
+  // reads name the new CLOSID.
+  REQUIRE(sh.mv("/g/mon_groups/m", "/h/mon_groups/m") == 0);
+  CHECK(sh.cat("/h/mon_groups/m/mon_hw_id") == "1\n");
+  arch.reads.clear();
+  (void)sh.cat("/h/mon_groups/m/mon_data/mon_L3_00/llc_occupancy");
+  REQUIRE(arch.reads.size() == 1);
+  CHECK(std::get<2>(arch.reads[0]) == 2U);
+  CHECK(sh.mkdir("/h/mon_groups/x") == ENOSPC);
+  // g's RMID 1 was freed (limbo, then the free list).
+  fs->tick(std::chrono::steady_clock::now() + std::chrono::seconds(4));
+  REQUIRE(sh.mkdir("/g/mon_groups/y") == 0);
+  CHECK(sh.cat("/g/mon_groups/y/mon_hw_id") == "1\n");
+}
+
 }  // namespace resctrlfs::fs::testing

@@ -264,59 +264,148 @@ TEST_CASE("MPAM Arch refuses CDP as Linux does without CONFIG_EXPERT") {
   CHECK_FALSE(f.arch->cdp_enabled(ResourceId::L3));
 }
 
-TEST_CASE("CPUs get PARTID = CLOSID and a PMG per RMID, and occupancy follows PARTID+PMG") {
+TEST_CASE("MPAM RMIDs are PMGs of the CLOSID: index CLOSID << fls(PMG_MAX) | PMG") {
+  Fixture g("grace-2s");  // PARTID_MAX 63, PMG_MAX 1
+  CHECK(g.arch->info().rmid_depends_on_closid);
+  CHECK(g.arch->info().res(ResourceId::L3).mon.num_rmids == 64u << 1);
+  CHECK(g.arch->rmid_idx_encode(0, 0) == 0);
+  CHECK(g.arch->rmid_idx_encode(3, 1) == 7);
+  CHECK(g.arch->rmid_idx_decode(7) == std::pair<uint32_t, uint32_t>{3, 1});
+  CHECK(g.arch->rmid_idx_decode(127) == std::pair<uint32_t, uint32_t>{63, 1});
+  Fixture a("ampereone-2s");  // PARTID_MAX 31, PMG_MAX 3
+  CHECK(a.arch->info().res(ResourceId::L3).mon.num_rmids == 32u << 2);
+  CHECK(a.arch->rmid_idx_encode(5, 2) == 22);
+  CHECK(a.arch->rmid_idx_decode(22) == std::pair<uint32_t, uint32_t>{5, 2});
+  for (uint32_t idx = 0; idx < 128; ++idx) {
+    const auto [closid, rmid] = a.arch->rmid_idx_decode(idx);
+    CHECK(a.arch->rmid_idx_encode(closid, rmid) == idx);
+  }
+  // A PMG past PMG_MAX is no monitor: refused, and reads Error.
+  auto r = g.arch->set_cpu_assoc(1, 3, 2);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EINVAL);
+  CHECK(g.arch->read_counter(ResourceId::L3, 0, 3, 2, EventId::LLC_OCCUPANCY, nullptr).err ==
+        ReadError::kError);
+}
+
+TEST_CASE("CPUs get PARTID = CLOSID and PMG = RMID, and occupancy follows PARTID+PMG") {
   Fixture f("grace-2s");
   f.machine->set_manual_clock(true);
-  // Two RMIDs under CLOSID 3 get distinct PMGs.
-  REQUIRE(f.arch->set_cpu_assoc(1, 3, 17).ok());
-  REQUIRE(f.arch->set_cpu_assoc(2, 3, 18).ok());
-  CHECK(f.machine->cpu_label(1).partid_d == 3);
-  CHECK(f.machine->cpu_label(1).pmg_d != f.machine->cpu_label(2).pmg_d);
-  REQUIRE(f.arch->rmid_binding(17).has_value());
-  CHECK(f.arch->rmid_binding(17)->first == 3);
+  REQUIRE(f.arch->set_cpu_assoc(1, 3, 1).ok());
+  REQUIRE(f.arch->set_cpu_assoc(2, 3, 0).ok());
+  CHECK(f.machine->cpu_label(1) == MpamLabel{3, 3, 1, 1});
+  CHECK(f.machine->cpu_label(2) == MpamLabel{3, 3, 0, 0});
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{8 << 20}).ok());
   // Before time moves nothing is held.
-  auto v0 = f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::LLC_OCCUPANCY, nullptr);
+  auto v0 = f.arch->read_counter(ResourceId::L3, 0, 3, 1, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v0.err == ReadError::kNone);
   CHECK(v0.bytes == 0);
   f.machine->advance_ms(1000);
-  auto v1 = f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::LLC_OCCUPANCY, nullptr);
+  auto v1 = f.arch->read_counter(ResourceId::L3, 0, 3, 1, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v1.err == ReadError::kNone);
   CHECK(v1.bytes > (7u << 20));
   CHECK(v1.bytes <= (8u << 20));
-  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 18, EventId::LLC_OCCUPANCY, nullptr).bytes == 0);
-  CHECK(f.arch->read_counter(ResourceId::L3, 1, 3, 17, EventId::LLC_OCCUPANCY, nullptr).bytes ==
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 0, EventId::LLC_OCCUPANCY, nullptr).bytes == 0);
+  // The same PMG under another PARTID is another monitor.
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 4, 1, EventId::LLC_OCCUPANCY, nullptr).bytes == 0);
+  CHECK(f.arch->read_counter(ResourceId::L3, 1, 3, 1, EventId::LLC_OCCUPANCY, nullptr).bytes ==
         0);  // other socket
   // A PARTID's portions bound what it fills: 1 of 16 portions of 114 MB.
   REQUIRE(f.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 0, 6, 0x1}}).ok());
-  REQUIRE(f.arch->set_cpu_assoc(5, 6, 20).ok());
+  REQUIRE(f.arch->set_cpu_assoc(5, 6, 1).ok());
   REQUIRE(f.machine->attach_cpu_workload(5, Workload{64ULL << 20}).ok());
   f.machine->advance_ms(5000);
-  auto v2 = f.arch->read_counter(ResourceId::L3, 0, 6, 20, EventId::LLC_OCCUPANCY, nullptr);
+  auto v2 = f.arch->read_counter(ResourceId::L3, 0, 6, 1, EventId::LLC_OCCUPANCY, nullptr);
   CHECK(v2.bytes > (114ULL << 20) / 17);
   CHECK(v2.bytes <= (114ULL << 20) / 16 + 1);
-  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 17, EventId::MBM_TOTAL, nullptr).err ==
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 3, 1, EventId::MBM_TOTAL, nullptr).err ==
         ReadError::kError);
 }
 
 TEST_CASE("An idle label keeps its lines until others fill (limbo)") {
   Fixture f("grace-2s");
   f.machine->set_manual_clock(true);
-  REQUIRE(f.arch->set_cpu_assoc(1, 2, 9).ok());
+  REQUIRE(f.arch->set_cpu_assoc(1, 2, 1).ok());
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{16 << 20}).ok());
   f.machine->advance_ms(2000);
   const uint64_t held =
-      f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes;
+      f.arch->read_counter(ResourceId::L3, 0, 2, 1, EventId::LLC_OCCUPANCY, nullptr).bytes;
   CHECK(held > (15u << 20));
   REQUIRE(f.machine->attach_cpu_workload(1, Workload{}).ok());
   f.machine->advance_ms(10000);
-  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes ==
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 1, EventId::LLC_OCCUPANCY, nullptr).bytes ==
         held);
-  REQUIRE(f.arch->set_cpu_assoc(2, 4, 10).ok());
+  REQUIRE(f.arch->set_cpu_assoc(2, 4, 1).ok());
   REQUIRE(f.machine->attach_cpu_workload(2, Workload{114ULL << 20}).ok());
   f.machine->advance_ms(10000);
-  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 9, EventId::LLC_OCCUPANCY, nullptr).bytes <
+  CHECK(f.arch->read_counter(ResourceId::L3, 0, 2, 1, EventId::LLC_OCCUPANCY, nullptr).bytes <
         held / 10);
+}
+
+namespace {
+struct Recorder : ArchEvents {
+  std::vector<std::string> log;
+  void ctrl_domain_online(ResourceId r, int id) override { add("ctrl+", r, id); }
+  void ctrl_domain_offline(ResourceId r, int id) override { add("ctrl-", r, id); }
+  void mon_domain_online(ResourceId r, int id) override { add("mon+", r, id); }
+  void mon_domain_offline(ResourceId r, int id) override { add("mon-", r, id); }
+  void add(const char* what, ResourceId r, int id) {
+    log.push_back(std::string(what) + std::to_string(static_cast<int>(r)) + ":" +
+                  std::to_string(id));
+  }
+};
+}  // namespace
+
+TEST_CASE("MPAM hotplug: domains follow their CPUs, an MSC back gets its PARTIDs' controls") {
+  Fixture f("grace-2s");
+  f.machine->set_manual_clock(true);
+  const size_t l3_1 = f.msc(3, 1);
+  REQUIRE(f.arch->update_ctrls({{ResourceId::L3, ConfType::NONE, 1, 5, 0x3}}).ok());
+  REQUIRE(f.arch->set_cpu_assoc(80, 5, 1).ok());
+  REQUIRE(f.machine->attach_cpu_workload(80, Workload{4 << 20}).ok());
+  f.machine->advance_ms(1000);
+  CHECK(f.machine->occupancy_bytes(l3_1, 5, 1) > 0);
+  Recorder ev;
+  // The OS lets go of CPUs 72-143 (L3 1, and each its own L2), then the
+  // machine powers them down.
+  for (unsigned c = 72; c < 144; ++c) {
+    REQUIRE(f.arch->offline_cpu(c, &ev).ok());
+    REQUIRE(f.machine->set_cpu_online(c, false).ok());
+  }
+  const Resource& l3 = f.arch->info().res(ResourceId::L3);
+  REQUIRE(l3.ctrl_domains.size() == 1);
+  CHECK(l3.ctrl_domains[0].id == 0);
+  REQUIRE(l3.mon.mon_domains.size() == 1);
+  CHECK(f.arch->info().res(ResourceId::L2).ctrl_domains.size() == 72);
+  CHECK(f.arch->info().res(ResourceId::MB).ctrl_domains.size() == 1);
+  CHECK(f.arch->info().online.count() == 72);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl-0:1") == 1);  // L3 1
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "mon-0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl-1:143") == 1);  // L2 143
+  // The powered-down MSC is at reset and its cache empty.
+  CHECK(f.reg(l3_1, 5, MPAMCFG_CPBM) == 0xffff);
+  CHECK(f.machine->occupancy_bytes(l3_1, 5, 1) == 0);
+  CHECK_FALSE(f.machine->cpu_online(100));
+  CHECK(f.arch->offline_cpu(100, &ev).error().code == EINVAL);
+  for (unsigned c = 1; c < 72; ++c) REQUIRE(f.arch->offline_cpu(c, nullptr).ok());
+  CHECK(f.arch->offline_cpu(0, nullptr).error().code == EBUSY);  // the last one
+  REQUIRE(f.arch->online_cpu(1, nullptr).ok());
+
+  ev.log.clear();
+  REQUIRE(f.machine->set_cpu_online(100, true).ok());
+  REQUIRE(f.arch->online_cpu(100, &ev).ok());
+  CHECK(f.arch->online_cpu(100, &ev).error().code == EINVAL);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl+0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "mon+0:1") == 1);
+  CHECK(std::count(ev.log.begin(), ev.log.end(), "ctrl+1:100") == 1);
+  REQUIRE(l3.ctrl_domains.size() == 2);
+  CHECK(l3.ctrl_domains[1].id == 1);
+  CHECK(l3.ctrl_domains[1].cpus.count() == 1);
+  // PARTID 5's portions are programmed again, as Linux's
+  // mpam_reprogram_msc restores them.
+  CHECK(f.reg(l3_1, 5, MPAMCFG_CPBM) == 0x3);
+  CHECK(f.arch->get_ctrl(ResourceId::L3, ConfType::NONE, 1, 5) == 0x3);
+  CHECK(f.machine->cpu_label(100) == MpamLabel{});
 }
 
 TEST_CASE("MPAM built-ins are listed and made by the platform factory, with @host fitting") {

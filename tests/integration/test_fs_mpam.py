@@ -11,12 +11,18 @@ Documentation/filesystems/resctrl.rst say the tree shows on MPAM:
   by the filesystem and then to the nearest hardware band, and schemata
   shows the band's percentage;
 - num_closids is PARTID_MAX + 1; L3_MON's num_rmids is
-  (PMG_MAX + 1) x (PARTID_MAX + 1); llc_occupancy is the only event (no
+  (PARTID_MAX + 1) << fls(PMG_MAX); llc_occupancy is the only event (no
   MBM files); max_threshold_occupancy defaults to the L3 size / num_rmids;
+- the RMID is a PMG of the group's PARTID: a control group holds at most
+  PMG_MAX + 1 monitoring groups (Out of RMIDs past them), and a MON group
+  moved to another control group takes its PARTID;
 - CDP is refused (Linux refuses it unless built with CONFIG_EXPERT);
-- llc_occupancy follows a simulated workload under the group's PARTID+PMG.
+- llc_occupancy follows a simulated workload under the group's PARTID+PMG;
+- CPU hotplug removes and brings back an L3's domains as Linux's MPAM
+  driver does (the MSC programmed again with what each PARTID held).
 """
 
+import errno
 import os
 import subprocess
 
@@ -160,6 +166,107 @@ class GraceSchemata(rt.ResctrlfsTestCase):
         self.assertEqual(self.lcs(), "Out of CLOSIDs\n")
 
 
+class GracePmgsPerClosid(rt.ResctrlfsTestCase):
+    """MPAM's monitors are keyed by PARTID+PMG, so Linux's MPAM driver makes
+    the RMID depend on the CLOSID (CONFIG_RESCTRL_RMID_DEPENDS_ON_CLOSID):
+    the RMID index is CLOSID << fls(PMG_MAX) | PMG, a group's RMID is one of
+    its CLOSID's PMGs, and a control group holds at most PMG_MAX + 1
+    monitoring groups, its own included; the next mkdir fails as
+    alloc_rmid() fails: ENOSPC, "Out of RMIDs". On grace-2s PMG_MAX is 1."""
+    PLATFORM = "grace-2s"
+    OPTIONS = ["debug"]
+
+    def sleeper(self):
+        p = subprocess.Popen(["sleep", "1000"])
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        return p.pid
+
+    def test_mon_groups_limited_to_pmgs(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.read("g/mon_hw_id"), "0\n")  # PMG 0 of g's PARTID
+        self.assertEqual(self.mkdir("g/mon_groups/m1"), 0)
+        self.assertEqual(self.read("g/mon_groups/m1/mon_hw_id"), "1\n")
+        self.assertEqual(self.mkdir("g/mon_groups/m2"), 28)  # ENOSPC
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertNotIn("m2", self.listdir("g/mon_groups"))
+        # The default group's PARTID has its own PMGs; so has every other.
+        self.assertEqual(self.mkdir("mon_groups/a"), 0)
+        self.assertEqual(self.read("mon_groups/a/mon_hw_id"), "1\n")
+        self.assertEqual(self.mkdir("mon_groups/b"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("h/mon_groups/m1"), 0)
+        self.assertEqual(self.read("h/mon_groups/m1/mon_hw_id"), "1\n")
+        # A freed PMG comes back to its PARTID once out of limbo.
+        self.assertEqual(self.rmdir("g/mon_groups/m1"), 0)
+        rt.wait_until(lambda: self.mkdir("g/mon_groups/m2") == 0,
+                      "g's PMG 1 to leave limbo")
+        self.assertEqual(self.read("g/mon_groups/m2/mon_hw_id"), "1\n")
+
+    def test_ampereone_has_four_pmgs(self):
+        m = rt.Mount(platform="ampereone-2s", options=["debug"])
+        self.addCleanup(m.cleanup)
+        self.assertEqual(m.mkdir("g"), 0)
+        for i in range(3):
+            self.assertEqual(m.mkdir("g/mon_groups/m%d" % i), 0, i)
+            self.assertEqual(m.read("g/mon_groups/m%d/mon_hw_id" % i), "%d\n" % (i + 1))
+        self.assertEqual(m.mkdir("g/mon_groups/m3"), 28)
+        self.assertEqual(m.lcs(), "Out of RMIDs\n")
+
+    def test_same_pmg_in_two_partids_keeps_tasks_apart(self):
+        # g/mon_groups/m and mon_groups/a both have PMG 1, under PARTIDs 1
+        # and 0: their tasks files and monitors are their own.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.mkdir("mon_groups/a"), 0)
+        t1, t2 = self.sleeper(), self.sleeper()
+        self.assertEqual(self.write("g/tasks", "%d\n" % t1), 0)  # a MON group takes its parent's
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % t1), 0)
+        self.assertEqual(self.write("mon_groups/a/tasks", "%d\n" % t2), 0)
+        self.assertEqual(self.read("g/mon_groups/m/tasks"), "%d\n" % t1)
+        self.assertEqual(self.read("mon_groups/a/tasks"), "%d\n" % t2)
+        self.assertEqual(self.read("g/tasks"), "%d\n" % t1)
+
+    def test_move_keeps_the_pmg_when_free_in_the_new_partid(self):
+        # Linux's mongrp_reparent keeps the group's RMID (its PMG) and gives
+        # it the new parent's CLOSID; its threads take the new PARTID.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        t = self.sleeper()
+        self.assertEqual(self.write("g/tasks", "%d\n" % t), 0)
+        self.assertEqual(self.write("g/mon_groups/m/tasks", "%d\n" % t), 0)
+        self.assertEqual(self.rename("g/mon_groups/m", "h/mon_groups/m"), 0)
+        self.assertEqual(self.lcs(), "ok\n")
+        self.assertEqual(self.read("h/mon_groups/m/mon_hw_id"), "1\n")
+        self.assertEqual(self.read("h/mon_groups/m/tasks"), "%d\n" % t)
+        self.assertEqual(self.read("h/tasks"), "%d\n" % t)
+        self.assertEqual(self.read("g/tasks"), "")
+        # The group now holds h's PMG 1: h is full, and g's PMG 1 comes back.
+        self.assertEqual(self.mkdir("h/mon_groups/x"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        rt.wait_until(lambda: self.mkdir("g/mon_groups/y") == 0,
+                      "g's PMG 1 to leave limbo")
+
+    def test_move_into_a_full_parent_is_refused(self):
+        # Ours: Linux would give the group the new PARTID with a PMG another
+        # group of it already uses (two groups on one monitor). We refuse,
+        # as mkdir there would be refused, and nothing moves.
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("h"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.mkdir("h/mon_groups/n"), 0)
+        self.assertEqual(self.rename("g/mon_groups/m", "h/mon_groups/m"), 28)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        self.assertEqual(self.listdir("g/mon_groups"), ["m"])
+        self.assertEqual(self.listdir("h/mon_groups"), ["n"])
+        self.assertEqual(self.read("g/mon_groups/m/mon_hw_id"), "1\n")
+        # Renaming within the parent needs no PMG.
+        self.assertEqual(self.rename("g/mon_groups/m", "g/mon_groups/m2"), 0)
+        self.assertEqual(self.read("g/mon_groups/m2/mon_hw_id"), "1\n")
+
+
 class GraceOccupancy(rt.ResctrlfsTestCase):
     PLATFORM = "grace-2s"
     MANUAL_CLOCK = True
@@ -241,6 +348,104 @@ class AmpereOne(rt.ResctrlfsTestCase):
         self.assertIn("MB:0=100;1=38", [l.strip() for l in self.read("g/schemata").splitlines()])
         self.assertEqual(self.write("g/schemata", "MB:1=12\n"), 22)
         self.assertEqual(self.lcs(), "MB value 12 out of range [13,100]\n")
+
+
+HOTPLUG_GROUPS = ["", "g", "g/mon_groups/m"]
+
+class MpamHotplug(rt.ResctrlfsTestCase):
+    """grace-2s (Arm MPAM): L3 0 = CPUs 0-71, L3 1 = CPUs 72-143, an L2 per
+    CPU. As Linux's mpam_resctrl_offline_cpu/online_cpu do, offlining an
+    L3's CPUs removes its control and monitor domains (and each CPU's L2
+    domain) and powers its MSC down; onlining them brings them back, the
+    MSC programmed again with what each PARTID held (mpam_devices.c's
+    mpam_reprogram_msc), so schemata comes back as it was, not at the
+    defaults as on x86; the monitor domain comes back empty."""
+    PLATFORM = "grace-2s"
+
+    def cpus(self, first, last, online):
+        for n in range(first, last + 1):
+            reply = self.ctl({"cmd": "cpu", "cpu": n, "online": online})
+            self.assertTrue(reply.get("ok"), reply)
+        return reply
+
+    def line(self, group, res):
+        for l in self.read(os.path.join(group, "schemata")).splitlines():
+            if l.strip().startswith(res + ":"):
+                return l.strip()
+        return None
+
+    def l3_1_cpor(self):
+        # The MSC of L3 1: the second MSC page (our layout, 64 KiB apart).
+        groups = self.ctl_ok({"cmd": "registers"})["groups"]
+        return [r for r in groups.get("l3_cpor", []) if r["addr"] >> 16 == 0x2001]
+
+    def test_offline_and_online_an_l3(self):
+        self.assertEqual(self.mkdir("g"), 0)
+        self.assertEqual(self.mkdir("g/mon_groups/m"), 0)
+        self.assertEqual(self.write("g/cpus_list", "72-73\n"), 0, self.lcs())
+        self.assertEqual(self.write("g/mon_groups/m/cpus_list", "72\n"), 0, self.lcs())
+        self.assertEqual(self.write("g/schemata", "L3:0=f;1=3\nL2:72=3\n"), 0, self.lcs())
+        for grp in HOTPLUG_GROUPS:
+            self.assertEqual(self.listdir(os.path.join(grp, "mon_data")),
+                             ["mon_L3_00", "mon_L3_01"])
+
+        reply = self.cpus(72, 143, False)
+        self.assertEqual(reply["online_cpus"], list(range(72)))
+        for grp in HOTPLUG_GROUPS:
+            self.assertEqual(self.listdir(os.path.join(grp, "mon_data")), ["mon_L3_00"])
+        self.assertEqual(self.line("", "L3"), "L3:0=ffff")
+        self.assertEqual(self.line("", "MB"), "MB:0=100")
+        self.assertEqual(self.line("g", "L3"), "L3:0=f")
+        self.assertEqual(self.line("g", "L2"), "L2:" + ";".join("%d=ff" % i for i in range(72)))
+        self.assertEqual(self.read("cpus_list"), "0-71\n")
+        self.assertEqual(self.read("g/cpus_list"), "\n")
+        self.assertEqual(self.read("g/mon_groups/m/cpus_list"), "\n")
+        self.assertEqual(self.write("g/schemata", "L3:1=3\n"), errno.EINVAL)
+        self.assertEqual(self.write("g/cpus_list", "72\n"), errno.EINVAL)
+        self.assertEqual(self.lcs(), "Can only assign online CPUs\n")
+        # The powered-down MSCs are gone from the hardware's view.
+        self.assertEqual(self.l3_1_cpor(), [])
+
+        reply = self.cpus(72, 143, True)
+        self.assertEqual(reply["online_cpus"], list(range(144)))
+        for grp in HOTPLUG_GROUPS:
+            self.assertEqual(self.listdir(os.path.join(grp, "mon_data")),
+                             ["mon_L3_00", "mon_L3_01"])
+        self.assertEqual(self.read("g/mon_data/mon_L3_01/llc_occupancy"), "0\n")
+        self.assertEqual(self.read("cpus_list"), "0-143\n")
+        self.assertEqual(self.read("g/cpus_list"), "\n")
+        # Each PARTID's configuration is back in the MSC.
+        self.assertEqual(self.line("g", "L3"), "L3:0=f;1=3")
+        self.assertIn("72=3;73=ff", self.line("g", "L2"))
+        self.assertEqual(self.line("", "L3"), "L3:0=ffff;1=ffff")
+        self.assertIn(3, [r["value"] for r in self.l3_1_cpor()])
+        # The domain takes writes again.
+        self.assertEqual(self.write("g/schemata", "L3:1=3c\n"), 0, self.lcs())
+        self.assertEqual(self.line("g", "L3"), "L3:0=f;1=3c")
+        self.assertIn(0x3c, [r["value"] for r in self.l3_1_cpor()])
+        self.assertEqual(self.write("g/cpus_list", "100\n"), 0, self.lcs())
+
+    def test_limbo_of_a_domain_that_goes_away(self):
+        self.set_manual_clock(True)
+        self.assertEqual(self.mkdir("mon_groups/a"), 0)
+        self.assertEqual(self.write("mon_groups/a/cpus_list", "80\n"), 0, self.lcs())
+        self.workload(cpu=80, footprint_bytes=64 << 20)
+        self.advance(2000)
+        self.assertGreater(int(self.read("mon_groups/a/mon_data/mon_L3_01/llc_occupancy")),
+                           int(self.read("info/L3_MON/max_threshold_occupancy")))
+        # Nothing fills L3 1 from now on: a's lines stay there.
+        self.workload(cpu=80, footprint_bytes=0)
+        self.assertEqual(self.rmdir("mon_groups/a"), 0)
+        # Its PMG, dirty in L3 1, is the default group's only other one: it
+        # stays in limbo, clean in L3 0 after a limbo pass, dirty in L3 1 ...
+        self.advance(1000)
+        self.assertEqual(self.mkdir("mon_groups/b"), errno.ENOSPC)
+        self.assertEqual(self.lcs(), "Out of RMIDs\n")
+        # ... until L3 1 goes away with its limbo marks.
+        self.cpus(72, 143, False)
+        self.assertEqual(self.mkdir("mon_groups/b"), 0, self.lcs())
+        self.cpus(72, 143, True)
+        self.assertEqual(self.read("mon_groups/b/mon_data/mon_L3_01/llc_occupancy"), "0\n")
 
 
 class MpamSandbox(rt.unittest.TestCase):
