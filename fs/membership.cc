@@ -351,7 +351,7 @@ const std::shared_ptr<const std::string>& Groups::tracked_tasks_text(const Group
   // Zombies reaped since the last listing leave it now (no event says so).
   forget_reaped();
   const bool ctrl = g->type == GroupType::kCtrlMon;
-  const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | p_.mon.rmid_idx(g->closid, g->rmid);
+  const uint64_t key = ctrl ? g->closid : (uint64_t{1} << 32) | mon_.rmid_idx(g->closid, g->rmid);
   const uint64_t stamp =
       ctrl ? m_.threads.closid_stamp(g->closid) : m_.threads.rmid_stamp(g->closid, g->rmid);
   TasksText& t = m_.tasks_text[key];
@@ -408,9 +408,9 @@ Result<std::string> Groups::show_tasks(const Node& n) {
   for (pid_t tid : all) {
     auto tags = m_.threads.get(tid);
     if (tags.first != 0 || tags.second != 0) alive[tid] = tags;
-    bool match = g->type == GroupType::kCtrlMon ? tags.first == g->closid
-                                                : p_.mon.rmid_idx(tags.first, tags.second) ==
-                                                      p_.mon.rmid_idx(g->closid, g->rmid);
+    bool match = g->type == GroupType::kCtrlMon
+                     ? tags.first == g->closid
+                     : mon_.rmid_idx(tags.first, tags.second) == mon_.rmid_idx(g->closid, g->rmid);
     if (match && tid != 0) {
       out += std::to_string(tid);
       out += '\n';
