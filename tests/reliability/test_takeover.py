@@ -472,6 +472,7 @@ class Takeover(unittest.TestCase):
             os.kill(old, signal.SIGKILL)
             self.wait_served_by_new(old)
             self.wait_moving(m, files)
+        self.assertIn("1 declared workload(s) given again", m.daemon_log())
 
     # ---- a container with the tree bind-mounted ------------------------
 
