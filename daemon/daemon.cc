@@ -577,10 +577,19 @@ void Daemon::run_control_line(const std::string& line, const ControlServer::Done
       return;
     }
   }
-  std::string reply = handle_control_line(*this, line);
+  std::string reply;
   if (req.ok() && std::holds_alternative<WorkloadRequest>(*req)) {
-    const json r = json::parse(reply, nullptr, false);
-    if (r.is_object() && r.value("ok", false)) keep_workload(*req, line);
+    // Kept for a takeover once accepted, before the reply.
+    try {
+      const json r = run_control_request(*this, *req);
+      const auto ok = r.find("ok");
+      if (ok != r.end() && *ok == true) keep_workload(*req, line);
+      reply = reply_line(r);
+    } catch (const std::exception& e) {  // as handle_control_line
+      reply = reply_line(control_error(std::string("internal error: ") + e.what()));
+    }
+  } else {
+    reply = handle_control_line(*this, line);
   }
   flush_invalidations();
   done(std::move(reply));

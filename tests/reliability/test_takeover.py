@@ -453,7 +453,16 @@ class Takeover(unittest.TestCase):
         files = ["g/mon_data/mon_L3_00/mbm_total_bytes", "g/mon_data/mon_L3_00/mbm_local_bytes"]
         m.workload(cpu=1, footprint_bytes=1 << 20, bandwidth_mbps=2000)
         self.wait_moving(m, files)
-        self.kill_and_read(m, files)
+        if "backend sim" in m.daemon_log():
+            self.kill_and_read(m, files)
+        else:
+            # Behind the msr path, as on real hardware, a new daemon turns
+            # counter assignment on before its restore turns it off again
+            # (docs/reliability.md, "Not continued"): the counts restart.
+            for i in range(2):
+                old_pid = self.daemon_pid()
+                os.kill(old_pid, signal.SIGKILL)
+                self.wait_served_by_new(old_pid)
         self.assertEqual(m.read("info/L3_MON/mbm_total_bytes_config"), "0=0x15;1=0x15\n")
         self.assertEqual(m.read("info/L3_MON/mbm_local_bytes_config"), "0=0x05;1=0x15\n")
 
@@ -472,7 +481,8 @@ class Takeover(unittest.TestCase):
             os.kill(old, signal.SIGKILL)
             self.wait_served_by_new(old)
             self.wait_moving(m, files)
-        self.assertIn("1 declared workload(s) given again", m.daemon_log())
+        if "backend sim" in m.daemon_log():  # else the msr path's machine keeps them
+            self.assertIn("1 declared workload(s) given again", m.daemon_log())
 
     # ---- a container with the tree bind-mounted ------------------------
 
