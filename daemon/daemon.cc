@@ -236,6 +236,7 @@ Result<void> Daemon::start(const PartsFactory& factory) {
     journal_ = std::move(j).value();
     journal_->set_fsync(opts_.journal_fsync);
   }
+  restore_workloads();
 
   FuseSettings settings;
   settings.mountpoint = opts_.mountpoint;
@@ -576,9 +577,98 @@ void Daemon::run_control_line(const std::string& line, const ControlServer::Done
       return;
     }
   }
-  std::string reply = handle_control_line(*this, line);
+  std::string reply;
+  if (req.ok() && std::holds_alternative<WorkloadRequest>(*req)) {
+    // Kept for a takeover once accepted, before the reply.
+    try {
+      const json r = run_control_request(*this, *req);
+      const auto ok = r.find("ok");
+      if (ok != r.end() && *ok == true) keep_workload(*req, line);
+      reply = reply_line(r);
+    } catch (const std::exception& e) {  // as handle_control_line
+      reply = reply_line(control_error(std::string("internal error: ") + e.what()));
+    }
+  } else {
+    reply = handle_control_line(*this, line);
+  }
   flush_invalidations();
   done(std::move(reply));
+}
+
+void Daemon::keep_workload(const ControlRequest& req, const std::string& line) {
+  if (opts_.state_dir.empty()) return;
+  const auto& w = std::get<WorkloadRequest>(req);
+  const std::string key = w.channel ? "channel:" + std::to_string(*w.channel)
+                          : w.tid   ? "tid:" + std::to_string(*w.tid)
+                                    : "cpu:" + std::to_string(w.cpu.value_or(0));
+  std::string one = line;
+  while (!one.empty() && (one.back() == '\n' || one.back() == '\r')) one.pop_back();
+  workloads_[key] = one;
+  std::string text;
+  for (const auto& [k, l] : workloads_) text += l + "\n";
+  // A new temporary file (O_EXCL after removing a stale one), then an
+  // atomic rename: a kill at any point leaves the old list or the new one.
+  const std::string path = opts_.state_dir + "/" + kWorkloadFile;
+  Result<PrivateDir> dir = PrivateDir::open(opts_.state_dir, "--state-dir", false);
+  if (!dir.ok()) {
+    spdlog::warn("{}: {}; workloads are not kept for a takeover", path, dir.error().message);
+    return;
+  }
+  const std::string tmp = std::string(kWorkloadFile) + ".tmp";
+  (void)unlinkat(dir->fd(), tmp.c_str(), 0);
+  const int fd =
+      openat(dir->fd(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0;
+  if (ok) {
+    ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+         (!opts_.journal_fsync || fdatasync(fd) == 0);
+    ::close(fd);
+  }
+  if (ok) ok = renameat(dir->fd(), tmp.c_str(), dir->fd(), kWorkloadFile) == 0;
+  if (!ok) {
+    spdlog::warn("{}: {}; workloads are not kept for a takeover", path, strerror(errno));
+    (void)unlinkat(dir->fd(), tmp.c_str(), 0);
+  }
+}
+
+void Daemon::restore_workloads() {
+  if (opts_.state_dir.empty()) return;
+  Result<PrivateDir> dir = PrivateDir::open(opts_.state_dir, "--state-dir", false);
+  if (!dir.ok()) return;
+  const std::string path = opts_.state_dir + "/" + kWorkloadFile;
+  if (!opts_.takeover || parts_->backend.sim == nullptr) {
+    (void)unlinkat(dir->fd(), kWorkloadFile, 0);
+    return;
+  }
+  const int fd = openat(dir->fd(), kWorkloadFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // none declared
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0 && text.size() < (size_t{1} << 20))
+    text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  size_t kept = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    // The control socket's own parser and checks: a damaged line is a log
+    // line, never a crash; a thread that exited meanwhile is dropped.
+    Result<ControlRequest> req = parse_control_request(line);
+    if (!req.ok() || !std::holds_alternative<WorkloadRequest>(*req)) {
+      spdlog::warn("{}: not a workload request, ignored: {}", path,
+                   req.ok() ? line : req.error().message);
+      continue;
+    }
+    Result<json> r = attach_workload(std::get<WorkloadRequest>(*req));
+    if (!r.ok()) {
+      spdlog::info("{}: {}: not given again: {}", path, line, r.error().message);
+      continue;
+    }
+    keep_workload(*req, line);
+    ++kept;
+  }
+  if (kept > 0) spdlog::info("{}: {} declared workload(s) given again", path, kept);
 }
 
 void Daemon::advance_in_slices(uint64_t ms, uint64_t done_ms, ControlServer::Done done) {

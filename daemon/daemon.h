@@ -20,6 +20,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -125,6 +126,12 @@ class Daemon : public ControlTarget {
   // totals in DIR/counters (hw/counter_store.h), continuing a dead
   // predecessor's on a takeover.
   void keep_counters();
+  // Declared workloads kept for a takeover (kWorkloadFile): keep_workload
+  // records an accepted request and rewrites the file; restore_workloads
+  // gives the file's requests again on a takeover, and on any other start
+  // removes it (a fresh start has none, as before).
+  void keep_workload(const ControlRequest& req, const std::string& line);
+  void restore_workloads();
   // `stopping`: write even an unchanged document (its time is the stop's).
   void save_boot_state(bool stopping = false);
   Result<hw::SimControl*> sim();
@@ -145,6 +152,7 @@ class Daemon : public ControlTarget {
   // Declared before parts_: the Arch and the machine work in its mapping
   // until they are gone.
   std::unique_ptr<hw::CounterStore> counter_store_;
+  std::map<std::string, std::string> workloads_;  // key ("cpu:1") -> request line
   std::optional<DaemonParts> parts_;
   bool fs_mounted_ = false;
   std::unique_ptr<FuseBridge> bridge_;

@@ -41,6 +41,10 @@ inline constexpr char kFuseInitFile[] = "fuse-init";
 // The file in the state directory that keeps the counters across a takeover
 // (hw/counter_store.h).
 inline constexpr char kCounterFile[] = "counters";
+// The file in the state directory that keeps the declared workloads
+// (`resctrlfsctl workload`) for a takeover: the last accepted request per
+// CPU, thread and channel, one control request line each.
+inline constexpr char kWorkloadFile[] = "workloads";
 
 // The keeper's main: `args` are the daemon's arguments as given (argv[0]
 // first), `opts` their parse. Returns the exit status: 0 once the tree was

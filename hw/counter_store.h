@@ -58,7 +58,7 @@ class CounterStore {
 
   // The header's layout, for tests that build foreign or damaged files.
   static constexpr size_t kHeaderBytes = 192;
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;
 
  private:
   CounterStore(std::byte* base, size_t bytes, std::vector<size_t> offsets)

@@ -5,7 +5,9 @@
 //
 // Region: for each L3 domain, in order: mbm[0], mbm[1] (doubles, per
 // physical RMID), wraps_read[0], wraps_read[1] (uint64), occ_way (doubles,
-// RMIDs x ways), tracked (uint64 0/1 per RMID); then for each telemetry
+// RMIDs x ways), tracked (uint64 0/1 per RMID), the configuration (uint64
+// evt_cfg[0], evt_cfg[1], ext_cfg), per ABMC counter its configuration
+// (uint64) and count (double); then for each telemetry
 // package: count (15 doubles per RMID), seen (uint64 per RMID).
 #include <algorithm>
 #include <cstring>
@@ -19,9 +21,18 @@ namespace {
 constexpr size_t kTelemetryEvents = 15;  // TelemetryPkg::count's row
 
 // The bytes of one domain's block, and of one package's.
-size_t l3_bytes(size_t nrmid, size_t ways) {
-  return nrmid *
-         (2 * sizeof(double) + 2 * sizeof(uint64_t) + ways * sizeof(double) + sizeof(uint64_t));
+constexpr size_t kCfgWords = 3;  // evt_cfg[0], evt_cfg[1], ext_cfg
+
+size_t l3_bytes(size_t nrmid, size_t ways, size_t ncntr) {
+  return nrmid * (2 * sizeof(double) + 2 * sizeof(uint64_t) + ways * sizeof(double) +
+                  sizeof(uint64_t)) +
+         kCfgWords * sizeof(uint64_t) + ncntr * (sizeof(uint64_t) + sizeof(double));
+}
+
+// An ABMC counter's configuration in one word, and back.
+uint64_t pack_cntr(bool enabled, bool is_clos, uint32_t bw_type, uint32_t src) {
+  return (enabled ? 1ULL : 0) | (is_clos ? 2ULL : 0) | (uint64_t{bw_type & 0xffffU} << 16) |
+         (uint64_t{src} << 32);
 }
 size_t pkg_bytes(size_t nrmid) { return nrmid * (kTelemetryEvents * sizeof(double) + 8); }
 
@@ -37,7 +48,7 @@ T* take(std::byte*& at, size_t n) {
 size_t SimMachine::counter_state_bytes() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
-  for (const L3Dom& d : l3_) n += l3_bytes(d.occ.size(), d.ways);
+  for (const L3Dom& d : l3_) n += l3_bytes(d.occ.size(), d.ways, d.cntrs.size());
   for (const TelemetryPkg& t : telem_pkgs_) n += pkg_bytes(t.count.size());
   return n;
 }
@@ -55,6 +66,9 @@ void SimMachine::keep_counter_state(std::byte* region, bool carry_over) {
     for (int e = 0; e < 2; ++e) k.wraps[e] = take<uint64_t>(at, nrmid);
     k.occ_way = take<double>(at, nrmid * d.ways);
     k.tracked = take<uint64_t>(at, nrmid);
+    k.cfg = take<uint64_t>(at, kCfgWords);
+    k.cntr_cfg = take<uint64_t>(at, d.cntrs.size());
+    k.cntr_bytes = take<double>(at, d.cntrs.size());
     kept_l3_.push_back(k);
     if (!carry_over) continue;
     // What the previous daemon's machine left: its counts go on from here
@@ -71,6 +85,20 @@ void SimMachine::keep_counter_state(std::byte* region, bool carry_over) {
       double sum = 0;
       for (unsigned w = 0; w < d.ways; ++w) sum += d.occ_way[r * d.ways + w];
       d.occ[r] = sum < 1.0 ? 0.0 : sum;  // as step_occupancy sums it
+    }
+    // The configuration the counts were made under, as the previous
+    // daemon left it: a restore that finds it here does not write it again.
+    d.evt_cfg[0] = k.cfg[0];
+    d.evt_cfg[1] = k.cfg[1];
+    d.ext_cfg = k.cfg[2];
+    for (size_t c = 0; c < d.cntrs.size(); ++c) {
+      AbmcCounter& a = d.cntrs[c];
+      const uint64_t w = k.cntr_cfg[c];
+      a.enabled = (w & 1) != 0;
+      a.is_clos = (w & 2) != 0;
+      a.bw_type = static_cast<uint32_t>((w >> 16) & 0xffffU);
+      a.rmid = static_cast<uint32_t>(w >> 32);
+      a.bytes = k.cntr_bytes[c];
     }
   }
   for (TelemetryPkg& t : telem_pkgs_) {
@@ -103,6 +131,14 @@ void SimMachine::keep_l3_locked(const L3Dom& d) {
   }
   std::copy_n(d.occ_way.begin(), nrmid * d.ways, k.occ_way);
   for (size_t r = 0; r < nrmid; ++r) k.tracked[r] = d.tracked[r];
+  k.cfg[0] = d.evt_cfg[0];
+  k.cfg[1] = d.evt_cfg[1];
+  k.cfg[2] = d.ext_cfg;
+  for (size_t c = 0; c < d.cntrs.size(); ++c) {
+    const AbmcCounter& a = d.cntrs[c];
+    k.cntr_cfg[c] = pack_cntr(a.enabled, a.is_clos, a.bw_type, a.rmid);
+    k.cntr_bytes[c] = a.bytes;
+  }
 }
 
 void SimMachine::keep_telemetry_locked() {

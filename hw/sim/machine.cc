@@ -523,6 +523,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
         keep_l3_locked(*d);
       }
       d->ext_cfg = v;
+      keep_l3_locked(*d);
       return Ok();
     }
     if (msr == L3_QOS_ABMC_CFG && info_.res(ResourceId::L3).mon.cntr_assign.capable) {
@@ -544,6 +545,7 @@ Result<void> SimMachine::write(unsigned cpu, uint32_t msr, uint64_t v) {
         k.rmid = src;
         k.bw_type = bw_type;
         k.bytes = 0;  // applying a configuration resets the counter
+        keep_l3_locked(*d);
       }
       return Ok();
     }

@@ -525,6 +525,13 @@ class SimMachine final : public CpuidSource,
     uint64_t* wraps[2];
     double* occ_way;
     uint64_t* tracked;
+    // The domain's monitoring configuration, which the hardware keeps as
+    // it keeps the counts (a restore finds it there and leaves the counts
+    // alone): evt_cfg[0], evt_cfg[1], ext_cfg; and per ABMC counter its
+    // configuration (enabled, is_clos, BwType, BwSrc packed) and count.
+    uint64_t* cfg;
+    uint64_t* cntr_cfg;
+    double* cntr_bytes;
   };
   struct KeptPkg {
     double* count;

@@ -747,6 +747,21 @@ void X86Arch::keep_counter_state(std::byte* region, bool carry_over) {
       for (int e = 0; e < 2; ++e)
         std::copy_n(at + e * mon.num_rmids, mon.num_rmids, mon_[d].rmid[e].begin());
       std::copy_n(at + 2 * mon.num_rmids, mon_[d].cntr.size(), mon_[d].cntr.begin());
+      // The event configuration is the hardware's too (the simulated
+      // machine's came back with its counts): adopt it again, so that a
+      // restore of the same configuration writes nothing, which would
+      // clear the domain's counts.
+      unsigned cpu = mon.mon_domains[d].cpus.first();
+      if (mon.evt_cfg.capable) {
+        for (int e = 0; e < 2; ++e) {
+          auto v = msr_->read(cpu, QOS_EVT_CFG_0 + e);
+          if (v.ok()) mon_[d].evt_cfg[e] = static_cast<uint32_t>(*v & BMEC_MAX_EVT_CONFIG_BITS);
+        }
+      }
+      if (mon.cntr_assign.capable && d == 0) {
+        auto v = msr_->read(cpu, L3_QOS_EXT_CFG);
+        if (v.ok()) abmc_enabled_ = (*v & L3_QOS_EXT_CFG_ABMC_EN) != 0;
+      }
     } else {
       keep_mon_domain(d);
     }
@@ -830,6 +845,18 @@ Result<void> X86Arch::set_abmc_enabled(bool enable) {
   return Ok();
 }
 
+// Whether counter `cntr_id` of `cpu`'s domain is configured as `want` (an
+// L3_QOS_ABMC_CFG value) says: the counter is selected with CfgEn clear,
+// which configures nothing, and L3_QOS_ABMC_DSC describes it.
+bool X86Arch::cntr_configured(unsigned cpu, unsigned cntr_id, uint64_t want) {
+  if (!msr_->write(cpu, L3_QOS_ABMC_CFG, uint64_t{cntr_id} << ABMC_CFG_CTR_ID_SHIFT).ok())
+    return false;
+  auto dsc = msr_->read(cpu, L3_QOS_ABMC_DSC);
+  constexpr uint64_t kMask = ABMC_CFG_CTR_EN | ABMC_CFG_IS_CLOS | ABMC_CFG_BW_TYPE_MASK |
+                             (ABMC_CFG_BW_SRC_MASK << ABMC_CFG_BW_SRC_SHIFT);
+  return dsc.ok() && (*dsc & kMask) == (want & kMask);
+}
+
 Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid, EventId ev,
                                   uint32_t evt_cfg, bool assign) {
   drop_baselines();
@@ -843,6 +870,12 @@ Result<void> X86Arch::config_cntr(int domain_id, unsigned cntr_id, uint32_t rmid
                (uint64_t{rmid} << ABMC_CFG_BW_SRC_SHIFT);
   if (assign) v |= ABMC_CFG_CTR_EN | evt_cfg;
   unsigned cpu = info_.res(ResourceId::L3).mon.mon_domains[d].cpus.first();
+  if (carried_over_ && assign && cntr_configured(cpu, cntr_id, v)) {
+    // A takeover's restore: the counter already counts this, since before
+    // the previous daemon died. Writing it again would clear its count.
+    mon_[d].cntr_cfg[cntr_id] = v;
+    return Ok();
+  }
   if (!msr_->write(cpu, L3_QOS_ABMC_CFG, v).ok()) return write_failed();
   mon_[d].cntr[cntr_id] = MbmState{};
   keep_mbm(static_cast<size_t>(d), 2, cntr_id);

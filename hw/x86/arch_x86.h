@@ -208,6 +208,7 @@ class X86Arch final : public Arch {
   // (keep_mbm), before the read that made it returns.
   std::map<int, MbmState*> kept_mon_;
   bool carried_over_ = false;
+  bool cntr_configured(unsigned cpu, unsigned cntr_id, uint64_t want);
   // Copies mon_[d]'s state `i` of `kind` (0, 1: the RMID's event, 2: ABMC
   // counter) to where it is kept; keep_mon_domain: all of mon_[d]'s.
   void keep_mbm(size_t d, int kind, size_t i);
